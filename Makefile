@@ -1,0 +1,32 @@
+# toolhost — the two commands that matter are `make run` and `make test`.
+GO      ?= go
+BIN     := bin/toolhost
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+
+.PHONY: build run test vet unit e2e bench clean
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/toolhost
+
+# Starts the server on its embedded defaults: 127.0.0.1:8080, no auth (dev).
+run: build
+	./$(BIN) serve --dev
+
+# The whole suite: vet, Go tests with the race detector, real clients.
+test: vet unit e2e
+
+vet:
+	$(GO) vet ./...
+
+unit:
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+e2e: build
+	cd e2e && npm ci --no-audit --no-fund && TOOLHOST_BIN=$(CURDIR)/$(BIN) npm test
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// Config is the optional JSON file named by --config. It holds what flags do
+// not; every field has a working default, so no file is needed to start.
+// Unknown fields are rejected so a typo does not silently do nothing.
+type Config struct {
+	Hosted struct {
+		// Label selects our tools in /v1 requests and names the extension
+		// field (seed name: scirouter).
+		Label string `json:"label"`
+	} `json:"hosted"`
+	MCP struct {
+		// Stateless: no MCP sessions; any replica answers any request; no
+		// server-to-client notifications outside a request's own stream.
+		Stateless bool `json:"stateless"`
+		// JSONResponse answers with application/json instead of SSE.
+		JSONResponse bool `json:"json_response"`
+		// SessionTimeout closes idle sessions ("30m"); empty keeps them.
+		SessionTimeout Duration `json:"session_timeout"`
+	} `json:"mcp"`
+	Tools struct {
+		DefaultTimeout Duration `json:"default_timeout"`
+		MaxResultBytes int      `json:"max_result_bytes"`
+	} `json:"tools"`
+	ShutdownTimeout Duration `json:"shutdown_timeout"`
+}
+
+func defaultConfig() Config {
+	var c Config
+	c.Hosted.Label = "toolhost"
+	c.Tools.DefaultTimeout = Duration(60 * time.Second)
+	c.Tools.MaxResultBytes = 256 << 10
+	c.ShutdownTimeout = Duration(10 * time.Second)
+	return c
+}
+
+func loadConfig(path string) (Config, error) {
+	c := defaultConfig()
+	if path == "" {
+		return c, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return c, fmt.Errorf("config: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return c, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Duration is a time.Duration written as "30s" in JSON.
+type Duration time.Duration
+
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string such as \"30s\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// envDefaults sets every flag of fs that the command line did not set from
+// TOOLHOST_<FLAG> (upper case, dashes as underscores).
+func envDefaults(fs *flag.FlagSet) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] || err != nil {
+			return
+		}
+		key := "TOOLHOST_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(key); ok {
+			if e := fs.Set(f.Name, v); e != nil {
+				err = fmt.Errorf("%s=%q: %w", key, v, e)
+			}
+		}
+	})
+	return err
+}

@@ -1,0 +1,141 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Options configure the HTTP server.
+type Options struct {
+	Addr    string
+	Version string
+	// MCP is the streamable-HTTP MCP handler mounted on /mcp.
+	MCP http.Handler
+	// Extra routes mounted as given ("GET /tool-executions" → handler).
+	Routes map[string]http.Handler
+	// ShutdownTimeout is how long in-flight requests may take to finish
+	// after a shutdown signal before their contexts are cancelled.
+	ShutdownTimeout time.Duration
+	Logger          *slog.Logger
+}
+
+// Server is the HTTP face.
+type Server struct {
+	opts    Options
+	handler http.Handler
+}
+
+// New builds the route table and middleware chain.
+func New(opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.ShutdownTimeout <= 0 {
+		opts.ShutdownTimeout = 10 * time.Second
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		WriteJSON(w, http.StatusOK, map[string]any{"status": "ok", "version": opts.Version})
+	})
+	if opts.MCP != nil {
+		// Browsers must not be able to drive the MCP endpoint from another
+		// site: cross-origin POSTs are refused before the SDK sees them (the
+		// SDK itself refuses non-local Host headers on loopback).
+		cop := http.NewCrossOriginProtection()
+		cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			WriteError(w, http.StatusForbidden, "origin_not_allowed", "cross-origin requests to /mcp are not allowed")
+		}))
+		mux.Handle("/mcp", cop.Handler(opts.MCP))
+	}
+	for pattern, h := range opts.Routes {
+		mux.Handle(pattern, h)
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
+	})
+	return &Server{opts: opts, handler: RequestID(mux)}
+}
+
+// Handler returns the whole chain, for tests that use httptest.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Serve listens on ln until ctx ends, then shuts down gracefully: new
+// connections stop, in-flight requests get ShutdownTimeout to finish, after
+// which their contexts are cancelled and the listener is closed.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	baseCtx, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
+	hs := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return baseCtx },
+		ErrorLog:          slog.NewLogLogger(s.opts.Logger.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.opts.Logger.Info("shutting down", "grace", s.opts.ShutdownTimeout.String())
+	sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		// Long calls and open SSE streams: cancel them and close.
+		cancelBase()
+		err = hs.Close()
+	}
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		return serr
+	}
+	return err
+}
+
+type ctxKey int
+
+const requestIDKey ctxKey = iota
+
+// RequestID gives every request an id (the caller's X-Request-Id when it is
+// sane, a new one otherwise), echoes it in the response and stores it in the
+// context.
+func RequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if id == "" || len(id) > 128 {
+			id = uuid.NewString()
+		}
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
+	})
+}
+
+// RequestIDFrom returns the request id stored by RequestID.
+func RequestIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+// WriteJSON writes v as a JSON response.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// WriteError writes the error body every REST route uses:
+// {"error":{"code":..., "message":...}}.
+func WriteError(w http.ResponseWriter, status int, code, message string) {
+	WriteJSON(w, status, map[string]any{"error": map[string]any{"code": code, "message": message}})
+}

@@ -1,0 +1,195 @@
+package tools
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// ErrArgsSyntax is wrapped by every strict-parse failure.
+var ErrArgsSyntax = errors.New("arguments are not strict JSON")
+
+// ParseArgs parses tool arguments strictly: the bytes must be exactly one JSON
+// object, with no duplicate keys at any depth, no numbers outside float64's
+// finite range, and nothing after the value. Empty input and "null" mean "no
+// arguments" (MCP clients may omit them) and yield an empty object.
+//
+// Numbers come back as json.Number in canonical form, so equal values have
+// equal spellings (20, 20.0 and 2e1 are all "20") before any digest is taken.
+//
+// encoding/json accepts duplicate keys (last wins) and trailing values in a
+// stream, so we walk its token stream ourselves rather than call Unmarshal.
+func ParseArgs(raw []byte) (map[string]any, error) {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || string(trimmed) == "null" {
+		return map[string]any{}, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.UseNumber()
+	v, err := parseValue(dec, "")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrArgsSyntax, explain(err, trimmed))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("%w: trailing data after the JSON value at byte %d", ErrArgsSyntax, dec.InputOffset())
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%w: arguments must be a JSON object, got %s", ErrArgsSyntax, kindOf(v))
+	}
+	return obj, nil
+}
+
+func parseValue(dec *json.Decoder, path string) (any, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		if err == io.EOF {
+			return nil, errors.New("unexpected end of input")
+		}
+		return nil, err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			obj := map[string]any{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				key, ok := kt.(string)
+				if !ok {
+					return nil, fmt.Errorf("object key at %s is not a string", pathOrRoot(path))
+				}
+				if _, dup := obj[key]; dup {
+					return nil, fmt.Errorf("duplicate key %q in the object at %s", key, pathOrRoot(path))
+				}
+				val, err := parseValue(dec, path+"/"+escapePointer(key))
+				if err != nil {
+					return nil, err
+				}
+				obj[key] = val
+			}
+			if _, err := dec.Token(); err != nil { // '}'
+				return nil, err
+			}
+			return obj, nil
+		case '[':
+			arr := []any{}
+			for i := 0; dec.More(); i++ {
+				val, err := parseValue(dec, path+"/"+strconv.Itoa(i))
+				if err != nil {
+					return nil, err
+				}
+				arr = append(arr, val)
+			}
+			if _, err := dec.Token(); err != nil { // ']'
+				return nil, err
+			}
+			return arr, nil
+		}
+		return nil, fmt.Errorf("unexpected %q at %s", t, pathOrRoot(path))
+	case json.Number:
+		n, err := canonicalNumber(t)
+		if err != nil {
+			return nil, fmt.Errorf("number %s at %s: %w", t, pathOrRoot(path), err)
+		}
+		return n, nil
+	default:
+		return t, nil // string, bool, nil
+	}
+}
+
+// canonicalNumber rewrites n so that equal values are spelled alike: integers
+// without fraction or exponent, everything else in Go's shortest form.
+func canonicalNumber(n json.Number) (json.Number, error) {
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return "", errors.New("not a finite number (outside the float64 range)")
+	}
+	if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+		return json.Number(strconv.FormatInt(int64(f), 10)), nil
+	}
+	return json.Number(strconv.FormatFloat(f, 'g', -1, 64)), nil
+}
+
+// explain turns encoding/json's syntax errors into messages a model can act on.
+func explain(err error, raw []byte) error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		if lit, at := bareLiteral(raw); lit != "" {
+			return fmt.Errorf("%s at byte %d is not a JSON number (NaN and Infinity are not allowed)", lit, at)
+		}
+		return fmt.Errorf("%s (near byte %d)", se.Error(), se.Offset)
+	}
+	return err
+}
+
+// bareLiteral finds NaN or Infinity outside strings, the usual way a
+// non-finite number sneaks into "JSON" written by a model or a JS runtime.
+func bareLiteral(raw []byte) (string, int) {
+	inStr, esc := false, false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case inStr && esc:
+			esc = false
+		case inStr && c == '\\':
+			esc = true
+		case c == '"':
+			inStr = !inStr
+		case !inStr:
+			for _, lit := range []string{"NaN", "Infinity"} {
+				if bytes.HasPrefix(raw[i:], []byte(lit)) {
+					return lit, i
+				}
+			}
+		}
+	}
+	return "", 0
+}
+
+func kindOf(v any) string {
+	switch v.(type) {
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case nil:
+		return "null"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func pathOrRoot(p string) string {
+	if p == "" {
+		return "the top level"
+	}
+	return p
+}
+
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// CanonicalJSON encodes v with sorted object keys and canonical numbers, the
+// form the idempotency digest is taken over.
+func CanonicalJSON(v any) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}

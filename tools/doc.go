@@ -1,0 +1,17 @@
+// Package tools holds the Tool interface and the Executor: the one pipeline
+// that every tool call runs through, whether it arrives over MCP, from the
+// hosted /v1 loop or from the command line.
+//
+// The pipeline, in order: parse the raw argument bytes strictly (duplicate
+// keys, non-finite numbers and trailing data are rejected and the raw bytes are
+// kept), validate against the tool's JSON Schema (dialect 2020-12), normalize
+// (schema defaults, canonical numbers, the tool's own normalization against a
+// recorded reference clock), authorize, execute under a deadline, and encode the
+// result for a model (structured content plus a text rendering, a size cap that
+// says truncated, outside text marked as untrusted data).
+//
+// A tool failure is never a Go error to the caller: it is an Outcome with
+// IsError set and a code and message a model can act on. Execute returns an
+// error only when the runtime itself failed (for example its journal could not
+// be written), which the caller must treat as an internal error.
+package tools

@@ -1,0 +1,147 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"toolhost/catalog"
+)
+
+// Tool is one callable tool. Spec is static data; Call does the work.
+//
+// Call receives arguments that were already parsed, validated and normalized.
+// It reports failures the model should see by returning a *Error (see Errorf);
+// any other error is treated as an internal failure of the tool.
+type Tool interface {
+	Spec() catalog.Spec
+	Call(ctx context.Context, inv *Invocation) (*Result, error)
+}
+
+// Normalizer is implemented by tools that normalize their arguments beyond the
+// schema defaults: resolving relative values against the reference clock,
+// clamping, canonical spellings. It runs before authorization and before the
+// idempotency digest is taken, so equal intents get equal digests.
+type Normalizer interface {
+	Normalize(args map[string]any, ref Reference) error
+}
+
+// Reference is what normalization may depend on, recorded with the call so the
+// result is reproducible.
+type Reference struct {
+	Clock    time.Time
+	TimeZone *time.Location
+	Lang     catalog.Lang
+}
+
+// Caller says who is calling and from where. It comes from the runtime (the
+// authenticated key, the transport), never from the model's arguments.
+type Caller struct {
+	Slot      string // "mcp", "hosted" or "cli"
+	SessionID string // MCP session or the caller's conversation id
+	FloorID   string // one MCP tools/call or one /v1 request
+	RunID     string // one loop run inside a floor
+	Round     int    // loop round (hosted)
+	AccountID string
+	KeyID     string
+	TraceID   string
+	Scopes    []string
+}
+
+// ProgressFunc reports progress of a running call. total is 0 when unknown.
+type ProgressFunc func(progress, total float64, message string)
+
+// Proposal is a call as a model or client proposed it: a name and raw bytes.
+type Proposal struct {
+	Tool           string
+	Args           json.RawMessage
+	CallID         string // the model's or client's id for this call
+	Caller         Caller
+	IdempotencyKey string
+	Lang           catalog.Lang
+	Progress       ProgressFunc
+	// Timeout overrides the executor's default deadline when positive.
+	Timeout time.Duration
+}
+
+// Invocation is a call the runtime has parsed, validated, normalized and is
+// about to execute.
+type Invocation struct {
+	ID       string
+	Spec     catalog.Spec
+	CallID   string
+	Raw      json.RawMessage // the bytes as received
+	Args     json.RawMessage // canonical normalized arguments
+	Caller   Caller
+	Ref      Reference
+	Deadline time.Time
+	progress ProgressFunc
+}
+
+// Decode unmarshals the normalized arguments into v, refusing fields v does
+// not declare (the schema already refused them; this guards drift).
+func (inv *Invocation) Decode(v any) error {
+	dec := json.NewDecoder(bytes.NewReader(inv.Args))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("decode %s arguments: %w", inv.Spec.Name, err)
+	}
+	return nil
+}
+
+// Progress reports progress to the caller if it asked for it; otherwise it
+// does nothing. Safe to call from any goroutine the tool owns.
+func (inv *Invocation) Progress(progress, total float64, message string) {
+	if inv.progress != nil {
+		inv.progress(progress, total, message)
+	}
+}
+
+// Result is what a tool returns on success.
+type Result struct {
+	// Structured is the value that must match the tool's output schema.
+	Structured any
+	// Text is the readable rendering a model sees.
+	Text string
+	// Summary is a short line for the journal and the /v1 extension field
+	// ("web: 8 results").
+	Summary string
+	// Units is the number of paid units the call consumed.
+	Units float64
+	// Untrusted marks Text as data from outside (a web page, a search
+	// engine): the encoder fences it so a model treats it as data.
+	Untrusted bool
+}
+
+// Error is a tool failure the model should see: a stable machine code and a
+// message that says what to do about it.
+type Error struct {
+	Code       string
+	Message    string
+	RetryAfter time.Duration
+	// Units consumed before the failure (a provider call that was made).
+	Units float64
+	// Details are extra machine-readable fields (e.g. "status" for http_error).
+	Details map[string]any
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Errorf returns a tool failure with a stable code.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Error codes the pipeline itself produces. Tools add their own.
+const (
+	CodeUnknownTool    = "unknown_tool"
+	CodeInvalidJSON    = "invalid_arguments_json"
+	CodeInvalidArgs    = "invalid_arguments"
+	CodeDenied         = "denied"
+	CodeTimeout        = "timeout"
+	CodeCancelled      = "cancelled"
+	CodeInternal       = "internal_error"
+	CodeResultTooLarge = "result_too_large"
+)
