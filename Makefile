@@ -4,17 +4,17 @@ BIN     := bin/toolhost
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: build run test vet unit e2e bench clean
+.PHONY: build run runtimes test vet unit e2e bench clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/toolhost
 
 # Starts the server on its embedded defaults: 127.0.0.1:8080, no auth (dev).
-run: build
+run: runtimes build
 	./$(BIN) serve --dev
 
 # The whole suite: vet, Go tests with the race detector, real clients.
-test: vet unit e2e
+test: runtimes vet unit e2e
 
 vet:
 	$(GO) vet ./...
@@ -24,6 +24,11 @@ unit:
 
 e2e: build
 	cd e2e && npm ci --no-audit --no-fund && TOOLHOST_BIN=$(CURDIR)/$(BIN) npm test
+
+# The pinned WebAssembly runtimes of run_code, fetched with npm and verified
+# against runtimes.sha256.
+runtimes:
+	./scripts/runtimes.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

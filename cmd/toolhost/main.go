@@ -87,14 +87,16 @@ type usageError struct{ error }
 
 // common holds the flags every command that runs tools shares.
 type common struct {
-	data   string
-	config string
-	cfg    Config
+	data      string
+	config    string
+	testTools bool
+	cfg       Config
 }
 
 func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.data, "data", "./data", "directory for local state (SQLite file, wasm cache, runtimes)")
 	fs.StringVar(&c.config, "config", "", "optional JSON config file (see README)")
+	fs.BoolVar(&c.testTools, "test-tools", false, "also publish the test-only sleep tool (tests and load runs only)")
 }
 
 func parseFlags(fs *flag.FlagSet, args []string, c *common) error {

@@ -1,0 +1,98 @@
+// Package sleep provides the test-only `sleep` tool: it waits, reports
+// progress at each step and says how many sleep calls were in flight when it
+// started. Tests and load runs use it for slow calls, cancellation, crash
+// recovery and concurrency limits. It is published only when the server runs
+// with --test-tools.
+package sleep
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"toolhost/catalog"
+	"toolhost/tools"
+)
+
+// Tool is the sleep tool. One value counts its own calls in flight.
+type Tool struct {
+	inFlight atomic.Int64
+	maxSeen  atomic.Int64
+}
+
+// New returns a sleep tool with its own in-flight counter.
+func New() *Tool { return &Tool{} }
+
+// MaxInFlight is the most calls that were running at once since start.
+func (t *Tool) MaxInFlight() int64 { return t.maxSeen.Load() }
+
+func (*Tool) Spec() catalog.Spec {
+	return catalog.Spec{
+		Name:    "sleep",
+		Version: "1.0.0",
+		Title:   catalog.Text{ZH: "等待（测试用）", EN: "Sleep (testing)"},
+		Description: catalog.Text{
+			ZH: "测试用：等待 ms 毫秒，分 steps 步报告进度，返回开始时正在运行的 sleep 调用数。",
+			EN: "For testing: waits ms milliseconds in steps, reporting progress at each step, and returns how many sleep calls were running when it started.",
+		},
+		Input: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "ms": {"type": "integer", "minimum": 0, "maximum": 600000, "default": 100},
+    "steps": {"type": "integer", "minimum": 1, "maximum": 100, "default": 1}
+  },
+  "additionalProperties": false
+}`),
+		Output: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "slept_ms": {"type": "integer"},
+    "in_flight": {"type": "integer", "description": "sleep calls running when this one started, itself included"}
+  },
+  "required": ["slept_ms", "in_flight"],
+  "additionalProperties": false
+}`),
+		Annotations: catalog.Annotations{ReadOnly: true, Idempotent: true},
+		SideEffect:  catalog.SideEffectNone,
+		ReplaySafe:  true,
+	}
+}
+
+func (t *Tool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, error) {
+	var in struct {
+		MS    int `json:"ms"`
+		Steps int `json:"steps"`
+	}
+	if err := inv.Decode(&in); err != nil {
+		return nil, err
+	}
+	n := t.inFlight.Add(1)
+	defer t.inFlight.Add(-1)
+	for {
+		m := t.maxSeen.Load()
+		if n <= m || t.maxSeen.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	start := time.Now()
+	step := time.Duration(in.MS) * time.Millisecond / time.Duration(in.Steps)
+	timer := time.NewTimer(step)
+	defer timer.Stop()
+	for i := 1; i <= in.Steps; i++ {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-timer.C:
+		}
+		inv.Progress(float64(i), float64(in.Steps), fmt.Sprintf("step %d of %d", i, in.Steps))
+		timer.Reset(step)
+	}
+	slept := time.Since(start).Milliseconds()
+	return &tools.Result{
+		Structured: map[string]any{"slept_ms": slept, "in_flight": n},
+		Text:       fmt.Sprintf("slept %d ms (%d sleep calls in flight at start)", slept, n),
+		Summary:    fmt.Sprintf("slept %d ms", slept),
+	}, nil
+}
