@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestCallExitCodesAndOutput(t *testing.T) {
+	data := t.TempDir()
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantOut  string
+		wantErr  string
+	}{
+		{name: "success", args: []string{"call", "--data", data, "roll_dice", `{"sides":20,"count":3}`}, wantCode: exitOK, wantOut: `"total"`},
+		{name: "duplicate key", args: []string{"call", "--data", data, "roll_dice", `{"sides":20,"sides":6}`}, wantCode: exitToolError, wantOut: `duplicate key \"sides\"`},
+		{name: "unknown zone", args: []string{"call", "--data", data, "get_time", `{"timezone":"Mars/Base"}`}, wantCode: exitToolError, wantOut: `Mars/Base`},
+		{name: "no arguments uses defaults", args: []string{"call", "--data", data, "get_time"}, wantCode: exitOK, wantOut: `"timezone": "UTC"`},
+		{name: "unknown tool", args: []string{"call", "--data", data, "nope", `{}`}, wantCode: exitUsage, wantErr: `unknown tool "nope"`},
+		{name: "missing tool", args: []string{"call", "--data", data}, wantCode: exitUsage, wantErr: "want TOOL"},
+		{name: "bad flag", args: []string{"call", "--bogus"}, wantCode: exitUsage, wantErr: "bogus"},
+		{name: "unknown command", args: []string{"frobnicate"}, wantCode: exitUsage, wantErr: `unknown command "frobnicate"`},
+		{name: "version", args: []string{"version"}, wantCode: exitOK, wantOut: "toolhost "},
+		{name: "dev refused off loopback", args: []string{"serve", "--dev", "--addr", "0.0.0.0:0", "--data", data}, wantCode: exitUsage, wantErr: "only allowed on a loopback address"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, tt.args...)
+			if code != tt.wantCode {
+				t.Fatalf("exit = %d, want %d\nstdout: %s\nstderr: %s", code, tt.wantCode, out, errOut)
+			}
+			if !strings.Contains(out, tt.wantOut) || !strings.Contains(errOut, tt.wantErr) {
+				t.Fatalf("stdout %q want %q; stderr %q want %q", out, tt.wantOut, errOut, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestCallRollDiceResultsInRange(t *testing.T) {
+	code, out, errOut := runCLI(t, "call", "--data", t.TempDir(), "roll_dice", `{"sides":20,"count":3}`)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got struct {
+		Structured struct {
+			Results []int `json:"results"`
+			Total   int   `json:"total"`
+		} `json:"structuredContent"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	sum := 0
+	for _, r := range got.Structured.Results {
+		if r < 1 || r > 20 {
+			t.Fatalf("result %d out of range", r)
+		}
+		sum += r
+	}
+	if len(got.Structured.Results) != 3 || sum != got.Structured.Total {
+		t.Fatalf("got %+v", got.Structured)
+	}
+}
+
+func TestEnvironmentSetsFlags(t *testing.T) {
+	t.Setenv("TOOLHOST_ADDR", "0.0.0.0:0")
+	t.Setenv("TOOLHOST_DEV", "true")
+	code, _, errOut := runCLI(t, "serve", "--data", t.TempDir())
+	if code != exitUsage || !strings.Contains(errOut, "0.0.0.0:0") {
+		t.Fatalf("exit %d, stderr %q: the env should have set --addr and --dev", code, errOut)
+	}
+}
+
+func TestConfigFileRejectsUnknownFields(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.json")
+	if err := os.WriteFile(path, []byte(`{"hosted":{"lable":"x"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCLI(t, "call", "--config", path, "get_time")
+	if code != exitUsage || !strings.Contains(errOut, `unknown field "lable"`) {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+// buildBinary compiles toolhost once per test binary run.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "toolhost")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func TestStdioServesToolsAndKeepsStdoutClean(t *testing.T) {
+	bin := buildBinary(t)
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, "stdio", "--data", t.TempDir(), "--test-tools", "--lang", "zh")
+	cmd.Stderr = &stderr
+	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v (stderr %s)", err, stderr.String())
+	}
+	defer cs.Close()
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]string{}
+	for _, tl := range list.Tools {
+		names[tl.Name] = tl.Description
+	}
+	if !strings.HasPrefix(names["roll_dice"], "掷") || names["sleep"] == "" {
+		t.Fatalf("tools = %v, want Chinese descriptions and the test tool", names)
+	}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "roll_dice", Arguments: map[string]any{"sides": 6, "count": 2}})
+	if err != nil || res.IsError {
+		t.Fatalf("call: %v %+v", err, res)
+	}
+}
+
+func TestServeShutsDownGracefully(t *testing.T) {
+	bin := buildBinary(t)
+	cmd := exec.Command(bin, "serve", "--dev", "--test-tools", "--addr", "127.0.0.1:0", "--data", t.TempDir())
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	addr := waitForAddr(t, &stderr)
+
+	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A call in flight when SIGTERM arrives still completes.
+	done := make(chan *sdk.CallToolResult, 1)
+	go func() {
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 500}})
+		if err != nil {
+			t.Errorf("in-flight call: %v", err)
+		}
+		done <- res
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	if res == nil || res.IsError {
+		t.Fatalf("in-flight call did not finish cleanly: %+v", res)
+	}
+	cs.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("serve exited with %v; stderr:\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "shutting down") {
+		t.Fatalf("no shutdown log: %s", stderr.String())
+	}
+}
