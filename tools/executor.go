@@ -16,6 +16,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"toolhost/catalog"
+	"toolhost/journal"
 )
 
 // Status is the journal status of a finished call.
@@ -51,6 +52,10 @@ type Outcome struct {
 	Summary   string
 	Units     float64
 	Duration  time.Duration
+	// ReplayOf is set when the outcome was not executed but replayed from
+	// the stored result of an earlier call with the same idempotency key
+	// and arguments: it names that call's execution id.
+	ReplayOf string
 }
 
 // Authorizer decides whether an invocation may run. It returns nil to allow,
@@ -77,6 +82,12 @@ type Options struct {
 	// TimeZone for normalization; nil means UTC.
 	TimeZone *time.Location
 	Logger   *slog.Logger
+	// Journal records every call. Nil means an in-memory journal that lives
+	// as long as the process (tests, stdio without a data directory).
+	Journal *journal.Journal
+	// AccountID is the account of calls whose Caller names none: the single
+	// local account until API keys exist. Default "local".
+	AccountID string
 }
 
 type entry struct {
@@ -91,6 +102,7 @@ type Executor struct {
 	opts    Options
 	catalog *catalog.Registry
 	tools   map[string]*entry
+	journal *journal.Journal
 }
 
 // NewExecutor builds an executor and its catalog from tool constructors'
@@ -115,7 +127,13 @@ func NewExecutor(opts Options, ts ...Tool) (*Executor, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	e := &Executor{opts: opts, catalog: catalog.NewRegistry(), tools: map[string]*entry{}}
+	if opts.AccountID == "" {
+		opts.AccountID = LocalAccount
+	}
+	e := &Executor{opts: opts, catalog: catalog.NewRegistry(), tools: map[string]*entry{}, journal: opts.Journal}
+	if e.journal == nil {
+		e.journal = journal.New(journal.NewMemStore(), journal.Options{InstanceID: uuid.NewString(), Logger: opts.Logger})
+	}
 	for _, t := range ts {
 		spec := t.Spec()
 		if err := e.catalog.Add(spec); err != nil {
@@ -135,52 +153,61 @@ func NewExecutor(opts Options, ts ...Tool) (*Executor, error) {
 	return e, nil
 }
 
+// Journal returns the journal the executor records into.
+func (e *Executor) Journal() *journal.Journal { return e.journal }
+
 // Catalog returns the registry of the executor's tool specs.
 func (e *Executor) Catalog() *catalog.Registry { return e.catalog }
 
-// Execute runs one proposal through the whole pipeline. Tool failures come
-// back as an Outcome with IsError; the error result is reserved for failures
-// of the runtime itself.
+// Execute runs one proposal through the whole pipeline and records every
+// transition in the journal (record.go). Tool failures come back as an
+// Outcome with IsError; the error result is reserved for failures of the
+// runtime itself (the journal could not be written).
 func (e *Executor) Execute(ctx context.Context, p Proposal) (*Outcome, error) {
-	start := time.Now()
-	id := uuid.Must(uuid.NewV7()).String()
-	out := &Outcome{ExecutionID: id, Tool: p.Tool, CallID: p.CallID}
+	c := e.begin(p)
+	out := c.out
 
 	ent, ok := e.tools[p.Tool]
 	if !ok {
-		e.fail(out, StatusError, Errorf(CodeUnknownTool, "unknown tool %q; available tools: %s", p.Tool, strings.Join(e.names(), ", ")))
-		out.Duration = time.Since(start)
-		return out, nil
+		return c.reject(ctx, journal.StateParseRejected, StatusError, Errorf(CodeUnknownTool, "unknown tool %q; available tools: %s", p.Tool, strings.Join(e.names(), ", ")))
 	}
 	out.Version = ent.spec.Version
+	c.rec.ToolVersion = ent.spec.Version
+	c.rec.SideEffectLevel = string(ent.spec.SideEffect)
 
 	// Parse: strict, keeping the raw bytes.
 	args, err := ParseArgs(p.Args)
 	if err != nil {
-		e.fail(out, StatusError, Errorf(CodeInvalidJSON, "%s arguments: %s", p.Tool, strings.TrimPrefix(err.Error(), ErrArgsSyntax.Error()+": ")))
-		out.Duration = time.Since(start)
-		return out, nil
+		return c.reject(ctx, journal.StateParseRejected, StatusError, Errorf(CodeInvalidJSON, "%s arguments: %s", p.Tool, strings.TrimPrefix(err.Error(), ErrArgsSyntax.Error()+": ")))
+	}
+	if err := c.move(journal.StateParsed, map[string]any{"parser": "strict-json", "bytes": len(p.Args)}); err != nil {
+		return nil, err
 	}
 
 	// Normalize defaults first so the schema sees the values that will run,
 	// then validate, then the tool's own normalization.
 	applyDefaults(args, ent.props)
 	if err := ent.schema.Validate(any(args)); err != nil {
-		e.fail(out, StatusError, Errorf(CodeInvalidArgs, "%s arguments do not match its schema: %s", p.Tool, describeValidation(err)))
-		out.Duration = time.Since(start)
-		return out, nil
+		return c.reject(ctx, journal.StateValidationRejected, StatusError, Errorf(CodeInvalidArgs, "%s arguments do not match its schema: %s", p.Tool, describeValidation(err)))
 	}
 	ref := Reference{Clock: e.opts.Clock(), TimeZone: e.opts.TimeZone, Lang: p.Lang}
 	if n, ok := ent.tool.(Normalizer); ok {
 		if err := n.Normalize(args, ref); err != nil {
-			e.fail(out, StatusError, asToolError(err, CodeInvalidArgs))
-			out.Duration = time.Since(start)
-			return out, nil
+			return c.reject(ctx, journal.StateValidationRejected, StatusError, asToolError(err, CodeInvalidArgs))
 		}
 	}
 	canon, err := CanonicalJSON(args)
 	if err != nil {
 		return nil, fmt.Errorf("canonical arguments of %s: %w", p.Tool, err)
+	}
+	c.rec.Args = canon
+	c.rec.ArgsDigest = Digest(c.rec.AccountID, ent.spec.Name, ent.spec.Version, canon)
+	if err := c.move(journal.StateValidated, map[string]any{
+		"dialect": catalog.SchemaDialect, "validator": validatorName, "format_assertion": true,
+		"reference_clock": ref.Clock.Format(time.RFC3339Nano), "time_zone": ref.TimeZone.String(),
+		"args_digest": c.rec.ArgsDigest,
+	}); err != nil {
+		return nil, err
 	}
 
 	timeout := e.opts.DefaultTimeout
@@ -188,7 +215,7 @@ func (e *Executor) Execute(ctx context.Context, p Proposal) (*Outcome, error) {
 		timeout = min(p.Timeout, e.opts.MaxTimeout)
 	}
 	inv := &Invocation{
-		ID:       id,
+		ID:       c.rec.ID,
 		Spec:     ent.spec,
 		CallID:   p.CallID,
 		Raw:      append(json.RawMessage(nil), p.Args...),
@@ -209,11 +236,34 @@ func (e *Executor) Execute(ctx context.Context, p Proposal) (*Outcome, error) {
 			if te.RetryAfter > 0 {
 				status = StatusBlocked
 			}
-			e.fail(out, status, te)
-			out.Duration = time.Since(start)
-			return out, nil
+			return c.reject(ctx, journal.StateAuthorizationRejected, status, te)
 		}
 		release = rel
+	}
+	if release != nil {
+		defer func() { release(*out) }()
+	}
+	if err := c.move(journal.StateAuthorized, map[string]any{
+		"account_id": c.rec.AccountID, "key_id": p.Caller.KeyID, "scopes": p.Caller.Scopes,
+	}); err != nil {
+		return nil, err
+	}
+
+	// Open: durable before the tool runs. With an idempotency key the
+	// record is written together with the key's claim, or the call is
+	// answered from the call that holds the key.
+	if p.IdempotencyKey != "" {
+		if done, err := e.claim(ctx, c, timeout); done || err != nil {
+			return out, err
+		}
+	} else {
+		evs, err := c.openEvents(ent.spec, inv.Deadline, timeout)
+		if err != nil {
+			return nil, err
+		}
+		if err := e.journal.Open(ctx, c.rec, evs); err != nil {
+			return nil, fmt.Errorf("record the start of %s: %w", p.Tool, err)
+		}
 	}
 
 	// Execute under the deadline.
@@ -235,8 +285,8 @@ func (e *Executor) Execute(ctx context.Context, p Proposal) (*Outcome, error) {
 	default:
 		te := asToolError(callErr, CodeInternal)
 		if te.Code == CodeInternal && !isToolError(callErr) {
-			e.opts.Logger.ErrorContext(ctx, "tool failed", "tool", p.Tool, "execution_id", id, "call_id", p.CallID, "trace_id", p.Caller.TraceID, "err", callErr)
-			te = Errorf(CodeInternal, "%s failed inside the runtime; the error was logged with execution id %s", p.Tool, id)
+			e.opts.Logger.ErrorContext(ctx, "tool failed", "tool", p.Tool, "execution_id", c.rec.ID, "call_id", p.CallID, "trace_id", p.Caller.TraceID, "err", callErr)
+			te = Errorf(CodeInternal, "%s failed inside the runtime; the error was logged with execution id %s", p.Tool, c.rec.ID)
 		}
 		status := StatusError
 		if te.Code == CodeTimeout {
@@ -244,9 +294,9 @@ func (e *Executor) Execute(ctx context.Context, p Proposal) (*Outcome, error) {
 		}
 		e.fail(out, status, te)
 	}
-	out.Duration = time.Since(start)
-	if release != nil {
-		release(*out)
+	ran := callErr == nil && res != nil
+	if err := c.finish(ctx, ent.spec, ran, isToolError(callErr)); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -8,6 +8,10 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"toolhost/sandbox"
+	"toolhost/tools/fetchpage"
+	"toolhost/tools/websearch"
 )
 
 // Config is the optional JSON file named by --config. It holds what flags do
@@ -18,6 +22,15 @@ type Config struct {
 		// Label selects our tools in /v1 requests and names the extension
 		// field (seed name: scirouter).
 		Label string `json:"label"`
+		// Enabled offers hosted tools on /v1 (default true); when false a
+		// declaration is a 400 hosted_tools_disabled. See hosted.go.
+		Enabled *bool `json:"enabled"`
+		// MaxToolRounds is the default max_tool_rounds (8);
+		// MaxToolRoundsLimit the largest a request may ask for (32).
+		MaxToolRounds      int `json:"max_tool_rounds"`
+		MaxToolRoundsLimit int `json:"max_tool_rounds_limit"`
+		// Routes are the upstream model APIs, tried in order.
+		Routes []RouteConfig `json:"routes"`
 	} `json:"hosted"`
 	MCP struct {
 		// Stateless: no MCP sessions; any replica answers any request; no
@@ -32,7 +45,21 @@ type Config struct {
 		DefaultTimeout Duration `json:"default_timeout"`
 		MaxResultBytes int      `json:"max_result_bytes"`
 	} `json:"tools"`
+	// Search configures web_search: the ordered provider list and the cache.
+	Search websearch.Config `json:"search"`
+	// Fetch configures fetch_page (SSRF allow-list, limits, robots, cache).
+	Fetch fetchpage.Config `json:"fetch"`
+
+	// Journal configures the execution journal (journal.go in this folder).
+	Journal JournalConfig `json:"journal"`
+
+	// Keys configures API-key limits and metering (keys.go in this folder).
+	Keys KeysConfig `json:"keys"`
+
 	ShutdownTimeout Duration `json:"shutdown_timeout"`
+	// Sandbox holds run_code's limits (memory, output caps, concurrency,
+	// queue, warm pools); see sandbox.Config.
+	Sandbox sandbox.Config `json:"sandbox"`
 }
 
 func defaultConfig() Config {

@@ -32,6 +32,9 @@ Usage:
   toolhost serve   [--addr 127.0.0.1:8080] [--data ./data] [--config FILE] [--dev]
   toolhost stdio   [--data ./data] [--config FILE] [--lang en|zh]
   toolhost call    [--data ./data] [--config FILE] TOOL 'JSON'
+  toolhost journal [--data ./data | --postgres URL] [--session-id S] [--floor-id F] [--run-id R]
+                   [--tool-name T] [--status S] [--limit 20] [--json]
+  toolhost keys    create|list|revoke|set-limits|usage ... (toolhost keys for details)
   toolhost version
 
 Every flag can also be set as TOOLHOST_<FLAG> in the environment.
@@ -61,6 +64,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdStdio(ctx, args[1:], stderr)
 	case "call":
 		return cmdCall(ctx, args[1:], stdout, stderr)
+	case "keys":
+		return cmdKeys(ctx, args[1:], stdout, stderr)
+	case "journal":
+		return cmdJournal(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintf(stdout, "toolhost %s\n", version)
 		return exitOK
@@ -91,12 +98,25 @@ type common struct {
 	config    string
 	testTools bool
 	cfg       Config
+	// postgres, when set, holds the journal in PostgreSQL instead of the
+	// SQLite file under data (store.go).
+	postgres string
+	// runtimes is the folder holding python.wasm and quickjs.wasm (run_code).
+	runtimes string
+	// redis, when set, holds the per-key limit state shared by replicas
+	// (keys.go).
+	redis string
+	// authorizer admits calls under API-key limits (serve only; keys.go).
+	authorizer tools.Authorizer
 }
 
 func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.data, "data", "./data", "directory for local state (SQLite file, wasm cache, runtimes)")
 	fs.StringVar(&c.config, "config", "", "optional JSON config file (see README)")
 	fs.BoolVar(&c.testTools, "test-tools", false, "also publish the test-only sleep tool (tests and load runs only)")
+	fs.StringVar(&c.runtimes, "runtimes", "", "folder holding python.wasm and quickjs.wasm for run_code (default ./runtimes, else <data>/runtimes)")
+	fs.StringVar(&c.redis, "redis", "", "Redis URL for per-key limit state shared by replicas (default: in process memory)")
+	fs.StringVar(&c.postgres, "postgres", "", "PostgreSQL URL for the journal instead of the SQLite file under --data (search_path=SCHEMA selects a schema)")
 }
 
 func parseFlags(fs *flag.FlagSet, args []string, c *common) error {
@@ -120,10 +140,19 @@ func newExecutor(c *common, logger *slog.Logger) (*tools.Executor, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
+	jr, closeJournal, err := openJournal(c, logger)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	toolsCleanup := cleanup
+	cleanup = func() { toolsCleanup(); closeJournal() }
 	exec, err := tools.NewExecutor(tools.Options{
 		DefaultTimeout: c.cfg.Tools.DefaultTimeout.D(),
 		MaxResultBytes: c.cfg.Tools.MaxResultBytes,
 		Logger:         logger,
+		Journal:        jr,
+		Authorizer:     c.authorizer,
 	}, ts...)
 	if err != nil {
 		cleanup()
@@ -146,6 +175,12 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return usageError{fmt.Errorf("--dev turns authentication off, so it is only allowed on a loopback address (127.0.0.1, ::1 or localhost), not %q", *addr)}
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ks, closeKeys, err := setupKeys(ctx, &c, *dev, logger, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeKeys()
+	c.authorizer = tools.KeysAuthorizer(ks)
 	exec, cleanup, err := newExecutor(&c, logger)
 	if err != nil {
 		return err
@@ -153,6 +188,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	defer cleanup()
 
 	mcpSrv := mcpface.New(exec, mcpface.Options{
+		Identify:       mcpCaller,
 		Version:        version,
 		Lang:           catalog.English,
 		Stateless:      *stateless || c.cfg.MCP.Stateless,
@@ -160,10 +196,22 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		SessionTimeout: c.cfg.MCP.SessionTimeout.D(),
 		Logger:         logger,
 	})
+	// routes: every extra route of the HTTP server (/v1 here; others add
+	// theirs to the same map).
+	routes, err := hostedRoutes(&c, exec, logger)
+	if err != nil {
+		return err
+	}
+	routes = withJournalRoutes(routes, exec)
+	for pattern, h := range keyRoutes(ks) {
+		routes[pattern] = h
+	}
+	routes = secureRoutes(routes, ks, *dev)
 	srv := server.New(server.Options{
 		Addr:            *addr,
 		Version:         version,
-		MCP:             mcpSrv.Handler(),
+		MCP:             mcpHandler(mcpSrv.Handler(), ks, *dev),
+		Routes:          routes,
 		ShutdownTimeout: c.cfg.ShutdownTimeout.D(),
 		Logger:          logger,
 	})
@@ -223,6 +271,9 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		argJSON = fs.Arg(1)
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// One call: pre-starting run_code's warm pools would only compete
+	// with it for the CPU.
+	c.cfg.Sandbox.PythonPool, c.cfg.Sandbox.JavaScriptPool = -1, -1
 	exec, cleanup, err := newExecutor(&c, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolhost call: %v\n", err)

@@ -16,7 +16,11 @@ import (
 
 func runCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	var out, errb bytes.Buffer
+	// stderr is shared with background goroutines (the sandbox logs from
+	// its loader), as os.Stderr is in production: it must be safe for
+	// concurrent writes.
+	var out bytes.Buffer
+	var errb syncBuffer
 	code := run(context.Background(), args, strings.NewReader(""), &out, &errb)
 	return code, out.String(), errb.String()
 }

@@ -209,10 +209,35 @@ func Render(out *tools.Outcome) *sdk.CallToolResult {
 	if out.Truncated {
 		res.Meta["toolhost/truncated"] = true
 	}
+	if out.IsError {
+		// No structuredContent on errors: clients validate it against the
+		// tool's output schema whenever it is present (the TypeScript SDK
+		// turns a mismatch into a thrown protocol error, hiding the message
+		// from the model). The error object (code, message, retry_after_ms,
+		// details) travels in _meta instead.
+		res.Meta["toolhost/error"] = errorBody(out)
+		return res
+	}
 	if len(out.Structured) > 0 {
 		res.StructuredContent = json.RawMessage(out.Structured)
 	}
 	return res
+}
+
+// errorBody is the executor's error object of a failed outcome, or one built
+// from its code and message when the outcome carries none.
+func errorBody(out *tools.Outcome) map[string]any {
+	var wrapped struct {
+		Error map[string]any `json:"error"`
+	}
+	if json.Unmarshal(out.Structured, &wrapped) == nil && wrapped.Error != nil {
+		return wrapped.Error
+	}
+	body := map[string]any{"code": out.Code, "message": out.Message}
+	if out.RetryAfter > 0 {
+		body["retry_after_ms"] = out.RetryAfter.Milliseconds()
+	}
+	return body
 }
 
 // TraceID extracts the trace id from a W3C traceparent header, or "".

@@ -20,15 +20,39 @@ import (
 type Tool struct {
 	inFlight atomic.Int64
 	maxSeen  atomic.Int64
+	// effect marks the sleep_effect variant: the same wait, declared with
+	// sandbox side effects so tests can exercise the journal's branch for
+	// calls that may have changed something (crash → uncertain).
+	effect bool
 }
 
 // New returns a sleep tool with its own in-flight counter.
 func New() *Tool { return &Tool{} }
 
+// NewEffect returns the test-only sleep_effect tool: sleep declared with
+// side-effect level sandbox.
+func NewEffect() *Tool { return &Tool{effect: true} }
+
 // MaxInFlight is the most calls that were running at once since start.
 func (t *Tool) MaxInFlight() int64 { return t.maxSeen.Load() }
 
-func (*Tool) Spec() catalog.Spec {
+func (t *Tool) Spec() catalog.Spec {
+	s := t.spec()
+	if t.effect {
+		s.Name = "sleep_effect"
+		s.Title = catalog.Text{ZH: "等待（测试用，沙箱副作用）", EN: "Sleep with side effects (testing)"}
+		s.Description = catalog.Text{
+			ZH: "测试用：与 sleep 相同，但声明为沙箱副作用级别，用于测试崩溃后的 uncertain 处理。",
+			EN: "For testing: the same as sleep, declared with sandbox side effects to test how crashes leave such calls uncertain.",
+		}
+		s.Annotations = catalog.Annotations{}
+		s.SideEffect = catalog.SideEffectSandbox
+		s.ReplaySafe = false
+	}
+	return s
+}
+
+func (*Tool) spec() catalog.Spec {
 	return catalog.Spec{
 		Name:    "sleep",
 		Version: "1.0.0",
@@ -49,9 +73,11 @@ func (*Tool) Spec() catalog.Spec {
   "type": "object",
   "properties": {
     "slept_ms": {"type": "integer"},
-    "in_flight": {"type": "integer", "description": "sleep calls running when this one started, itself included"}
+    "in_flight": {"type": "integer", "description": "sleep calls running when this one started, itself included"},
+    "started_unix_us": {"type": "integer", "description": "wall-clock start, for measuring overlap across processes"},
+    "ended_unix_us": {"type": "integer"}
   },
-  "required": ["slept_ms", "in_flight"],
+  "required": ["slept_ms", "in_flight", "started_unix_us", "ended_unix_us"],
   "additionalProperties": false
 }`),
 		Annotations: catalog.Annotations{ReadOnly: true, Idempotent: true},
@@ -89,10 +115,12 @@ func (t *Tool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, 
 		inv.Progress(float64(i), float64(in.Steps), fmt.Sprintf("step %d of %d", i, in.Steps))
 		timer.Reset(step)
 	}
-	slept := time.Since(start).Milliseconds()
+	end := time.Now()
+	slept := end.Sub(start).Milliseconds()
 	return &tools.Result{
-		Structured: map[string]any{"slept_ms": slept, "in_flight": n},
-		Text:       fmt.Sprintf("slept %d ms (%d sleep calls in flight at start)", slept, n),
-		Summary:    fmt.Sprintf("slept %d ms", slept),
+		Structured: map[string]any{"slept_ms": slept, "in_flight": n,
+			"started_unix_us": start.UnixMicro(), "ended_unix_us": end.UnixMicro()},
+		Text:    fmt.Sprintf("slept %d ms (%d sleep calls in flight at start)", slept, n),
+		Summary: fmt.Sprintf("slept %d ms", slept),
 	}, nil
 }

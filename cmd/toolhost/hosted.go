@@ -1,0 +1,119 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+
+	"toolhost/loop"
+	v1 "toolhost/server/v1"
+	"toolhost/tools"
+)
+
+// RouteConfig is one upstream model API in the config file
+// (hosted.routes[]).
+type RouteConfig struct {
+	Name string `json:"name"`
+	// Protocol is the upstream's wire format: "openai" (Chat Completions)
+	// or "anthropic" (the Messages API).
+	Protocol string `json:"protocol"`
+	// BaseURL is the API root ("https://…/v1"); /chat/completions is
+	// appended.
+	BaseURL string `json:"base_url"`
+	// APIKeyEnv names the environment variable holding the API key; the key
+	// itself never goes into the file.
+	APIKeyEnv string `json:"api_key_env"`
+	// Models are model names or patterns ("gpt-4o*"); empty serves all.
+	Models        []string `json:"models"`
+	SupportsTools bool     `json:"supports_tools"`
+	// Prices: quota units per million tokens, by model name or pattern
+	// ("*" = default).
+	Prices         map[string]loop.Price `json:"prices"`
+	HeaderTimeout  Duration              `json:"header_timeout"`
+	IdleTimeout    Duration              `json:"idle_timeout"`
+	RequestTimeout Duration              `json:"request_timeout"`
+}
+
+// hostedRoutes builds the /v1 handler and its routes from the config.
+func hostedRoutes(c *common, exec *tools.Executor, logger *slog.Logger) (map[string]http.Handler, error) {
+	var routes []*loop.Route
+	for i, rc := range c.cfg.Hosted.Routes {
+		if rc.Name == "" {
+			return nil, fmt.Errorf("hosted.routes[%d]: name is required", i)
+		}
+		key := ""
+		if rc.APIKeyEnv != "" {
+			v, ok := os.LookupEnv(rc.APIKeyEnv)
+			if !ok {
+				return nil, fmt.Errorf("hosted.routes[%d] (%s): environment variable %s is not set", i, rc.Name, rc.APIKeyEnv)
+			}
+			key = v
+		}
+		var up loop.Upstream
+		switch rc.Protocol {
+		case "openai", "":
+			up = loop.NewOpenAI(loop.OpenAIConfig{
+				Name:    rc.Name,
+				BaseURL: rc.BaseURL,
+				APIKey:  key,
+				Timeouts: loop.Timeouts{
+					Header: rc.HeaderTimeout.D(),
+					Idle:   rc.IdleTimeout.D(),
+					Total:  rc.RequestTimeout.D(),
+				},
+			})
+		case "anthropic":
+			// The Messages API; /messages is appended to base_url.
+			up = loop.NewAnthropic(loop.AnthropicConfig{
+				Name:    rc.Name,
+				BaseURL: rc.BaseURL,
+				APIKey:  key,
+				Timeouts: loop.Timeouts{
+					Header: rc.HeaderTimeout.D(),
+					Idle:   rc.IdleTimeout.D(),
+					Total:  rc.RequestTimeout.D(),
+				},
+			})
+		default:
+			return nil, fmt.Errorf("hosted.routes[%d] (%s): protocol %q is not supported (want \"openai\" or \"anthropic\")", i, rc.Name, rc.Protocol)
+		}
+		if rc.BaseURL == "" {
+			return nil, fmt.Errorf("hosted.routes[%d] (%s): base_url is required", i, rc.Name)
+		}
+		routes = append(routes, &loop.Route{
+			Name:          rc.Name,
+			Protocol:      routeProtocol(rc.Protocol),
+			Models:        rc.Models,
+			SupportsTools: rc.SupportsTools,
+			Prices:        rc.Prices,
+			Upstream:      up,
+		})
+	}
+	router, err := loop.NewRouter(routes...)
+	if err != nil {
+		return nil, fmt.Errorf("hosted.routes: %w", err)
+	}
+	rounds := v1.NewRoundStore(0)
+	runner := loop.NewRunner(exec, loop.RunnerOptions{Rounds: rounds, Logger: logger})
+	enabled := c.cfg.Hosted.Enabled == nil || *c.cfg.Hosted.Enabled
+	h := v1.New(v1.Options{
+		Label:                c.cfg.Hosted.Label,
+		Enabled:              enabled,
+		Runner:               runner,
+		Router:               router,
+		DefaultMaxToolRounds: c.cfg.Hosted.MaxToolRounds,
+		MaxToolRoundsLimit:   c.cfg.Hosted.MaxToolRoundsLimit,
+		Rounds:               rounds,
+		Logger:               logger,
+	})
+	return h.Routes(), nil
+}
+
+// routeProtocol is the dialect of a route's protocol setting.
+func routeProtocol(p string) loop.Dialect {
+	if p == "anthropic" {
+		return loop.DialectAnthropic
+	}
+	return loop.DialectOpenAI
+}

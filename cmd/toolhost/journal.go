@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"toolhost/server/admin"
+	"toolhost/tools"
+)
+
+// cmdJournal lists recent executions for operators, with the filters of
+// GET /tool-executions (none required here), as a table or as JSON in the
+// REST shape. --events ID prints the state events of one execution.
+func cmdJournal(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("journal", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var c common
+	fs.StringVar(&c.data, "data", "./data", "directory for local state (the SQLite journal)")
+	fs.StringVar(&c.config, "config", "", "optional JSON config file")
+	fs.StringVar(&c.postgres, "postgres", "", "PostgreSQL URL instead of the SQLite file under --data")
+	account := fs.String("account", tools.LocalAccount, "account whose executions to list")
+	asJSON := fs.Bool("json", false, "print JSON in the /tool-executions shape")
+	events := fs.String("events", "", "print the state events of this execution id")
+	filters := map[string]*string{}
+	for _, name := range []string{"session_id", "floor_id", "run_id", "caller_slot", "tool_name", "status",
+		"lifecycle_state", "commit_outcome", "provider_type", "sort_by", "sort_order", "offset"} {
+		filters[name] = fs.String(strings.ReplaceAll(name, "_", "-"), "", "filter/paging as in GET /tool-executions: "+name)
+	}
+	limit := fs.String("limit", "20", "how many executions to list (1–500)")
+	if err := fs.Parse(args); err != nil {
+		fmt.Fprintf(stderr, "toolhost journal: %v\n", err)
+		return exitUsage
+	}
+	if err := envDefaults(fs); err != nil {
+		fmt.Fprintf(stderr, "toolhost journal: %v\n", err)
+		return exitUsage
+	}
+	cfg, err := loadConfig(c.config)
+	if err != nil {
+		fmt.Fprintf(stderr, "toolhost journal: %v\n", err)
+		return exitUsage
+	}
+	c.cfg = cfg
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "toolhost journal: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	v := url.Values{}
+	for name, p := range filters {
+		if *p != "" {
+			v.Set(name, *p)
+		}
+	}
+	v.Set("limit", *limit)
+	q, err := admin.ExecutionQuery(v, *account)
+	if err != nil {
+		fmt.Fprintf(stderr, "toolhost journal: %v\n", err)
+		return exitUsage
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	db, err := openStore(ctx, &c)
+	if err != nil {
+		fmt.Fprintf(stderr, "toolhost journal: %v\n", err)
+		return 1
+	}
+	defer db.Close()
+	enc := json.NewEncoder(stdout)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+
+	if *events != "" {
+		evs, err := db.Events(ctx, *account, *events)
+		if err != nil {
+			fmt.Fprintf(stderr, "toolhost journal: %v\n", err)
+			return 1
+		}
+		if *asJSON {
+			data := make([]map[string]any, len(evs))
+			for i, e := range evs {
+				data[i] = admin.Event(e)
+			}
+			_ = enc.Encode(map[string]any{"data": data})
+			return exitOK
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "SEQ\tAT\tSTATE\tDETAIL")
+		for _, e := range evs {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", e.Seq, e.At.Format(time.RFC3339Nano), e.State, e.Detail)
+		}
+		tw.Flush()
+		return exitOK
+	}
+
+	recs, total, err := db.List(ctx, q)
+	if err != nil {
+		fmt.Fprintf(stderr, "toolhost journal: %v\n", err)
+		return 1
+	}
+	if *asJSON {
+		data := make([]map[string]any, len(recs))
+		for i, r := range recs {
+			data[i] = admin.Execution(r)
+		}
+		_ = enc.Encode(map[string]any{"data": data, "meta": map[string]any{"total": total, "limit": q.Limit, "offset": q.Offset,
+			"has_more": q.Offset+len(recs) < total}})
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "STARTED\tID\tTOOL\tSTATUS\tCOMMIT\tMS\tSLOT\tSESSION\tERROR")
+	for _, r := range recs {
+		errText := r.ErrorCode
+		if len(errText) > 40 {
+			errText = errText[:40]
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.StartedAt.Local().Format("2006-01-02 15:04:05.000"), r.ID, r.ToolName,
+			r.Status, r.Commit, r.Duration.Milliseconds(), r.CallerSlot, r.SessionID, errText)
+	}
+	tw.Flush()
+	fmt.Fprintf(stdout, "%d of %d executions\n", len(recs), total)
+	return exitOK
+}

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"toolhost/journal"
+	"toolhost/server"
+	mcpface "toolhost/server/mcp"
+	"toolhost/store"
+	"toolhost/tools"
+	"toolhost/tools/builtin"
+)
+
+// BenchmarkJournalOverhead measures tools/call get_time over the real MCP
+// HTTP server in-process, 8 client sessions at once, with the journal on an
+// in-memory store (the baseline), SQLite and PostgreSQL (when
+// TOOLHOST_TEST_POSTGRES is set), with serve's journal.commit_delay
+// (BENCH_COMMIT_DELAY=0s to compare without). It reports calls/s, the
+// p50/p99 latency of one call as the client sees it and the CPU per call:
+//
+//	go test -run '^$' -bench JournalOverhead -benchtime 3000x -count 3 ./cmd/toolhost/
+func BenchmarkJournalOverhead(b *testing.B) {
+	backends := []struct {
+		name string
+		open func(b *testing.B) journal.Store
+	}{
+		{"memory", func(*testing.B) journal.Store { return journal.NewMemStore() }},
+		{"sqlite", func(b *testing.B) journal.Store {
+			db, err := store.Open(context.Background(), filepath.Join(b.TempDir(), "toolhost.db"), store.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { db.Close() })
+			return db
+		}},
+	}
+	if base := os.Getenv("TOOLHOST_TEST_POSTGRES"); base != "" {
+		backends = append(backends, struct {
+			name string
+			open func(b *testing.B) journal.Store
+		}{"postgres", func(b *testing.B) journal.Store {
+			schema := "th_bench_" + uuid.NewString()[:8]
+			sep := "?"
+			if slices.Contains([]byte(base), '?') {
+				sep = "&"
+			}
+			db, err := store.Open(context.Background(), base+sep+"search_path="+schema, store.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() {
+				db.SQL().Exec("DROP SCHEMA " + schema + " CASCADE")
+				db.Close()
+			})
+			return db
+		}})
+	}
+	for _, be := range backends {
+		b.Run(be.name, func(b *testing.B) {
+			// serve's default unless BENCH_COMMIT_DELAY says otherwise
+			delay := DefaultCommitDelay
+			if v := os.Getenv("BENCH_COMMIT_DELAY"); v != "" {
+				delay, _ = time.ParseDuration(v)
+			}
+			j := journal.New(be.open(b), journal.Options{InstanceID: uuid.NewString(), CommitDelay: delay})
+			b.Cleanup(j.Close)
+			exec, err := tools.NewExecutor(tools.Options{Journal: j}, builtin.All()...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			mcpSrv := mcpface.New(exec, mcpface.Options{})
+			srv := httptest.NewServer(server.New(server.Options{MCP: mcpSrv.Handler()}).Handler())
+			b.Cleanup(srv.Close)
+			const clients = 8
+			sessions := make([]*sdk.ClientSession, clients)
+			for i := range sessions {
+				c := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil)
+				cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { cs.Close() })
+				sessions[i] = cs
+			}
+			call := func(cs *sdk.ClientSession) time.Duration {
+				t0 := time.Now()
+				res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "get_time", Arguments: map[string]any{}})
+				if err != nil || res.IsError {
+					b.Fatalf("get_time: %v %+v", err, res)
+				}
+				return time.Since(t0)
+			}
+			for _, cs := range sessions { // warm up connections and caches
+				for range 20 {
+					call(cs)
+				}
+			}
+			var next atomic.Int64
+			lat := make([][]time.Duration, clients)
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			cpu0 := cpuTime()
+			start := time.Now()
+			for i, cs := range sessions {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for next.Add(1) <= int64(b.N) {
+						lat[i] = append(lat[i], call(cs))
+					}
+				}()
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			cpu := cpuTime() - cpu0
+			b.StopTimer()
+			all := slices.Concat(lat...)
+			slices.Sort(all)
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
+			b.ReportMetric(float64(all[len(all)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(all[len(all)*99/100].Microseconds())/1000, "p99-ms")
+			// CPU per call (server and client together) does not depend on
+			// how busy the machine is, unlike the two figures above.
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/call")
+		})
+	}
+}
+
+// cpuTime is the user+system CPU time this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,297 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/redis/go-redis/v9"
+
+	"toolhost/keys"
+	"toolhost/server"
+	"toolhost/server/admin"
+	v1 "toolhost/server/v1"
+	"toolhost/store"
+	"toolhost/tools"
+)
+
+// KeysConfig is the "keys" section of the config file.
+type KeysConfig struct {
+	// Prices maps a tool to its price per paid unit (web_search: per
+	// provider call, fetch_page: per PDF page, run_code: per started
+	// second). Unlisted tools cost 1 per unit. The monthly cap is in these
+	// priced units.
+	Prices map[string]float64 `json:"prices"`
+	// Redis holds the per-key limit state shared by replicas
+	// ("redis://127.0.0.1:6379/0"); also --redis / TOOLHOST_REDIS. Empty:
+	// the state is kept in process memory, right for one process only.
+	Redis string `json:"redis"`
+	// RedisPrefix namespaces the limit keys in Redis ("toolhost:").
+	RedisPrefix string `json:"redis_prefix"`
+}
+
+// newKeys builds the key service on an open store: Redis limit state when
+// configured (replicas), process memory otherwise.
+func newKeys(c *common, db *store.DB, logger *slog.Logger) (*keys.Service, func(), error) {
+	var limiter keys.Limiter
+	cleanup := func() {}
+	url := c.redis
+	if url == "" {
+		url = c.cfg.Keys.Redis
+	}
+	if url != "" {
+		opt, err := redis.ParseURL(url)
+		if err != nil {
+			return nil, nil, usageError{fmt.Errorf("redis URL: %w", err)}
+		}
+		rdb := redis.NewClient(opt)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := rdb.Ping(ctx).Err(); err != nil {
+			rdb.Close()
+			return nil, nil, fmt.Errorf("redis at %s: %w", opt.Addr, err)
+		}
+		prefix := c.cfg.Keys.RedisPrefix
+		if prefix == "" {
+			prefix = "toolhost:"
+		}
+		limiter = keys.NewRedisLimiter(rdb, prefix)
+		cleanup = func() { rdb.Close() }
+	}
+	svc := keys.New(keys.Options{Store: db, Limiter: limiter, Prices: c.cfg.Keys.Prices, Logger: logger})
+	return svc, cleanup, nil
+}
+
+// secureRoutes puts every route behind authentication with the scope its
+// path needs: /v1 hosted (x-api-key accepted too), /admin admin, the journal
+// any valid key (its records scoped to the key's account).
+func secureRoutes(routes map[string]http.Handler, a server.Authenticator, dev bool) map[string]http.Handler {
+	out := make(map[string]http.Handler, len(routes))
+	for pattern, h := range routes {
+		_, path, _ := strings.Cut(pattern, " ")
+		if path == "" {
+			path = pattern
+		}
+		switch {
+		case strings.HasPrefix(path, "/v1/"):
+			out[pattern] = server.Auth(a, dev, keys.ScopeHosted, true)(v1Identity(h))
+		case strings.HasPrefix(path, "/admin/"):
+			out[pattern] = server.Auth(a, dev, keys.ScopeAdmin, false)(h)
+		default:
+			out[pattern] = server.Auth(a, dev, "", false)(h)
+		}
+	}
+	return out
+}
+
+// accountOf is the journal's account for a request: the caller's own.
+func accountOf(r *http.Request) string {
+	if id := server.IdentityFrom(r.Context()); id != nil {
+		return id.AccountID
+	}
+	return "local"
+}
+
+func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	const keysUsage = `usage:
+  toolhost keys create --account A --name N [--scopes mcp,hosted] [--calls-per-minute N] [--concurrent-calls N] [--monthly-units-cap X]
+  toolhost keys list [--account A] [--json]
+  toolhost keys revoke KEY_ID
+  toolhost keys set-limits KEY_ID [--calls-per-minute N] [--concurrent-calls N] [--monthly-units-cap X]
+  toolhost keys usage [--account A] [--month YYYY-MM] [--json]
+each also takes --data DIR or --postgres URL (the store the server uses)`
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, keysUsage)
+		return exitUsage
+	}
+	sub := args[0]
+	fs := flag.NewFlagSet("keys "+sub, flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	account := fs.String("account", "", "account id")
+	name := fs.String("name", "", "key name")
+	scopes := fs.String("scopes", "mcp,hosted", "comma-separated scopes: mcp, hosted, admin")
+	cpm := fs.Int("calls-per-minute", -1, "MCP calls per minute (0 = unlimited)")
+	conc := fs.Int("concurrent-calls", -1, "MCP concurrent calls (0 = unlimited)")
+	capUnits := fs.Float64("monthly-units-cap", -1, "monthly cap of priced paid units (0 = unlimited)")
+	month := fs.String("month", keys.Month(time.Now()), "month YYYY-MM")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parseFlags(fs, args[1:], &c); err != nil {
+		fmt.Fprintf(stderr, "toolhost keys: %v\n%s\n", err, keysUsage)
+		return exitUsage
+	}
+	db, err := openStore(ctx, &c)
+	if err != nil {
+		fmt.Fprintf(stderr, "toolhost keys: %v\n", err)
+		return 1
+	}
+	defer db.Close()
+	svc := keys.New(keys.Options{Store: db})
+	out := json.NewEncoder(stdout)
+	out.SetIndent("", "  ")
+	limitsFrom := func(base keys.Limits) keys.Limits {
+		if *cpm >= 0 {
+			base.CallsPerMinute = *cpm
+		}
+		if *conc >= 0 {
+			base.ConcurrentCalls = *conc
+		}
+		if *capUnits >= 0 {
+			base.MonthlyUnitsCap = *capUnits
+		}
+		return base
+	}
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "toolhost keys %s: %v\n", sub, err)
+		if errors.Is(err, keys.ErrInvalidInput) || errors.Is(err, keys.ErrNotFound) {
+			return exitUsage
+		}
+		return 1
+	}
+	switch sub {
+	case "create":
+		k, secret, err := svc.CreateKey(ctx, *account, *name, strings.Split(*scopes, ","), limitsFrom(keys.Limits{}))
+		if err != nil {
+			return fail(err)
+		}
+		fmt.Fprintf(stderr, "Created key %s for account %s. The secret is shown only this once:\n", k.ID, k.AccountID)
+		fmt.Fprintln(stdout, secret)
+	case "list":
+		ks, err := db.ListKeys(ctx, *account)
+		if err != nil {
+			return fail(err)
+		}
+		if *asJSON {
+			_ = out.Encode(ks)
+			return exitOK
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tACCOUNT\tNAME\tPREFIX\tSCOPES\tCPM\tCONC\tCAP\tLAST USED\tREVOKED")
+		for _, k := range ks {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%d\t%d\t%g\t%s\t%s\n", k.ID, k.AccountID, k.Name, k.Prefix,
+				strings.Join(k.Scopes, ","), k.Limits.CallsPerMinute, k.Limits.ConcurrentCalls, k.Limits.MonthlyUnitsCap,
+				when(k.LastUsedAt), when(k.RevokedAt))
+		}
+		tw.Flush()
+	case "revoke", "set-limits":
+		if fs.NArg() != 1 {
+			fmt.Fprintf(stderr, "toolhost keys %s: want one KEY_ID\n", sub)
+			return exitUsage
+		}
+		id := fs.Arg(0)
+		if sub == "revoke" {
+			err = svc.Revoke(ctx, id)
+		} else {
+			var k *keys.Key
+			if k, err = db.KeyByID(ctx, id); err == nil {
+				err = svc.SetLimits(ctx, id, limitsFrom(k.Limits))
+			}
+		}
+		if err != nil {
+			return fail(err)
+		}
+		k, err := db.KeyByID(ctx, id)
+		if err != nil {
+			return fail(err)
+		}
+		_ = out.Encode(k)
+	case "usage":
+		rows, err := db.Usage(ctx, *account, *month)
+		if err != nil {
+			return fail(err)
+		}
+		if *asJSON {
+			_ = out.Encode(rows)
+			return exitOK
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "MONTH\tACCOUNT\tKEY\tTOOL\tCALLS\tUNITS\tCOST")
+		for _, r := range rows {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%g\t%g\n", r.Month, r.AccountID, r.KeyID, r.Tool, r.Calls, r.Units, r.Cost)
+		}
+		tw.Flush()
+	default:
+		fmt.Fprintf(stderr, "toolhost keys: unknown subcommand %q\n%s\n", sub, keysUsage)
+		return exitUsage
+	}
+	return exitOK
+}
+
+func when(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// keyRoutes are the admin routes of key management.
+func keyRoutes(svc *keys.Service) map[string]http.Handler {
+	return (&admin.Keys{Service: svc}).Routes()
+}
+
+// setupKeys opens the key service for serve. Outside --dev, a store with no
+// key at all gets a first admin key, whose secret is printed once to stderr.
+func setupKeys(ctx context.Context, c *common, dev bool, logger *slog.Logger, stderr io.Writer) (*keys.Service, func(), error) {
+	db, err := openStore(ctx, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	svc, closeLimiter, err := newKeys(c, db, logger)
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	cleanup := func() { closeLimiter(); db.Close() }
+	if !dev {
+		secret, created, err := svc.Bootstrap(ctx)
+		if err != nil {
+			cleanup()
+			return nil, nil, fmt.Errorf("first admin key: %w", err)
+		}
+		if created {
+			fmt.Fprintf(stderr, "\ntoolhost: first start — created an admin API key for account \"admin\".\n"+
+				"Store it now; it is never shown again:\n\n    %s\n\n"+
+				"Use it as \"Authorization: Bearer <key>\" to create more keys: POST /admin/keys or `toolhost keys create`.\n\n", secret)
+		}
+	}
+	return svc, cleanup, nil
+}
+
+// mcpHandler puts the MCP endpoint behind the mcp scope and hands the
+// caller's identity to the go-sdk.
+func mcpHandler(h http.Handler, a server.Authenticator, dev bool) http.Handler {
+	if dev {
+		return server.Auth(a, true, "", false)(h)
+	}
+	return server.Auth(a, false, keys.ScopeMCP, false)(server.MCPTokenInfo(h))
+}
+
+// mcpCaller is the MCP face's Identify hook: the account and key of the
+// token the request carried, or the local account in --dev.
+func mcpCaller(_ context.Context, extra *sdk.RequestExtra) tools.Caller {
+	if extra != nil {
+		if id := server.IdentityFromTokenInfo(extra.TokenInfo); id != nil {
+			return tools.Caller{AccountID: id.AccountID, KeyID: id.KeyID, Scopes: id.Scopes}
+		}
+	}
+	return tools.Caller{AccountID: server.DevIdentity.AccountID, Scopes: server.DevIdentity.Scopes}
+}
+
+// v1Identity hands the identity Auth established to the /v1 handlers.
+func v1Identity(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id := server.IdentityFrom(r.Context()); id != nil {
+			r = r.WithContext(v1.WithIdentity(r.Context(), v1.Identity{AccountID: id.AccountID, KeyID: id.KeyID, Scopes: id.Scopes}))
+		}
+		h.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/google/uuid"
+
+	"toolhost/journal"
+	"toolhost/server/admin"
+	"toolhost/store"
+	"toolhost/tools"
+)
+
+// JournalConfig is the "journal" section of the config file.
+type JournalConfig struct {
+	// IdempotencyRetention is how long an idempotency key is remembered
+	// ("24h" by default). Within it, the same key and arguments get the
+	// stored result and other arguments are refused; after it, the key is
+	// free and a call with it runs as a new call. Expired keys are purged at
+	// start-up; journal records are never deleted.
+	IdempotencyRetention Duration `json:"idempotency_retention"`
+	// SQLiteSynchronous is NORMAL (default: durable across a killed
+	// process) or FULL (also across a power cut, slower).
+	SQLiteSynchronous string `json:"sqlite_synchronous"`
+	// MaxBatch caps how many journal writes share one transaction (256).
+	MaxBatch int `json:"max_batch"`
+	// CommitDelay is how long the journal writer waits for more writes
+	// before a commit while other calls are in flight ("300us" by default,
+	// "0s" never waits): fewer transactions for a bounded wait per write.
+	CommitDelay *Duration `json:"commit_delay"`
+}
+
+// DefaultCommitDelay is journal.commit_delay when the config says nothing.
+const DefaultCommitDelay = 300 * time.Microsecond
+
+// storeDSN is the PostgreSQL URL when given, else the SQLite file under the
+// data directory.
+func storeDSN(c *common) string {
+	if c.postgres != "" {
+		return c.postgres
+	}
+	return filepath.Join(c.data, "toolhost.db")
+}
+
+func openStore(ctx context.Context, c *common) (*store.DB, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	db, err := store.Open(ctx, storeDSN(c), store.Options{SQLiteSynchronous: c.cfg.Journal.SQLiteSynchronous})
+	if err != nil {
+		return nil, fmt.Errorf("open the journal store: %w", err)
+	}
+	return db, nil
+}
+
+// openJournal opens the store, marks this process alive in it and
+// reconciles the calls that dead processes left open, before any call runs.
+func openJournal(c *common, logger *slog.Logger) (*journal.Journal, func(), error) {
+	ctx := context.Background()
+	db, err := openStore(ctx, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	delay := DefaultCommitDelay
+	if d := c.cfg.Journal.CommitDelay; d != nil {
+		delay = d.D()
+	}
+	j := journal.New(db, journal.Options{
+		InstanceID:           uuid.NewString(),
+		CommitDelay:          delay,
+		IdempotencyRetention: c.cfg.Journal.IdempotencyRetention.D(),
+		MaxBatch:             c.cfg.Journal.MaxBatch,
+		Logger:               logger,
+	})
+	closeAll := func() {
+		j.Close()
+		if err := db.Close(); err != nil {
+			logger.Warn("closing the journal store", "err", err)
+		}
+	}
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	n, err := j.Start(sctx)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	logger.Info("journal ready", "store", db.Dialect(), "instance_id", j.InstanceID(), "reconciled", n)
+	return j, closeAll, nil
+}
+
+// withJournalRoutes adds the journal's REST routes to routes.
+func withJournalRoutes(routes map[string]http.Handler, exec *tools.Executor) map[string]http.Handler {
+	if routes == nil {
+		routes = map[string]http.Handler{}
+	}
+	jr := &admin.Journal{Store: exec.Journal().Store(), Account: accountOf}
+	for pattern, h := range jr.Routes() {
+		routes[pattern] = h
+	}
+	return routes
+}

@@ -1,0 +1,87 @@
+// The official TypeScript MCP SDK client against `toolhost serve --dev` over
+// streamable HTTP (StreamableHTTPClientTransport).
+
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { startServer } from "./lib/server.mjs";
+import { builtinChecks, connectHTTP, textOf } from "./lib/mcp.mjs";
+
+let server;
+let client;
+
+before(async () => {
+  server = await startServer();
+  client = await connectHTTP(server.mcpURL);
+});
+
+after(async () => {
+  await client?.close();
+  await server?.stop();
+});
+
+builtinChecks(() => client);
+
+test("tools/list follows Accept-Language: zh gives Chinese, en English, none English", async (t) => {
+  const list = async (headers) => {
+    const c = await connectHTTP(server.mcpURL, { headers });
+    t.after(() => c.close());
+    const { tools } = await c.listTools();
+    return new Map(tools.map((tool) => [tool.name, tool]));
+  };
+  const zh = await list({ "Accept-Language": "zh-CN,zh;q=0.9" });
+  const en = await list({ "Accept-Language": "en-US,en;q=0.9" });
+  const none = await list(undefined); // Node's fetch sends "*": no preference
+  const han = /\p{Script=Han}/u;
+  for (const name of ["get_time", "roll_dice", "random_choice"]) {
+    assert.match(zh.get(name).description, han, `${name} zh description`);
+    assert.match(zh.get(name).title, han, `${name} zh title`);
+    assert.doesNotMatch(en.get(name).description, han, `${name} en description`);
+    assert.doesNotMatch(en.get(name).title, han, `${name} en title`);
+    assert.equal(none.get(name).description, en.get(name).description, `${name} without preference`);
+    // Only the text changes with the language, never the contract.
+    assert.deepEqual(zh.get(name).inputSchema, en.get(name).inputSchema);
+    assert.deepEqual(zh.get(name).outputSchema, en.get(name).outputSchema);
+  }
+});
+
+test("a duplicate key on the wire is an isError result naming the key", async (t) => {
+  // A JavaScript object cannot hold a key twice, so the client's request body
+  // is rewritten on its way out: the server sees {"sides":20,"sides":6}.
+  const marker = '"arguments":{"sides":20,"count":2}';
+  let rewritten = 0;
+  const c = await connectHTTP(server.mcpURL, {
+    fetch: (url, init) => {
+      if (typeof init?.body === "string" && init.body.includes(marker)) {
+        rewritten++;
+        init = { ...init, body: init.body.replace(marker, '"arguments":{"sides":20,"sides":6}') };
+      }
+      return fetch(url, init);
+    },
+  });
+  t.after(() => c.close());
+  const res = await c.callTool({ name: "roll_dice", arguments: { sides: 20, count: 2 } });
+  assert.equal(rewritten, 1);
+  assert.equal(res.isError, true, JSON.stringify(res));
+  assert.match(textOf(res), /duplicate key "sides"/);
+  assert.equal(res._meta?.["toolhost/error"]?.code, "invalid_arguments_json");
+});
+
+test("eight clients with their own sessions call concurrently", async (t) => {
+  const clients = await Promise.all(Array.from({ length: 8 }, (_, i) => connectHTTP(server.mcpURL, { name: `c${i}` })));
+  t.after(() => Promise.all(clients.map((c) => c.close())));
+  const results = await Promise.all(
+    clients.flatMap((c) => [
+      c.callTool({ name: "roll_dice", arguments: { sides: 100, count: 5 } }),
+      c.callTool({ name: "sleep", arguments: { ms: 50, steps: 1 } }),
+    ]),
+  );
+  for (const res of results) assert.equal(res.isError ?? false, false, textOf(res));
+});
+
+test("the server is still healthy after the suite", async () => {
+  const res = await fetch(`${server.base}/healthz`);
+  assert.equal(res.status, 200);
+  const body = await res.json();
+  assert.equal(body.status, "ok");
+  assert.ok(body.version);
+});

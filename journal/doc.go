@@ -1,0 +1,24 @@
+// Package journal is the execution journal: one Record per tool call, the
+// ordered state events of that call, the transition rules of the call state
+// machine, idempotency claims, and the storage interface (Store) that package
+// store implements for SQLite and PostgreSQL.
+//
+// Invariants:
+//
+//   - A call's state only moves along the edges in transitions (state.go);
+//     Trail refuses any other move, so an illegal sequence never reaches the
+//     store. Rejection states are terminal: a rejected call is never executed.
+//   - A record is durable before its tool runs (Journal.Open) and again when
+//     the call ends (Journal.Finish). Writes of concurrent calls are batched
+//     into one transaction (group commit), so durability costs one commit per
+//     batch rather than one per call.
+//   - Nothing is ever deleted from the journal. Records left opened by a dead
+//     process are reconciled at start-up (Journal.Reconcile): read-only calls
+//     to status timeout with commit outcome discarded, calls with side effects
+//     to uncertain, each with an event that says so.
+//   - Every query is scoped by account; the REST layer passes the caller's.
+//
+// Mapping of the seed's vocabulary: session_id is the MCP session or the
+// caller's conversation id, floor_id one MCP tools/call or one /v1 request,
+// run_id one loop run inside a floor, caller_slot "mcp", "hosted" or "cli".
+package journal

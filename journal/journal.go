@@ -1,0 +1,416 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// Options configure a Journal.
+type Options struct {
+	// InstanceID names this process in the records it opens. Required.
+	InstanceID string
+	// MaxBatch caps the writes grouped into one transaction. Default 256.
+	MaxBatch int
+	// IdempotencyRetention is how long an idempotency key is remembered.
+	// Default 24 h.
+	IdempotencyRetention time.Duration
+	// CommitDelay is how long the writer waits for more writes before
+	// committing a batch while other calls are in flight. Default 0 (no
+	// wait); serve sets journal.commit_delay.
+	CommitDelay time.Duration
+	// Writers is how many batches may be written at once. Default: the
+	// store's WriteConcurrency when it has one (PostgreSQL commits several
+	// transactions in parallel; SQLite has a single writer), else 1.
+	Writers int
+	// PollInterval is how often a duplicate call polls the store for the
+	// end of a call that another process runs. Default 100 ms.
+	PollInterval time.Duration
+	Clock        func() time.Time
+	Logger       *slog.Logger
+}
+
+// Journal records calls through a Store with group commit.
+type Journal struct {
+	store Store
+	opts  Options
+
+	queue chan *pending
+	stop  chan struct{}
+	wg    sync.WaitGroup
+
+	mu      sync.Mutex
+	running map[string]chan struct{} // open records of this process
+	closed  bool
+}
+
+type pending struct {
+	w    Write
+	done chan error
+}
+
+// New starts a journal over s. Close stops it (it does not close s).
+func New(s Store, opts Options) *Journal {
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 256
+	}
+	if opts.IdempotencyRetention <= 0 {
+		opts.IdempotencyRetention = 24 * time.Hour
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = 100 * time.Millisecond
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	j := &Journal{
+		store:   s,
+		opts:    opts,
+		queue:   make(chan *pending, opts.MaxBatch),
+		stop:    make(chan struct{}),
+		running: map[string]chan struct{}{},
+	}
+	if opts.Writers <= 0 {
+		opts.Writers = 1
+		if c, ok := s.(interface{ WriteConcurrency() int }); ok && c.WriteConcurrency() > 0 {
+			opts.Writers = c.WriteConcurrency()
+		}
+	}
+	j.opts = opts
+	for range opts.Writers {
+		j.wg.Add(1)
+		go j.writer()
+	}
+	return j
+}
+
+// Store returns the underlying store (for queries).
+func (j *Journal) Store() Store { return j.store }
+
+// InstanceID is the id this process writes into the records it opens.
+func (j *Journal) InstanceID() string { return j.opts.InstanceID }
+
+// Retention is the idempotency retention window.
+func (j *Journal) Retention() time.Duration { return j.opts.IdempotencyRetention }
+
+// Close stops the writer after the queued writes are done.
+func (j *Journal) Close() {
+	j.mu.Lock()
+	if j.closed {
+		j.mu.Unlock()
+		return
+	}
+	j.closed = true
+	j.mu.Unlock()
+	close(j.stop)
+	j.wg.Wait()
+}
+
+// writer is the group-commit loop: it takes whatever writes are queued
+// (waiting only for the first) and commits them in one transaction. While a
+// transaction runs, the next batch queues up, so the number of commits adapts
+// to the load without a timer.
+func (j *Journal) writer() {
+	defer j.wg.Done()
+	batch := make([]*pending, 0, j.opts.MaxBatch)
+	ws := make([]Write, 0, j.opts.MaxBatch)
+	for {
+		var first *pending
+		select {
+		case first = <-j.queue:
+		case <-j.stop:
+			// Drain what is already queued so no accepted write is lost.
+			for {
+				select {
+				case p := <-j.queue:
+					j.commit([]*pending{p}, []Write{p.w})
+				default:
+					return
+				}
+			}
+		}
+		batch = append(batch[:0], first)
+		// Let the goroutines that are ready to write get into this batch:
+		// a yield costs far less than the transaction it may save.
+		runtime.Gosched()
+	fill:
+		for len(batch) < j.opts.MaxBatch {
+			select {
+			case p := <-j.queue:
+				batch = append(batch, p)
+			default:
+				break fill
+			}
+		}
+		// When other calls of this process are running, their writes are
+		// coming: wait a moment for them (CommitDelay) rather than pay a
+		// transaction each. A lone call never waits.
+		if j.opts.CommitDelay > 0 && j.inFlight() > len(batch) {
+			timer := time.NewTimer(j.opts.CommitDelay)
+		wait:
+			for len(batch) < j.opts.MaxBatch {
+				select {
+				case p := <-j.queue:
+					batch = append(batch, p)
+				case <-timer.C:
+					break wait
+				}
+			}
+			timer.Stop()
+		}
+		ws = ws[:0]
+		for _, p := range batch {
+			ws = append(ws, p.w)
+		}
+		j.commit(batch, ws)
+	}
+}
+
+func (j *Journal) commit(batch []*pending, ws []Write) {
+	// A store call has its own deadline: the writer must not hang on a dead
+	// database while callers wait.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	err := j.store.Write(ctx, ws)
+	cancel()
+	if err != nil && len(batch) > 1 {
+		// One bad write must not fail its neighbours: retry them alone.
+		for _, p := range batch {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			p.done <- j.store.Write(ctx, []Write{p.w})
+			cancel()
+		}
+		return
+	}
+	for _, p := range batch {
+		p.done <- err
+	}
+}
+
+// ErrClosed is returned for writes after Close.
+var ErrClosed = errors.New("journal: closed")
+
+// write queues w and waits until it is durable.
+func (j *Journal) write(ctx context.Context, w Write) error {
+	j.mu.Lock()
+	closed := j.closed
+	j.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	p := &pending{w: w, done: make(chan error, 1)}
+	select {
+	case j.queue <- p:
+	case <-ctx.Done():
+		return fmt.Errorf("journal write of %s: %w", w.Record.ID, ctx.Err())
+	}
+	// Once queued the write will happen; wait for it regardless of ctx so
+	// the caller never acts on a record it believes was not written.
+	if err := <-p.done; err != nil {
+		return fmt.Errorf("journal write of %s: %w", w.Record.ID, err)
+	}
+	return nil
+}
+
+// Open makes a new opened record durable, with its events so far.
+func (j *Journal) Open(ctx context.Context, r Record, evs []Event) error {
+	r.InstanceID = j.opts.InstanceID
+	j.track(r.ID)
+	if err := j.write(ctx, Write{Insert: true, Record: r, Events: evs}); err != nil {
+		j.untrack(r.ID)
+		return err
+	}
+	return nil
+}
+
+// Finish makes the outcome of an opened record durable.
+func (j *Journal) Finish(ctx context.Context, r Record, evs []Event) error {
+	defer j.untrack(r.ID)
+	return j.write(ctx, Write{Record: r, Events: evs})
+}
+
+// Add makes a record that is already finished durable (a rejected or a
+// deduplicated call).
+func (j *Journal) Add(ctx context.Context, r Record, evs []Event) error {
+	r.InstanceID = j.opts.InstanceID
+	return j.write(ctx, Write{Insert: true, Record: r, Events: evs})
+}
+
+// Claim takes the idempotency key k for the opened record r, writing r in
+// the same transaction when the key is free. The key's expiry is now +
+// retention.
+func (j *Journal) Claim(ctx context.Context, k, digest string, r Record, evs []Event) (ClaimResult, error) {
+	r.InstanceID = j.opts.InstanceID
+	now := j.opts.Clock()
+	j.track(r.ID)
+	res, err := j.store.Claim(ctx, Claim{
+		AccountID: r.AccountID, Key: k, Digest: digest, Tool: r.ToolName, Version: r.ToolVersion,
+		Now: now, ExpiresAt: now.Add(j.opts.IdempotencyRetention),
+		Open: Write{Insert: true, Record: r, Events: evs},
+	})
+	if err != nil || !res.Claimed {
+		j.untrack(r.ID)
+	}
+	if err != nil {
+		return res, fmt.Errorf("idempotency claim: %w", err)
+	}
+	return res, nil
+}
+
+// Wait returns the record id of account once it is finished, or ctx's error.
+func (j *Journal) Wait(ctx context.Context, accountID, id string) (Record, error) {
+	j.mu.Lock()
+	ch := j.running[id]
+	j.mu.Unlock()
+	if ch != nil {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return Record{}, ctx.Err()
+		}
+	}
+	t := time.NewTicker(j.opts.PollInterval)
+	defer t.Stop()
+	for {
+		r, err := j.store.Get(ctx, accountID, id)
+		if err != nil {
+			return Record{}, err
+		}
+		if r.Lifecycle == Finished {
+			return r, nil
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return Record{}, ctx.Err()
+		}
+	}
+}
+
+// inFlight is the number of calls of this process with an open record.
+func (j *Journal) inFlight() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.running)
+}
+
+func (j *Journal) track(id string) {
+	j.mu.Lock()
+	j.running[id] = make(chan struct{})
+	j.mu.Unlock()
+}
+
+func (j *Journal) untrack(id string) {
+	j.mu.Lock()
+	if ch, ok := j.running[id]; ok {
+		close(ch)
+		delete(j.running, id)
+	}
+	j.mu.Unlock()
+}
+
+// Start marks this instance alive in the store, reconciles what dead
+// instances left open and purges expired idempotency claims. Call it once
+// before the first call.
+func (j *Journal) Start(ctx context.Context) (int, error) {
+	if err := j.store.Hold(ctx, j.opts.InstanceID); err != nil {
+		return 0, fmt.Errorf("journal: mark instance alive: %w", err)
+	}
+	n, err := j.Reconcile(ctx)
+	if err != nil {
+		return n, err
+	}
+	if _, err := j.store.PurgeIdempotency(ctx, j.opts.Clock()); err != nil {
+		return n, fmt.Errorf("journal: purge expired idempotency keys: %w", err)
+	}
+	return n, nil
+}
+
+// Reconcile closes the records that processes which are no longer alive
+// left opened: read-only calls become timeout/discarded (nothing can have
+// changed), calls with side effects uncertain/uncertain (they may have
+// committed). Each gets an event that says why. It returns how many records
+// it closed.
+func (j *Journal) Reconcile(ctx context.Context) (int, error) {
+	open, err := j.store.Opened(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("journal: list opened records: %w", err)
+	}
+	alive := map[string]bool{}
+	var ws []Write
+	for _, r := range open {
+		if r.InstanceID == j.opts.InstanceID {
+			continue
+		}
+		a, seen := alive[r.InstanceID]
+		if !seen {
+			if a, err = j.store.Alive(ctx, r.InstanceID); err != nil {
+				return 0, fmt.Errorf("journal: liveness of instance %s: %w", r.InstanceID, err)
+			}
+			alive[r.InstanceID] = a
+		}
+		if a {
+			continue
+		}
+		last, err := j.store.LastEvent(ctx, r.ID)
+		if err != nil {
+			return 0, fmt.Errorf("journal: last event of %s: %w", r.ID, err)
+		}
+		w, err := reconciled(r, last, j.opts.Clock)
+		if err != nil {
+			return 0, err
+		}
+		ws = append(ws, w)
+	}
+	if len(ws) == 0 {
+		return 0, nil
+	}
+	if err := j.store.Write(ctx, ws); err != nil {
+		return 0, fmt.Errorf("journal: reconcile: %w", err)
+	}
+	for _, w := range ws {
+		j.opts.Logger.WarnContext(ctx, "reconciled a call left open by a dead process",
+			"execution_id", w.Record.ID, "tool", w.Record.ToolName, "status", w.Record.Status, "instance_id", w.Record.InstanceID)
+	}
+	return len(ws), nil
+}
+
+// ReconcileReason is the reason written into reconciliation events.
+const ReconcileReason = "reconciled at start-up: the process that ran this call ended before recording its outcome"
+
+func reconciled(r Record, last Event, clock func() time.Time) (Write, error) {
+	now := clock()
+	tr := ResumeTrail(clock, last.State, last.Seq)
+	sideEffects := r.SideEffectLevel != "" && r.SideEffectLevel != "none"
+	detail := map[string]any{"reason": ReconcileReason, "reconciled": true, "instance_id": r.InstanceID}
+	switch {
+	case sideEffects && (last.State == StateExecuting || last.State == StateCommitted):
+		if err := tr.Move(StateOutcomeUnknown, detail); err != nil {
+			return Write{}, fmt.Errorf("reconcile %s: %w", r.ID, err)
+		}
+		r.Status, r.Commit = StatusUncertain, CommitUncertain
+		r.ErrorCode, r.ErrorMessage = "outcome_unknown", "the server stopped while this call ran; it may or may not have taken effect"
+	case last.State == StatePrepared || last.State == StateExecuting:
+		if err := tr.Move(StateFailedBeforeCommit, detail); err != nil {
+			return Write{}, fmt.Errorf("reconcile %s: %w", r.ID, err)
+		}
+		r.Status, r.Commit = StatusTimeout, CommitDiscarded
+		r.ErrorCode, r.ErrorMessage = "timeout", "the server stopped while this call ran; it did not finish"
+	default:
+		return Write{}, fmt.Errorf("reconcile %s: unexpected open state %s", r.ID, last.State)
+	}
+	r.State = tr.State()
+	r.Lifecycle = Finished
+	r.FinishedAt = now
+	r.Duration = now.Sub(r.StartedAt)
+	r.Result = mustJSON(map[string]any{"error": map[string]any{"code": r.ErrorCode, "message": r.ErrorMessage}})
+	r.ResultText = r.ErrorMessage
+	r.Summary = r.ErrorCode
+	return Write{Record: r, Events: tr.Take()}, nil
+}

@@ -1,0 +1,144 @@
+package journal
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Status is the journal status of a call (seed: /tool-executions status).
+type Status string
+
+const (
+	StatusRunning   Status = "running"
+	StatusQueued    Status = "queued"
+	StatusSuccess   Status = "success"
+	StatusError     Status = "error"
+	StatusDenied    Status = "denied"
+	StatusTimeout   Status = "timeout"
+	StatusUncertain Status = "uncertain"
+	StatusBlocked   Status = "blocked"
+)
+
+// Statuses lists every valid status, for validating filters.
+var Statuses = []Status{StatusRunning, StatusQueued, StatusSuccess, StatusError, StatusDenied, StatusTimeout, StatusUncertain, StatusBlocked}
+
+// Legacy compresses a status to the five of the call-records projection:
+// timeout, uncertain → error; blocked → denied.
+func (s Status) Legacy() Status {
+	switch s {
+	case StatusTimeout, StatusUncertain:
+		return StatusError
+	case StatusBlocked:
+		return StatusDenied
+	}
+	return s
+}
+
+// LegacyStatuses returns the journal statuses that project to the legacy
+// status s (the inverse of Legacy), or nil when s is not a legacy status.
+func LegacyStatuses(s Status) []Status {
+	switch s {
+	case StatusSuccess, StatusQueued, StatusRunning:
+		return []Status{s}
+	case StatusError:
+		return []Status{StatusError, StatusTimeout, StatusUncertain}
+	case StatusDenied:
+		return []Status{StatusDenied, StatusBlocked}
+	}
+	return nil
+}
+
+// Lifecycle says whether a call is still open.
+type Lifecycle string
+
+const (
+	Opened   Lifecycle = "opened"
+	Finished Lifecycle = "finished"
+)
+
+// Commit is the commit outcome of a call (§6.7).
+type Commit string
+
+const (
+	CommitPending       Commit = "pending"
+	CommitCommitted     Commit = "committed"
+	CommitDiscarded     Commit = "discarded"
+	CommitReplayBlocked Commit = "replay_blocked"
+	CommitUncertain     Commit = "uncertain"
+)
+
+// Record is one call in the journal. Field names follow the seed's
+// /tool-executions shape plus our own (account, key, round, call id, digest,
+// idempotency key, trace id, state, text result).
+type Record struct {
+	ID         string
+	AccountID  string
+	KeyID      string
+	SessionID  string
+	FloorID    string
+	RunID      string
+	PageID     string // unused by toolhost; kept for the legacy shape
+	Round      int
+	CallID     string
+	CallerSlot string
+
+	ProviderID      string
+	ProviderType    string
+	ToolName        string
+	ToolVersion     string
+	SideEffectLevel string
+
+	// ArgsRaw is the argument bytes exactly as received (may be invalid
+	// JSON when the call was rejected by the parser).
+	ArgsRaw []byte
+	// Args is the canonical normalized arguments; nil when the call was
+	// rejected before normalization.
+	Args           json.RawMessage
+	ArgsDigest     string
+	IdempotencyKey string
+	TraceID        string
+
+	Status    Status
+	Lifecycle Lifecycle
+	Commit    Commit
+	// State is the last state of the state machine.
+	State State
+
+	// Result is the structured result: the tool's structured content on
+	// success, {"error":{...}} on failure; nil while open.
+	Result     json.RawMessage
+	ResultText string // the text the caller saw
+	ErrorCode  string
+	// ErrorMessage is empty when the call did not fail.
+	ErrorMessage string
+	Summary      string
+	Units        float64
+	Truncated    bool
+
+	Duration     time.Duration
+	StartedAt    time.Time
+	FinishedAt   time.Time // zero while open
+	DeliveryMode string
+	AttemptNo    int
+	RuntimeJobID string
+	// ReplayParentID is the execution whose stored result this record
+	// replayed (idempotent duplicates).
+	ReplayParentID string
+	// InstanceID is the process that opened the record; reconciliation uses
+	// it to tell a live process's calls from a dead one's.
+	InstanceID string
+	CreatedAt  time.Time
+	// Seq is the position of the call inside its floor (0-based, by
+	// creation), filled by List for the legacy call-records projection.
+	Seq int
+}
+
+// Event is one state transition of a call.
+type Event struct {
+	Seq   int
+	State State
+	At    time.Time
+	// Detail is a small JSON object saying what the step produced (dialect
+	// and validator, reference clock, reason of a rejection, ...).
+	Detail json.RawMessage
+}

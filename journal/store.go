@@ -1,0 +1,97 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned when a record does not exist in the account.
+var ErrNotFound = errors.New("journal: no such execution")
+
+// Store is the storage the journal needs. Package store implements it for
+// SQLite and PostgreSQL; MemStore implements it in memory. Every method that
+// reads records is scoped by account.
+type Store interface {
+	// Write applies the writes in order in one transaction: all or none.
+	Write(ctx context.Context, ws []Write) error
+	// Claim takes an idempotency key for a call and inserts the call's
+	// opened record, atomically; or reports why the key is not free.
+	Claim(ctx context.Context, c Claim) (ClaimResult, error)
+	// List returns one page of records matching q and the total count.
+	List(ctx context.Context, q Query) ([]Record, int, error)
+	// Get returns one record.
+	Get(ctx context.Context, accountID, id string) (Record, error)
+	// Events returns the events of one record in order.
+	Events(ctx context.Context, accountID, id string) ([]Event, error)
+	// Opened returns every opened record of every account, for
+	// reconciliation.
+	Opened(ctx context.Context) ([]Record, error)
+	// LastEvent returns the last event of a record (any account).
+	LastEvent(ctx context.Context, id string) (Event, error)
+	// PurgeIdempotency deletes idempotency claims that expired before t.
+	// Journal records are never deleted.
+	PurgeIdempotency(ctx context.Context, t time.Time) (int, error)
+	// Hold marks this process (instance) alive for as long as the store is
+	// open; Alive tells whether another instance still holds its mark.
+	Hold(ctx context.Context, instanceID string) error
+	Alive(ctx context.Context, instanceID string) (bool, error)
+}
+
+// Write is one change to a record: the insertion of a new record (Insert)
+// or the update of its outcome fields, plus the events to append.
+type Write struct {
+	Insert bool
+	Record Record
+	Events []Event
+}
+
+// Claim asks for an idempotency key on behalf of Open, a new opened record.
+type Claim struct {
+	AccountID string
+	Key       string
+	Digest    string
+	Tool      string
+	Version   string
+	Now       time.Time
+	ExpiresAt time.Time
+	Open      Write
+}
+
+// ClaimResult says what Claim found. Claimed means the key is ours and Open
+// was written. Otherwise Existing is the record that holds the key, and
+// Reused says whether it was taken with another digest.
+type ClaimResult struct {
+	Claimed  bool
+	Reused   bool
+	Existing Record
+}
+
+// Sort fields of Query.
+const (
+	SortCreatedAt  = "created_at"
+	SortStartedAt  = "started_at"
+	SortFinishedAt = "finished_at"
+	// SortSeq orders by the position of a call inside its floor (legacy
+	// call-records).
+	SortSeq = "seq"
+)
+
+// Query filters, sorts and pages records. Empty fields do not filter.
+type Query struct {
+	AccountID     string
+	SessionID     string
+	FloorID       string
+	RunID         string
+	PageID        string
+	HasPageID     bool // PageID filter given (toolhost never sets page ids)
+	CallerSlot    string
+	ToolName      string
+	Statuses      []Status
+	Lifecycle     Lifecycle
+	Commit        Commit
+	ProviderType  string
+	SortBy        string // default started_at
+	Asc           bool   // default descending
+	Limit, Offset int
+}

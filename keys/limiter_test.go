@@ -1,0 +1,155 @@
+package keys
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// limiters returns the in-memory limiter and, when TOOLHOST_TEST_REDIS is
+// set (CI sets it), a Redis limiter under a unique prefix.
+func limiters(t *testing.T, now func() time.Time) map[string]Limiter {
+	t.Helper()
+	out := map[string]Limiter{"memory": NewMemoryLimiter(now)}
+	if u := os.Getenv("TOOLHOST_TEST_REDIS"); u != "" {
+		opt, err := redis.ParseURL(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rdb := redis.NewClient(opt)
+		prefix := fmt.Sprintf("toolhost-test:%d:", time.Now().UnixNano())
+		t.Cleanup(func() {
+			ctx := context.Background()
+			iter := rdb.Scan(ctx, 0, prefix+"*", 100).Iterator()
+			for iter.Next(ctx) {
+				rdb.Del(ctx, iter.Val())
+			}
+			rdb.Close()
+		})
+		out["redis"] = NewRedisLimiter(rdb, prefix)
+	}
+	return out
+}
+
+func TestTakeCallAdmitsExactlyTheLimit(t *testing.T) {
+	for name, l := range limiters(t, nil) {
+		t.Run(name, func(t *testing.T) {
+			var ok, refused atomic.Int64
+			var wg sync.WaitGroup
+			for range 200 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					admitted, retry, err := l.TakeCall(context.Background(), "k1", 60)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if admitted {
+						ok.Add(1)
+						return
+					}
+					if retry <= 0 || retry > Window {
+						t.Errorf("retry after %v outside (0, 1m]", retry)
+					}
+					refused.Add(1)
+				}()
+			}
+			wg.Wait()
+			if ok.Load() != 60 || refused.Load() != 140 {
+				t.Fatalf("admitted %d, refused %d; want 60 and 140", ok.Load(), refused.Load())
+			}
+			// Another key has its own window.
+			if admitted, _, _ := l.TakeCall(context.Background(), "k2", 60); !admitted {
+				t.Fatal("k2 refused")
+			}
+		})
+	}
+}
+
+func TestSlidingWindowReopensAfterAMinute(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	m := NewMemoryLimiter(func() time.Time { return now })
+	ctx := context.Background()
+	for i := range 3 {
+		if ok, _, _ := m.TakeCall(ctx, "k", 3); !ok {
+			t.Fatalf("call %d refused", i)
+		}
+		now = now.Add(10 * time.Second)
+	}
+	ok, retry, _ := m.TakeCall(ctx, "k", 3)
+	if ok || retry != 30*time.Second {
+		t.Fatalf("4th call ok=%v retry=%v; want refused, retry 30s", ok, retry)
+	}
+	now = now.Add(30 * time.Second)
+	if ok, _, _ := m.TakeCall(ctx, "k", 3); !ok {
+		t.Fatal("refused after the oldest call left the window")
+	}
+}
+
+func TestAcquireNeverExceedsTheLimit(t *testing.T) {
+	for name, l := range limiters(t, nil) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			var inFlight, peak, admitted atomic.Int64
+			var wg sync.WaitGroup
+			for i := range 50 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					lease := fmt.Sprint("lease-", i)
+					for {
+						ok, err := l.Acquire(ctx, "k", lease, 4, time.Minute)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if ok {
+							break
+						}
+						time.Sleep(time.Millisecond)
+					}
+					n := inFlight.Add(1)
+					for {
+						p := peak.Load()
+						if n <= p || peak.CompareAndSwap(p, n) {
+							break
+						}
+					}
+					time.Sleep(2 * time.Millisecond)
+					inFlight.Add(-1)
+					admitted.Add(1)
+					if err := l.Release(ctx, "k", lease); err != nil {
+						t.Error(err)
+					}
+				}()
+			}
+			wg.Wait()
+			if peak.Load() > 4 || admitted.Load() != 50 {
+				t.Fatalf("peak %d, admitted %d; want ≤ 4 and 50", peak.Load(), admitted.Load())
+			}
+		})
+	}
+}
+
+func TestLeasesExpireSoACrashedHolderFreesItsSlot(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	m := NewMemoryLimiter(func() time.Time { return now })
+	ctx := context.Background()
+	if ok, _ := m.Acquire(ctx, "k", "a", 1, time.Second); !ok {
+		t.Fatal("first acquire refused")
+	}
+	if ok, _ := m.Acquire(ctx, "k", "b", 1, time.Second); ok {
+		t.Fatal("second acquire admitted over the limit")
+	}
+	now = now.Add(2 * time.Second) // "a" never released: its holder died
+	if ok, _ := m.Acquire(ctx, "k", "b", 1, time.Second); !ok {
+		t.Fatal("expired lease still held the slot")
+	}
+}

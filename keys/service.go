@@ -1,0 +1,363 @@
+package keys
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Refusal codes, stable for clients.
+const (
+	CodeRateLimited       = "rate_limited"
+	CodeConcurrencyLimit  = "concurrency_limited"
+	CodeMonthlyCapReached = "monthly_cap_reached"
+	CodeScopeMissing      = "scope_missing"
+	CodeLimitsUnavailable = "limits_unavailable"
+)
+
+// Refusal is a call refused before execution. RetryAfter is set when waiting
+// helps.
+type Refusal struct {
+	Code       string
+	Message    string
+	RetryAfter time.Duration
+}
+
+func (r *Refusal) Error() string { return r.Code + ": " + r.Message }
+
+// Options configure a Service.
+type Options struct {
+	Store   Store
+	Limiter Limiter
+	// Prices maps a tool name to its price per paid unit; tools not listed
+	// cost 1 per unit.
+	Prices map[string]float64
+	// CacheTTL bounds how long a key's limits and revocation may be served
+	// from memory (so a PATCH or revoke reaches every replica within it).
+	// Default 2 s.
+	CacheTTL time.Duration
+	// ConcurrencyRetryHint is the retry_after given to a call refused for
+	// concurrency, where no exact time is known. Default 500 ms.
+	ConcurrencyRetryHint time.Duration
+	Now                  func() time.Time
+	Logger               *slog.Logger
+}
+
+// Service authenticates keys, admits calls under their limits and meters
+// paid units.
+type Service struct {
+	opts  Options
+	mu    sync.Mutex
+	cache map[string]cached // by hash and by "id:"+id
+}
+
+type cached struct {
+	key *Key
+	at  time.Time
+}
+
+// New returns a Service.
+func New(opts Options) *Service {
+	if opts.CacheTTL <= 0 {
+		opts.CacheTTL = 2 * time.Second
+	}
+	if opts.ConcurrencyRetryHint <= 0 {
+		opts.ConcurrencyRetryHint = 500 * time.Millisecond
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Limiter == nil {
+		opts.Limiter = NewMemoryLimiter(opts.Now)
+	}
+	return &Service{opts: opts, cache: map[string]cached{}}
+}
+
+// Authenticate resolves a presented secret to its key. It returns an error
+// wrapping ErrInvalidKey or ErrRevoked when the key must be refused.
+func (s *Service) Authenticate(ctx context.Context, secret string) (*Key, error) {
+	if !strings.HasPrefix(secret, SecretPrefix) || len(secret) > 200 {
+		return nil, ErrInvalidKey
+	}
+	hash := HashSecret(secret)
+	k, err := s.lookup(ctx, hash, func() (*Key, error) { return s.opts.Store.KeyByHash(ctx, hash) })
+	if errors.Is(err, ErrNotFound) {
+		return nil, ErrInvalidKey
+	}
+	if err != nil {
+		return nil, fmt.Errorf("authenticate: %w", err)
+	}
+	if k.RevokedAt != nil {
+		return nil, ErrRevoked
+	}
+	s.touch(k)
+	return k, nil
+}
+
+func (s *Service) lookup(ctx context.Context, cacheKey string, load func() (*Key, error)) (*Key, error) {
+	now := s.opts.Now()
+	s.mu.Lock()
+	c, ok := s.cache[cacheKey]
+	s.mu.Unlock()
+	if ok && now.Sub(c.at) < s.opts.CacheTTL {
+		return c.key, nil
+	}
+	k, err := load()
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if len(s.cache) > 10000 {
+		s.cache = map[string]cached{}
+	}
+	s.cache[cacheKey] = cached{key: k, at: now}
+	s.mu.Unlock()
+	return k, nil
+}
+
+// touch records last use at most once a minute per key, off the call path.
+func (s *Service) touch(k *Key) {
+	now := s.opts.Now()
+	if k.LastUsedAt != nil && now.Sub(*k.LastUsedAt) < time.Minute {
+		return
+	}
+	t := now
+	k.LastUsedAt = &t
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := s.opts.Store.TouchKey(ctx, k.ID, now); err != nil {
+			s.opts.Logger.Warn("record key use", "key_id", k.ID, "err", err)
+		}
+	}()
+}
+
+// Admission describes a call asking to run.
+type Admission struct {
+	KeyID     string
+	AccountID string
+	Slot      string // "mcp", "hosted" or "cli"
+	Tool      string
+	Paid      bool          // the tool bills units
+	Lease     string        // unique id of the call (its execution id)
+	Timeout   time.Duration // how long the call may hold a concurrency slot
+}
+
+// Ticket is an admitted call. Done must be called once when it ends.
+type Ticket struct {
+	s        *Service
+	a        Admission
+	key      *Key
+	month    string
+	reserved float64
+	slot     bool
+	once     sync.Once
+}
+
+// Admit checks the caller's limits in order — scope, calls per minute and
+// concurrent calls (MCP only), monthly cap (paid tools, both faces) — and
+// returns a Ticket, or a *Refusal. A call without a key (development mode,
+// the command line) is admitted unmetered.
+func (s *Service) Admit(ctx context.Context, a Admission) (*Ticket, error) {
+	t := &Ticket{s: s, a: a, month: Month(s.opts.Now())}
+	if a.KeyID == "" {
+		return t, nil
+	}
+	k, err := s.lookup(ctx, "id:"+a.KeyID, func() (*Key, error) { return s.opts.Store.KeyByID(ctx, a.KeyID) })
+	if err != nil {
+		return nil, fmt.Errorf("admit: key %s: %w", a.KeyID, err)
+	}
+	t.key = k
+	if k.RevokedAt != nil {
+		return nil, &Refusal{Code: CodeScopeMissing, Message: "this API key has been revoked"}
+	}
+	switch a.Slot {
+	case "mcp":
+		if !k.Has(ScopeMCP) {
+			return nil, &Refusal{Code: CodeScopeMissing, Message: "this API key lacks the mcp scope"}
+		}
+	case "hosted":
+		if !k.Has(ScopeHosted) {
+			return nil, &Refusal{Code: CodeScopeMissing, Message: "this API key lacks the hosted scope"}
+		}
+	}
+	if a.Slot == "mcp" {
+		if n := k.Limits.CallsPerMinute; n > 0 {
+			ok, retry, err := s.opts.Limiter.TakeCall(ctx, k.ID, n)
+			if err != nil {
+				return nil, s.unavailable(err)
+			}
+			if !ok {
+				return nil, &Refusal{Code: CodeRateLimited, RetryAfter: retry,
+					Message: fmt.Sprintf("this API key allows %d calls per minute; retry after %d ms", n, retry.Milliseconds())}
+			}
+		}
+		if n := k.Limits.ConcurrentCalls; n > 0 {
+			ttl := a.Timeout + 30*time.Second
+			ok, err := s.opts.Limiter.Acquire(ctx, k.ID, a.Lease, n, ttl)
+			if err != nil {
+				return nil, s.unavailable(err)
+			}
+			if !ok {
+				retry := s.opts.ConcurrencyRetryHint
+				return nil, &Refusal{Code: CodeConcurrencyLimit, RetryAfter: retry,
+					Message: fmt.Sprintf("this API key allows %d concurrent calls and all are in use; retry after %d ms", n, retry.Milliseconds())}
+			}
+			t.slot = true
+		}
+	}
+	if a.Paid {
+		// Reserve one unit's price before running: the real count (pages,
+		// seconds) is known only afterwards and is settled in Done, so the
+		// last call of a month may end slightly over the cap, never start
+		// over it.
+		price := s.price(a.Tool)
+		ok, used, err := s.opts.Store.ReserveCost(ctx, k.ID, t.month, price, k.Limits.MonthlyUnitsCap)
+		if err != nil {
+			t.releaseSlot()
+			return nil, s.unavailable(err)
+		}
+		if !ok {
+			t.releaseSlot()
+			return nil, &Refusal{Code: CodeMonthlyCapReached,
+				Message: fmt.Sprintf("this API key has used %.4g of its %.4g monthly units; paid tools are refused until next month (free tools still work)", used, k.Limits.MonthlyUnitsCap)}
+		}
+		t.reserved = price
+	}
+	return t, nil
+}
+
+func (s *Service) unavailable(err error) error {
+	s.opts.Logger.Error("limit state unavailable", "err", err)
+	return &Refusal{Code: CodeLimitsUnavailable, RetryAfter: time.Second, Message: "the limit service is unavailable; retry shortly"}
+}
+
+func (s *Service) price(tool string) float64 {
+	if p, ok := s.opts.Prices[tool]; ok {
+		return p
+	}
+	return 1
+}
+
+func (t *Ticket) releaseSlot() {
+	if !t.slot {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := t.s.opts.Limiter.Release(ctx, t.key.ID, t.a.Lease); err != nil {
+		t.s.opts.Logger.Warn("release concurrency slot", "key_id", t.key.ID, "err", err)
+	}
+}
+
+// Done ends an admitted call: the slot is released and the paid units the
+// call used are settled against the reservation. Safe to call twice.
+func (t *Ticket) Done(units float64) {
+	t.once.Do(func() {
+		t.releaseSlot()
+		if t.key == nil || !t.a.Paid {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		row := UsageRow{AccountID: t.key.AccountID, KeyID: t.key.ID, Month: t.month, Tool: t.a.Tool,
+			Calls: 1, Units: units, Cost: units * t.s.price(t.a.Tool)}
+		if err := t.s.opts.Store.SettleUsage(ctx, row, t.reserved); err != nil {
+			t.s.opts.Logger.Error("settle usage", "key_id", t.key.ID, "tool", t.a.Tool, "units", units, "err", err)
+		}
+	})
+}
+
+var accountPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+// CreateKey creates a key (and its account when new) and returns the key and
+// its secret, which is never shown again.
+func (s *Service) CreateKey(ctx context.Context, accountID, name string, scopes []string, limits Limits) (*Key, string, error) {
+	if !accountPattern.MatchString(accountID) {
+		return nil, "", fmt.Errorf("%w: account %q: want 1–64 lower-case letters, digits, '-' or '_'", ErrInvalidInput, accountID)
+	}
+	name = strings.TrimSpace(name)
+	if name == "" || len(name) > 200 {
+		return nil, "", fmt.Errorf("%w: a key needs a name of 1–200 characters", ErrInvalidInput)
+	}
+	sc, err := NormalizeScopes(scopes)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := limits.Validate(); err != nil {
+		return nil, "", err
+	}
+	now := s.opts.Now().UTC()
+	if _, err := s.opts.Store.Account(ctx, accountID); errors.Is(err, ErrNotFound) {
+		if err := s.opts.Store.CreateAccount(ctx, Account{ID: accountID, Name: accountID, CreatedAt: now}); err != nil {
+			return nil, "", fmt.Errorf("create account %s: %w", accountID, err)
+		}
+	} else if err != nil {
+		return nil, "", err
+	}
+	secret, err := NewSecret()
+	if err != nil {
+		return nil, "", err
+	}
+	k := Key{ID: NewID("key"), AccountID: accountID, Name: name, Prefix: secret[:len(SecretPrefix)+6],
+		Hash: HashSecret(secret), Scopes: sc, Limits: limits, CreatedAt: now}
+	if err := s.opts.Store.CreateKey(ctx, k); err != nil {
+		return nil, "", fmt.Errorf("create key: %w", err)
+	}
+	return &k, secret, nil
+}
+
+// Revoke revokes a key; later requests with it get 401.
+func (s *Service) Revoke(ctx context.Context, id string) error {
+	if err := s.opts.Store.RevokeKey(ctx, id, s.opts.Now().UTC()); err != nil {
+		return err
+	}
+	s.forget()
+	return nil
+}
+
+// SetLimits replaces a key's limits.
+func (s *Service) SetLimits(ctx context.Context, id string, l Limits) error {
+	if err := l.Validate(); err != nil {
+		return err
+	}
+	if err := s.opts.Store.SetLimits(ctx, id, l); err != nil {
+		return err
+	}
+	s.forget()
+	return nil
+}
+
+func (s *Service) forget() {
+	s.mu.Lock()
+	s.cache = map[string]cached{}
+	s.mu.Unlock()
+}
+
+// Store returns the service's store (for listing and usage reports).
+func (s *Service) Store() Store { return s.opts.Store }
+
+// Bootstrap creates the first admin key when the store holds no key at all,
+// and returns its secret (created=false when keys already exist).
+func (s *Service) Bootstrap(ctx context.Context) (secret string, created bool, err error) {
+	n, err := s.opts.Store.CountKeys(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	if n > 0 {
+		return "", false, nil
+	}
+	_, secret, err = s.CreateKey(ctx, "admin", "bootstrap admin key", AllScopes, Limits{})
+	if err != nil {
+		return "", false, err
+	}
+	return secret, true, nil
+}

@@ -1,0 +1,150 @@
+package loop
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"path"
+	"time"
+)
+
+// ErrModelUnavailable: no configured route serves the model with tool
+// calling (seed rule 6: hosted requests never fall back to a text protocol).
+var ErrModelUnavailable = errors.New("model_unavailable")
+
+// Price is what one million tokens cost, in quota units.
+type Price struct {
+	Input       float64 `json:"input"`
+	CachedInput float64 `json:"cached_input"`
+	Output      float64 `json:"output"`
+}
+
+// Route is one upstream: where to send a model's requests and what it can do.
+type Route struct {
+	Name     string
+	Protocol Dialect
+	// Models are exact model names or path.Match patterns ("gpt-4o*"); an
+	// empty list serves every model.
+	Models        []string
+	SupportsTools bool
+	// Prices by model name or pattern; "*" is the default. A model without
+	// a price costs 0.
+	Prices   map[string]Price
+	Upstream Upstream
+}
+
+// Serves reports whether the route serves model.
+func (r *Route) Serves(model string) bool {
+	if len(r.Models) == 0 {
+		return true
+	}
+	for _, p := range r.Models {
+		if p == model {
+			return true
+		}
+		if ok, err := path.Match(p, model); err == nil && ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Cost is the quota cost of one upstream call: cached input at the cached
+// price when one is set, rounded to a whole unit.
+func (r *Route) Cost(model string, u Usage) int64 {
+	p, ok := r.price(model)
+	if !ok || !u.Present {
+		return 0
+	}
+	in := float64(u.InputTokens)
+	cached := 0.0
+	if p.CachedInput > 0 {
+		cached = float64(min(u.CachedInputTokens, u.InputTokens))
+		in -= cached
+	}
+	c := (in*p.Input + cached*p.CachedInput + float64(u.OutputTokens)*p.Output) / 1e6
+	return int64(math.Round(c))
+}
+
+func (r *Route) price(model string) (Price, bool) {
+	if p, ok := r.Prices[model]; ok {
+		return p, true
+	}
+	for pat, p := range r.Prices {
+		if pat == "*" {
+			continue
+		}
+		if ok, err := path.Match(pat, model); err == nil && ok {
+			return p, true
+		}
+	}
+	p, ok := r.Prices["*"]
+	return p, ok
+}
+
+// Router picks a route for a model. Routes are tried in configuration order.
+type Router struct {
+	routes []*Route
+}
+
+// NewRouter checks and holds routes.
+func NewRouter(routes ...*Route) (*Router, error) {
+	seen := map[string]bool{}
+	for _, r := range routes {
+		if r.Name == "" {
+			return nil, errors.New("route without a name")
+		}
+		if seen[r.Name] {
+			return nil, fmt.Errorf("route %s defined twice", r.Name)
+		}
+		seen[r.Name] = true
+		if r.Upstream == nil {
+			return nil, fmt.Errorf("route %s: no upstream client", r.Name)
+		}
+		for _, p := range r.Models {
+			if _, err := path.Match(p, ""); err != nil {
+				return nil, fmt.Errorf("route %s: bad model pattern %q: %w", r.Name, p, err)
+			}
+		}
+	}
+	return &Router{routes: routes}, nil
+}
+
+// Pick returns the first route serving model; with needTools only routes
+// that support tool calling qualify. ErrModelUnavailable when none does.
+func (r *Router) Pick(model string, needTools bool) (*Route, error) {
+	if r != nil {
+		for _, rt := range r.routes {
+			if rt.Serves(model) && (!needTools || rt.SupportsTools) {
+				return rt, nil
+			}
+		}
+	}
+	if needTools {
+		return nil, fmt.Errorf("%w: no route serves model %q with tool calling", ErrModelUnavailable, model)
+	}
+	return nil, fmt.Errorf("%w: no route serves model %q", ErrModelUnavailable, model)
+}
+
+// Timeouts bound an upstream client.
+type Timeouts struct {
+	// Header: from sending the request to the response headers.
+	Header time.Duration
+	// Idle: the longest gap between two stream chunks.
+	Idle time.Duration
+	// Total: one whole upstream call.
+	Total time.Duration
+}
+
+func (t Timeouts) withDefaults() Timeouts {
+	if t.Header <= 0 {
+		t.Header = 60 * time.Second
+	}
+	if t.Idle <= 0 {
+		t.Idle = 120 * time.Second
+	}
+	if t.Total <= 0 {
+		t.Total = 10 * time.Minute
+	}
+	return t
+}

@@ -1,0 +1,172 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tetratelabs/wazero/experimental"
+
+	"toolhost/sandbox/quickjs"
+)
+
+// jsEngine runs QuickJS-NG programs, one VM per run.
+type jsEngine struct {
+	s    *Sandbox
+	file runtimeFile
+	mod  *quickjs.Module
+	pool *pool[*jsInstance]
+}
+
+func newJSEngine(s *Sandbox, path string) *jsEngine {
+	e := &jsEngine{s: s, file: runtimeFile{lang: JavaScript, path: path}}
+	e.pool = newPool(s.cfg.JavaScriptPool, e.start, func(j *jsInstance) { j.close() })
+	e.file.load(s, func(ctx context.Context, wasm []byte) error {
+		m, err := quickjs.Compile(ctx, s.rt, wasm)
+		if err != nil {
+			return err
+		}
+		e.mod = m
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			e.pool.run(s.ctx, s, string(JavaScript))
+		}()
+		return nil
+	})
+	return e
+}
+
+func (e *jsEngine) available(ctx context.Context) error { return e.file.available(ctx) }
+
+func (e *jsEngine) waitReady(ctx context.Context) error {
+	if err := e.file.available(ctx); err != nil {
+		return err
+	}
+	return e.pool.waitFull(ctx)
+}
+
+type jsInstance struct {
+	vm             *quickjs.VM
+	stdout, stderr *capture
+}
+
+func (e *jsEngine) start(ctx context.Context) (*jsInstance, error) {
+	s := e.s
+	j := &jsInstance{stdout: newCapture(), stderr: newCapture()}
+	var seed [16]byte
+	_, _ = rand.Read(seed[:])
+	limit := int64(s.cfg.MemoryLimitMiB) << 20
+	vm, err := e.mod.Instantiate(experimental.WithMemoryAllocator(ctx, newAllocator(nil)), quickjs.Options{
+		// The engine's own limit sits below the page cap so it throws a
+		// clean out-of-memory before the allocator itself fails.
+		MemoryLimit: limit - limit/8,
+		MaxStack:    s.cfg.JSMaxStackKiB << 10,
+		Stdout:      j.stdout,
+		Stderr:      j.stderr,
+		Seed:        seed[:],
+	})
+	if err != nil {
+		return nil, fmt.Errorf("instantiate quickjs: %w", err)
+	}
+	j.vm = vm
+	return j, nil
+}
+
+func (j *jsInstance) close() { _ = j.vm.Close(context.Background()) }
+
+func (e *jsEngine) run(ctx context.Context, req *Request, progress func(string)) (*Result, error) {
+	j, warm := e.pool.take()
+	if !warm {
+		var err error
+		if j, err = e.start(e.s.ctx); err != nil {
+			return nil, err
+		}
+	}
+	defer j.close()
+	start := time.Now()
+	j.stdout.attach(e.s.cfg.StdoutLimit, nil)
+	j.stderr.attach(e.s.cfg.StderrLimit, nil)
+	runCtx, cancel := context.WithDeadline(ctx, runDeadline(ctx, req.Timeout))
+	defer cancel()
+	// Closing the sandbox stops a running program too.
+	defer context.AfterFunc(e.s.ctx, cancel)()
+
+	done := make(chan struct{})
+	go watch(runCtx, done, nil, progress, func() {})
+	out, err := e.eval(runCtx, j, req)
+	close(done)
+
+	res := &Result{Language: JavaScript, Duration: time.Since(start), Warm: warm, Value: json.RawMessage("null")}
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(cerr, context.DeadlineExceeded) {
+		return nil, cerr
+	}
+	res.Stdout, res.StdoutTruncated = j.stdout.result()
+	res.Stderr, res.StderrTruncated = j.stderr.result()
+	exception := ""
+	if out != nil {
+		if len(out.Value) > 0 {
+			res.Value = out.Value
+		}
+		exception = out.Exception
+	}
+	switch {
+	case errors.Is(err, quickjs.ErrInterrupted) || (err != nil && runCtx.Err() != nil):
+		res.TimedOut = true
+		res.ExitCode = -1
+	case errors.Is(err, quickjs.ErrMemory):
+		res.MemoryExceeded = true
+		res.ExitCode = 1
+		if exception == "" {
+			exception = err.Error()
+		}
+	case err != nil:
+		// A trap inside the engine: the program crashed it. Report it like
+		// a crashed process rather than as our failure.
+		e.s.log.Warn("quickjs trapped", "err", err)
+		res.ExitCode = 134
+		exception = "[sandbox] the JavaScript engine stopped: " + trapMessage(err)
+	case exception != "":
+		res.ExitCode = 1
+	}
+	if exception != "" {
+		res.Stderr, res.StderrTruncated = appendCapped(res.Stderr, exception+"\n", e.s.cfg.StderrLimit, res.StderrTruncated)
+		res.Value = json.RawMessage("null")
+	}
+	return res, nil
+}
+
+// eval defines the input files, when there are any, then runs the program.
+func (e *jsEngine) eval(ctx context.Context, j *jsInstance, req *Request) (*quickjs.Result, error) {
+	if len(req.Files) > 0 {
+		files := map[string]string{}
+		for _, f := range req.Files {
+			files[f.Name] = string(f.Data)
+		}
+		b, _ := json.Marshal(files)
+		if _, err := j.vm.Eval(ctx, "Object.defineProperty(globalThis, 'files', {value: Object.freeze("+string(b)+"), enumerable: false}); undefined"); err != nil {
+			return nil, err
+		}
+	}
+	return j.vm.Eval(ctx, req.Code)
+}
+
+// appendCapped appends s to b without passing limit bytes.
+func appendCapped(b []byte, s string, limit int, truncated bool) ([]byte, bool) {
+	room := limit - len(b)
+	if room >= len(s) {
+		return append(b, s...), truncated
+	}
+	if room <= 0 {
+		return b, true
+	}
+	cut := room
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return append(b, s[:cut]...), true
+}

@@ -1,0 +1,289 @@
+// The prelude is evaluated once per instance, before any user code. It is a
+// function expression: the host calls it with the two console host
+// functions, so they never appear on the global object, and it returns the
+// helpers the host keeps (never reachable from user code). It captures the
+// built-ins it relies on, so a program that patches JSON or Object cannot
+// change what the host reads back.
+(function (hostOut, hostErr) {
+  "use strict";
+  const G = globalThis;
+  const imul = Math.imul;
+  const stringify = JSON.stringify;
+  const objectToString = Object.prototype.toString;
+  const getPrototypeOf = Object.getPrototypeOf;
+  const keys = Object.keys;
+  const isArray = Array.isArray;
+  const defineProperty = Object.defineProperty;
+  const StringCtor = String;
+  const ErrorCtor = Error;
+  const MapCtor = Map;
+  const SetCtor = Set;
+  const DateCtor = Date;
+  const RegExpCtor = RegExp;
+  const hrNow = performance.now.bind(performance);
+  const now = hrNow;
+  const dateToISO = Date.prototype.toISOString;
+  const call = Function.prototype.call.bind(Function.prototype.call);
+  const apply = Function.prototype.apply;
+
+  // Math.random: QuickJS seeds its generator from the clock when the context
+  // is created, so two instances created in the same microsecond (or restored
+  // from one snapshot) would draw the same numbers. xoshiro128** with a state
+  // the host fills from crypto/rand for every instance.
+  let s0 = 1, s1 = 0, s2 = 0, s3 = 0;
+  const rotl = (x, k) => (x << k) | (x >>> (32 - k));
+  function next() {
+    const r = imul(rotl(imul(s1, 5), 7), 9) >>> 0;
+    const t = s1 << 9;
+    s2 ^= s0; s3 ^= s1; s1 ^= s2; s0 ^= s3; s2 ^= t; s3 = rotl(s3, 11);
+    return r;
+  }
+  defineProperty(Math, "random", {
+    value: function random() {
+      return ((next() >>> 5) * 67108864 + (next() >>> 6)) / 9007199254740992;
+    },
+    writable: true, configurable: true, enumerable: false,
+  });
+  // performance.now() counts from the instance's start, not from the
+  // snapshot's, and timeOrigin is the wall-clock time of that start.
+  // (The engine's performance object has non-configurable properties, so it
+  // is replaced.)
+  let origin = 0, timeOrigin = 0;
+  const perf = {
+    now() { return hrNow() - origin; },
+    get timeOrigin() { return timeOrigin; },
+    toJSON() { return { timeOrigin }; },
+  };
+  defineProperty(G, "performance", { value: perf, writable: true, configurable: true, enumerable: false });
+  function seed(a, b, c, d) {
+    s0 = a | 0; s1 = b | 0; s2 = c | 0; s3 = d | 0;
+    if ((s0 | s1 | s2 | s3) === 0) s0 = 1;
+    origin = hrNow();
+    timeOrigin = DateCtor.now();
+  }
+
+  // console: formatting close to Node's, so that what a model expects to see
+  // is what it sees.
+  function quote(s) { return stringify(s); }
+  function fnName(f) {
+    let n = "";
+    try { n = f.name; } catch (_) { /* a getter may throw */ }
+    return n ? n : "(anonymous)";
+  }
+  function inspect(v, depth, seen) {
+    switch (typeof v) {
+      case "string": return depth === 0 ? v : quote(v);
+      case "number": return v === 0 && 1 / v < 0 ? "-0" : StringCtor(v);
+      case "bigint": return StringCtor(v) + "n";
+      case "undefined": return "undefined";
+      case "boolean": return v ? "true" : "false";
+      case "symbol": return v.toString();
+      case "function": return "[Function: " + fnName(v) + "]";
+    }
+    if (v === null) return "null";
+    if (seen.indexOf(v) >= 0) return "[Circular]";
+    if (v instanceof ErrorCtor) {
+      const head = StringCtor(v);
+      const stack = v.stack;
+      return typeof stack === "string" && stack ? head + "\n" + stack.replace(/\n$/, "") : head;
+    }
+    if (v instanceof DateCtor) {
+      try { return call(dateToISO, v); } catch (_) { return "Invalid Date"; }
+    }
+    if (v instanceof RegExpCtor) return StringCtor(v);
+    if (depth > 2) return isArray(v) ? "[Array]" : "[Object]";
+    seen.push(v);
+    try {
+      const parts = [];
+      const max = 100;
+      let more = 0;
+      let open = "{", close = "}", prefix = "";
+      if (isArray(v)) {
+        open = "["; close = "]";
+        for (let i = 0; i < v.length; i++) {
+          if (parts.length >= max) { more = v.length - i; break; }
+          parts.push(inspect(v[i], depth + 1, seen));
+        }
+      } else if (v instanceof MapCtor) {
+        prefix = "Map(" + v.size + ") ";
+        for (const [k, x] of v) {
+          if (parts.length >= max) { more = v.size - max; break; }
+          parts.push(inspect(k, depth + 1, seen) + " => " + inspect(x, depth + 1, seen));
+        }
+      } else if (v instanceof SetCtor) {
+        prefix = "Set(" + v.size + ") ";
+        for (const x of v) {
+          if (parts.length >= max) { more = v.size - max; break; }
+          parts.push(inspect(x, depth + 1, seen));
+        }
+      } else {
+        const proto = getPrototypeOf(v);
+        if (proto === null) prefix = "[Object: null prototype] ";
+        else if (proto !== Object.prototype && proto.constructor && typeof proto.constructor.name === "string" && proto.constructor.name) {
+          prefix = proto.constructor.name + " ";
+        }
+        const ks = keys(v);
+        for (let i = 0; i < ks.length; i++) {
+          if (parts.length >= max) { more = ks.length - i; break; }
+          const k = ks[i];
+          const name = /^[A-Za-z_$][\w$]*$/.test(k) ? k : quote(k);
+          parts.push(name + ": " + inspect(v[k], depth + 1, seen));
+        }
+      }
+      if (more > 0) parts.push("... " + more + " more item" + (more > 1 ? "s" : ""));
+      if (parts.length === 0) return prefix + open + close;
+      return prefix + open + " " + parts.join(", ") + " " + close;
+    } finally {
+      seen.pop();
+    }
+  }
+  function format(args) {
+    let out = [];
+    let i = 0;
+    if (typeof args[0] === "string" && args.length > 1 && args[0].indexOf("%") >= 0) {
+      i = 1;
+      out.push(args[0].replace(/%[sdifjoOc%]/g, (m) => {
+        if (m === "%%") return "%";
+        if (i >= args.length) return m;
+        const a = args[i++];
+        switch (m) {
+          case "%s": return typeof a === "string" ? a : inspect(a, 1, []);
+          case "%d": case "%i": return typeof a === "bigint" ? StringCtor(a) + "n" : StringCtor(m === "%i" ? Math.trunc(Number(a)) : Number(a));
+          case "%f": return StringCtor(Number(a));
+          case "%j": try { return stringify(a); } catch (_) { return "[Circular]"; }
+          case "%c": return "";
+          default: return inspect(a, 1, []);
+        }
+      }));
+    }
+    for (; i < args.length; i++) out.push(inspect(args[i], 0, []));
+    return out.join(" ") + "\n";
+  }
+  const counts = new MapCtor();
+  const timersStart = new MapCtor();
+  const console = {
+    log(...a) { hostOut(format(a)); },
+    info(...a) { hostOut(format(a)); },
+    debug(...a) { hostOut(format(a)); },
+    error(...a) { hostErr(format(a)); },
+    warn(...a) { hostErr(format(a)); },
+    trace(...a) { hostErr("Trace: " + format(a) + (new ErrorCtor().stack || "")); },
+    dir(v) { hostOut(inspect(v, 1, []) + "\n"); },
+    table(v) { hostOut(inspect(v, 1, []) + "\n"); },
+    assert(ok, ...a) { if (!ok) hostErr("Assertion failed" + (a.length ? ": " + format(a) : "\n")); },
+    count(label = "default") { const n = (counts.get(label) || 0) + 1; counts.set(label, n); hostOut(label + ": " + n + "\n"); },
+    countReset(label = "default") { counts.delete(label); },
+    time(label = "default") { timersStart.set(label, now()); },
+    timeEnd(label = "default") {
+      const t = timersStart.get(label);
+      if (t !== undefined) { timersStart.delete(label); hostOut(label + ": " + (now() - t).toFixed(3) + "ms\n"); }
+    },
+    timeLog(label = "default", ...a) {
+      const t = timersStart.get(label);
+      if (t !== undefined) hostOut(label + ": " + (now() - t).toFixed(3) + "ms" + (a.length ? " " + format(a) : "\n"));
+    },
+  };
+  defineProperty(G, "console", { value: console, writable: true, configurable: true, enumerable: false });
+
+  // Timers run on real time: the host sleeps until the next one is due.
+  // They wait in a binary heap ordered by (due, creation) and in a Map by
+  // id; a cleared timer leaves the Map and is skipped when it reaches the
+  // top. Only captured methods and index assignments are used, so a program
+  // patching Map or Array breaks nothing but its own code.
+  const mapGet = MapCtor.prototype.get, mapSet = MapCtor.prototype.set, mapDelete = MapCtor.prototype.delete;
+  let nextTimerId = 1, nextSeq = 1;
+  const timers = new MapCtor();
+  const heap = [];
+  let heapLen = 0;
+  const before = (a, b) => a.due < b.due || (a.due === b.due && a.seq < b.seq);
+  function heapPush(t) {
+    t.seq = nextSeq++;
+    let i = heapLen++;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (!before(t, heap[p])) break;
+      heap[i] = heap[p];
+      i = p;
+    }
+    heap[i] = t;
+  }
+  function heapPop() {
+    const top = heap[0];
+    const last = heap[--heapLen];
+    heap[heapLen] = undefined;
+    if (heapLen > 0) {
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1, r = l + 1;
+        let m = i, mv = last;
+        if (l < heapLen && before(heap[l], mv)) { m = l; mv = heap[l]; }
+        if (r < heapLen && before(heap[r], mv)) { m = r; mv = heap[r]; }
+        if (m === i) break;
+        heap[i] = mv;
+        i = m;
+      }
+      heap[i] = last;
+    }
+    return top;
+  }
+  function addTimer(fn, delay, args, repeat) {
+    if (typeof fn !== "function") throw new TypeError("The \"callback\" argument must be of type function");
+    delay = Number(delay);
+    if (!(delay >= 1) || delay > 2147483647) delay = 1;
+    const id = nextTimerId++;
+    const t = { id, fn, args, delay, due: now() + delay, repeat, seq: 0 };
+    call(mapSet, timers, id, t);
+    heapPush(t);
+    return id;
+  }
+  function clearTimer(id) { call(mapDelete, timers, id); }
+  const timerGlobals = {
+    setTimeout(fn, delay, ...args) { return addTimer(fn, delay, args, false); },
+    setInterval(fn, delay, ...args) { return addTimer(fn, delay, args, true); },
+    clearTimeout: clearTimer,
+    clearInterval: clearTimer,
+  };
+  for (const k of keys(timerGlobals)) {
+    defineProperty(G, k, { value: timerGlobals[k], writable: true, configurable: true, enumerable: false });
+  }
+  // runTimers runs the earliest timer if it is due and answers how many
+  // milliseconds remain until the next one (0: call again now, -1: none).
+  function runTimers() {
+    while (heapLen > 0 && call(mapGet, timers, heap[0].id) !== heap[0]) heapPop();
+    if (heapLen === 0) return -1;
+    const t = heap[0];
+    const wait = t.due - now();
+    if (wait > 0) return wait;
+    heapPop();
+    if (t.repeat) { t.due = now() + t.delay; heapPush(t); } else call(mapDelete, timers, t.id);
+    call(apply, t.fn, undefined, t.args);
+    return 0;
+  }
+
+  // toJSON is how the host reads the last value: JSON text, or "null" when
+  // the value has none (undefined, a function, a BigInt, a cycle).
+  function toJSON(v) {
+    try {
+      const s = stringify(v);
+      return typeof s === "string" ? s : "null";
+    } catch (_) {
+      return "null";
+    }
+  }
+  // describe renders an uncaught exception: the message and the stack.
+  function describe(e) {
+    try {
+      if (e instanceof ErrorCtor) return inspect(e, 0, []);
+      return "Uncaught " + inspect(e, 1, []);
+    } catch (_) {
+      return "Uncaught exception";
+    }
+  }
+  // define makes a global from JSON text the host supplies (input data such
+  // as files or a tool's arguments), without building source code.
+  const parse = JSON.parse;
+  function define(name, text) {
+    defineProperty(G, name, { value: parse(text), writable: true, configurable: true, enumerable: false });
+  }
+  return { seed, toJSON, describe, runTimers, define };
+})

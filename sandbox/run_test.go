@@ -1,0 +1,220 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// waitFor polls cond; a condition, not a timing assertion.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestRunQueuesThenRefusesWhenTheQueueIsFull(t *testing.T) {
+	s := newTestSandbox(t, Config{Concurrency: 1, QueueLength: 1, PythonPool: -1, JavaScriptPool: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	spin := Request{Language: JavaScript, Code: "for (;;) {}", Timeout: time.Minute}
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	var mu sync.Mutex
+	var queuedMsgs []string
+	for i := range 2 {
+		if i == 1 {
+			waitFor(t, "the first run to hold the slot", func() bool { return len(s.slots) == 1 })
+		}
+		req := spin
+		req.Progress = func(_ time.Duration, msg string) {
+			mu.Lock()
+			defer mu.Unlock()
+			queuedMsgs = append(queuedMsgs, msg)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = s.Run(ctx, req)
+		}()
+	}
+	waitFor(t, "the second run to queue", func() bool { return s.waiting.Load() == 1 })
+	if _, err := s.Run(ctx, Request{Language: JavaScript, Code: "1"}); !errors.Is(err, ErrBusy) {
+		t.Errorf("third run: %v, want ErrBusy", err)
+	}
+	cancel()
+	wg.Wait()
+	for i, err := range errs {
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("run %d: %v, want context.Canceled", i, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(queuedMsgs) == 0 || !strings.HasPrefix(queuedMsgs[0], "queued") {
+		t.Errorf("progress while queued: %q", queuedMsgs)
+	}
+	// The slot and the queue are free again.
+	res, err := s.Run(context.Background(), Request{Language: JavaScript, Code: "40+2"})
+	if err != nil || string(res.Value) != "42" {
+		t.Fatalf("after: %v %+v", err, res)
+	}
+}
+
+func TestCancellationStopsTheProgram(t *testing.T) {
+	s := sharedSandbox(t)
+	for _, lang := range []Language{Python, JavaScript} {
+		code := map[Language]string{Python: "while True:\n    pass", JavaScript: "for (;;) {}"}[lang]
+		t.Run(string(lang), func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var once sync.Once
+			_, err := s.Run(ctx, Request{Language: lang, Code: code, Timeout: time.Minute, Progress: func(_ time.Duration, msg string) {
+				if strings.HasPrefix(msg, "running") {
+					once.Do(cancel)
+				}
+			}})
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("err %v, want context.Canceled", err)
+			}
+		})
+	}
+}
+
+func TestProgressReportsElapsedTimeWhileRunning(t *testing.T) {
+	s := sharedSandbox(t)
+	var mu sync.Mutex
+	var msgs []string
+	var last time.Duration
+	res, err := s.Run(context.Background(), Request{Language: JavaScript, Code: "await new Promise(r => setTimeout(r, 2500)); 'done'", Timeout: time.Minute, Progress: func(d time.Duration, msg string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if d < last {
+			t.Errorf("elapsed went back: %v after %v", d, last)
+		}
+		last = d
+		msgs = append(msgs, msg)
+	}})
+	if err != nil || string(res.Value) != `"done"` {
+		t.Fatalf("%v %+v", err, res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(msgs) < 2 || !strings.HasPrefix(msgs[0], "running for") {
+		t.Errorf("progress %q, want at least two 'running for' messages", msgs)
+	}
+}
+
+func TestMissingRuntimeIsUnavailable(t *testing.T) {
+	s, err := New(context.Background(), Options{RuntimesDir: t.TempDir(), CacheDir: testCacheDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, lang := range []Language{Python, JavaScript} {
+		_, err := s.Run(context.Background(), Request{Language: lang, Code: "1"})
+		if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "make runtimes") {
+			t.Errorf("%s: %v, want ErrUnavailable naming `make runtimes`", lang, err)
+		}
+	}
+}
+
+// procStatus reads a field (in KiB) of /proc/self/status.
+func procStatus(t *testing.T, field string) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatalf("read /proc/self/status: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return n << 10
+		}
+	}
+	t.Fatalf("no %s in /proc/self/status", field)
+	return 0
+}
+
+// TestRSSStaysBoundedDuringConcurrentMemoryBombs runs 8 memory bombs at once
+// (4 Python, 4 JavaScript) under a 64 MiB cap and samples the process's RSS:
+// with linear memories in their own mappings the growth stays near 8 × the
+// cap; wazero's default growth by copying would reach several times that.
+func TestRSSStaysBoundedDuringConcurrentMemoryBombs(t *testing.T) {
+	const capMiB = 64
+	s := newTestSandbox(t, Config{MemoryLimitMiB: capMiB, Concurrency: 8, PythonPool: 4, JavaScriptPool: 4})
+	base := procStatus(t, "VmRSS")
+	var peak int64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			if r := procStatus(t, "VmRSS"); r > peak {
+				peak = r
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	bombs := []Request{
+		{Language: Python, Code: "l = []\nwhile True:\n    l.append(bytearray(4 << 20))"},
+		{Language: Python, Code: "x = bytearray(1 << 30)"},
+		{Language: Python, Code: "s = 'x'\nwhile True:\n    s += s"},
+		{Language: Python, Code: "l = []\nwhile True:\n    l.append('y' * (1 << 20))"},
+		{Language: JavaScript, Code: "const a = []; for (;;) a.push(new ArrayBuffer(4 << 20))"},
+		{Language: JavaScript, Code: "const a = []; for (;;) a.push(new Array(1 << 16).fill(1.5))"},
+		{Language: JavaScript, Code: "let s = 'x'; for (;;) s += s"},
+		{Language: JavaScript, Code: "const a = []; for (;;) a.push(new Uint8Array(1 << 20))"},
+	}
+	var wg sync.WaitGroup
+	results := make([]*Result, len(bombs))
+	errs := make([]error, len(bombs))
+	for i, b := range bombs {
+		b.Timeout = time.Minute
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = s.Run(context.Background(), b)
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	<-sampled
+	for i, r := range results {
+		if errs[i] != nil {
+			t.Errorf("bomb %d: %v", i, errs[i])
+			continue
+		}
+		if r.TimedOut || r.ExitCode == 0 {
+			t.Errorf("bomb %d (%s): exit %d timed out %v stderr %.200s", i, r.Language, r.ExitCode, r.TimedOut, r.Stderr)
+		}
+	}
+	growth := peak - base
+	bound := int64(8*capMiB+256) << 20
+	t.Logf("RSS before %d MiB, peak %d MiB, growth %d MiB (bound %d MiB); VmHWM %d MiB", base>>20, peak>>20, growth>>20, bound>>20, procStatus(t, "VmHWM")>>20)
+	if growth > bound {
+		t.Errorf("RSS grew by %d MiB during 8 bombs capped at %d MiB each, more than %d MiB", growth>>20, capMiB, bound>>20)
+	}
+	// And the sandbox still serves.
+	res, err := s.Run(context.Background(), Request{Language: Python, Code: "print(6*7)", Timeout: time.Minute})
+	if err != nil || string(res.Stdout) != "42\n" {
+		t.Fatalf("after the bombs: %v %+v", err, res)
+	}
+}

@@ -1,0 +1,294 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+)
+
+// Language names a guest language.
+type Language string
+
+const (
+	Python     Language = "python"
+	JavaScript Language = "javascript"
+)
+
+// File is an input file placed in the run's working directory.
+type File struct {
+	Name string // relative, slash-separated
+	Data []byte
+}
+
+// OutFile is a file the program left under out/.
+type OutFile struct {
+	Name      string // "out/report.csv"
+	Size      int64
+	Data      []byte // the first bytes, within the caps
+	Truncated bool   // Data is shorter than Size
+}
+
+// Request is one program to run.
+type Request struct {
+	Language Language
+	Code     string
+	Stdin    []byte
+	// Timeout is the wall-clock budget of the run itself (not the queue).
+	// Zero or more than MaxTimeout means MaxTimeout.
+	Timeout time.Duration
+	Files   []File
+	// Progress, when set, is called about once a second while the request
+	// waits for a slot and while it runs.
+	Progress func(elapsed time.Duration, message string)
+}
+
+// Result is what a finished program left behind. A program that failed (an
+// exception, a non-zero exit) is still a Result; so is one stopped by its
+// deadline (TimedOut) or its memory cap (MemoryExceeded).
+type Result struct {
+	Language        Language
+	ExitCode        int
+	Stdout          []byte
+	Stderr          []byte
+	StdoutTruncated bool
+	StderrTruncated bool
+	// Value is the JSON of a JavaScript program's last expression.
+	Value          json.RawMessage
+	Duration       time.Duration
+	TimedOut       bool
+	MemoryExceeded bool
+	Files          []OutFile
+	FilesTruncated bool
+	// Warm says a pre-started instance ran the program.
+	Warm bool
+}
+
+var (
+	// ErrBusy: every run slot and every queue place is taken.
+	ErrBusy = errors.New("sandbox: every run slot and queue place is taken")
+	// ErrUnavailable: the language's runtime file is missing or broken.
+	ErrUnavailable = errors.New("sandbox: runtime unavailable")
+	// ErrClosed: the sandbox was closed.
+	ErrClosed = errors.New("sandbox: closed")
+	// ErrInvalid: the request is malformed (unknown language, bad file name).
+	ErrInvalid = errors.New("sandbox: invalid request")
+)
+
+// Runtime file names inside Options.RuntimesDir.
+const (
+	PythonFile     = "python.wasm"
+	JavaScriptFile = "quickjs.wasm"
+)
+
+// Sandbox runs programs. It is safe for concurrent use; Close releases it.
+type Sandbox struct {
+	cfg    Config
+	opts   Options
+	log    *slog.Logger
+	rt     wazero.Runtime
+	cache  wazero.CompilationCache
+	ctx    context.Context // background work and pooled instances
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	slots   chan struct{}
+	waiting atomic.Int64
+
+	py *pythonEngine
+	js *jsEngine
+
+	closeOnce sync.Once
+}
+
+// New prepares a sandbox. It returns at once: the runtimes compile in the
+// background (from the disk cache when it has them) and the warm pools fill
+// after that. A missing runtime file is not an error here; runs of that
+// language fail with ErrUnavailable and say which file is missing.
+func New(ctx context.Context, opts Options) (*Sandbox, error) {
+	cfg := opts.Config.withDefaults()
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.TempDir != "" {
+		if err := os.MkdirAll(cfg.TempDir, 0o700); err != nil {
+			return nil, fmt.Errorf("sandbox temp dir: %w", err)
+		}
+	}
+	rc := wazero.NewRuntimeConfig().
+		WithCloseOnContextDone(true).
+		// DWARF-annotated stack traces cost seconds per exit on the
+		// 26 MB CPython binary (every proc_exit unwinds as an error).
+		WithDebugInfoEnabled(false).
+		WithMemoryLimitPages(uint32(cfg.MemoryLimitMiB) * 16) // 64 KiB pages
+	var cache wazero.CompilationCache
+	if opts.CacheDir != "" {
+		c, err := wazero.NewCompilationCacheWithDir(opts.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox compilation cache %s: %w", opts.CacheDir, err)
+		}
+		cache = c
+		rc = rc.WithCompilationCache(cache)
+	}
+	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	rt := wazero.NewRuntimeWithConfig(bg, rc)
+	if _, err := wasi_snapshot_preview1.Instantiate(bg, rt); err != nil {
+		cancel()
+		_ = rt.Close(bg)
+		return nil, fmt.Errorf("sandbox: instantiate WASI: %w", err)
+	}
+	s := &Sandbox{
+		cfg: cfg, opts: opts, log: logger, rt: rt, cache: cache,
+		ctx: bg, cancel: cancel,
+		slots: make(chan struct{}, cfg.Concurrency),
+	}
+	s.py = newPythonEngine(s, filepath.Join(opts.RuntimesDir, PythonFile))
+	s.js = newJSEngine(s, filepath.Join(opts.RuntimesDir, JavaScriptFile))
+	return s, nil
+}
+
+// Config returns the effective limits (defaults filled in).
+func (s *Sandbox) Config() Config { return s.cfg }
+
+// Close stops the pools and every running program and frees the runtime.
+func (s *Sandbox) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		s.cancel()
+		s.wg.Wait()
+		err = s.rt.Close(context.Background())
+		if s.cache != nil {
+			_ = s.cache.Close(context.Background())
+		}
+	})
+	return err
+}
+
+// Ready waits until lang's runtime is compiled and, when a pool is
+// configured, its pool holds at least one instance. Tests and benchmarks use
+// it to measure the warm path; serving never needs to call it.
+func (s *Sandbox) Ready(ctx context.Context, lang Language) error {
+	switch lang {
+	case Python:
+		return s.py.waitReady(ctx)
+	case JavaScript:
+		return s.js.waitReady(ctx)
+	}
+	return fmt.Errorf("%w: unknown language %q", ErrInvalid, lang)
+}
+
+// Run runs one program: it waits for a run slot (or fails with ErrBusy when
+// the queue is full), takes a pre-started instance or starts one, runs the
+// program under its deadline and returns what it left. ctx cancellation
+// stops the program and returns ctx's error.
+func (s *Sandbox) Run(ctx context.Context, req Request) (*Result, error) {
+	if s.ctx.Err() != nil {
+		return nil, ErrClosed
+	}
+	if req.Timeout <= 0 || req.Timeout > MaxTimeout {
+		req.Timeout = MaxTimeout
+	}
+	for _, f := range req.Files {
+		if err := ValidFileName(f.Name); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+	}
+	start := time.Now()
+	progress := func(msg string) {
+		if req.Progress != nil {
+			req.Progress(time.Since(start), msg)
+		}
+	}
+	var run func(context.Context, *Request, func(string)) (*Result, error)
+	switch req.Language {
+	case Python:
+		if err := s.py.available(ctx); err != nil {
+			return nil, err
+		}
+		run = s.py.run
+	case JavaScript:
+		if err := s.js.available(ctx); err != nil {
+			return nil, err
+		}
+		run = s.js.run
+	default:
+		return nil, fmt.Errorf("%w: unknown language %q (want python or javascript)", ErrInvalid, req.Language)
+	}
+	release, err := s.admit(ctx, progress)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return run(ctx, &req, progress)
+}
+
+// admit takes a run slot, queueing when none is free.
+func (s *Sandbox) admit(ctx context.Context, progress func(string)) (func(), error) {
+	release := func() { <-s.slots }
+	select {
+	case s.slots <- struct{}{}:
+		return release, nil
+	default:
+	}
+	if s.waiting.Add(1) > int64(s.cfg.QueueLength) {
+		s.waiting.Add(-1)
+		return nil, ErrBusy
+	}
+	defer s.waiting.Add(-1)
+	progress(fmt.Sprintf("queued: %d runs in progress, %d waiting", s.cfg.Concurrency, s.waiting.Load()))
+	tick := time.NewTicker(progressEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case s.slots <- struct{}{}:
+			return release, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-s.ctx.Done():
+			return nil, ErrClosed
+		case <-tick.C:
+			progress("queued: waiting for a free run slot")
+		}
+	}
+}
+
+// watch reports progress while a program runs and calls stop when ctx ends
+// before done or also (nil: never) is closed. Waiting on both directly saves
+// a goroutine hand-off on the critical path.
+func watch(ctx context.Context, done, also <-chan struct{}, progress func(string), stop func()) {
+	tick := time.NewTicker(progressEvery)
+	defer tick.Stop()
+	started := time.Now()
+	for {
+		select {
+		case <-done:
+			return
+		case <-also:
+			return
+		case <-ctx.Done():
+			stop()
+			return
+		case <-tick.C:
+			progress(fmt.Sprintf("running for %.1f s", time.Since(started).Seconds()))
+		}
+	}
+}
+
+// runDeadline is the earlier of ctx's deadline and now + timeout.
+func runDeadline(ctx context.Context, timeout time.Duration) time.Time {
+	d := time.Now().Add(timeout)
+	if cd, ok := ctx.Deadline(); ok && cd.Before(d) {
+		return cd
+	}
+	return d
+}

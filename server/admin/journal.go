@@ -1,0 +1,363 @@
+// Package admin serves the tools REST API of the seed (tools-api): for now
+// the execution journal (/tool-executions, /floors/{id}/tool-executions, the
+// events of one execution) and its legacy projection (/tools/call-records).
+package admin
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"toolhost/journal"
+	"toolhost/server"
+)
+
+// MaxLimit caps limit on every list.
+const MaxLimit = 500
+
+// Journal serves the journal routes from a store.
+type Journal struct {
+	Store journal.Store
+	// Account returns the account whose records a request may read. Nil
+	// means the single local account ("local") until API keys exist.
+	Account func(*http.Request) string
+}
+
+// Routes returns the routes for server.Options.Routes.
+func (j *Journal) Routes() map[string]http.Handler {
+	return map[string]http.Handler{
+		"GET /tool-executions":             http.HandlerFunc(j.list),
+		"GET /floors/{id}/tool-executions": http.HandlerFunc(j.floor),
+		"GET /tool-executions/{id}":        http.HandlerFunc(j.one),
+		"GET /tool-executions/{id}/events": http.HandlerFunc(j.events),
+		"GET /tools/call-records":          http.HandlerFunc(j.callRecords),
+	}
+}
+
+func (j *Journal) account(r *http.Request) string {
+	if j.Account != nil {
+		return j.Account(r)
+	}
+	return "local"
+}
+
+type validationError struct{ msg string }
+
+func (e validationError) Error() string { return e.msg }
+
+func invalid(format string, args ...any) error { return validationError{fmt.Sprintf(format, args...)} }
+
+// params reads the query strictly: unknown or repeated parameters are
+// refused so a typo does not silently widen a filter.
+func params(r *http.Request, allowed ...string) (url.Values, error) {
+	v := r.URL.Query()
+	for k, vals := range v {
+		if !slices.Contains(allowed, k) {
+			return nil, invalid("unknown query parameter %q; allowed: %s", k, strings.Join(allowed, ", "))
+		}
+		if len(vals) > 1 {
+			return nil, invalid("query parameter %q given %d times", k, len(vals))
+		}
+	}
+	return v, nil
+}
+
+func oneOf(v url.Values, name string, allowed []string, def string) (string, error) {
+	s := v.Get(name)
+	if s == "" {
+		return def, nil
+	}
+	if !slices.Contains(allowed, s) {
+		return "", invalid("%s must be one of %s, not %q", name, strings.Join(allowed, ", "), s)
+	}
+	return s, nil
+}
+
+func paging(v url.Values, q *journal.Query) error {
+	q.Limit, q.Offset = 50, 0
+	if s := v.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > MaxLimit {
+			return invalid("limit must be an integer from 1 to %d, not %q", MaxLimit, s)
+		}
+		q.Limit = n
+	}
+	if s := v.Get("offset"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return invalid("offset must be a non-negative integer, not %q", s)
+		}
+		q.Offset = n
+	}
+	return nil
+}
+
+var (
+	executionParams = []string{"session_id", "floor_id", "run_id", "caller_slot", "tool_name", "status",
+		"lifecycle_state", "commit_outcome", "provider_type", "sort_by", "sort_order", "limit", "offset"}
+	statuses       = []string{"running", "queued", "success", "error", "denied", "timeout", "uncertain", "blocked"}
+	legacyStatuses = []string{"success", "error", "denied", "queued", "running"}
+	lifecycles     = []string{"opened", "finished"}
+	commits        = []string{"pending", "committed", "discarded", "replay_blocked", "uncertain"}
+	providerTypes  = []string{"builtin", "preset", "mcp", "unknown"}
+)
+
+// ExecutionQuery turns /tool-executions parameters into a query. It is
+// exported for `toolhost journal`, which takes the same filters.
+func ExecutionQuery(v url.Values, account string) (journal.Query, error) {
+	q := journal.Query{AccountID: account, SessionID: v.Get("session_id"), FloorID: v.Get("floor_id"),
+		RunID: v.Get("run_id"), CallerSlot: v.Get("caller_slot"), ToolName: v.Get("tool_name")}
+	var err error
+	var s string
+	if s, err = oneOf(v, "status", statuses, ""); err != nil {
+		return q, err
+	}
+	if s != "" {
+		q.Statuses = []journal.Status{journal.Status(s)}
+	}
+	if s, err = oneOf(v, "lifecycle_state", lifecycles, ""); err != nil {
+		return q, err
+	}
+	q.Lifecycle = journal.Lifecycle(s)
+	if s, err = oneOf(v, "commit_outcome", commits, ""); err != nil {
+		return q, err
+	}
+	q.Commit = journal.Commit(s)
+	if q.ProviderType, err = oneOf(v, "provider_type", providerTypes, ""); err != nil {
+		return q, err
+	}
+	if q.SortBy, err = oneOf(v, "sort_by", []string{journal.SortCreatedAt, journal.SortStartedAt, journal.SortFinishedAt}, journal.SortStartedAt); err != nil {
+		return q, err
+	}
+	order, err := oneOf(v, "sort_order", []string{"asc", "desc"}, "desc")
+	if err != nil {
+		return q, err
+	}
+	q.Asc = order == "asc"
+	return q, paging(v, &q)
+}
+
+func (j *Journal) list(w http.ResponseWriter, r *http.Request) {
+	v, err := params(r, executionParams...)
+	if err == nil && v.Get("session_id") == "" && v.Get("floor_id") == "" && v.Get("run_id") == "" {
+		err = invalid("at least one of session_id, floor_id, run_id is required")
+	}
+	j.serveList(w, r, v, err)
+}
+
+func (j *Journal) floor(w http.ResponseWriter, r *http.Request) {
+	allowed := slices.DeleteFunc(slices.Clone(executionParams), func(s string) bool { return s == "session_id" || s == "floor_id" })
+	v, err := params(r, allowed...)
+	if err == nil {
+		v.Set("floor_id", r.PathValue("id"))
+	}
+	j.serveList(w, r, v, err)
+}
+
+func (j *Journal) serveList(w http.ResponseWriter, r *http.Request, v url.Values, err error) {
+	var q journal.Query
+	if err == nil {
+		q, err = ExecutionQuery(v, j.account(r))
+	}
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	recs, total, err := j.Store.List(r.Context(), q)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	data := make([]map[string]any, len(recs))
+	for i, rec := range recs {
+		data[i] = Execution(rec)
+	}
+	server.WriteJSON(w, http.StatusOK, map[string]any{"data": data, "meta": meta(q, total, len(recs))})
+}
+
+func meta(q journal.Query, total, n int) map[string]any {
+	order := "desc"
+	if q.Asc {
+		order = "asc"
+	}
+	return map[string]any{"total": total, "limit": q.Limit, "offset": q.Offset,
+		"has_more": q.Offset+n < total, "sort_by": q.SortBy, "sort_order": order}
+}
+
+func (j *Journal) one(w http.ResponseWriter, r *http.Request) {
+	if _, err := params(r); err != nil {
+		writeErr(w, err)
+		return
+	}
+	rec, err := j.Store.Get(r.Context(), j.account(r), r.PathValue("id"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	server.WriteJSON(w, http.StatusOK, map[string]any{"data": Execution(rec)})
+}
+
+func (j *Journal) events(w http.ResponseWriter, r *http.Request) {
+	if _, err := params(r); err != nil {
+		writeErr(w, err)
+		return
+	}
+	id := r.PathValue("id")
+	evs, err := j.Store.Events(r.Context(), j.account(r), id)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	data := make([]map[string]any, len(evs))
+	for i, e := range evs {
+		data[i] = Event(e)
+	}
+	server.WriteJSON(w, http.StatusOK, map[string]any{"data": data, "meta": map[string]any{"execution_id": id, "total": len(evs)}})
+}
+
+func (j *Journal) callRecords(w http.ResponseWriter, r *http.Request) {
+	v, err := params(r, "page_id", "floor_id", "caller_slot", "status", "sort_by", "sort_order", "limit", "offset")
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if v.Get("page_id") == "" && v.Get("floor_id") == "" {
+		writeErr(w, invalid("at least one of page_id, floor_id is required"))
+		return
+	}
+	q := journal.Query{AccountID: j.account(r), FloorID: v.Get("floor_id"), CallerSlot: v.Get("caller_slot")}
+	if v.Has("page_id") {
+		q.HasPageID, q.PageID = true, v.Get("page_id")
+	}
+	s, err := oneOf(v, "status", legacyStatuses, "")
+	if err == nil && s != "" {
+		q.Statuses = journal.LegacyStatuses(journal.Status(s))
+	}
+	if err == nil {
+		q.SortBy, err = oneOf(v, "sort_by", []string{journal.SortSeq, journal.SortCreatedAt}, journal.SortSeq)
+	}
+	var order string
+	if err == nil {
+		order, err = oneOf(v, "sort_order", []string{"asc", "desc"}, "desc")
+	}
+	if err == nil {
+		q.Asc = order == "asc"
+		err = paging(v, &q)
+	}
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	recs, total, err := j.Store.List(r.Context(), q)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	data := make([]map[string]any, len(recs))
+	for i, rec := range recs {
+		data[i] = CallRecord(rec)
+	}
+	server.WriteJSON(w, http.StatusOK, map[string]any{"data": data, "meta": meta(q, total, len(recs))})
+}
+
+func writeErr(w http.ResponseWriter, err error) {
+	var ve validationError
+	switch {
+	case errors.As(err, &ve):
+		server.WriteError(w, http.StatusBadRequest, "validation_error", ve.msg)
+	case errors.Is(err, journal.ErrNotFound):
+		server.WriteError(w, http.StatusNotFound, "not_found", "no such tool execution")
+	default:
+		server.WriteError(w, http.StatusInternalServerError, "internal_error", "the journal could not be read; see the server log")
+	}
+}
+
+func str(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func millis(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixMilli()
+}
+
+// args renders the arguments: normalized when the call got that far, else
+// the raw bytes as JSON when they parse, else as a string.
+func args(r journal.Record) any {
+	if len(r.Args) > 0 {
+		return r.Args
+	}
+	if json.Valid(r.ArgsRaw) {
+		return json.RawMessage(r.ArgsRaw)
+	}
+	return string(r.ArgsRaw)
+}
+
+// result renders the seed's result shape: {"data": ...} on success, the
+// stored {"error": {...}} on failure, null while open.
+func result(r journal.Record) any {
+	switch {
+	case r.Lifecycle != journal.Finished:
+		return nil
+	case r.Status == journal.StatusSuccess:
+		var data any = r.Result
+		if len(r.Result) == 0 {
+			data = nil
+		}
+		return map[string]any{"data": data}
+	case len(r.Result) > 0:
+		return r.Result
+	}
+	return nil
+}
+
+// Execution is one record in the /tool-executions shape: the seed's fields,
+// then ours.
+func Execution(r journal.Record) map[string]any {
+	return map[string]any{
+		"id": r.ID, "run_id": str(r.RunID), "floor_id": str(r.FloorID), "page_id": str(r.PageID),
+		"session_id": str(r.SessionID), "caller_slot": r.CallerSlot, "provider_id": r.ProviderID,
+		"provider_type": r.ProviderType, "tool_name": r.ToolName, "tool_version": r.ToolVersion,
+		"args": args(r), "result": result(r), "status": r.Status, "lifecycle_state": r.Lifecycle,
+		"commit_outcome": r.Commit, "side_effect_level": str(r.SideEffectLevel),
+		"error_message": str(r.ErrorMessage), "duration_ms": r.Duration.Milliseconds(),
+		"started_at": millis(r.StartedAt), "finished_at": millis(r.FinishedAt),
+		"delivery_mode": r.DeliveryMode, "attempt_no": r.AttemptNo, "runtime_job_id": str(r.RuntimeJobID),
+		"replay_parent_execution_id": str(r.ReplayParentID), "created_at": millis(r.CreatedAt),
+
+		"account_id": r.AccountID, "key_id": str(r.KeyID), "round": r.Round, "call_id": str(r.CallID),
+		"args_raw": string(r.ArgsRaw), "args_digest": str(r.ArgsDigest), "idempotency_key": str(r.IdempotencyKey),
+		"trace_id": str(r.TraceID), "state": r.State, "error_code": str(r.ErrorCode), "summary": r.Summary,
+		"units": r.Units, "truncated": r.Truncated,
+	}
+}
+
+// CallRecord is one record in the legacy /tools/call-records shape: five
+// statuses, none of the journal-only fields.
+func CallRecord(r journal.Record) map[string]any {
+	return map[string]any{
+		"id": r.ID, "page_id": str(r.PageID), "seq": r.Seq, "caller_slot": r.CallerSlot,
+		"tool_name": r.ToolName, "args": args(r), "result": result(r), "status": r.Status.Legacy(),
+		"duration_ms": r.Duration.Milliseconds(), "created_at": millis(r.CreatedAt),
+	}
+}
+
+// Event is one state event in the /tool-executions/{id}/events shape.
+func Event(e journal.Event) map[string]any {
+	var detail any
+	if len(e.Detail) > 0 {
+		detail = e.Detail
+	}
+	return map[string]any{"seq": e.Seq, "state": e.State, "at": e.At.UnixMilli(), "detail": detail}
+}

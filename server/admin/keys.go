@@ -1,0 +1,188 @@
+package admin
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"time"
+
+	"toolhost/keys"
+	"toolhost/server"
+)
+
+// Keys serves key management and usage for holders of the admin scope:
+// POST/GET /admin/keys, DELETE/PATCH /admin/keys/{id}, GET /admin/usage.
+type Keys struct {
+	Service *keys.Service
+	Now     func() time.Time
+}
+
+// Routes returns the routes for server.Options.Routes. The caller mounts
+// them behind server.Auth with the admin scope.
+func (k *Keys) Routes() map[string]http.Handler {
+	return map[string]http.Handler{
+		"POST /admin/keys":        http.HandlerFunc(k.create),
+		"GET /admin/keys":         http.HandlerFunc(k.list),
+		"DELETE /admin/keys/{id}": http.HandlerFunc(k.revoke),
+		"PATCH /admin/keys/{id}":  http.HandlerFunc(k.patch),
+		"GET /admin/usage":        http.HandlerFunc(k.usage),
+		"GET /admin/keys/{id}":    http.HandlerFunc(k.one),
+	}
+}
+
+// decodeStrict reads a JSON body of at most 64 KiB, refusing unknown fields
+// and trailing data.
+func decodeStrict(r *http.Request, v any) error {
+	b, err := io.ReadAll(io.LimitReader(r.Body, 64<<10+1))
+	if err != nil {
+		return fmt.Errorf("read body: %w", err)
+	}
+	if len(b) > 64<<10 {
+		return errors.New("body larger than 64 KiB")
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("body: %w", err)
+	}
+	if dec.More() {
+		return errors.New("body: trailing data after the JSON object")
+	}
+	return nil
+}
+
+func (k *Keys) create(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Account string      `json:"account"`
+		Name    string      `json:"name"`
+		Scopes  []string    `json:"scopes"`
+		Limits  keys.Limits `json:"limits"`
+	}
+	if err := decodeStrict(r, &in); err != nil {
+		server.WriteError(w, http.StatusBadRequest, "validation_error", err.Error())
+		return
+	}
+	key, secret, err := k.Service.CreateKey(r.Context(), in.Account, in.Name, in.Scopes, in.Limits)
+	if err != nil {
+		k.fail(w, err)
+		return
+	}
+	server.WriteJSON(w, http.StatusCreated, map[string]any{
+		"key":    key,
+		"secret": secret,
+		"notice": "store the secret now: it is shown only once",
+	})
+}
+
+func (k *Keys) list(w http.ResponseWriter, r *http.Request) {
+	ks, err := k.Service.Store().ListKeys(r.Context(), r.URL.Query().Get("account"))
+	if err != nil {
+		k.fail(w, err)
+		return
+	}
+	server.WriteJSON(w, http.StatusOK, map[string]any{"data": ks})
+}
+
+func (k *Keys) one(w http.ResponseWriter, r *http.Request) {
+	key, err := k.Service.Store().KeyByID(r.Context(), r.PathValue("id"))
+	if err != nil {
+		k.fail(w, err)
+		return
+	}
+	server.WriteJSON(w, http.StatusOK, key)
+}
+
+func (k *Keys) revoke(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := k.Service.Revoke(r.Context(), id); err != nil {
+		k.fail(w, err)
+		return
+	}
+	k.one(w, r)
+}
+
+func (k *Keys) patch(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var in struct {
+		CallsPerMinute  *int     `json:"calls_per_minute"`
+		ConcurrentCalls *int     `json:"concurrent_calls"`
+		MonthlyUnitsCap *float64 `json:"monthly_units_cap"`
+	}
+	if err := decodeStrict(r, &in); err != nil {
+		server.WriteError(w, http.StatusBadRequest, "validation_error", err.Error())
+		return
+	}
+	if in.CallsPerMinute == nil && in.ConcurrentCalls == nil && in.MonthlyUnitsCap == nil {
+		server.WriteError(w, http.StatusBadRequest, "validation_error", "nothing to update: send calls_per_minute, concurrent_calls or monthly_units_cap")
+		return
+	}
+	cur, err := k.Service.Store().KeyByID(r.Context(), id)
+	if err != nil {
+		k.fail(w, err)
+		return
+	}
+	l := cur.Limits
+	if in.CallsPerMinute != nil {
+		l.CallsPerMinute = *in.CallsPerMinute
+	}
+	if in.ConcurrentCalls != nil {
+		l.ConcurrentCalls = *in.ConcurrentCalls
+	}
+	if in.MonthlyUnitsCap != nil {
+		l.MonthlyUnitsCap = *in.MonthlyUnitsCap
+	}
+	if err := k.Service.SetLimits(r.Context(), id, l); err != nil {
+		k.fail(w, err)
+		return
+	}
+	k.one(w, r)
+}
+
+var monthPattern = regexp.MustCompile(`^\d{4}-(0[1-9]|1[0-2])$`)
+
+func (k *Keys) usage(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	month := q.Get("month")
+	if month == "" {
+		now := time.Now
+		if k.Now != nil {
+			now = k.Now
+		}
+		month = keys.Month(now())
+	}
+	if !monthPattern.MatchString(month) {
+		server.WriteError(w, http.StatusBadRequest, "validation_error", fmt.Sprintf("month %q: want YYYY-MM", month))
+		return
+	}
+	rows, err := k.Service.Store().Usage(r.Context(), q.Get("account"), month)
+	if err != nil {
+		k.fail(w, err)
+		return
+	}
+	var units, cost float64
+	var calls int64
+	for _, row := range rows {
+		units += row.Units
+		cost += row.Cost
+		calls += row.Calls
+	}
+	server.WriteJSON(w, http.StatusOK, map[string]any{
+		"month": month, "account": q.Get("account"), "data": rows,
+		"totals": map[string]any{"calls": calls, "units": units, "cost": cost},
+	})
+}
+
+func (k *Keys) fail(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, keys.ErrInvalidInput):
+		server.WriteError(w, http.StatusBadRequest, "validation_error", err.Error())
+	case errors.Is(err, keys.ErrNotFound):
+		server.WriteError(w, http.StatusNotFound, "not_found", "no such API key")
+	default:
+		server.WriteError(w, http.StatusInternalServerError, "internal_error", "the key store failed; see the server log")
+	}
+}

@@ -1,0 +1,358 @@
+package v1
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	"toolhost/loop"
+)
+
+// chatRequest is a checked Chat Completions request.
+type chatRequest struct {
+	loop     loop.Request
+	hosted   loop.Hosted
+	declared bool // the request declared our hosted tools
+	// includeUsage: stream_options.include_usage.
+	includeUsage bool
+	// toolChoice is the caller's tool_choice verbatim (echoed).
+	toolChoice json.RawMessage
+	metadata   map[string]string
+}
+
+// Fields of a Chat Completions request the hosted face consumes itself; the
+// rest are passed to the upstream untouched.
+var chatConsumed = map[string]bool{
+	"model": true, "messages": true, "tools": true, "tool_choice": true,
+	"stream": true, "stream_options": true, "max_tool_calls": true,
+}
+
+// parseChat reads and checks a Chat Completions body. Every refusal is a
+// *requestError with a machine-readable reason.
+func (h *Handler) parseChat(body []byte) (*chatRequest, error) {
+	var top map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&top); err != nil {
+		return nil, badRequest(ReasonInvalidJSON, "", "the body is not a JSON object: "+err.Error())
+	}
+	if dec.More() {
+		return nil, badRequest(ReasonInvalidJSON, "", "the body has data after the JSON object")
+	}
+	label := h.opts.Label
+	cr := &chatRequest{}
+	cr.loop.OptionsDialect = loop.DialectOpenAI
+	cr.loop.Options = map[string]json.RawMessage{}
+	for k, v := range top {
+		if k == label || chatConsumed[k] {
+			continue
+		}
+		cr.loop.Options[k] = v
+	}
+
+	if err := json.Unmarshal(top["model"], &cr.loop.Model); err != nil || cr.loop.Model == "" {
+		return nil, badRequest(ReasonInvalidRequest, "model", "model is required and must be a string")
+	}
+	var msgs []json.RawMessage
+	if err := json.Unmarshal(top["messages"], &msgs); err != nil || len(msgs) == 0 {
+		return nil, badRequest(ReasonInvalidRequest, "messages", "messages is required and must be a non-empty list")
+	}
+	for i, raw := range msgs {
+		m, err := loop.DecodeOpenAIMessage(raw)
+		if err != nil {
+			return nil, badRequest(ReasonInvalidRequest, fmt.Sprintf("messages[%d]", i), err.Error())
+		}
+		cr.loop.Messages = append(cr.loop.Messages, m)
+	}
+	if s, ok := top["stream"]; ok && string(s) != "null" {
+		if err := json.Unmarshal(s, &cr.loop.Stream); err != nil {
+			return nil, badRequest(ReasonInvalidRequest, "stream", "stream must be a boolean")
+		}
+	}
+	if so, ok := top["stream_options"]; ok && string(so) != "null" {
+		var opts struct {
+			IncludeUsage bool `json:"include_usage"`
+		}
+		if err := json.Unmarshal(so, &opts); err != nil {
+			return nil, badRequest(ReasonInvalidRequest, "stream_options", "stream_options must be an object")
+		}
+		cr.includeUsage = opts.IncludeUsage
+	}
+	if md, ok := top["metadata"]; ok && string(md) != "null" {
+		if err := json.Unmarshal(md, &cr.metadata); err != nil {
+			return nil, badRequest(ReasonInvalidRequest, "metadata", "metadata must be an object of strings")
+		}
+		// metadata is ours (session_id, the round log); upstream it means
+		// stored-completion metadata, so it goes there only with store.
+		if string(top["store"]) != "true" {
+			delete(cr.loop.Options, "metadata")
+		}
+	}
+
+	// tools: the caller's functions and our declaration.
+	var enabled []string
+	enabledSet := map[string]bool{}
+	if t, ok := top["tools"]; ok && string(t) != "null" {
+		var items []json.RawMessage
+		if err := json.Unmarshal(t, &items); err != nil {
+			return nil, badRequest(ReasonInvalidRequest, "tools", "tools must be a list")
+		}
+		for i, item := range items {
+			var head struct {
+				Type     string `json:"type"`
+				Name     string `json:"name"`
+				Function struct {
+					Name        string          `json:"name"`
+					Description string          `json:"description"`
+					Parameters  json.RawMessage `json:"parameters"`
+				} `json:"function"`
+			}
+			if err := json.Unmarshal(item, &head); err != nil {
+				return nil, badRequest(ReasonInvalidRequest, fmt.Sprintf("tools[%d]", i), "each tool must be an object")
+			}
+			if head.Type != "mcp" {
+				name := head.Function.Name
+				if name == "" {
+					name = head.Name
+				}
+				cr.loop.Tools = append(cr.loop.Tools, loop.Function{
+					Name: name, Description: head.Function.Description, Parameters: head.Function.Parameters,
+					Dialect: loop.DialectOpenAI, Raw: item,
+				})
+				continue
+			}
+			names, err := h.parseDeclaration(item, fmt.Sprintf("tools[%d]", i))
+			if err != nil {
+				return nil, err
+			}
+			cr.declared = true
+			for _, n := range names {
+				if !enabledSet[n] {
+					enabledSet[n] = true
+					enabled = append(enabled, n)
+				}
+			}
+		}
+	}
+	// Publishing order, whatever order the declarations named them in.
+	if cr.declared {
+		for _, s := range h.opts.Runner.Catalog().List() {
+			if enabledSet[s.Name] {
+				cr.hosted.Tools = append(cr.hosted.Tools, s.Name)
+			}
+		}
+	}
+
+	// The extension field.
+	rounds, hasRounds, err := h.parseExtension(top[label])
+	if err != nil {
+		return nil, err
+	}
+	if hasRounds && !cr.declared {
+		return nil, badRequest(ReasonRoundsWithoutHosted, label+".max_tool_rounds", fmt.Sprintf("%s.max_tool_rounds is set but the request declares no hosted tools (a tools item {\"type\":\"mcp\",\"server_label\":%q})", label, label))
+	}
+	cr.hosted.MaxToolRounds = h.opts.DefaultMaxToolRounds
+	if hasRounds {
+		cr.hosted.MaxToolRounds = rounds
+	}
+
+	// A caller function may not share a name with an enabled hosted tool.
+	if cr.declared {
+		var clash []string
+		for _, f := range cr.loop.Tools {
+			if enabledSet[f.Name] {
+				clash = append(clash, f.Name)
+			}
+		}
+		if len(clash) > 0 {
+			e := badRequest(ReasonToolNameConflict, "tools", fmt.Sprintf("your function %s has the name of an enabled hosted tool; rename it or leave the hosted tool out of allowed_tools", strings.Join(quoteAll(clash), ", ")))
+			e.extra = map[string]any{"names": clash}
+			return nil, e
+		}
+		if n, ok := top["n"]; ok {
+			var v int
+			if json.Unmarshal(n, &v) == nil && v > 1 {
+				return nil, badRequest(ReasonMultipleChoices, "n", "n greater than 1 cannot be combined with hosted tools: the loop follows one answer")
+			}
+		}
+	}
+
+	// tool_choice.
+	if tc, ok := top["tool_choice"]; ok && string(tc) != "null" {
+		cr.toolChoice = tc
+		choice, err := h.parseToolChoice(tc, enabledSet)
+		if err != nil {
+			return nil, err
+		}
+		cr.loop.ToolChoice = choice
+	}
+	return cr, nil
+}
+
+// parseDeclaration checks one {"type":"mcp",...} tools item and returns the
+// hosted tools it enables.
+func (h *Handler) parseDeclaration(item json.RawMessage, param string) ([]string, error) {
+	var d struct {
+		ServerLabel     string          `json:"server_label"`
+		AllowedTools    json.RawMessage `json:"allowed_tools"`
+		RequireApproval json.RawMessage `json:"require_approval"`
+	}
+	if err := json.Unmarshal(item, &d); err != nil {
+		return nil, badRequest(ReasonInvalidRequest, param, "mcp tool: "+err.Error())
+	}
+	if d.ServerLabel != h.opts.Label {
+		e := badRequest(ReasonServerToolUnsupported, param+".server_label", fmt.Sprintf("server_label %q is not supported; the hosted tools here are declared with server_label %q", d.ServerLabel, h.opts.Label))
+		return nil, e
+	}
+	if !h.opts.Enabled {
+		return nil, badRequest(ReasonHostedDisabled, param, "hosted tools are not enabled in this deployment")
+	}
+	if len(d.RequireApproval) > 0 && string(d.RequireApproval) != "null" && string(d.RequireApproval) != `"never"` {
+		return nil, badRequest(ReasonApprovalUnsupported, param+".require_approval", `hosted tools run without approval; require_approval must be "never" or absent`)
+	}
+	published := h.opts.Runner.Catalog()
+	if len(d.AllowedTools) == 0 || string(d.AllowedTools) == "null" {
+		var all []string
+		for _, s := range published.List() {
+			all = append(all, s.Name)
+		}
+		return all, nil
+	}
+	var names []string
+	if err := json.Unmarshal(d.AllowedTools, &names); err != nil {
+		var filter struct {
+			ToolNames []string `json:"tool_names"`
+		}
+		if err2 := json.Unmarshal(d.AllowedTools, &filter); err2 != nil {
+			return nil, badRequest(ReasonInvalidRequest, param+".allowed_tools", "allowed_tools must be a list of tool names or {\"tool_names\":[...]}")
+		}
+		names = filter.ToolNames
+	}
+	if len(names) == 0 {
+		return nil, badRequest(ReasonNoHostedToolEnabled, param+".allowed_tools", "allowed_tools is empty: name at least one hosted tool, or leave allowed_tools out to enable all")
+	}
+	var unknown []string
+	for _, n := range names {
+		if _, ok := published.Lookup(n); !ok {
+			unknown = append(unknown, n)
+		}
+	}
+	if len(unknown) > 0 {
+		e := badRequest(ReasonUnknownHostedTool, param+".allowed_tools", fmt.Sprintf("no hosted tool named %s; available: %s", strings.Join(quoteAll(unknown), ", "), strings.Join(h.publishedNames(), ", ")))
+		e.extra = map[string]any{"names": unknown}
+		return nil, e
+	}
+	return names, nil
+}
+
+func (h *Handler) publishedNames() []string {
+	var out []string
+	for _, s := range h.opts.Runner.Catalog().List() {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+// parseExtension checks the top-level extension field: an object whose only
+// key is max_tool_rounds.
+func (h *Handler) parseExtension(raw json.RawMessage) (rounds int, has bool, err error) {
+	label := h.opts.Label
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, false, nil
+	}
+	var ext map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &ext); err != nil {
+		return 0, false, badRequest(ReasonInvalidExtension, label, fmt.Sprintf("%s must be an object such as {\"max_tool_rounds\": 6}", label))
+	}
+	var unknown []string
+	for k := range ext {
+		if k != "max_tool_rounds" {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		e := badRequest(ReasonUnknownExtensionKey, label+"."+unknown[0], fmt.Sprintf("%s accepts only max_tool_rounds; unknown key %s", label, strings.Join(quoteAll(unknown), ", ")))
+		e.extra = map[string]any{"keys": unknown}
+		return 0, false, e
+	}
+	v, ok := ext["max_tool_rounds"]
+	if !ok {
+		return 0, false, nil
+	}
+	var n json.Number
+	d := json.NewDecoder(bytes.NewReader(v))
+	d.UseNumber()
+	if err := d.Decode(&n); err != nil {
+		return 0, false, badRequest(ReasonInvalidMaxToolRounds, label+".max_tool_rounds", "max_tool_rounds must be an integer")
+	}
+	i, err := n.Int64()
+	if err != nil || i < 0 || i > int64(h.opts.MaxToolRoundsLimit) {
+		return 0, false, badRequest(ReasonInvalidMaxToolRounds, label+".max_tool_rounds", fmt.Sprintf("max_tool_rounds must be an integer from 0 to %d", h.opts.MaxToolRoundsLimit))
+	}
+	return int(i), true, nil
+}
+
+// parseToolChoice reads tool_choice; the mcp form names our hosted tools.
+func (h *Handler) parseToolChoice(raw json.RawMessage, enabled map[string]bool) (loop.ToolChoice, error) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		switch s {
+		case "auto", "none", "required":
+			return loop.ToolChoice{Mode: loop.ToolChoiceMode(s), Dialect: loop.DialectOpenAI, Raw: raw}, nil
+		}
+		return loop.ToolChoice{}, badRequest(ReasonInvalidRequest, "tool_choice", `tool_choice must be "auto", "none", "required" or an object`)
+	}
+	var obj struct {
+		Type        string `json:"type"`
+		ServerLabel string `json:"server_label"`
+		Name        string `json:"name"`
+		Function    struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return loop.ToolChoice{}, badRequest(ReasonInvalidRequest, "tool_choice", "tool_choice must be a string or an object")
+	}
+	switch obj.Type {
+	case "mcp":
+		if obj.ServerLabel != h.opts.Label {
+			return loop.ToolChoice{}, badRequest(ReasonServerToolUnsupported, "tool_choice.server_label", fmt.Sprintf("server_label %q is not supported; use %q", obj.ServerLabel, h.opts.Label))
+		}
+		if len(enabled) == 0 {
+			return loop.ToolChoice{}, badRequest(ReasonToolChoiceNotEnabled, "tool_choice", "tool_choice asks for a hosted tool but the request enables none")
+		}
+		if obj.Name == "" {
+			return loop.ToolChoice{Mode: loop.ToolChoiceRequired}, nil
+		}
+		if !enabled[obj.Name] {
+			e := badRequest(ReasonToolChoiceNotEnabled, "tool_choice.name", fmt.Sprintf("tool_choice names %q, which is not a hosted tool enabled in this request", obj.Name))
+			e.extra = map[string]any{"names": []string{obj.Name}}
+			return loop.ToolChoice{}, e
+		}
+		return loop.ToolChoice{Mode: loop.ToolChoiceFunction, Name: obj.Name}, nil
+	case "function":
+		return loop.ToolChoice{Mode: loop.ToolChoiceFunction, Name: obj.Function.Name, Dialect: loop.DialectOpenAI, Raw: raw}, nil
+	default:
+		// allowed_tools and future forms: passed through as written.
+		return loop.ToolChoice{Mode: loop.ToolChoiceAuto, Dialect: loop.DialectOpenAI, Raw: raw}, nil
+	}
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = fmt.Sprintf("%q", s)
+	}
+	return out
+}
+
+// sessionID is metadata.session_id, else the X-Session-Id header.
+func sessionID(r *http.Request, md map[string]string) string {
+	if s := md["session_id"]; s != "" {
+		return s
+	}
+	return r.Header.Get("X-Session-Id")
+}

@@ -1,0 +1,12 @@
+// Package v1 is the hosted face's wire formats: it reads a /v1 request in
+// the caller's format (Chat Completions here; Messages and Responses on the
+// same pattern), checks the hosted-tool declaration and the extension field
+// against the seed's 400 rules, runs the loop (package loop) and renders the
+// result or the stream of loop events back in the caller's format.
+//
+// What belongs here and not in loop: every wire-format detail (field names,
+// SSE chunk shapes, error bodies), the extension field named by the
+// configured label, whole-request idempotency (Idempotency-Key) and the
+// round-log endpoint. The loop sees only canonical requests and emits
+// format-neutral events.
+package v1

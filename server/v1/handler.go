@@ -1,0 +1,162 @@
+package v1
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"toolhost/catalog"
+	"toolhost/loop"
+	"toolhost/server"
+)
+
+// Options configure the /v1 handlers.
+type Options struct {
+	// Label selects our hosted tools (server_label) and names the extension
+	// field. Default "toolhost".
+	Label string
+	// Enabled: hosted tools are offered in this deployment. When false a
+	// declaration is refused with hosted_tools_disabled.
+	Enabled bool
+	Runner  *loop.Runner
+	Router  *loop.Router
+	// DefaultMaxToolRounds applies when the request does not set
+	// max_tool_rounds (default 8); MaxToolRoundsLimit is the largest value a
+	// request may set (default 32).
+	DefaultMaxToolRounds int
+	MaxToolRoundsLimit   int
+	// Rounds stores round records for GET /v1/tool-rounds; nil disables it.
+	Rounds *RoundStore
+	// Idempotency stores whole responses by Idempotency-Key; nil makes one
+	// in memory.
+	Idempotency *IdempotencyStore
+	// MaxBodyBytes caps a request body (default 16 MiB).
+	MaxBodyBytes int64
+	Logger       *slog.Logger
+}
+
+// Handler serves the /v1 routes.
+type Handler struct {
+	opts Options
+}
+
+// New returns the handler.
+func New(opts Options) *Handler {
+	if opts.Label == "" {
+		opts.Label = "toolhost"
+	}
+	if opts.DefaultMaxToolRounds <= 0 {
+		opts.DefaultMaxToolRounds = 8
+	}
+	if opts.MaxToolRoundsLimit <= 0 {
+		opts.MaxToolRoundsLimit = 32
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 16 << 20
+	}
+	if opts.Idempotency == nil {
+		opts.Idempotency = NewIdempotencyStore(0, 0)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Handler{opts: opts}
+}
+
+// Routes are the patterns to mount (server.Options.Routes).
+func (h *Handler) Routes() map[string]http.Handler {
+	m := map[string]http.Handler{
+		"POST /v1/chat/completions": http.HandlerFunc(h.chatCompletions),
+		// Anthropic Messages format (messages.go, count_tokens.go).
+		"POST /v1/messages":              http.HandlerFunc(h.messages),
+		"POST /v1/messages/count_tokens": http.HandlerFunc(h.countTokens),
+		// OpenAI Responses format (responses.go, responses_stream.go).
+		"POST /v1/responses": http.HandlerFunc(h.responses),
+	}
+	if h.opts.Rounds != nil {
+		m["GET /v1/tool-rounds"] = http.HandlerFunc(h.opts.Rounds.serve)
+	}
+	return m
+}
+
+// Identity is who is calling, as authentication established it. The auth
+// middleware stores it with WithIdentity; without one the caller is
+// anonymous (dev mode).
+type Identity struct {
+	AccountID string
+	KeyID     string
+	Scopes    []string
+}
+
+type identityKey struct{}
+
+// WithIdentity returns ctx carrying id.
+func WithIdentity(ctx context.Context, id Identity) context.Context {
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
+// IdentityFrom returns the caller's identity (zero when anonymous).
+func IdentityFrom(ctx context.Context) Identity {
+	id, _ := ctx.Value(identityKey{}).(Identity)
+	return id
+}
+
+// requestID is the id of a /v1 request: the extension field's request_id
+// and the journal floor_id of its hosted calls.
+func requestID(ctx context.Context) string {
+	id := server.RequestIDFrom(ctx)
+	if strings.HasPrefix(id, "req_") {
+		return id
+	}
+	return "req_" + strings.ReplaceAll(id, "-", "")
+}
+
+// traceID is the trace id of a W3C traceparent header, if well formed.
+func traceID(r *http.Request) string {
+	parts := strings.Split(r.Header.Get("traceparent"), "-")
+	if len(parts) == 4 && len(parts[1]) == 32 {
+		return parts[1]
+	}
+	return ""
+}
+
+// lang: Accept-Language starting with en → English, otherwise Chinese.
+func lang(r *http.Request) catalog.Lang {
+	return catalog.LangFromAcceptLanguage(r.Header.Get("Accept-Language"), catalog.Chinese)
+}
+
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *requestError) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, &requestError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", reason: "body_too_large", message: fmt.Sprintf("the body is larger than %d bytes", mbe.Limit)}
+		}
+		return nil, badRequest(ReasonInvalidRequest, "", "reading the body: "+err.Error())
+	}
+	return body, nil
+}
+
+// runError turns a failed run into the caller's error.
+func (h *Handler) runError(ctx context.Context, err error) *requestError {
+	var ue *loop.UpstreamError
+	switch {
+	case errors.Is(err, loop.ErrModelUnavailable):
+		return &requestError{status: http.StatusServiceUnavailable, code: "model_unavailable", reason: "model_unavailable", message: err.Error()}
+	case errors.As(err, &ue) && ue.Status >= 400 && ue.Status < 500:
+		e := &requestError{status: ue.Status, code: "upstream_rejected", reason: "upstream_rejected", message: upstreamMessage(ue)}
+		return e
+	case errors.As(err, &ue):
+		return &requestError{status: http.StatusBadGateway, code: "upstream_error", reason: "upstream_error", message: upstreamMessage(ue)}
+	case errors.Is(err, loop.ErrInternal):
+		h.opts.Logger.ErrorContext(ctx, "hosted loop failed", "request_id", requestID(ctx), "err", err)
+		return &requestError{status: http.StatusInternalServerError, code: "internal_error", reason: "internal_error", message: "the hosted tool runtime failed; the error was logged with request id " + requestID(ctx)}
+	default:
+		h.opts.Logger.WarnContext(ctx, "upstream call failed", "request_id", requestID(ctx), "err", err)
+		return &requestError{status: http.StatusBadGateway, code: "upstream_error", reason: "upstream_error", message: err.Error()}
+	}
+}

@@ -1,0 +1,170 @@
+package v1
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// IdempotencyStore remembers whole /v1 responses by Idempotency-Key, scoped
+// to the caller's account, for a while. It lives in memory: a key is honoured
+// by the replica that first saw it (a shared store comes with the keys and
+// journal storage).
+//
+// This is not a response cache: a hosted-tool answer is never served to a
+// different request, only replayed to a retry of the same one.
+type IdempotencyStore struct {
+	ttl time.Duration
+	max int
+
+	mu      sync.Mutex
+	entries map[string]*idemEntry
+	order   []string
+}
+
+type idemEntry struct {
+	digest   [32]byte
+	done     bool
+	status   int
+	header   http.Header
+	body     []byte
+	storedAt time.Time
+}
+
+// NewIdempotencyStore keeps up to max responses for ttl (defaults: 24 h,
+// 10 000 responses).
+func NewIdempotencyStore(ttl time.Duration, max int) *IdempotencyStore {
+	if ttl <= 0 {
+		ttl = 24 * time.Hour
+	}
+	if max <= 0 {
+		max = 10000
+	}
+	return &IdempotencyStore{ttl: ttl, max: max, entries: map[string]*idemEntry{}}
+}
+
+// begin claims key for a request with digest. It returns the stored entry
+// to replay, or a refusal, or neither (the caller runs the request and then
+// calls end).
+func (s *IdempotencyStore) begin(key string, digest [32]byte) (*idemEntry, *requestError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	if e, ok := s.entries[key]; ok && e.done && now.Sub(e.storedAt) > s.ttl {
+		delete(s.entries, key)
+	}
+	if e, ok := s.entries[key]; ok {
+		if e.digest != digest {
+			return nil, &requestError{status: http.StatusUnprocessableEntity, code: ReasonIdempotencyKeyReused, reason: ReasonIdempotencyKeyReused,
+				message: "this Idempotency-Key was already used with a different request body; use a new key for a new request"}
+		}
+		if !e.done {
+			return nil, &requestError{status: http.StatusConflict, code: ReasonIdempotencyKeyInFlight, reason: ReasonIdempotencyKeyInFlight,
+				message: "a request with this Idempotency-Key is still running; retry after it finishes"}
+		}
+		return e, nil
+	}
+	s.entries[key] = &idemEntry{digest: digest}
+	s.order = append(s.order, key)
+	for len(s.order) > s.max {
+		delete(s.entries, s.order[0])
+		s.order = s.order[1:]
+	}
+	return nil, nil
+}
+
+// end stores the response of key, or forgets key when the response is not
+// worth replaying (a server error or a broken stream), so a retry runs again.
+func (s *IdempotencyStore) end(key string, keep bool, status int, header http.Header, body []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.entries[key]
+	if !ok {
+		return
+	}
+	if !keep {
+		delete(s.entries, key)
+		return
+	}
+	e.done, e.status, e.header, e.body, e.storedAt = true, status, header, body, time.Now()
+}
+
+// recorder passes a response through and keeps a copy.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	buf    bytes.Buffer
+	failed bool
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	r.buf.Write(b)
+	n, err := r.ResponseWriter.Write(b)
+	if err != nil {
+		r.failed = true
+	}
+	return n, err
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// discard marks the response as not worth replaying (a stream that failed
+// after its 200 was sent).
+func (r *recorder) discard() { r.failed = true }
+
+// withIdempotency runs serve once per (account, Idempotency-Key) and body;
+// a retry with the same body gets the stored response.
+func (h *Handler) withIdempotency(w http.ResponseWriter, r *http.Request, body []byte, serve func(http.ResponseWriter)) {
+	key := r.Header.Get("Idempotency-Key")
+	if key == "" {
+		serve(w)
+		return
+	}
+	if len(key) > 255 {
+		writeRequestError(w, badRequest(ReasonInvalidRequest, "Idempotency-Key", "Idempotency-Key must be at most 255 characters"))
+		return
+	}
+	scoped := fmt.Sprintf("%s\x00%s\x00%s", IdentityFrom(r.Context()).AccountID, r.URL.Path, key)
+	digest := sha256.Sum256(body)
+	stored, rerr := h.opts.Idempotency.begin(scoped, digest)
+	if rerr != nil {
+		writeRequestError(w, rerr)
+		return
+	}
+	if stored != nil {
+		for k, v := range stored.header {
+			w.Header()[k] = v
+		}
+		w.Header().Set("Idempotent-Replayed", "true")
+		w.WriteHeader(stored.status)
+		_, _ = w.Write(stored.body)
+		return
+	}
+	rec := &recorder{ResponseWriter: w}
+	completed := false
+	defer func() {
+		keep := completed && !rec.failed && rec.status != 0 && rec.status < 500 && r.Context().Err() == nil
+		hdr := http.Header{}
+		for _, k := range []string{"Content-Type", "Cache-Control"} {
+			if v := w.Header().Get(k); v != "" {
+				hdr.Set(k, v)
+			}
+		}
+		h.opts.Idempotency.end(scoped, keep, rec.status, hdr, rec.buf.Bytes())
+	}()
+	serve(rec)
+	completed = true
+}

@@ -1,0 +1,452 @@
+package v1
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	"toolhost/loop"
+)
+
+// MCPBeta is the anthropic-beta value that declares the MCP connector
+// (mcp_servers + mcp_toolset) this face accepts.
+const MCPBeta = "mcp-client-2025-11-20"
+
+// Reasons of 400 answers specific to the Messages format.
+const (
+	ReasonBetaRequired         = "mcp_beta_required"
+	ReasonToolsetWithoutServer = "mcp_toolset_without_server"
+	ReasonServerWithoutToolset = "mcp_server_without_toolset"
+)
+
+// messagesRequest is a checked Messages request.
+type messagesRequest struct {
+	loop     loop.Request
+	hosted   loop.Hosted
+	declared bool
+	metadata map[string]string
+}
+
+// Fields of a Messages request the face consumes; the rest go to the
+// upstream untouched (an Anthropic route) or translated (an OpenAI one).
+var messagesConsumed = map[string]bool{
+	"model": true, "messages": true, "system": true, "tools": true, "tool_choice": true,
+	"stream": true, "mcp_servers": true,
+}
+
+// hasBeta reports whether an anthropic-beta header lists beta.
+func hasBeta(r *http.Request, beta string) bool {
+	for _, v := range r.Header.Values("anthropic-beta") {
+		for _, b := range strings.Split(v, ",") {
+			if strings.TrimSpace(b) == beta {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// parseMessages reads and checks a Messages body (also the count_tokens
+// body). Every refusal is a *requestError with a machine-readable reason.
+func (h *Handler) parseMessages(r *http.Request, body []byte) (*messagesRequest, error) {
+	var top map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&top); err != nil {
+		return nil, badRequest(ReasonInvalidJSON, "", "the body is not a JSON object: "+err.Error())
+	}
+	if dec.More() {
+		return nil, badRequest(ReasonInvalidJSON, "", "the body has data after the JSON object")
+	}
+	label := h.opts.Label
+	mr := &messagesRequest{}
+	mr.loop.OptionsDialect = loop.DialectAnthropic
+	mr.loop.Options = map[string]json.RawMessage{}
+	for k, v := range top {
+		if k == label || messagesConsumed[k] {
+			continue
+		}
+		mr.loop.Options[k] = v
+	}
+	if err := json.Unmarshal(top["model"], &mr.loop.Model); err != nil || mr.loop.Model == "" {
+		return nil, badRequest(ReasonInvalidRequest, "model", "model is required and must be a string")
+	}
+	if s, ok := top["stream"]; ok && string(s) != "null" {
+		if err := json.Unmarshal(s, &mr.loop.Stream); err != nil {
+			return nil, badRequest(ReasonInvalidRequest, "stream", "stream must be a boolean")
+		}
+	}
+	if md, ok := top["metadata"]; ok && string(md) != "null" {
+		var m map[string]any
+		if err := json.Unmarshal(md, &m); err != nil {
+			return nil, badRequest(ReasonInvalidRequest, "metadata", "metadata must be an object")
+		}
+		mr.metadata = map[string]string{}
+		for k, v := range m {
+			if s, ok := v.(string); ok {
+				mr.metadata[k] = s
+			}
+		}
+		// The Messages API refuses metadata keys other than user_id; ours
+		// (session_id, tags for the round log) stay here.
+		if uid, ok := m["user_id"]; ok {
+			mr.loop.Options["metadata"], _ = json.Marshal(map[string]any{"user_id": uid})
+		} else {
+			delete(mr.loop.Options, "metadata")
+		}
+	}
+
+	// The hosted declaration: mcp_servers and mcp_toolset tools items.
+	servers := map[string]bool{}
+	if ms, ok := top["mcp_servers"]; ok && string(ms) != "null" {
+		var items []json.RawMessage
+		if err := json.Unmarshal(ms, &items); err != nil {
+			return nil, badRequest(ReasonInvalidRequest, "mcp_servers", "mcp_servers must be a list")
+		}
+		for i, item := range items {
+			param := fmt.Sprintf("mcp_servers[%d]", i)
+			var s struct {
+				Type string `json:"type"`
+				Name string `json:"name"`
+			}
+			if err := json.Unmarshal(item, &s); err != nil {
+				return nil, badRequest(ReasonInvalidRequest, param, "each MCP server must be an object")
+			}
+			if s.Name != label {
+				return nil, badRequest(ReasonServerToolUnsupported, param+".name", fmt.Sprintf("MCP server %q is not supported; the hosted tools here are declared with the server name %q", s.Name, label))
+			}
+			if s.Type != "url" {
+				return nil, badRequest(ReasonInvalidRequest, param+".type", `an MCP server's type must be "url"`)
+			}
+			if servers[s.Name] {
+				return nil, badRequest(ReasonInvalidRequest, param+".name", fmt.Sprintf("MCP server %q is declared twice", s.Name))
+			}
+			servers[s.Name] = true
+		}
+		if len(items) > 0 && !hasBeta(r, MCPBeta) {
+			return nil, badRequest(ReasonBetaRequired, "mcp_servers", "mcp_servers needs the header anthropic-beta: "+MCPBeta)
+		}
+		if len(items) > 0 && !h.opts.Enabled {
+			return nil, badRequest(ReasonHostedDisabled, "mcp_servers", "hosted tools are not enabled in this deployment")
+		}
+	}
+
+	enabledSet := map[string]bool{}
+	toolsets := map[string]bool{}
+	if t, ok := top["tools"]; ok && string(t) != "null" {
+		var items []json.RawMessage
+		if err := json.Unmarshal(t, &items); err != nil {
+			return nil, badRequest(ReasonInvalidRequest, "tools", "tools must be a list")
+		}
+		for i, item := range items {
+			param := fmt.Sprintf("tools[%d]", i)
+			var head struct {
+				Type          string          `json:"type"`
+				Name          string          `json:"name"`
+				Description   string          `json:"description"`
+				InputSchema   json.RawMessage `json:"input_schema"`
+				MCPServerName string          `json:"mcp_server_name"`
+			}
+			if err := json.Unmarshal(item, &head); err != nil {
+				return nil, badRequest(ReasonInvalidRequest, param, "each tool must be an object")
+			}
+			if head.Type != "mcp_toolset" {
+				mr.loop.Tools = append(mr.loop.Tools, loop.Function{
+					Name: head.Name, Description: head.Description, Parameters: head.InputSchema,
+					Dialect: loop.DialectAnthropic, Raw: item,
+				})
+				continue
+			}
+			if !servers[head.MCPServerName] {
+				if head.MCPServerName != label {
+					return nil, badRequest(ReasonServerToolUnsupported, param+".mcp_server_name", fmt.Sprintf("MCP server %q is not supported; the hosted tools here are declared with the server name %q", head.MCPServerName, label))
+				}
+				return nil, badRequest(ReasonToolsetWithoutServer, param+".mcp_server_name", fmt.Sprintf("the mcp_toolset names server %q, which is not in mcp_servers", head.MCPServerName))
+			}
+			if toolsets[head.MCPServerName] {
+				return nil, badRequest(ReasonInvalidRequest, param, fmt.Sprintf("server %q has more than one mcp_toolset", head.MCPServerName))
+			}
+			toolsets[head.MCPServerName] = true
+			names, err := h.parseToolset(item, param)
+			if err != nil {
+				return nil, err
+			}
+			mr.declared = true
+			for _, n := range names {
+				enabledSet[n] = true
+			}
+		}
+	}
+	for name := range servers {
+		if !toolsets[name] {
+			return nil, badRequest(ReasonServerWithoutToolset, "mcp_servers", fmt.Sprintf("MCP server %q has no mcp_toolset in tools; add {\"type\":\"mcp_toolset\",\"mcp_server_name\":%q}", name, name))
+		}
+	}
+	if mr.declared {
+		for _, s := range h.opts.Runner.Catalog().List() {
+			if enabledSet[s.Name] {
+				mr.hosted.Tools = append(mr.hosted.Tools, s.Name)
+			}
+		}
+	}
+
+	rounds, hasRounds, err := h.parseExtension(top[label])
+	if err != nil {
+		return nil, err
+	}
+	if hasRounds && !mr.declared {
+		return nil, badRequest(ReasonRoundsWithoutHosted, label+".max_tool_rounds", fmt.Sprintf("%s.max_tool_rounds is set but the request declares no hosted tools (mcp_servers with %q and its mcp_toolset)", label, label))
+	}
+	mr.hosted.MaxToolRounds = h.opts.DefaultMaxToolRounds
+	if hasRounds {
+		mr.hosted.MaxToolRounds = rounds
+	}
+	if mr.declared {
+		var clash []string
+		for _, f := range mr.loop.Tools {
+			if enabledSet[f.Name] {
+				clash = append(clash, f.Name)
+			}
+		}
+		if len(clash) > 0 {
+			e := badRequest(ReasonToolNameConflict, "tools", fmt.Sprintf("your tool %s has the name of an enabled hosted tool; rename it or disable the hosted tool in the mcp_toolset configs", strings.Join(quoteAll(clash), ", ")))
+			e.extra = map[string]any{"names": clash}
+			return nil, e
+		}
+	}
+
+	// system, then the conversation with our blocks turned back into tool
+	// round trips.
+	if s, ok := top["system"]; ok && string(s) != "null" {
+		text, err := systemText(s)
+		if err != nil {
+			return nil, badRequest(ReasonInvalidRequest, "system", err.Error())
+		}
+		mr.loop.Messages = append(mr.loop.Messages, loop.Message{Role: loop.RoleSystem, Text: text, Dialect: loop.DialectAnthropic, Raw: s})
+	}
+	var msgs []json.RawMessage
+	if err := json.Unmarshal(top["messages"], &msgs); err != nil || len(msgs) == 0 {
+		return nil, badRequest(ReasonInvalidRequest, "messages", "messages is required and must be a non-empty list")
+	}
+	for i, raw := range msgs {
+		param := fmt.Sprintf("messages[%d]", i)
+		expanded, err := h.expandContinuation(raw, param)
+		if err != nil {
+			return nil, err
+		}
+		for _, em := range expanded {
+			ms, err := loop.DecodeAnthropicMessage(em)
+			if err != nil {
+				return nil, badRequest(ReasonInvalidRequest, param, err.Error())
+			}
+			mr.loop.Messages = append(mr.loop.Messages, ms...)
+		}
+	}
+
+	if tc, ok := top["tool_choice"]; ok && string(tc) != "null" {
+		var c struct {
+			Type string `json:"type"`
+			Name string `json:"name"`
+		}
+		if err := json.Unmarshal(tc, &c); err != nil {
+			return nil, badRequest(ReasonInvalidRequest, "tool_choice", "tool_choice must be an object")
+		}
+		choice := loop.ToolChoice{Dialect: loop.DialectAnthropic, Raw: tc}
+		switch c.Type {
+		case "auto":
+			choice.Mode = loop.ToolChoiceAuto
+		case "none":
+			choice.Mode = loop.ToolChoiceNone
+		case "any":
+			choice.Mode = loop.ToolChoiceRequired
+		case "tool":
+			choice.Mode, choice.Name = loop.ToolChoiceFunction, c.Name
+		default:
+			return nil, badRequest(ReasonInvalidRequest, "tool_choice.type", `tool_choice.type must be "auto", "any", "tool" or "none"`)
+		}
+		mr.loop.ToolChoice = choice
+	}
+	return mr, nil
+}
+
+// parseToolset reads an mcp_toolset: default_config.enabled (default true)
+// and per-tool configs decide which published tools are enabled.
+func (h *Handler) parseToolset(item json.RawMessage, param string) ([]string, error) {
+	type config struct {
+		Enabled *bool `json:"enabled"`
+	}
+	var ts struct {
+		DefaultConfig config            `json:"default_config"`
+		Configs       map[string]config `json:"configs"`
+	}
+	if err := json.Unmarshal(item, &ts); err != nil {
+		return nil, badRequest(ReasonInvalidRequest, param, "mcp_toolset: "+err.Error())
+	}
+	published := h.opts.Runner.Catalog()
+	var unknown []string
+	for n := range ts.Configs {
+		if _, ok := published.Lookup(n); !ok {
+			unknown = append(unknown, n)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		e := badRequest(ReasonUnknownHostedTool, param+".configs", fmt.Sprintf("no hosted tool named %s; available: %s", strings.Join(quoteAll(unknown), ", "), strings.Join(h.publishedNames(), ", ")))
+		e.extra = map[string]any{"names": unknown}
+		return nil, e
+	}
+	def := ts.DefaultConfig.Enabled == nil || *ts.DefaultConfig.Enabled
+	var names []string
+	for _, s := range published.List() {
+		on := def
+		if c, ok := ts.Configs[s.Name]; ok && c.Enabled != nil {
+			on = *c.Enabled
+		}
+		if on {
+			names = append(names, s.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil, badRequest(ReasonNoHostedToolEnabled, param, "the mcp_toolset enables no tool: set default_config.enabled or enable tools in configs")
+	}
+	return names, nil
+}
+
+// systemText is the text of a system value (a string or text blocks).
+func systemText(raw json.RawMessage) (string, error) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &blocks); err != nil {
+		return "", fmt.Errorf("system must be a string or a list of text blocks")
+	}
+	parts := make([]string, 0, len(blocks))
+	for _, b := range blocks {
+		parts = append(parts, b.Text)
+	}
+	return strings.Join(parts, "\n"), nil
+}
+
+// expandContinuation turns an assistant message holding our mcp_tool_use /
+// mcp_tool_result blocks (a previous response sent back) into the tool
+// round trips the model made: assistant [..., tool_use] → user
+// [tool_result] → assistant [...]. Other messages pass unchanged.
+func (h *Handler) expandContinuation(raw json.RawMessage, param string) ([]json.RawMessage, error) {
+	var w struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return nil, badRequest(ReasonInvalidRequest, param, "each message must be an object")
+	}
+	c := bytes.TrimSpace(w.Content)
+	if w.Role != "assistant" || len(c) == 0 || c[0] != '[' {
+		return []json.RawMessage{raw}, nil
+	}
+	var blocks []json.RawMessage
+	if err := json.Unmarshal(c, &blocks); err != nil {
+		return nil, badRequest(ReasonInvalidRequest, param+".content", "content must be a string or a list of blocks")
+	}
+	ours := false
+	for _, b := range blocks {
+		t := blockTypeOf(b)
+		if t == "mcp_tool_use" || t == "mcp_tool_result" {
+			ours = true
+			break
+		}
+	}
+	if !ours {
+		return []json.RawMessage{raw}, nil
+	}
+	var out []json.RawMessage
+	var asst, results []json.RawMessage
+	flush := func() error {
+		for _, turn := range []struct {
+			role   string
+			blocks *[]json.RawMessage
+		}{{"assistant", &asst}, {"user", &results}} {
+			if len(*turn.blocks) == 0 {
+				continue
+			}
+			b, err := marshal(map[string]any{"role": turn.role, "content": *turn.blocks})
+			if err != nil {
+				return err
+			}
+			out = append(out, b)
+			*turn.blocks = nil
+		}
+		return nil
+	}
+	for i, b := range blocks {
+		bp := fmt.Sprintf("%s.content[%d]", param, i)
+		switch blockTypeOf(b) {
+		case "mcp_tool_use":
+			var u struct {
+				ID         string          `json:"id"`
+				Name       string          `json:"name"`
+				ServerName string          `json:"server_name"`
+				Input      json.RawMessage `json:"input"`
+			}
+			if err := json.Unmarshal(b, &u); err != nil {
+				return nil, badRequest(ReasonInvalidRequest, bp, "mcp_tool_use: "+err.Error())
+			}
+			if u.ServerName != h.opts.Label {
+				return nil, badRequest(ReasonServerToolUnsupported, bp+".server_name", fmt.Sprintf("mcp_tool_use of server %q cannot be continued here; only %q", u.ServerName, h.opts.Label))
+			}
+			if len(results) > 0 {
+				if err := flush(); err != nil {
+					return nil, err
+				}
+			}
+			if len(u.Input) == 0 {
+				u.Input = json.RawMessage(`{}`)
+			}
+			nb, _ := marshal(map[string]any{"type": "tool_use", "id": u.ID, "name": u.Name, "input": u.Input})
+			asst = append(asst, nb)
+		case "mcp_tool_result":
+			var r struct {
+				ToolUseID string          `json:"tool_use_id"`
+				IsError   bool            `json:"is_error"`
+				Content   json.RawMessage `json:"content"`
+			}
+			if err := json.Unmarshal(b, &r); err != nil {
+				return nil, badRequest(ReasonInvalidRequest, bp, "mcp_tool_result: "+err.Error())
+			}
+			tr := map[string]any{"type": "tool_result", "tool_use_id": r.ToolUseID, "content": r.Content}
+			if len(r.Content) == 0 {
+				tr["content"] = ""
+			}
+			if r.IsError {
+				tr["is_error"] = true
+			}
+			nb, _ := marshal(tr)
+			results = append(results, nb)
+		default:
+			if len(results) > 0 {
+				if err := flush(); err != nil {
+					return nil, err
+				}
+			}
+			asst = append(asst, b)
+		}
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func blockTypeOf(b json.RawMessage) string {
+	var h struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(b, &h)
+	return h.Type
+}

@@ -1,0 +1,46 @@
+package v1
+
+import (
+	"errors"
+	"net/http"
+	"testing"
+
+	"toolhost/loop"
+	"toolhost/tools"
+	"toolhost/tools/builtin"
+)
+
+// A Responses body is outside input: every body is either accepted or
+// refused with a 400 and a reason, never a panic; an accepted one has a
+// model, a conversation, and no caller function named like a hosted tool.
+func FuzzParseResponses(f *testing.F) {
+	ex, err := tools.NewExecutor(tools.Options{}, builtin.All()...)
+	if err != nil {
+		f.Fatal(err)
+	}
+	h := New(Options{Label: "toolhost", Enabled: true, Runner: loop.NewRunner(ex, loop.RunnerOptions{})})
+	f.Add([]byte(`{"model":"m","input":"x","tools":[{"type":"mcp","server_label":"toolhost","allowed_tools":["get_time"]}],"toolhost":{"max_tool_rounds":2},"tool_choice":{"type":"mcp","server_label":"toolhost","name":"get_time"}}`))
+	f.Add([]byte(`{"model":"m","instructions":"i","input":[{"role":"user","content":[{"type":"input_text","text":"x"},{"type":"input_image","image_url":"data:image/png;base64,AA=="}]},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"a"}]},{"type":"mcp_list_tools","server_label":"toolhost","tools":[]},{"type":"mcp_call","id":"c1","server_label":"toolhost","name":"get_time","arguments":"{}","output":"t","error":null},{"type":"function_call","call_id":"c2","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c2","output":"o"}],"tools":[{"type":"function","name":"f"}],"text":{"format":{"type":"json_schema","name":"n","schema":{}}},"reasoning":{"effort":"low"}}`))
+	f.Add([]byte(`{"model":"m","input":[],"toolhost":{"x":1}}`))
+	f.Add([]byte(`{"model":"m","input":[{"type":"reasoning","summary":[]}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		rq, err := h.parseResponses(body)
+		if err != nil {
+			var re *requestError
+			if !errors.As(err, &re) || re.status != http.StatusBadRequest || re.reason == "" {
+				t.Fatalf("refusal %v is not a 400 with a reason", err)
+			}
+			return
+		}
+		if rq.loop.Model == "" || len(rq.loop.Messages) == 0 {
+			t.Fatalf("accepted a request without model or conversation: %s", body)
+		}
+		for _, f := range rq.loop.Tools {
+			for _, n := range rq.hosted.Tools {
+				if f.Name == n {
+					t.Fatalf("accepted a caller function named like hosted tool %s", n)
+				}
+			}
+		}
+	})
+}

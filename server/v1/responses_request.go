@@ -1,0 +1,517 @@
+package v1
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"toolhost/loop"
+)
+
+// Reasons of 400 answers specific to the Responses format.
+const (
+	// ReasonToolTypeUnsupported: a tools item other than function or mcp
+	// (OpenAI's own built-in tools are not served here).
+	ReasonToolTypeUnsupported = "tool_type_unsupported"
+	// ReasonInputItemUnsupported: an input item we cannot give the model.
+	ReasonInputItemUnsupported = "input_item_unsupported"
+	// ReasonStatefulUnsupported: previous_response_id, conversation,
+	// background or prompt, which need responses stored by the server.
+	ReasonStatefulUnsupported = "stateful_responses_unsupported"
+)
+
+// responsesRequest is a checked Responses request.
+type responsesRequest struct {
+	loop     loop.Request
+	hosted   loop.Hosted
+	declared bool
+	metadata map[string]string
+	// top is the request body by field, for the fields a response echoes.
+	top map[string]json.RawMessage
+}
+
+// Fields of a Responses request the face consumes or translates itself;
+// the rest go to the (Chat Completions) upstream as written.
+var responsesConsumed = map[string]bool{
+	"model": true, "input": true, "instructions": true, "tools": true, "tool_choice": true,
+	"stream": true, "stream_options": true, "metadata": true, "store": true,
+	"max_output_tokens": true, "max_tool_calls": true, "text": true, "reasoning": true,
+	"top_logprobs": true, "include": true, "truncation": true,
+	"previous_response_id": true, "conversation": true, "background": true, "prompt": true,
+}
+
+// parseResponses reads and checks a Responses body. The conversation is
+// translated to Chat Completions messages (the dialect of the loop's
+// canonical Raw fields); every refusal is a *requestError.
+func (h *Handler) parseResponses(body []byte) (*responsesRequest, error) {
+	var top map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&top); err != nil {
+		return nil, badRequest(ReasonInvalidJSON, "", "the body is not a JSON object: "+err.Error())
+	}
+	if dec.More() {
+		return nil, badRequest(ReasonInvalidJSON, "", "the body has data after the JSON object")
+	}
+	label := h.opts.Label
+	rr := &responsesRequest{top: top}
+	rr.loop.OptionsDialect = loop.DialectOpenAI
+	rr.loop.Options = map[string]json.RawMessage{}
+	for k, v := range top {
+		if k == label || responsesConsumed[k] {
+			continue
+		}
+		rr.loop.Options[k] = v
+	}
+	if err := json.Unmarshal(top["model"], &rr.loop.Model); err != nil || rr.loop.Model == "" {
+		return nil, badRequest(ReasonInvalidRequest, "model", "model is required and must be a string")
+	}
+	for _, k := range []string{"previous_response_id", "conversation", "prompt"} {
+		if present(top[k]) {
+			return nil, badRequest(ReasonStatefulUnsupported, k, k+" is not supported: responses are not stored here; send the previous output as input instead")
+		}
+	}
+	if string(top["background"]) == "true" {
+		return nil, badRequest(ReasonStatefulUnsupported, "background", "background responses are not supported: responses are not stored here")
+	}
+	if s, ok := top["stream"]; ok && string(s) != "null" {
+		if err := json.Unmarshal(s, &rr.loop.Stream); err != nil {
+			return nil, badRequest(ReasonInvalidRequest, "stream", "stream must be a boolean")
+		}
+	}
+	if md := top["metadata"]; present(md) {
+		if err := json.Unmarshal(md, &rr.metadata); err != nil {
+			return nil, badRequest(ReasonInvalidRequest, "metadata", "metadata must be an object of strings")
+		}
+	}
+	if err := translateResponsesOptions(top, rr.loop.Options); err != nil {
+		return nil, err
+	}
+
+	// The conversation.
+	if present(top["instructions"]) {
+		var s string
+		if err := json.Unmarshal(top["instructions"], &s); err != nil {
+			return nil, badRequest(ReasonInvalidRequest, "instructions", "instructions must be a string")
+		}
+		if s != "" {
+			rr.loop.Messages = append(rr.loop.Messages, loop.Message{Role: loop.RoleSystem, Text: s})
+		}
+	}
+	msgs, err := h.responsesInput(top["input"])
+	if err != nil {
+		return nil, err
+	}
+	rr.loop.Messages = append(rr.loop.Messages, msgs...)
+
+	// tools: the caller's functions and our declaration.
+	enabledSet := map[string]bool{}
+	if t := top["tools"]; present(t) {
+		var items []json.RawMessage
+		if err := json.Unmarshal(t, &items); err != nil {
+			return nil, badRequest(ReasonInvalidRequest, "tools", "tools must be a list")
+		}
+		for i, item := range items {
+			param := fmt.Sprintf("tools[%d]", i)
+			var head struct {
+				Type        string          `json:"type"`
+				Name        string          `json:"name"`
+				Description string          `json:"description"`
+				Parameters  json.RawMessage `json:"parameters"`
+				Strict      json.RawMessage `json:"strict"`
+			}
+			if err := json.Unmarshal(item, &head); err != nil {
+				return nil, badRequest(ReasonInvalidRequest, param, "each tool must be an object")
+			}
+			switch head.Type {
+			case "function":
+				if head.Name == "" {
+					return nil, badRequest(ReasonInvalidRequest, param+".name", "a function tool needs a name")
+				}
+				fn := map[string]any{"name": head.Name}
+				if head.Description != "" {
+					fn["description"] = head.Description
+				}
+				if present(head.Parameters) {
+					fn["parameters"] = head.Parameters
+				}
+				if present(head.Strict) {
+					fn["strict"] = head.Strict
+				}
+				raw, _ := marshal(map[string]any{"type": "function", "function": fn})
+				rr.loop.Tools = append(rr.loop.Tools, loop.Function{
+					Name: head.Name, Description: head.Description, Parameters: head.Parameters,
+					Dialect: loop.DialectOpenAI, Raw: raw,
+				})
+			case "mcp":
+				names, err := h.parseDeclaration(item, param)
+				if err != nil {
+					return nil, err
+				}
+				rr.declared = true
+				for _, n := range names {
+					enabledSet[n] = true
+				}
+			default:
+				return nil, badRequest(ReasonToolTypeUnsupported, param+".type", fmt.Sprintf("tool type %q is not supported here; use function tools and the hosted tools ({\"type\":\"mcp\",\"server_label\":%q})", head.Type, label))
+			}
+		}
+	}
+	if rr.declared {
+		for _, s := range h.opts.Runner.Catalog().List() {
+			if enabledSet[s.Name] {
+				rr.hosted.Tools = append(rr.hosted.Tools, s.Name)
+			}
+		}
+	}
+
+	rounds, hasRounds, err := h.parseExtension(top[label])
+	if err != nil {
+		return nil, err
+	}
+	if hasRounds && !rr.declared {
+		return nil, badRequest(ReasonRoundsWithoutHosted, label+".max_tool_rounds", fmt.Sprintf("%s.max_tool_rounds is set but the request declares no hosted tools (a tools item {\"type\":\"mcp\",\"server_label\":%q})", label, label))
+	}
+	rr.hosted.MaxToolRounds = h.opts.DefaultMaxToolRounds
+	if hasRounds {
+		rr.hosted.MaxToolRounds = rounds
+	}
+	if rr.declared {
+		var clash []string
+		for _, f := range rr.loop.Tools {
+			if enabledSet[f.Name] {
+				clash = append(clash, f.Name)
+			}
+		}
+		if len(clash) > 0 {
+			e := badRequest(ReasonToolNameConflict, "tools", fmt.Sprintf("your function %s has the name of an enabled hosted tool; rename it or leave the hosted tool out of allowed_tools", strings.Join(quoteAll(clash), ", ")))
+			e.extra = map[string]any{"names": clash}
+			return nil, e
+		}
+	}
+
+	if tc := top["tool_choice"]; present(tc) {
+		choice, err := h.parseResponsesToolChoice(tc, enabledSet)
+		if err != nil {
+			return nil, err
+		}
+		rr.loop.ToolChoice = choice
+	}
+	return rr, nil
+}
+
+// parseResponsesToolChoice: the string forms and the mcp form are the Chat
+// Completions ones; a function is named flat ({"type":"function","name"}).
+func (h *Handler) parseResponsesToolChoice(raw json.RawMessage, enabled map[string]bool) (loop.ToolChoice, error) {
+	var obj struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(raw, &obj) != nil {
+		// A string (or nonsense, which the chat parser refuses).
+		return h.parseToolChoice(raw, enabled)
+	}
+	switch obj.Type {
+	case "mcp":
+		return h.parseToolChoice(raw, enabled)
+	case "function":
+		if obj.Name == "" {
+			return loop.ToolChoice{}, badRequest(ReasonInvalidRequest, "tool_choice.name", "a function tool_choice needs a name")
+		}
+		return loop.ToolChoice{Mode: loop.ToolChoiceFunction, Name: obj.Name}, nil
+	}
+	return loop.ToolChoice{}, badRequest(ReasonInvalidRequest, "tool_choice.type", fmt.Sprintf("tool_choice type %q is not supported here; use \"auto\", \"none\", \"required\", a function or the mcp form", obj.Type))
+}
+
+// translateResponsesOptions adds to opts the Chat Completions spelling of
+// the Responses options that are spelled differently.
+func translateResponsesOptions(top map[string]json.RawMessage, opts map[string]json.RawMessage) error {
+	if v := top["max_output_tokens"]; present(v) {
+		// max_tokens rather than max_completion_tokens: every
+		// OpenAI-compatible API reads it.
+		opts["max_tokens"] = v
+	}
+	if v := top["top_logprobs"]; present(v) {
+		opts["top_logprobs"] = v
+		opts["logprobs"] = json.RawMessage("true")
+	}
+	if v := top["reasoning"]; present(v) {
+		var r struct {
+			Effort *string `json:"effort"`
+		}
+		if err := json.Unmarshal(v, &r); err != nil {
+			return badRequest(ReasonInvalidRequest, "reasoning", "reasoning must be an object")
+		}
+		if r.Effort != nil {
+			opts["reasoning_effort"], _ = json.Marshal(*r.Effort)
+		}
+	}
+	if v := top["text"]; present(v) {
+		var t struct {
+			Format    map[string]json.RawMessage `json:"format"`
+			Verbosity json.RawMessage            `json:"verbosity"`
+		}
+		if err := json.Unmarshal(v, &t); err != nil {
+			return badRequest(ReasonInvalidRequest, "text", "text must be an object")
+		}
+		if present(t.Verbosity) {
+			opts["verbosity"] = t.Verbosity
+		}
+		var typ string
+		_ = json.Unmarshal(t.Format["type"], &typ)
+		switch typ {
+		case "", "text":
+		case "json_object":
+			opts["response_format"] = json.RawMessage(`{"type":"json_object"}`)
+		case "json_schema":
+			schema := map[string]json.RawMessage{}
+			for _, k := range []string{"name", "description", "schema", "strict"} {
+				if present(t.Format[k]) {
+					schema[k] = t.Format[k]
+				}
+			}
+			opts["response_format"], _ = marshal(map[string]any{"type": "json_schema", "json_schema": schema})
+		default:
+			return badRequest(ReasonInvalidRequest, "text.format.type", fmt.Sprintf("text format %q is not supported", typ))
+		}
+	}
+	return nil
+}
+
+// responsesInput turns input (a string or a list of items) into canonical
+// messages. Function calls and mcp_call items next to each other become one
+// assistant message with tool calls followed by the results, the shape Chat
+// Completions requires; mcp_list_tools and reasoning items are dropped.
+func (h *Handler) responsesInput(raw json.RawMessage) ([]loop.Message, error) {
+	if !present(raw) {
+		return nil, badRequest(ReasonInvalidRequest, "input", "input is required: a string or a list of items")
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return []loop.Message{{Role: loop.RoleUser, Text: s}}, nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil || len(items) == 0 {
+		return nil, badRequest(ReasonInvalidRequest, "input", "input must be a string or a non-empty list of items")
+	}
+	b := &inputBuilder{}
+	for i, item := range items {
+		if err := h.inputItem(b, item, fmt.Sprintf("input[%d]", i)); err != nil {
+			return nil, err
+		}
+	}
+	b.flush()
+	if len(b.out) == 0 {
+		return nil, badRequest(ReasonInvalidRequest, "input", "input holds nothing for the model (only mcp_list_tools or reasoning items)")
+	}
+	return b.out, nil
+}
+
+// inputBuilder collects the assistant turn being rebuilt from output items.
+type inputBuilder struct {
+	out       []loop.Message
+	text      strings.Builder
+	calls     []loop.ToolCall
+	results   []loop.Message
+	assistant bool
+}
+
+func (b *inputBuilder) flush() {
+	if b.assistant {
+		b.out = append(b.out, loop.Message{Role: loop.RoleAssistant, Text: b.text.String(), ToolCalls: b.calls})
+	}
+	b.out = append(b.out, b.results...)
+	b.text.Reset()
+	b.calls, b.results, b.assistant = nil, nil, false
+}
+
+func (h *Handler) inputItem(b *inputBuilder, item json.RawMessage, param string) error {
+	var it struct {
+		Type        string          `json:"type"`
+		Role        string          `json:"role"`
+		Content     json.RawMessage `json:"content"`
+		ID          string          `json:"id"`
+		CallID      string          `json:"call_id"`
+		Name        string          `json:"name"`
+		Arguments   string          `json:"arguments"`
+		Output      json.RawMessage `json:"output"`
+		Error       json.RawMessage `json:"error"`
+		ServerLabel string          `json:"server_label"`
+	}
+	if err := json.Unmarshal(item, &it); err != nil {
+		return badRequest(ReasonInvalidRequest, param, "each input item must be an object: "+err.Error())
+	}
+	if it.Type == "" && it.Role != "" {
+		it.Type = "message"
+	}
+	switch it.Type {
+	case "message":
+		switch it.Role {
+		case "assistant":
+			text, err := assistantText(it.Content)
+			if err != nil {
+				return badRequest(ReasonInvalidRequest, param+".content", err.Error())
+			}
+			if len(b.calls) > 0 || len(b.results) > 0 {
+				b.flush()
+			}
+			b.assistant = true
+			b.text.WriteString(text)
+			return nil
+		case "user", "system", "developer":
+			b.flush()
+			m, err := chatMessage(it.Role, it.Content)
+			if err != nil {
+				return badRequest(ReasonInvalidRequest, param+".content", err.Error())
+			}
+			b.out = append(b.out, m)
+			return nil
+		}
+		return badRequest(ReasonInvalidRequest, param+".role", fmt.Sprintf("unknown role %q", it.Role))
+	case "function_call":
+		if it.CallID == "" || it.Name == "" {
+			return badRequest(ReasonInvalidRequest, param, "a function_call item needs call_id and name")
+		}
+		if len(b.results) > 0 {
+			b.flush()
+		}
+		b.assistant = true
+		b.calls = append(b.calls, loop.ToolCall{ID: it.CallID, Name: it.Name, Args: json.RawMessage(it.Arguments)})
+		return nil
+	case "function_call_output":
+		text, err := outputText(it.Output)
+		if err != nil {
+			return badRequest(ReasonInvalidRequest, param+".output", err.Error())
+		}
+		b.results = append(b.results, loop.Message{Role: loop.RoleTool, ToolCallID: it.CallID, Text: text})
+		return nil
+	case "mcp_call":
+		if it.ServerLabel != h.opts.Label {
+			return badRequest(ReasonServerToolUnsupported, param+".server_label", fmt.Sprintf("server_label %q is not supported; the hosted tools here are declared with server_label %q", it.ServerLabel, h.opts.Label))
+		}
+		if len(b.results) > 0 && len(b.calls) == 0 {
+			b.flush()
+		}
+		b.assistant = true
+		b.calls = append(b.calls, loop.ToolCall{ID: it.ID, Name: it.Name, Args: json.RawMessage(it.Arguments)})
+		res := loop.Message{Role: loop.RoleTool, ToolCallID: it.ID}
+		var errText string
+		if present(it.Error) && json.Unmarshal(it.Error, &errText) == nil && errText != "" {
+			res.Text, res.IsError = errText, true
+		} else {
+			text, err := outputText(it.Output)
+			if err != nil {
+				return badRequest(ReasonInvalidRequest, param+".output", err.Error())
+			}
+			res.Text = text
+		}
+		b.results = append(b.results, res)
+		return nil
+	case "mcp_list_tools":
+		if it.ServerLabel != h.opts.Label {
+			return badRequest(ReasonServerToolUnsupported, param+".server_label", fmt.Sprintf("server_label %q is not supported; the hosted tools here are declared with server_label %q", it.ServerLabel, h.opts.Label))
+		}
+		return nil
+	case "reasoning":
+		// Reasoning items have no Chat Completions form.
+		return nil
+	}
+	return badRequest(ReasonInputItemUnsupported, param+".type", fmt.Sprintf("input item type %q is not supported here", it.Type))
+}
+
+// chatMessage renders a user/system/developer Responses message as a Chat
+// Completions one, keeping images and files as content parts.
+func chatMessage(role string, content json.RawMessage) (loop.Message, error) {
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		raw, _ := marshal(map[string]any{"role": role, "content": s})
+		return loop.DecodeOpenAIMessage(raw)
+	}
+	var parts []map[string]json.RawMessage
+	if err := json.Unmarshal(content, &parts); err != nil {
+		return loop.Message{}, fmt.Errorf("content must be a string or a list of parts")
+	}
+	out := make([]any, 0, len(parts))
+	for _, p := range parts {
+		var typ string
+		_ = json.Unmarshal(p["type"], &typ)
+		switch typ {
+		case "input_text", "output_text":
+			out = append(out, map[string]json.RawMessage{"type": json.RawMessage(`"text"`), "text": p["text"]})
+		case "input_image":
+			if !present(p["image_url"]) {
+				return loop.Message{}, fmt.Errorf("input_image needs image_url (file_id is not supported)")
+			}
+			img := map[string]json.RawMessage{"url": p["image_url"]}
+			if present(p["detail"]) {
+				img["detail"] = p["detail"]
+			}
+			out = append(out, map[string]any{"type": "image_url", "image_url": img})
+		case "input_file":
+			f := map[string]json.RawMessage{}
+			for _, k := range []string{"file_data", "file_id", "filename"} {
+				if present(p[k]) {
+					f[k] = p[k]
+				}
+			}
+			out = append(out, map[string]any{"type": "file", "file": f})
+		default:
+			return loop.Message{}, fmt.Errorf("content part type %q is not supported", typ)
+		}
+	}
+	raw, _ := marshal(map[string]any{"role": role, "content": out})
+	return loop.DecodeOpenAIMessage(raw)
+}
+
+// assistantText joins the text of an assistant message's content.
+func assistantText(content json.RawMessage) (string, error) {
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type    string `json:"type"`
+		Text    string `json:"text"`
+		Refusal string `json:"refusal"`
+	}
+	if err := json.Unmarshal(content, &parts); err != nil {
+		return "", fmt.Errorf("content must be a string or a list of parts")
+	}
+	var sb strings.Builder
+	for _, p := range parts {
+		switch p.Type {
+		case "output_text", "input_text":
+			sb.WriteString(p.Text)
+		case "refusal":
+			sb.WriteString(p.Refusal)
+		}
+	}
+	return sb.String(), nil
+}
+
+// outputText reads a tool output: a string or a list of text parts.
+func outputText(raw json.RawMessage) (string, error) {
+	if !present(raw) {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", fmt.Errorf("output must be a string or a list of parts")
+	}
+	var sb strings.Builder
+	for _, p := range parts {
+		sb.WriteString(p.Text)
+	}
+	return sb.String(), nil
+}
+
+func present(raw json.RawMessage) bool {
+	return len(raw) > 0 && string(raw) != "null"
+}

@@ -1,0 +1,225 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"toolhost/journal"
+)
+
+// The journal's group-commit writer is the hot path of every call: each
+// call waits for two of its transactions. Both dialects therefore write
+// through connections of their own with statements prepared once, instead
+// of database/sql's pool re-parsing SQL per batch.
+
+// sqliteWriter is one SQLite connection reserved for journal writes, with
+// its insert and update prepared on it. SQLite has one writer at a time
+// anyway; a dedicated connection saves the pool round trip, the
+// per-transaction goroutine of database/sql and the statement re-parsing.
+type sqliteWriter struct {
+	mu       sync.Mutex
+	conn     *sql.Conn
+	ins, upd *sql.Stmt
+}
+
+func (w *sqliteWriter) ready(ctx context.Context, db *sql.DB) error {
+	if w.conn != nil {
+		return nil
+	}
+	c, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("journal writer connection: %w", err)
+	}
+	ins, err := c.PrepareContext(ctx, insertExec)
+	if err != nil {
+		c.Close()
+		return fmt.Errorf("prepare journal insert: %w", err)
+	}
+	upd, err := c.PrepareContext(ctx, updateExec)
+	if err != nil {
+		ins.Close()
+		c.Close()
+		return fmt.Errorf("prepare journal update: %w", err)
+	}
+	w.conn, w.ins, w.upd = c, ins, upd
+	return nil
+}
+
+// discard drops the connection after a failure that may have left it inside
+// a transaction: it must not go back to the pool in that state.
+func (w *sqliteWriter) discard() {
+	if w.conn == nil {
+		return
+	}
+	w.ins.Close()
+	w.upd.Close()
+	_ = w.conn.Raw(func(any) error { return driver.ErrBadConn })
+	w.conn.Close()
+	w.conn, w.ins, w.upd = nil, nil, nil
+}
+
+func (w *sqliteWriter) close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.conn == nil {
+		return nil
+	}
+	err := errors.Join(w.ins.Close(), w.upd.Close(), w.conn.Close())
+	w.conn, w.ins, w.upd = nil, nil, nil
+	return err
+}
+
+// write applies ws in order in one IMMEDIATE transaction.
+func (w *sqliteWriter) write(ctx context.Context, db *sql.DB, ws []journal.Write) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.ready(ctx, db); err != nil {
+		return err
+	}
+	if _, err := w.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		w.discard()
+		return fmt.Errorf("begin: %w", err)
+	}
+	err := w.apply(ctx, ws)
+	if err == nil {
+		if _, cerr := w.conn.ExecContext(ctx, "COMMIT"); cerr != nil {
+			err = fmt.Errorf("commit: %w", cerr)
+		}
+	}
+	if err != nil {
+		// The rollback must run even when ctx is what failed.
+		if _, rerr := w.conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
+			w.discard()
+		}
+		return err
+	}
+	return nil
+}
+
+func (w *sqliteWriter) apply(ctx context.Context, ws []journal.Write) error {
+	for _, wr := range ws {
+		evs, err := encodeEvents(wr.Events)
+		if err != nil {
+			return fmt.Errorf("execution %s: %w", wr.Record.ID, err)
+		}
+		if wr.Insert {
+			if _, err := w.ins.ExecContext(ctx, append(insertArgs(wr.Record), evs)...); err != nil {
+				return fmt.Errorf("insert execution %s: %w", wr.Record.ID, err)
+			}
+			continue
+		}
+		res, err := w.upd.ExecContext(ctx, updateArgs(wr.Record, evs)...)
+		if err != nil {
+			return fmt.Errorf("update execution %s: %w", wr.Record.ID, err)
+		}
+		if n, err := res.RowsAffected(); err == nil && n != 1 {
+			return fmt.Errorf("update execution %s: %w", wr.Record.ID, journal.ErrNotFound)
+		}
+	}
+	return nil
+}
+
+// PostgreSQL journal writes go through a small pgx pool of their own: a
+// batch is sent in one round trip (pgx caches the prepared statements per
+// connection) instead of one round trip per statement, and several batches
+// may commit at once so the server's WAL flushes group them further.
+const pgWriteConns = 4
+
+var (
+	pgInsertExec = (&DB{dialect: Postgres}).q(insertExec)
+	pgUpdateExec = (&DB{dialect: Postgres}).q(updateExec)
+)
+
+func openPGWriter(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres url: %w", err)
+	}
+	cfg.MaxConns = pgWriteConns
+	p, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("journal writer pool: %w", err)
+	}
+	return p, nil
+}
+
+// pgUpdateGuard fails the batch's implicit transaction (division by zero)
+// unless every updated record exists: an update of a missing record must
+// undo the whole batch, and the batch's results are read only after the
+// server has committed it.
+const pgUpdateGuard = `SELECT 1 / (count(*) = $1::bigint)::int FROM tool_executions WHERE id = ANY($2)`
+
+// writePG sends ws as one pipelined batch: the statements run in the
+// implicit transaction the server wraps around a pipeline that ends with a
+// single Sync, so one round trip writes and commits the whole batch (all or
+// none), and the server answers only once the commit is flushed.
+func (d *DB) writePG(ctx context.Context, ws []journal.Write) error {
+	b := &pgx.Batch{}
+	var updated []string
+	for _, w := range ws {
+		evs, err := encodeEvents(w.Events)
+		if err != nil {
+			return fmt.Errorf("execution %s: %w", w.Record.ID, err)
+		}
+		if w.Insert {
+			b.Queue(pgInsertExec, append(insertArgs(w.Record), evs)...)
+		} else {
+			b.Queue(pgUpdateExec, updateArgs(w.Record, evs)...)
+			if !slices.Contains(updated, w.Record.ID) {
+				updated = append(updated, w.Record.ID)
+			}
+		}
+	}
+	if len(updated) > 0 {
+		b.Queue(pgUpdateGuard, len(updated), updated)
+	}
+	br := d.pgw.SendBatch(ctx, b)
+	for _, w := range ws {
+		tag, err := br.Exec()
+		if err != nil {
+			br.Close()
+			if w.Insert {
+				return fmt.Errorf("insert execution %s: %w", w.Record.ID, err)
+			}
+			return fmt.Errorf("update execution %s: %w", w.Record.ID, err)
+		}
+		if !w.Insert && tag.RowsAffected() != 1 {
+			// The guard below has failed the transaction already.
+			br.Close()
+			return fmt.Errorf("update execution %s: %w", w.Record.ID, journal.ErrNotFound)
+		}
+	}
+	if len(updated) > 0 {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "22012" {
+				return fmt.Errorf("update executions %v: %w", updated, journal.ErrNotFound)
+			}
+			return fmt.Errorf("check updated executions: %w", err)
+		}
+	}
+	// Close reads up to the server's ReadyForQuery, which follows the
+	// commit: only then is the batch durable.
+	if err := br.Close(); err != nil {
+		return fmt.Errorf("commit journal batch: %w", err)
+	}
+	return nil
+}
+
+// WriteConcurrency tells the journal how many batches it may write at once:
+// SQLite has a single writer; PostgreSQL commits several in parallel.
+func (d *DB) WriteConcurrency() int {
+	if d.pg() {
+		return pgWriteConns
+	}
+	return 1
+}

@@ -1,0 +1,110 @@
+package fetchpage
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Config is the `fetch` section of the server's config file. Every zero value
+// means "use the default", so an empty Config is a working, safe setup.
+type Config struct {
+	// UserAgent is sent with every request and used for robots.txt groups.
+	UserAgent string `json:"user_agent"`
+	// AllowPrivate exempts CIDRs, addresses or host names (with their
+	// subdomains) from the SSRF guard. For tests and intranets only; empty by
+	// default.
+	AllowPrivate []string `json:"allow_private"`
+	// Proxy is an explicit HTTP(S) proxy URL. Proxies from the environment
+	// (HTTP_PROXY, ...) are never used.
+	Proxy string `json:"proxy"`
+	// ConnectTimeout bounds DNS plus TCP/TLS connect (default 10s).
+	ConnectTimeout Duration `json:"connect_timeout"`
+	// Timeout bounds one whole fetch including redirects and body (default 30s).
+	Timeout Duration `json:"timeout"`
+	// MaxHTMLBytes caps the decoded body of anything that is not a PDF
+	// (default 10 MiB).
+	MaxHTMLBytes int64 `json:"max_html_bytes"`
+	// MaxPDFBytes caps the decoded body of a PDF (default 50 MiB).
+	MaxPDFBytes int64 `json:"max_pdf_bytes"`
+	// MaxPDFPages is the page budget of one PDF extraction (default 300).
+	MaxPDFPages int `json:"max_pdf_pages"`
+	// MaxRedirects is the redirect limit (default 5).
+	MaxRedirects int `json:"max_redirects"`
+	// PerHostConcurrency limits fetches in flight to one host (default 4).
+	PerHostConcurrency int `json:"per_host_concurrency"`
+	// CacheTTL is how long an extracted page is served from memory
+	// (default 5m; negative disables the cache).
+	CacheTTL Duration `json:"cache_ttl"`
+	// CacheMaxBytes bounds the cache's content size (default 32 MiB).
+	CacheMaxBytes int64 `json:"cache_max_bytes"`
+	// IgnoreRobots turns the robots.txt check off (default: robots.txt is
+	// obeyed).
+	IgnoreRobots bool `json:"ignore_robots"`
+	// RobotsTTL is how long a host's robots.txt is cached (default 1h).
+	RobotsTTL Duration `json:"robots_ttl"`
+}
+
+// DefaultUserAgent identifies us to sites and robots.txt.
+const DefaultUserAgent = "toolhost-fetch/1.0 (+robots.txt obeyed)"
+
+// robotsAgent is the product token matched against robots.txt groups.
+const robotsAgent = "toolhost-fetch"
+
+func (c Config) withDefaults() Config {
+	if c.UserAgent == "" {
+		c.UserAgent = DefaultUserAgent
+	}
+	if c.ConnectTimeout <= 0 {
+		c.ConnectTimeout = Duration(10 * time.Second)
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = Duration(30 * time.Second)
+	}
+	if c.MaxHTMLBytes <= 0 {
+		c.MaxHTMLBytes = 10 << 20
+	}
+	if c.MaxPDFBytes <= 0 {
+		c.MaxPDFBytes = 50 << 20
+	}
+	if c.MaxPDFPages <= 0 {
+		c.MaxPDFPages = 300
+	}
+	if c.MaxRedirects <= 0 {
+		c.MaxRedirects = 5
+	}
+	if c.PerHostConcurrency <= 0 {
+		c.PerHostConcurrency = 4
+	}
+	if c.CacheTTL == 0 {
+		c.CacheTTL = Duration(5 * time.Minute)
+	}
+	if c.CacheMaxBytes <= 0 {
+		c.CacheMaxBytes = 32 << 20
+	}
+	if c.RobotsTTL <= 0 {
+		c.RobotsTTL = Duration(time.Hour)
+	}
+	return c
+}
+
+// Duration is a time.Duration written as "30s" in JSON.
+type Duration time.Duration
+
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string such as \"30s\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }

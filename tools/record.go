@@ -1,0 +1,253 @@
+package tools
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"toolhost/catalog"
+	"toolhost/journal"
+)
+
+// LocalAccount is the account of every call until API keys name real ones.
+const LocalAccount = "local"
+
+// validatorName is recorded with each validation (§6.4: the dialect and the
+// validator that judged the arguments).
+const validatorName = "github.com/santhosh-tekuri/jsonschema/v6"
+
+// Error codes of idempotency keys.
+const (
+	CodeIdempotencyKeyReused     = "idempotency_key_reused"
+	CodeIdempotencyKeyInProgress = "idempotency_key_in_progress"
+)
+
+// Digest is the idempotency request digest of §6.5/§6.8: SHA-256 over
+// account ‖ tool name ‖ tool version ‖ canonical normalized arguments, each
+// part length-prefixed so no two different tuples hash the same bytes.
+func Digest(account, tool, version string, canonicalArgs []byte) string {
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(account), []byte(tool), []byte(version), canonicalArgs} {
+		fmt.Fprintf(h, "%d:", len(part))
+		h.Write(part)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// callRecord is the journal side of one Execute: the record, its trail of
+// state events and the outcome being built.
+type callRecord struct {
+	e     *Executor
+	rec   journal.Record
+	tr    *journal.Trail
+	out   *Outcome
+	start time.Time
+}
+
+func (e *Executor) begin(p Proposal) *callRecord {
+	start := time.Now()
+	id := uuid.Must(uuid.NewV7()).String()
+	account := p.Caller.AccountID
+	if account == "" {
+		account = e.opts.AccountID
+	}
+	rec := journal.Record{
+		ID: id, AccountID: account, KeyID: p.Caller.KeyID, SessionID: p.Caller.SessionID,
+		FloorID: p.Caller.FloorID, RunID: p.Caller.RunID, Round: p.Caller.Round, CallID: p.CallID,
+		CallerSlot: p.Caller.Slot, ProviderID: "toolhost", ProviderType: "builtin", ToolName: p.Tool,
+		ArgsRaw: append([]byte(nil), p.Args...), IdempotencyKey: p.IdempotencyKey, TraceID: p.Caller.TraceID,
+		Status: journal.StatusRunning, Lifecycle: journal.Opened, Commit: journal.CommitPending,
+		StartedAt: start, CreatedAt: start, DeliveryMode: "inline", AttemptNo: 1,
+	}
+	tr := journal.NewTrail(time.Now, map[string]any{"call_id": p.CallID, "tool": p.Tool, "args_bytes": len(p.Args)})
+	return &callRecord{e: e, rec: rec, tr: tr, start: start,
+		out: &Outcome{ExecutionID: id, Tool: p.Tool, CallID: p.CallID}}
+}
+
+func (c *callRecord) move(to journal.State, detail any) error {
+	if err := c.tr.Move(to, detail); err != nil {
+		return fmt.Errorf("execution %s: %w", c.rec.ID, err)
+	}
+	return nil
+}
+
+// settle copies the outcome into the record as a finished call.
+func (c *callRecord) settle(commit journal.Commit) {
+	now := time.Now()
+	c.out.Duration = now.Sub(c.start)
+	r := &c.rec
+	r.Status = journal.Status(c.out.Status)
+	r.Lifecycle = journal.Finished
+	r.Commit = commit
+	r.State = c.tr.State()
+	r.Result = c.out.Structured
+	r.ResultText = c.out.Text
+	r.Summary = c.out.Summary
+	r.Units = c.out.Units
+	r.Truncated = c.out.Truncated
+	r.ErrorCode, r.ErrorMessage = "", ""
+	if c.out.IsError {
+		r.ErrorCode, r.ErrorMessage = c.out.Code, c.out.Message
+	}
+	r.Duration = c.out.Duration
+	r.FinishedAt = now
+}
+
+// reject ends a call that never runs: the record is written once, finished,
+// with its rejection state.
+func (c *callRecord) reject(ctx context.Context, state journal.State, status Status, te *Error) (*Outcome, error) {
+	c.e.fail(c.out, status, te)
+	if err := c.move(state, map[string]any{"code": te.Code, "message": te.Message}); err != nil {
+		return nil, err
+	}
+	c.settle(journal.CommitDiscarded)
+	if err := c.e.journal.Add(context.WithoutCancel(ctx), c.rec, c.tr.Take()); err != nil {
+		return nil, fmt.Errorf("record the rejection of %s: %w", c.rec.ToolName, err)
+	}
+	return c.out, nil
+}
+
+// openEvents moves the trail to EXECUTING (through PREPARED for tools with
+// side effects) and returns the events not yet written.
+func (c *callRecord) openEvents(spec catalog.Spec, deadline time.Time, timeout time.Duration) ([]journal.Event, error) {
+	if spec.SideEffect != catalog.SideEffectNone {
+		if err := c.move(journal.StatePrepared, map[string]any{"side_effect_level": spec.SideEffect, "args_digest": c.rec.ArgsDigest}); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.move(journal.StateExecuting, map[string]any{"attempt": 1, "deadline": deadline.UTC().Format(time.RFC3339Nano), "timeout_ms": timeout.Milliseconds()}); err != nil {
+		return nil, err
+	}
+	return c.tr.Take(), nil
+}
+
+// finish records how an executed call ended. ran says the tool returned a
+// result; toolErr that it reported a failure of its own (before any
+// effect). Other failures of a tool with irreversible effects (deadline,
+// cancellation, crash) leave its outcome unknown (§6.7).
+func (c *callRecord) finish(ctx context.Context, spec catalog.Spec, ran, toolErr bool) error {
+	out := c.out
+	effects := spec.SideEffect != catalog.SideEffectNone
+	commit := journal.CommitDiscarded
+	detail := map[string]any{"status": out.Status, "code": out.Code}
+	var err error
+	switch {
+	case ran && !out.IsError:
+		if effects {
+			err = c.move(journal.StateCommitted, nil)
+		}
+		if err == nil {
+			err = c.move(journal.StateObserved, map[string]any{"status": out.Status, "result_bytes": len(out.Text), "truncated": out.Truncated})
+		}
+		commit = journal.CommitCommitted
+	case ran && effects:
+		// The tool finished its work but the result could not be encoded.
+		err = c.move(journal.StateCommitted, nil)
+		if err == nil {
+			err = c.move(journal.StateFailedAfterCommit, detail)
+		}
+		commit = journal.CommitCommitted
+	case !ran && !toolErr && spec.SideEffect == catalog.SideEffectIrreversible:
+		out.Status = StatusUncertain
+		err = c.move(journal.StateOutcomeUnknown, detail)
+		commit = journal.CommitUncertain
+	case out.Code == CodeCancelled:
+		err = c.move(journal.StateCancelledBeforeCommit, detail)
+	default:
+		err = c.move(journal.StateFailedBeforeCommit, detail)
+	}
+	if err != nil {
+		return err
+	}
+	c.settle(commit)
+	if err := c.e.journal.Finish(context.WithoutCancel(ctx), c.rec, c.tr.Take()); err != nil {
+		return fmt.Errorf("record the outcome of %s: %w", c.rec.ToolName, err)
+	}
+	return nil
+}
+
+// claim handles a call with an idempotency key, in state AUTHORIZED. It
+// returns done=false when the key was claimed and the opened record written
+// (the caller executes the tool), or done=true with c.out set from the call
+// that holds the key (replayed, rejected as key reuse, or still running).
+func (e *Executor) claim(ctx context.Context, c *callRecord, timeout time.Duration) (bool, error) {
+	spec := e.tools[c.rec.ToolName].spec
+	key := c.rec.IdempotencyKey
+	// A holder that ended before any effect frees the key, so a second
+	// attempt can claim it; more than that means churn, not a bug.
+	for attempt := 0; attempt < 3; attempt++ {
+		fork := c.tr.Fork()
+		open := &callRecord{e: e, rec: c.rec, tr: fork, out: c.out, start: c.start}
+		deadline := time.Now().Add(timeout)
+		evs, err := open.openEvents(spec, deadline, timeout)
+		if err != nil {
+			return true, err
+		}
+		res, err := e.journal.Claim(ctx, key, c.rec.ArgsDigest, c.rec, evs)
+		if err != nil {
+			return true, fmt.Errorf("record the start of %s: %w", c.rec.ToolName, err)
+		}
+		if res.Claimed {
+			c.tr = fork
+			return false, nil
+		}
+		if res.Reused {
+			_, err := c.reject(ctx, journal.StateIdempotencyRejected, StatusError, Errorf(CodeIdempotencyKeyReused,
+				"idempotency key %q was already used with other arguments or another tool (execution %s); use a new key for a new call",
+				key, res.Existing.ID))
+			return true, err
+		}
+		held := res.Existing
+		if held.Lifecycle != journal.Finished {
+			wctx, cancel := context.WithTimeout(ctx, timeout)
+			held, err = e.journal.Wait(wctx, c.rec.AccountID, held.ID)
+			cancel()
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+				te := Errorf(CodeIdempotencyKeyInProgress, "a call with idempotency key %q is still running (execution %s); ask again later for its result", key, res.Existing.ID)
+				te.RetryAfter = time.Second
+				_, err := c.reject(ctx, journal.StateIdempotencyRejected, StatusError, te)
+				return true, err
+			}
+			if err != nil {
+				return true, fmt.Errorf("wait for execution %s: %w", res.Existing.ID, err)
+			}
+		}
+		if held.Commit == journal.CommitDiscarded {
+			continue
+		}
+		return true, c.replay(ctx, held)
+	}
+	_, err := c.reject(ctx, journal.StateIdempotencyRejected, StatusError, Errorf(CodeIdempotencyKeyInProgress,
+		"idempotency key %q is contended by other calls that keep failing; try again", key))
+	return true, err
+}
+
+// replay answers a duplicate with the stored outcome of the call that holds
+// its key, without executing, and records the duplicate as deduplicated with
+// commit outcome replay_blocked.
+func (c *callRecord) replay(ctx context.Context, held journal.Record) error {
+	out := c.out
+	out.Status = Status(held.Status)
+	out.IsError = held.Status != journal.StatusSuccess
+	out.Code, out.Message = held.ErrorCode, held.ErrorMessage
+	out.Structured = held.Result
+	out.Text = held.ResultText
+	out.Truncated = held.Truncated
+	out.Summary = held.Summary
+	out.Units = 0 // nothing ran, nothing to bill
+	out.ReplayOf = held.ID
+	if err := c.move(journal.StateDeduplicated, map[string]any{"replay_of": held.ID, "idempotency_key": c.rec.IdempotencyKey}); err != nil {
+		return err
+	}
+	c.rec.ReplayParentID = held.ID
+	c.settle(journal.CommitReplayBlocked)
+	if err := c.e.journal.Add(context.WithoutCancel(ctx), c.rec, c.tr.Take()); err != nil {
+		return fmt.Errorf("record the replay of %s: %w", held.ID, err)
+	}
+	return nil
+}

@@ -1,0 +1,39 @@
+package runcode
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// assertNoStrayFiles checks that dir holds nothing but the run directories
+// of pooled instances (which are empty until a run uses them).
+func assertNoStrayFiles(t *testing.T, dir string) {
+	t.Helper()
+	// Discards happen in the background right after a result: give them a
+	// moment (a condition, not a timing assertion).
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var stray []string
+		_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err != nil || p == dir {
+				return nil
+			}
+			rel, _ := filepath.Rel(dir, p)
+			if d.IsDir() && !strings.Contains(rel, string(filepath.Separator)) && strings.HasPrefix(rel, "run-") {
+				return nil
+			}
+			stray = append(stray, rel)
+			return nil
+		})
+		if len(stray) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("files left behind under %s: %v", dir, stray)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

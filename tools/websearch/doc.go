@@ -1,0 +1,31 @@
+// Package websearch provides the web_search tool: one tool over several real
+// search engines — SearXNG (JSON API), Brave Search API, Tavily, and a no-key
+// HTML provider (DuckDuckGo's HTML endpoint, the embedded default) parsed with
+// goquery.
+//
+// A call walks the configured providers in order and stops at the first one
+// that answers. Timeouts, 429s, 5xx responses and unreadable bodies move on to
+// the next provider; a 429 also puts that provider in back-off for as long as
+// its Retry-After (or Brave's X-RateLimit-Reset) asks, and the provider is not
+// contacted again before then. Providers that failed for other reasons are
+// tried last for a short, growing while, but never skipped, so one flaky
+// engine cannot make search disappear.
+//
+// Results are cleaned the same way whichever engine produced them: redirect
+// wrappers (DuckDuckGo /l/?uddg=, Google /url?q=, Bing /ck/a, Yahoo RU=) are
+// unwrapped, tracking parameters (utm_*, gclid, fbclid, ...) removed,
+// duplicates merged, snippets stripped of markup, titles entity-decoded. The
+// domain filters (site, allowed_domains, blocked_domains; a domain covers its
+// subdomains) are passed to engines that understand them and then applied
+// again here, because many engines ignore them.
+//
+// Answers are cached (normalized query + options + provider list → results)
+// with a TTL and an entry bound, in memory and, when a directory is given, on
+// disk, so that two `toolhost call` processes share it. A cache hit says
+// cached: true and costs no paid unit; a call that got its answer from a
+// provider costs one "search_call" unit.
+//
+// Invariants: provider base URLs come only from the operator's config, never
+// from tool arguments; API keys are sent only in the request header the
+// engine documents and never appear in results, error messages or logs.
+package websearch
