@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -175,13 +175,10 @@ func TestToolsCallThroughThePipeline(t *testing.T) {
 
 func TestProgressNotificationsReachTheClient(t *testing.T) {
 	e := start(t, mcpface.Options{})
-	var mu sync.Mutex
-	var got []float64
+	got := make(chan float64, 10)
 	cs := connect(t, e.url, nil, &sdk.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
-			mu.Lock()
-			got = append(got, req.Params.Progress)
-			mu.Unlock()
+			got <- req.Params.Progress
 		},
 	})
 	params := &sdk.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 30, "steps": 3}}
@@ -190,10 +187,20 @@ func TestProgressNotificationsReachTheClient(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("sleep: %v %+v", err, res)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(got) != 3 || got[0] != 1 || got[2] != 3 {
-		t.Fatalf("progress = %v, want [1 2 3]", got)
+	// The client dispatches notifications on its own goroutine, so the last
+	// one may be handled just after the result arrives: wait for all three.
+	var seen []float64
+	for len(seen) < 3 {
+		select {
+		case p := <-got:
+			seen = append(seen, p)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("progress = %v, want [1 2 3]", seen)
+		}
+	}
+	sort.Float64s(seen)
+	if seen[0] != 1 || seen[1] != 2 || seen[2] != 3 {
+		t.Fatalf("progress = %v, want [1 2 3]", seen)
 	}
 }
 
