@@ -261,7 +261,11 @@ func (e *Executor) Execute(ctx context.Context, p Proposal) (*Outcome, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := e.journal.Open(ctx, c.rec, evs); err != nil {
+		// A caller that has just gone away must not turn the call into a
+		// runtime failure with no record: the open record is written
+		// regardless, and the cancelled context then ends the tool at once,
+		// so the journal says "cancelled", not nothing.
+		if err := e.journal.Open(context.WithoutCancel(ctx), c.rec, evs); err != nil {
 			return nil, fmt.Errorf("record the start of %s: %w", p.Tool, err)
 		}
 	}
