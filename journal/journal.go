@@ -23,10 +23,6 @@ type Options struct {
 	// committing a batch while other calls are in flight. Default 0 (no
 	// wait); serve sets journal.commit_delay.
 	CommitDelay time.Duration
-	// Writers is how many batches may be written at once. Default: the
-	// store's WriteConcurrency when it has one (PostgreSQL commits several
-	// transactions in parallel; SQLite has a single writer), else 1.
-	Writers int
 	// PollInterval is how often a duplicate call polls the store for the
 	// end of a call that another process runs. Default 100 ms.
 	PollInterval time.Duration
@@ -77,17 +73,8 @@ func New(s Store, opts Options) *Journal {
 		stop:    make(chan struct{}),
 		running: map[string]chan struct{}{},
 	}
-	if opts.Writers <= 0 {
-		opts.Writers = 1
-		if c, ok := s.(interface{ WriteConcurrency() int }); ok && c.WriteConcurrency() > 0 {
-			opts.Writers = c.WriteConcurrency()
-		}
-	}
-	j.opts = opts
-	for range opts.Writers {
-		j.wg.Add(1)
-		go j.writer()
-	}
+	j.wg.Add(1)
+	go j.writer()
 	return j
 }
 

@@ -50,7 +50,11 @@ type eventLine struct {
 // compact each detail again. Details from journal.Trail are json.Marshal
 // output (compact, no raw newline); others are compacted here.
 func encodeEvents(evs []journal.Event) (string, error) {
-	var b []byte
+	n := 0
+	for _, e := range evs {
+		n += len(e.Detail) + 64
+	}
+	b := make([]byte, 0, n)
 	for _, e := range evs {
 		b = append(b, `{"seq":`...)
 		b = strconv.AppendInt(b, int64(e.Seq), 10)

@@ -26,9 +26,14 @@ import (
 // anyway; a dedicated connection saves the pool round trip, the
 // per-transaction goroutine of database/sql and the statement re-parsing.
 type sqliteWriter struct {
-	mu       sync.Mutex
-	conn     *sql.Conn
-	ins, upd *sql.Stmt
+	mu                    sync.Mutex
+	conn                  *sql.Conn
+	begin, commit, rollbk *sql.Stmt
+	ins, upd              *sql.Stmt
+}
+
+func (w *sqliteWriter) stmts() []*sql.Stmt {
+	return []*sql.Stmt{w.begin, w.commit, w.rollbk, w.ins, w.upd}
 }
 
 func (w *sqliteWriter) ready(ctx context.Context, db *sql.DB) error {
@@ -39,18 +44,19 @@ func (w *sqliteWriter) ready(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return fmt.Errorf("journal writer connection: %w", err)
 	}
-	ins, err := c.PrepareContext(ctx, insertExec)
-	if err != nil {
-		c.Close()
-		return fmt.Errorf("prepare journal insert: %w", err)
+	w.conn = c
+	for _, p := range []struct {
+		dst   **sql.Stmt
+		query string
+	}{
+		{&w.begin, "BEGIN IMMEDIATE"}, {&w.commit, "COMMIT"}, {&w.rollbk, "ROLLBACK"},
+		{&w.ins, insertExec}, {&w.upd, updateExec},
+	} {
+		if *p.dst, err = c.PrepareContext(ctx, p.query); err != nil {
+			w.discard()
+			return fmt.Errorf("prepare journal statement %.30q: %w", p.query, err)
+		}
 	}
-	upd, err := c.PrepareContext(ctx, updateExec)
-	if err != nil {
-		ins.Close()
-		c.Close()
-		return fmt.Errorf("prepare journal update: %w", err)
-	}
-	w.conn, w.ins, w.upd = c, ins, upd
 	return nil
 }
 
@@ -60,11 +66,21 @@ func (w *sqliteWriter) discard() {
 	if w.conn == nil {
 		return
 	}
-	w.ins.Close()
-	w.upd.Close()
+	w.closeStmts()
 	_ = w.conn.Raw(func(any) error { return driver.ErrBadConn })
 	w.conn.Close()
-	w.conn, w.ins, w.upd = nil, nil, nil
+	w.conn = nil
+}
+
+func (w *sqliteWriter) closeStmts() error {
+	var errs []error
+	for _, st := range w.stmts() {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	w.begin, w.commit, w.rollbk, w.ins, w.upd = nil, nil, nil, nil, nil
+	return errors.Join(errs...)
 }
 
 func (w *sqliteWriter) close() error {
@@ -73,8 +89,8 @@ func (w *sqliteWriter) close() error {
 	if w.conn == nil {
 		return nil
 	}
-	err := errors.Join(w.ins.Close(), w.upd.Close(), w.conn.Close())
-	w.conn, w.ins, w.upd = nil, nil, nil
+	err := errors.Join(w.closeStmts(), w.conn.Close())
+	w.conn = nil
 	return err
 }
 
@@ -85,19 +101,19 @@ func (w *sqliteWriter) write(ctx context.Context, db *sql.DB, ws []journal.Write
 	if err := w.ready(ctx, db); err != nil {
 		return err
 	}
-	if _, err := w.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+	if _, err := w.begin.ExecContext(ctx); err != nil {
 		w.discard()
 		return fmt.Errorf("begin: %w", err)
 	}
 	err := w.apply(ctx, ws)
 	if err == nil {
-		if _, cerr := w.conn.ExecContext(ctx, "COMMIT"); cerr != nil {
+		if _, cerr := w.commit.ExecContext(ctx); cerr != nil {
 			err = fmt.Errorf("commit: %w", cerr)
 		}
 	}
 	if err != nil {
 		// The rollback must run even when ctx is what failed.
-		if _, rerr := w.conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
+		if _, rerr := w.rollbk.ExecContext(context.WithoutCancel(ctx)); rerr != nil {
 			w.discard()
 		}
 		return err
@@ -130,9 +146,11 @@ func (w *sqliteWriter) apply(ctx context.Context, ws []journal.Write) error {
 
 // PostgreSQL journal writes go through a small pgx pool of their own: a
 // batch is sent in one round trip (pgx caches the prepared statements per
-// connection) instead of one round trip per statement, and several batches
-// may commit at once so the server's WAL flushes group them further.
-const pgWriteConns = 4
+// connection) instead of one round trip per statement. The journal has one
+// writer; the second connection serves a reconciliation or a test writing
+// at the same time. (Several writers committing in parallel were measured
+// slower on 2 cores: smaller batches, more flushes.)
+const pgWriteConns = 2
 
 var (
 	pgInsertExec = (&DB{dialect: Postgres}).q(insertExec)
@@ -213,13 +231,4 @@ func (d *DB) writePG(ctx context.Context, ws []journal.Write) error {
 		return fmt.Errorf("commit journal batch: %w", err)
 	}
 	return nil
-}
-
-// WriteConcurrency tells the journal how many batches it may write at once:
-// SQLite has a single writer; PostgreSQL commits several in parallel.
-func (d *DB) WriteConcurrency() int {
-	if d.pg() {
-		return pgWriteConns
-	}
-	return 1
 }
