@@ -139,46 +139,9 @@ func (c *Anthropic) Call(ctx context.Context, req *UpstreamRequest, onDelta func
 	}
 	defer resp.Body.Close()
 	if !req.Stream {
-		b, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
-		if err != nil {
-			return nil, fmt.Errorf("upstream %s: read body: %w", c.name, causeOr(ctx, err))
-		}
-		out, err := decodeAnthropicResponse(b)
-		if err != nil {
-			return nil, fmt.Errorf("upstream %s: %w", c.name, err)
-		}
-		return out, nil
+		return readUpstreamBody(ctx, c.name, resp.Body, decodeAnthropicResponse)
 	}
-	idle := time.AfterFunc(c.timeouts.Idle, func() { cancelCause(errIdle) })
-	defer idle.Stop()
-	asm := newAnthropicAssembler(c.name)
-	err = readSSE(resp.Body, func(data []byte) error {
-		idle.Reset(c.timeouts.Idle)
-		deltas, err := asm.add(data)
-		if err != nil {
-			return err
-		}
-		if onDelta != nil {
-			for _, d := range deltas {
-				if err := onDelta(d); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		var de deltaError
-		if errors.As(err, &de) {
-			return nil, de.err
-		}
-		return nil, fmt.Errorf("upstream %s: stream: %w", c.name, causeOr(ctx, err))
-	}
-	out, err := asm.finish()
-	if err != nil {
-		return nil, fmt.Errorf("upstream %s: %w", c.name, err)
-	}
-	return out, nil
+	return readUpstreamStream(ctx, c.name, resp.Body, c.timeouts.Idle, cancelCause, newAnthropicAssembler(c.name), onDelta)
 }
 
 // CountTokens asks the upstream's count_tokens endpoint for the input

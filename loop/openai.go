@@ -101,46 +101,9 @@ func (c *OpenAI) Call(ctx context.Context, req *UpstreamRequest, onDelta func(De
 		return nil, &UpstreamError{Route: c.name, Status: resp.StatusCode, Body: b, Dialect: DialectOpenAI}
 	}
 	if !req.Stream {
-		b, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
-		if err != nil {
-			return nil, fmt.Errorf("upstream %s: read body: %w", c.name, causeOr(ctx, err))
-		}
-		out, err := decodeOpenAIResponse(b)
-		if err != nil {
-			return nil, fmt.Errorf("upstream %s: %w", c.name, err)
-		}
-		return out, nil
+		return readUpstreamBody(ctx, c.name, resp.Body, decodeOpenAIResponse)
 	}
-	idle := time.AfterFunc(c.timeouts.Idle, func() { cancelCause(errIdle) })
-	defer idle.Stop()
-	asm := newStreamAssembler()
-	err = readSSE(resp.Body, func(data []byte) error {
-		idle.Reset(c.timeouts.Idle)
-		deltas, err := asm.add(data)
-		if err != nil {
-			return err
-		}
-		if onDelta != nil {
-			for _, d := range deltas {
-				if err := onDelta(d); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		var de deltaError
-		if errors.As(err, &de) {
-			return nil, de.err
-		}
-		return nil, fmt.Errorf("upstream %s: stream: %w", c.name, causeOr(ctx, err))
-	}
-	out, err := asm.finish()
-	if err != nil {
-		return nil, fmt.Errorf("upstream %s: %w", c.name, err)
-	}
-	return out, nil
+	return readUpstreamStream(ctx, c.name, resp.Body, c.timeouts.Idle, cancelCause, newStreamAssembler(), onDelta)
 }
 
 func causeOr(ctx context.Context, err error) error {
