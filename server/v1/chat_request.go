@@ -137,40 +137,11 @@ func (h *Handler) parseChat(body []byte) (*chatRequest, error) {
 		}
 	}
 	// Publishing order, whatever order the declarations named them in.
-	if cr.declared {
-		for _, s := range h.opts.Runner.Catalog().List() {
-			if enabledSet[s.Name] {
-				cr.hosted.Tools = append(cr.hosted.Tools, s.Name)
-			}
-		}
-	}
-
-	// The extension field.
-	rounds, hasRounds, err := h.parseExtension(top[label])
-	if err != nil {
+	if err := h.applyHosted(&cr.hosted, cr.declared, enabledSet, cr.loop.Tools, top[label], label,
+		fmt.Sprintf("a tools item {\"type\":\"mcp\",\"server_label\":%q}", label), "function", "rename it or leave the hosted tool out of allowed_tools"); err != nil {
 		return nil, err
 	}
-	if hasRounds && !cr.declared {
-		return nil, badRequest(ReasonRoundsWithoutHosted, label+".max_tool_rounds", fmt.Sprintf("%s.max_tool_rounds is set but the request declares no hosted tools (a tools item {\"type\":\"mcp\",\"server_label\":%q})", label, label))
-	}
-	cr.hosted.MaxToolRounds = h.opts.DefaultMaxToolRounds
-	if hasRounds {
-		cr.hosted.MaxToolRounds = rounds
-	}
-
-	// A caller function may not share a name with an enabled hosted tool.
 	if cr.declared {
-		var clash []string
-		for _, f := range cr.loop.Tools {
-			if enabledSet[f.Name] {
-				clash = append(clash, f.Name)
-			}
-		}
-		if len(clash) > 0 {
-			e := badRequest(ReasonToolNameConflict, "tools", fmt.Sprintf("your function %s has the name of an enabled hosted tool; rename it or leave the hosted tool out of allowed_tools", strings.Join(quoteAll(clash), ", ")))
-			e.extra = map[string]any{"names": clash}
-			return nil, e
-		}
 		if n, ok := top["n"]; ok {
 			var v int
 			if json.Unmarshal(n, &v) == nil && v > 1 {
@@ -355,4 +326,46 @@ func sessionID(r *http.Request, md map[string]string) string {
 		return s
 	}
 	return r.Header.Get("X-Session-Id")
+}
+
+// applyHosted does the steps every format shares once its declaration is
+// read: the enabled hosted tools in catalog order, max_tool_rounds from the
+// extension field (refused without a declaration; declareHint says how this
+// format declares), and the refusal of a caller tool named like an enabled
+// hosted tool (renameHint says how to avoid it in this format).
+func (h *Handler) applyHosted(hosted *loop.Hosted, declared bool, enabledSet map[string]bool, callerTools []loop.Function,
+	ext json.RawMessage, label, declareHint, noun, renameHint string) error {
+	if declared {
+		for _, s := range h.opts.Runner.Catalog().List() {
+			if enabledSet[s.Name] {
+				hosted.Tools = append(hosted.Tools, s.Name)
+			}
+		}
+	}
+	rounds, hasRounds, err := h.parseExtension(ext)
+	if err != nil {
+		return err
+	}
+	if hasRounds && !declared {
+		return badRequest(ReasonRoundsWithoutHosted, label+".max_tool_rounds", fmt.Sprintf("%s.max_tool_rounds is set but the request declares no hosted tools (%s)", label, declareHint))
+	}
+	hosted.MaxToolRounds = h.opts.DefaultMaxToolRounds
+	if hasRounds {
+		hosted.MaxToolRounds = rounds
+	}
+	if !declared {
+		return nil
+	}
+	var clash []string
+	for _, f := range callerTools {
+		if enabledSet[f.Name] {
+			clash = append(clash, f.Name)
+		}
+	}
+	if len(clash) > 0 {
+		e := badRequest(ReasonToolNameConflict, "tools", fmt.Sprintf("your %s %s has the name of an enabled hosted tool; %s", noun, strings.Join(quoteAll(clash), ", "), renameHint))
+		e.extra = map[string]any{"names": clash}
+		return e
+	}
+	return nil
 }

@@ -184,37 +184,9 @@ func (h *Handler) parseMessages(r *http.Request, body []byte) (*messagesRequest,
 			return nil, badRequest(ReasonServerWithoutToolset, "mcp_servers", fmt.Sprintf("MCP server %q has no mcp_toolset in tools; add {\"type\":\"mcp_toolset\",\"mcp_server_name\":%q}", name, name))
 		}
 	}
-	if mr.declared {
-		for _, s := range h.opts.Runner.Catalog().List() {
-			if enabledSet[s.Name] {
-				mr.hosted.Tools = append(mr.hosted.Tools, s.Name)
-			}
-		}
-	}
-
-	rounds, hasRounds, err := h.parseExtension(top[label])
-	if err != nil {
+	if err := h.applyHosted(&mr.hosted, mr.declared, enabledSet, mr.loop.Tools, top[label], label,
+		fmt.Sprintf("mcp_servers with %q and its mcp_toolset", label), "tool", "rename it or disable the hosted tool in the mcp_toolset configs"); err != nil {
 		return nil, err
-	}
-	if hasRounds && !mr.declared {
-		return nil, badRequest(ReasonRoundsWithoutHosted, label+".max_tool_rounds", fmt.Sprintf("%s.max_tool_rounds is set but the request declares no hosted tools (mcp_servers with %q and its mcp_toolset)", label, label))
-	}
-	mr.hosted.MaxToolRounds = h.opts.DefaultMaxToolRounds
-	if hasRounds {
-		mr.hosted.MaxToolRounds = rounds
-	}
-	if mr.declared {
-		var clash []string
-		for _, f := range mr.loop.Tools {
-			if enabledSet[f.Name] {
-				clash = append(clash, f.Name)
-			}
-		}
-		if len(clash) > 0 {
-			e := badRequest(ReasonToolNameConflict, "tools", fmt.Sprintf("your tool %s has the name of an enabled hosted tool; rename it or disable the hosted tool in the mcp_toolset configs", strings.Join(quoteAll(clash), ", ")))
-			e.extra = map[string]any{"names": clash}
-			return nil, e
-		}
 	}
 
 	// system, then the conversation with our blocks turned back into tool

@@ -157,37 +157,9 @@ func (h *Handler) parseResponses(body []byte) (*responsesRequest, error) {
 			}
 		}
 	}
-	if rr.declared {
-		for _, s := range h.opts.Runner.Catalog().List() {
-			if enabledSet[s.Name] {
-				rr.hosted.Tools = append(rr.hosted.Tools, s.Name)
-			}
-		}
-	}
-
-	rounds, hasRounds, err := h.parseExtension(top[label])
-	if err != nil {
+	if err := h.applyHosted(&rr.hosted, rr.declared, enabledSet, rr.loop.Tools, top[label], label,
+		fmt.Sprintf("a tools item {\"type\":\"mcp\",\"server_label\":%q}", label), "function", "rename it or leave the hosted tool out of allowed_tools"); err != nil {
 		return nil, err
-	}
-	if hasRounds && !rr.declared {
-		return nil, badRequest(ReasonRoundsWithoutHosted, label+".max_tool_rounds", fmt.Sprintf("%s.max_tool_rounds is set but the request declares no hosted tools (a tools item {\"type\":\"mcp\",\"server_label\":%q})", label, label))
-	}
-	rr.hosted.MaxToolRounds = h.opts.DefaultMaxToolRounds
-	if hasRounds {
-		rr.hosted.MaxToolRounds = rounds
-	}
-	if rr.declared {
-		var clash []string
-		for _, f := range rr.loop.Tools {
-			if enabledSet[f.Name] {
-				clash = append(clash, f.Name)
-			}
-		}
-		if len(clash) > 0 {
-			e := badRequest(ReasonToolNameConflict, "tools", fmt.Sprintf("your function %s has the name of an enabled hosted tool; rename it or leave the hosted tool out of allowed_tools", strings.Join(quoteAll(clash), ", ")))
-			e.extra = map[string]any{"names": clash}
-			return nil, e
-		}
 	}
 
 	if tc := top["tool_choice"]; present(tc) {
