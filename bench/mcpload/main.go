@@ -527,7 +527,14 @@ func runFloor(ctx context.Context, addr string) error {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return hs.Shutdown(sctx)
+	if err := hs.Shutdown(sctx); errors.Is(err, context.DeadlineExceeded) {
+		// A client's standalone SSE stream never goes idle, so Shutdown can
+		// wait forever for it: close what is left, as toolhost serve does.
+		return hs.Close()
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 func report(out io.Writer, cfg config, results []result) {
