@@ -29,7 +29,7 @@ func TestPostgresJournalConformance(t *testing.T) {
 }
 
 // OpenSQLite opens a store on a fresh file in t.TempDir().
-func OpenSQLite(t *testing.T) *store.DB {
+func OpenSQLite(t testing.TB) *store.DB {
 	t.Helper()
 	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "toolhost.db"), store.Options{})
 	if err != nil {
@@ -41,7 +41,7 @@ func OpenSQLite(t *testing.T) *store.DB {
 
 // OpenPostgres opens a store in a fresh schema of TOOLHOST_TEST_POSTGRES
 // and drops the schema at the end.
-func OpenPostgres(t *testing.T) *store.DB {
+func OpenPostgres(t testing.TB) *store.DB {
 	t.Helper()
 	url, schema := PostgresSchemaURL(t)
 	db, err := store.Open(context.Background(), url, store.Options{})
@@ -55,7 +55,7 @@ func OpenPostgres(t *testing.T) *store.DB {
 
 // PostgresSchemaURL returns TOOLHOST_TEST_POSTGRES with search_path set to a
 // new unique schema, dropped when the test ends.
-func PostgresSchemaURL(t *testing.T) (string, string) {
+func PostgresSchemaURL(t testing.TB) (string, string) {
 	t.Helper()
 	base := os.Getenv("TOOLHOST_TEST_POSTGRES")
 	schema := "th_test_" + strings.ReplaceAll(uuid.NewString()[:13], "-", "")

@@ -6,7 +6,6 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -154,7 +153,14 @@ const pgWriteConns = 2
 
 var (
 	pgInsertExec = (&DB{dialect: Postgres}).q(insertExec)
-	pgUpdateExec = (&DB{dialect: Postgres}).q(updateExec)
+	// pgUpdateExec fails the batch's implicit transaction (division by
+	// zero) when the record does not exist: an update of a missing record
+	// must undo the whole batch, and the batch's results are read only
+	// after the server has committed it. Guarding each update in its own
+	// statement costs nothing beyond the update's own index lookup, where a
+	// separate check over all the batch's ids was planned once, on a table
+	// still empty, as a sequential scan that grew with the journal.
+	pgUpdateExec = `WITH u AS (` + (&DB{dialect: Postgres}).q(updateExec) + ` RETURNING 1) SELECT 1 / count(*)::int FROM u`
 )
 
 func openPGWriter(ctx context.Context, url string) (*pgxpool.Pool, error) {
@@ -170,19 +176,12 @@ func openPGWriter(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	return p, nil
 }
 
-// pgUpdateGuard fails the batch's implicit transaction (division by zero)
-// unless every updated record exists: an update of a missing record must
-// undo the whole batch, and the batch's results are read only after the
-// server has committed it.
-const pgUpdateGuard = `SELECT 1 / (count(*) = $1::bigint)::int FROM tool_executions WHERE id = ANY($2)`
-
 // writePG sends ws as one pipelined batch: the statements run in the
 // implicit transaction the server wraps around a pipeline that ends with a
 // single Sync, so one round trip writes and commits the whole batch (all or
 // none), and the server answers only once the commit is flushed.
 func (d *DB) writePG(ctx context.Context, ws []journal.Write) error {
 	b := &pgx.Batch{}
-	var updated []string
 	for _, w := range ws {
 		evs, err := encodeEvents(w.Events)
 		if err != nil {
@@ -192,37 +191,19 @@ func (d *DB) writePG(ctx context.Context, ws []journal.Write) error {
 			b.Queue(pgInsertExec, append(insertArgs(w.Record), evs)...)
 		} else {
 			b.Queue(pgUpdateExec, updateArgs(w.Record, evs)...)
-			if !slices.Contains(updated, w.Record.ID) {
-				updated = append(updated, w.Record.ID)
-			}
 		}
-	}
-	if len(updated) > 0 {
-		b.Queue(pgUpdateGuard, len(updated), updated)
 	}
 	br := d.pgw.SendBatch(ctx, b)
 	for _, w := range ws {
-		tag, err := br.Exec()
-		if err != nil {
+		if _, err := br.Exec(); err != nil {
 			br.Close()
 			if w.Insert {
 				return fmt.Errorf("insert execution %s: %w", w.Record.ID, err)
 			}
-			return fmt.Errorf("update execution %s: %w", w.Record.ID, err)
-		}
-		if !w.Insert && tag.RowsAffected() != 1 {
-			// The guard below has failed the transaction already.
-			br.Close()
-			return fmt.Errorf("update execution %s: %w", w.Record.ID, journal.ErrNotFound)
-		}
-	}
-	if len(updated) > 0 {
-		if _, err := br.Exec(); err != nil {
-			br.Close()
 			if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "22012" {
-				return fmt.Errorf("update executions %v: %w", updated, journal.ErrNotFound)
+				return fmt.Errorf("update execution %s: %w", w.Record.ID, journal.ErrNotFound)
 			}
-			return fmt.Errorf("check updated executions: %w", err)
+			return fmt.Errorf("update execution %s: %w", w.Record.ID, err)
 		}
 	}
 	// Close reads up to the server's ReadyForQuery, which follows the
