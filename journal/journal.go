@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -26,8 +27,30 @@ type Options struct {
 	// PollInterval is how often a duplicate call polls the store for the
 	// end of a call that another process runs. Default 100 ms.
 	PollInterval time.Duration
-	Clock        func() time.Time
-	Logger       *slog.Logger
+	// SpoolDir, when set, is the directory of the journal's write-ahead
+	// spool (spool.go): opened records are durable there before their tool
+	// runs and outcomes go to the store before their call returns. Empty:
+	// every write waits for the store itself.
+	SpoolDir string
+	// SpoolSync flushes the spool file to the disk at every write, so that
+	// a power cut loses nothing either (not only a crash of the process).
+	SpoolSync bool
+	// ApplyInterval is how long an opened record may stay in the spool
+	// before it is written to the store while its call still runs. Default
+	// 200 ms.
+	ApplyInterval time.Duration
+	// MaxPending bounds the spooled writes waiting for the store (it is
+	// down or slow); beyond it new writes wait. Default 10000.
+	MaxPending int
+	// SharedStore says other processes read the store too (PostgreSQL
+	// replicas): with a spool, a finished call's record is then in the
+	// store before Finish returns, so every replica sees every call that
+	// has returned. Otherwise finished records, like opened ones, reach the
+	// store within ApplyInterval in large batches, and only this process's
+	// reads (through Store) see them at once.
+	SharedStore bool
+	Clock       func() time.Time
+	Logger      *slog.Logger
 }
 
 // Journal records calls through a Store with group commit.
@@ -42,6 +65,8 @@ type Journal struct {
 	mu      sync.Mutex
 	running map[string]chan struct{} // open records of this process
 	closed  bool
+
+	spool atomic.Pointer[spool] // set by Start when Options.SpoolDir is
 }
 
 type pending struct {
@@ -59,6 +84,12 @@ func New(s Store, opts Options) *Journal {
 	}
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = 100 * time.Millisecond
+	}
+	if opts.ApplyInterval <= 0 {
+		opts.ApplyInterval = 200 * time.Millisecond
+	}
+	if opts.MaxPending <= 0 {
+		opts.MaxPending = 10000
 	}
 	if opts.Clock == nil {
 		opts.Clock = time.Now
@@ -78,8 +109,32 @@ func New(s Store, opts Options) *Journal {
 	return j
 }
 
-// Store returns the underlying store (for queries).
-func (j *Journal) Store() Store { return j.store }
+// Abandon stops the journal as if its process had been killed: nothing
+// more is written or applied, the spool files stay for the next process,
+// and the journal must not be used again. For crash tests.
+func (j *Journal) Abandon() {
+	j.mu.Lock()
+	j.closed = true
+	j.mu.Unlock()
+	if sp := j.spool.Load(); sp != nil {
+		sp.abandon()
+	}
+	close(j.stop)
+	j.wg.Wait()
+}
+
+// Store returns the store for queries. With a spool, every read first
+// applies what this process has spooled, so a reader sees every call that
+// has started here, opened or finished.
+func (j *Journal) Store() Store { return flushedStore{Store: j.store, j: j} }
+
+// Flush applies everything spooled so far to the store.
+func (j *Journal) Flush(ctx context.Context) error {
+	if sp := j.spool.Load(); sp != nil {
+		return sp.flush(ctx)
+	}
+	return nil
+}
 
 // InstanceID is the id this process writes into the records it opens.
 func (j *Journal) InstanceID() string { return j.opts.InstanceID }
@@ -87,7 +142,9 @@ func (j *Journal) InstanceID() string { return j.opts.InstanceID }
 // Retention is the idempotency retention window.
 func (j *Journal) Retention() time.Duration { return j.opts.IdempotencyRetention }
 
-// Close stops the writer after the queued writes are done.
+// Close stops the writer after the queued writes are done, and applies
+// and removes the spool; what the store does not take within 30 s stays in
+// the spool for the next start.
 func (j *Journal) Close() {
 	j.mu.Lock()
 	if j.closed {
@@ -96,6 +153,13 @@ func (j *Journal) Close() {
 	}
 	j.closed = true
 	j.mu.Unlock()
+	if sp := j.spool.Load(); sp != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := sp.close(ctx); err != nil {
+			j.opts.Logger.Error("journal: closing the spool", "err", err)
+		}
+		cancel()
+	}
 	close(j.stop)
 	j.wg.Wait()
 }
@@ -205,28 +269,81 @@ func (j *Journal) write(ctx context.Context, w Write) error {
 	return nil
 }
 
-// Open makes a new opened record durable, with its events so far.
+// Open makes a new opened record durable, with its events so far: in the
+// spool when there is one, except for a tool whose effects are
+// irreversible, whose record must be in the store itself before it runs.
 func (j *Journal) Open(ctx context.Context, r Record, evs []Event) error {
 	r.InstanceID = j.opts.InstanceID
 	j.track(r.ID)
-	if err := j.write(ctx, Write{Insert: true, Record: r, Events: evs}); err != nil {
+	w := Write{Insert: true, Record: r, Events: evs}
+	var err error
+	switch sp := j.spool.Load(); {
+	case sp == nil:
+		err = j.write(ctx, w)
+	case r.SideEffectLevel == sideEffectIrreversible:
+		err = j.writeNow(ctx, w)
+	default:
+		_, err = sp.append(ctx, w, false)
+		if err != nil {
+			err = fmt.Errorf("journal write of %s: %w", r.ID, err)
+		}
+	}
+	if err != nil {
 		j.untrack(r.ID)
 		return err
 	}
 	return nil
 }
 
+// sideEffectIrreversible is catalog.SideEffectIrreversible, the level of
+// tools that may change the outside world for good.
+const sideEffectIrreversible = "irreversible"
+
 // Finish makes the outcome of an opened record durable.
 func (j *Journal) Finish(ctx context.Context, r Record, evs []Event) error {
 	defer j.untrack(r.ID)
-	return j.write(ctx, Write{Record: r, Events: evs})
+	return j.finished(ctx, Write{Record: r, Events: evs})
 }
 
 // Add makes a record that is already finished durable (a rejected or a
 // deduplicated call).
 func (j *Journal) Add(ctx context.Context, r Record, evs []Event) error {
 	r.InstanceID = j.opts.InstanceID
-	return j.write(ctx, Write{Insert: true, Record: r, Events: evs})
+	return j.finished(ctx, Write{Insert: true, Record: r, Events: evs})
+}
+
+// finished writes a finished call: durable once spooled; with a shared
+// store, also in the store before the call returns, so that a reader on
+// any process that shares the store sees every call that has returned. A
+// store that fails then does not fail the call: the spool keeps the write
+// and applies it when the store answers again.
+func (j *Journal) finished(ctx context.Context, w Write) error {
+	sp := j.spool.Load()
+	if sp == nil {
+		return j.write(ctx, w)
+	}
+	e, err := sp.append(ctx, w, j.opts.SharedStore)
+	if err != nil {
+		return fmt.Errorf("journal write of %s: %w", w.Record.ID, err)
+	}
+	if !j.opts.SharedStore {
+		return nil
+	}
+	if err := sp.wait(ctx, e); err != nil {
+		j.opts.Logger.Warn("journal: a finished call is in the spool but not yet in the store; it is applied when the store answers",
+			"execution_id", w.Record.ID, "err", err)
+	}
+	return nil
+}
+
+// writeNow writes w to the store at once, outside group commit.
+func (j *Journal) writeNow(ctx context.Context, w Write) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := j.store.Write(ctx, []Write{w}); err != nil {
+		return fmt.Errorf("journal write of %s: %w", w.Record.ID, err)
+	}
+	return nil
 }
 
 // Claim takes the idempotency key k for the opened record r, writing r in
@@ -265,7 +382,9 @@ func (j *Journal) Wait(ctx context.Context, accountID, id string) (Record, error
 	t := time.NewTicker(j.opts.PollInterval)
 	defer t.Stop()
 	for {
-		r, err := j.store.Get(ctx, accountID, id)
+		// Through Store: an outcome this process has spooled is applied
+		// first.
+		r, err := j.Store().Get(ctx, accountID, id)
 		if err != nil {
 			return Record{}, err
 		}
@@ -308,6 +427,19 @@ func (j *Journal) untrack(id string) {
 func (j *Journal) Start(ctx context.Context) (int, error) {
 	if err := j.store.Hold(ctx, j.opts.InstanceID); err != nil {
 		return 0, fmt.Errorf("journal: mark instance alive: %w", err)
+	}
+	if j.opts.SpoolDir != "" && j.spool.Load() == nil {
+		files, err := openSpoolFiles(j.opts.SpoolDir, j.opts.InstanceID, j.opts.SpoolSync)
+		if err != nil {
+			return 0, err
+		}
+		// What dead processes spooled reaches the store before their open
+		// calls are reconciled.
+		if _, err := j.replayDead(ctx); err != nil {
+			files.close(true)
+			return 0, err
+		}
+		j.spool.Store(newSpool(j, files))
 	}
 	n, err := j.Reconcile(ctx)
 	if err != nil {
@@ -400,4 +532,46 @@ func reconciled(r Record, last Event, clock func() time.Time) (Write, error) {
 	r.ResultText = r.ErrorMessage
 	r.Summary = r.ErrorCode
 	return Write{Record: r, Events: tr.Take()}, nil
+}
+
+// flushedStore is the store as Journal.Store hands it out: reads first
+// apply what this process has spooled.
+type flushedStore struct {
+	Store
+	j *Journal
+}
+
+func (f flushedStore) List(ctx context.Context, q Query) ([]Record, int, error) {
+	if err := f.j.Flush(ctx); err != nil {
+		return nil, 0, err
+	}
+	return f.Store.List(ctx, q)
+}
+
+func (f flushedStore) Get(ctx context.Context, accountID, id string) (Record, error) {
+	if err := f.j.Flush(ctx); err != nil {
+		return Record{}, err
+	}
+	return f.Store.Get(ctx, accountID, id)
+}
+
+func (f flushedStore) Events(ctx context.Context, accountID, id string) ([]Event, error) {
+	if err := f.j.Flush(ctx); err != nil {
+		return nil, err
+	}
+	return f.Store.Events(ctx, accountID, id)
+}
+
+func (f flushedStore) Opened(ctx context.Context) ([]Record, error) {
+	if err := f.j.Flush(ctx); err != nil {
+		return nil, err
+	}
+	return f.Store.Opened(ctx)
+}
+
+func (f flushedStore) LastEvent(ctx context.Context, id string) (Event, error) {
+	if err := f.j.Flush(ctx); err != nil {
+		return Event{}, err
+	}
+	return f.Store.LastEvent(ctx, id)
 }

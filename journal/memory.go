@@ -60,14 +60,34 @@ func (m *MemStore) apply(w Write) {
 		m.recs[r.ID] = &r
 		m.order = append(m.order, r.ID)
 	} else {
-		old := m.recs[r.ID]
 		// An update carries the outcome; identity fields stay as inserted.
-		old.Status, old.Lifecycle, old.Commit, old.State = r.Status, r.Lifecycle, r.Commit, r.State
-		old.Result, old.ResultText, old.ErrorCode, old.ErrorMessage = r.Result, r.ResultText, r.ErrorCode, r.ErrorMessage
-		old.Summary, old.Units, old.Truncated = r.Summary, r.Units, r.Truncated
-		old.Duration, old.FinishedAt = r.Duration, r.FinishedAt
+		m.recs[r.ID].takeOutcome(r)
 	}
 	m.events[r.ID] = append(m.events[r.ID], w.Events...)
+}
+
+// Apply implements Store.Apply.
+func (m *MemStore) Apply(_ context.Context, ws []Write) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var unchanged []string
+	for _, w := range ws {
+		old, ok := m.recs[w.Record.ID]
+		switch {
+		case !ok && w.Insert:
+			m.apply(w)
+		case !ok || old.Lifecycle != Opened:
+			unchanged = append(unchanged, w.Record.ID)
+		case w.Insert:
+			// The opened record is in the store already: the insert brings
+			// its outcome and its whole trail.
+			old.takeOutcome(w.Record)
+			m.events[w.Record.ID] = slices.Clone(w.Events)
+		default:
+			m.apply(w)
+		}
+	}
+	return unchanged, nil
 }
 
 func (m *MemStore) Claim(_ context.Context, c Claim) (ClaimResult, error) {

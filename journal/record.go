@@ -142,3 +142,13 @@ type Event struct {
 	// and validator, reference clock, reason of a rejection, ...).
 	Detail json.RawMessage
 }
+
+// takeOutcome copies the outcome fields of o, those an update of a record
+// carries (status, states, result, error, units, timing), into r; the
+// identity fields of r stay as they are.
+func (r *Record) takeOutcome(o Record) {
+	r.Status, r.Lifecycle, r.Commit, r.State = o.Status, o.Lifecycle, o.Commit, o.State
+	r.Result, r.ResultText, r.ErrorCode, r.ErrorMessage = o.Result, o.ResultText, o.ErrorCode, o.ErrorMessage
+	r.Summary, r.Units, r.Truncated = o.Summary, o.Units, o.Truncated
+	r.Duration, r.FinishedAt = o.Duration, o.FinishedAt
+}

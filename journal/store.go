@@ -15,6 +15,16 @@ var ErrNotFound = errors.New("journal: no such execution")
 type Store interface {
 	// Write applies the writes in order in one transaction: all or none.
 	Write(ctx context.Context, ws []Write) error
+	// Apply is Write for the journal's spool, which may hand the store the
+	// same write twice (a process died after the store had it but before
+	// the spool forgot it) and hands it at most one write per record. In
+	// one transaction: an insert of a new record inserts it; an insert of a
+	// record that is stored and still opened brings its outcome and its
+	// whole list of events (it carries them from the first); an update
+	// changes a stored opened record as Write would. Any other write
+	// changes nothing and its record id is returned: the stored record
+	// (finished already, perhaps reconciled by another process) is kept.
+	Apply(ctx context.Context, ws []Write) (unchanged []string, err error)
 	// Claim takes an idempotency key for a call and inserts the call's
 	// opened record, atomically; or reports why the key is not free.
 	Claim(ctx context.Context, c Claim) (ClaimResult, error)

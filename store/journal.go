@@ -35,6 +35,18 @@ var (
 		result = ?, result_text = ?, error_code = ?, error_message = ?, summary = ?, units = ?, truncated = ?,
 		duration_ms = ?, finished_at = ?, events = events || ? WHERE id = ?`
 	selectExec = `SELECT ` + strings.Join(execColumns, ", ") + ` FROM tool_executions`
+
+	// The spool's idempotent forms (journal.Store.Apply): an insert of a
+	// record that is stored and still opened brings its outcome and whole
+	// event list; an update changes opened records only. Anything else
+	// changes no row.
+	upsertExec = insertExec + ` ON CONFLICT (id) DO UPDATE SET status = excluded.status,
+		lifecycle_state = excluded.lifecycle_state, commit_outcome = excluded.commit_outcome, state = excluded.state,
+		result = excluded.result, result_text = excluded.result_text, error_code = excluded.error_code,
+		error_message = excluded.error_message, summary = excluded.summary, units = excluded.units,
+		truncated = excluded.truncated, duration_ms = excluded.duration_ms, finished_at = excluded.finished_at,
+		events = excluded.events WHERE tool_executions.lifecycle_state = 'opened'`
+	updateOpenedExec = updateExec + ` AND lifecycle_state = 'opened'`
 )
 
 // eventLine is one state event as stored: one JSON object per line.
@@ -189,6 +201,14 @@ func (d *DB) Write(ctx context.Context, ws []journal.Write) error {
 		return d.writePG(ctx, ws)
 	}
 	return d.sw.write(ctx, d.db, ws)
+}
+
+// Apply implements journal.Store.Apply on the same connections as Write.
+func (d *DB) Apply(ctx context.Context, ws []journal.Write) ([]string, error) {
+	if d.pg() {
+		return d.applyPG(ctx, ws)
+	}
+	return d.sw.applySpooled(ctx, d.db, ws)
 }
 
 func updateArgs(r journal.Record, events string) []any {

@@ -29,10 +29,11 @@ type sqliteWriter struct {
 	conn                  *sql.Conn
 	begin, commit, rollbk *sql.Stmt
 	ins, upd              *sql.Stmt
+	ups, updOpen          *sql.Stmt // the spool's idempotent forms
 }
 
 func (w *sqliteWriter) stmts() []*sql.Stmt {
-	return []*sql.Stmt{w.begin, w.commit, w.rollbk, w.ins, w.upd}
+	return []*sql.Stmt{w.begin, w.commit, w.rollbk, w.ins, w.upd, w.ups, w.updOpen}
 }
 
 func (w *sqliteWriter) ready(ctx context.Context, db *sql.DB) error {
@@ -49,7 +50,7 @@ func (w *sqliteWriter) ready(ctx context.Context, db *sql.DB) error {
 		query string
 	}{
 		{&w.begin, "BEGIN IMMEDIATE"}, {&w.commit, "COMMIT"}, {&w.rollbk, "ROLLBACK"},
-		{&w.ins, insertExec}, {&w.upd, updateExec},
+		{&w.ins, insertExec}, {&w.upd, updateExec}, {&w.ups, upsertExec}, {&w.updOpen, updateOpenedExec},
 	} {
 		if *p.dst, err = c.PrepareContext(ctx, p.query); err != nil {
 			w.discard()
@@ -78,7 +79,7 @@ func (w *sqliteWriter) closeStmts() error {
 			errs = append(errs, st.Close())
 		}
 	}
-	w.begin, w.commit, w.rollbk, w.ins, w.upd = nil, nil, nil, nil, nil
+	w.begin, w.commit, w.rollbk, w.ins, w.upd, w.ups, w.updOpen = nil, nil, nil, nil, nil, nil, nil
 	return errors.Join(errs...)
 }
 
@@ -95,6 +96,43 @@ func (w *sqliteWriter) close() error {
 
 // write applies ws in order in one IMMEDIATE transaction.
 func (w *sqliteWriter) write(ctx context.Context, db *sql.DB, ws []journal.Write) error {
+	return w.tx(ctx, db, func() error { return w.apply(ctx, ws) })
+}
+
+// applySpooled is Store.Apply: ws in order in one transaction, inserts as
+// upserts into opened records only, updates of opened records only.
+func (w *sqliteWriter) applySpooled(ctx context.Context, db *sql.DB, ws []journal.Write) ([]string, error) {
+	var unchanged []string
+	err := w.tx(ctx, db, func() error {
+		unchanged = unchanged[:0]
+		for _, wr := range ws {
+			evs, err := encodeEvents(wr.Events)
+			if err != nil {
+				return fmt.Errorf("execution %s: %w", wr.Record.ID, err)
+			}
+			var res sql.Result
+			if wr.Insert {
+				res, err = w.ups.ExecContext(ctx, append(insertArgs(wr.Record), evs)...)
+			} else {
+				res, err = w.updOpen.ExecContext(ctx, updateArgs(wr.Record, evs)...)
+			}
+			if err != nil {
+				return fmt.Errorf("apply execution %s: %w", wr.Record.ID, err)
+			}
+			if n, err := res.RowsAffected(); err == nil && n == 0 {
+				unchanged = append(unchanged, wr.Record.ID)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return unchanged, nil
+}
+
+// tx runs fn in one IMMEDIATE transaction on the writer's connection.
+func (w *sqliteWriter) tx(ctx context.Context, db *sql.DB, fn func() error) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err := w.ready(ctx, db); err != nil {
@@ -104,7 +142,7 @@ func (w *sqliteWriter) write(ctx context.Context, db *sql.DB, ws []journal.Write
 		w.discard()
 		return fmt.Errorf("begin: %w", err)
 	}
-	err := w.apply(ctx, ws)
+	err := fn()
 	if err == nil {
 		if _, cerr := w.commit.ExecContext(ctx); cerr != nil {
 			err = fmt.Errorf("commit: %w", cerr)
@@ -152,7 +190,9 @@ func (w *sqliteWriter) apply(ctx context.Context, ws []journal.Write) error {
 const pgWriteConns = 2
 
 var (
-	pgInsertExec = (&DB{dialect: Postgres}).q(insertExec)
+	pgInsertExec       = (&DB{dialect: Postgres}).q(insertExec)
+	pgUpsertExec       = (&DB{dialect: Postgres}).q(upsertExec)
+	pgUpdateOpenedExec = (&DB{dialect: Postgres}).q(updateOpenedExec)
 	// pgUpdateExec fails the batch's implicit transaction (division by
 	// zero) when the record does not exist: an update of a missing record
 	// must undo the whole batch, and the batch's results are read only
@@ -212,4 +252,37 @@ func (d *DB) writePG(ctx context.Context, ws []journal.Write) error {
 		return fmt.Errorf("commit journal batch: %w", err)
 	}
 	return nil
+}
+
+// applyPG is Store.Apply on PostgreSQL: one pipelined batch, one implicit
+// transaction, as writePG.
+func (d *DB) applyPG(ctx context.Context, ws []journal.Write) ([]string, error) {
+	b := &pgx.Batch{}
+	for _, w := range ws {
+		evs, err := encodeEvents(w.Events)
+		if err != nil {
+			return nil, fmt.Errorf("execution %s: %w", w.Record.ID, err)
+		}
+		if w.Insert {
+			b.Queue(pgUpsertExec, append(insertArgs(w.Record), evs)...)
+		} else {
+			b.Queue(pgUpdateOpenedExec, updateArgs(w.Record, evs)...)
+		}
+	}
+	br := d.pgw.SendBatch(ctx, b)
+	var unchanged []string
+	for _, w := range ws {
+		tag, err := br.Exec()
+		if err != nil {
+			br.Close()
+			return nil, fmt.Errorf("apply execution %s: %w", w.Record.ID, err)
+		}
+		if tag.RowsAffected() == 0 {
+			unchanged = append(unchanged, w.Record.ID)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return nil, fmt.Errorf("commit journal batch: %w", err)
+	}
+	return unchanged, nil
 }

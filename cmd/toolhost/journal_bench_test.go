@@ -25,32 +25,35 @@ import (
 
 // BenchmarkJournalOverhead measures tools/call get_time over the real MCP
 // HTTP server in-process, 8 client sessions at once, with the journal on an
-// in-memory store (the baseline), SQLite and PostgreSQL (when
-// TOOLHOST_TEST_POSTGRES is set), with serve's journal.commit_delay
-// (BENCH_COMMIT_DELAY=0s to compare without). It reports calls/s, the
-// p50/p99 latency of one call as the client sees it and the CPU per call:
+// in-memory store (the baseline: nothing durable), and on SQLite and
+// PostgreSQL (when TOOLHOST_TEST_POSTGRES is set) as serve runs them, with
+// the spool; the "-direct" rows write every record to the store and wait
+// for it (journal.spool false, with serve's journal.commit_delay or
+// BENCH_COMMIT_DELAY). It reports calls/s, the p50/p99 latency of one call
+// as the client sees it and the CPU per call:
 //
 //	go test -run '^$' -bench JournalOverhead -benchtime 3000x -count 3 ./cmd/toolhost/
 func BenchmarkJournalOverhead(b *testing.B) {
-	backends := []struct {
-		name string
-		open func(b *testing.B) journal.Store
-	}{
-		{"memory", func(*testing.B) journal.Store { return journal.NewMemStore() }},
-		{"sqlite", func(b *testing.B) journal.Store {
-			db, err := store.Open(context.Background(), filepath.Join(b.TempDir(), "toolhost.db"), store.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { db.Close() })
-			return db
-		}},
+	type backend struct {
+		name  string
+		spool bool
+		open  func(b *testing.B) journal.Store
+	}
+	sqlite := func(b *testing.B) journal.Store {
+		db, err := store.Open(context.Background(), filepath.Join(b.TempDir(), "toolhost.db"), store.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { db.Close() })
+		return db
+	}
+	backends := []backend{
+		{"memory", false, func(*testing.B) journal.Store { return journal.NewMemStore() }},
+		{"sqlite", true, sqlite},
+		{"sqlite-direct", false, sqlite},
 	}
 	if base := os.Getenv("TOOLHOST_TEST_POSTGRES"); base != "" {
-		backends = append(backends, struct {
-			name string
-			open func(b *testing.B) journal.Store
-		}{"postgres", func(b *testing.B) journal.Store {
+		postgres := func(b *testing.B) journal.Store {
 			schema := "th_bench_" + uuid.NewString()[:8]
 			sep := "?"
 			if slices.Contains([]byte(base), '?') {
@@ -65,7 +68,8 @@ func BenchmarkJournalOverhead(b *testing.B) {
 				db.Close()
 			})
 			return db
-		}})
+		}
+		backends = append(backends, backend{"postgres", true, postgres}, backend{"postgres-direct", false, postgres})
 	}
 	for _, be := range backends {
 		b.Run(be.name, func(b *testing.B) {
@@ -74,8 +78,15 @@ func BenchmarkJournalOverhead(b *testing.B) {
 			if v := os.Getenv("BENCH_COMMIT_DELAY"); v != "" {
 				delay, _ = time.ParseDuration(v)
 			}
-			j := journal.New(be.open(b), journal.Options{InstanceID: uuid.NewString(), CommitDelay: delay})
+			opts := journal.Options{InstanceID: uuid.NewString(), CommitDelay: delay}
+			if be.spool {
+				opts.SpoolDir = b.TempDir()
+			}
+			j := journal.New(be.open(b), opts)
 			b.Cleanup(j.Close)
+			if _, err := j.Start(context.Background()); err != nil {
+				b.Fatal(err)
+			}
 			exec, err := tools.NewExecutor(tools.Options{Journal: j}, builtin.All()...)
 			if err != nil {
 				b.Fatal(err)
@@ -123,6 +134,10 @@ func BenchmarkJournalOverhead(b *testing.B) {
 				}()
 			}
 			wg.Wait()
+			// Everything spooled is in the store before the clock stops.
+			if err := j.Flush(context.Background()); err != nil {
+				b.Fatal(err)
+			}
 			elapsed := time.Since(start)
 			cpu := cpuTime() - cpu0
 			b.StopTimer()

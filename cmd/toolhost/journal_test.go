@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -165,6 +166,87 @@ func TestJournalSurvivesKill9(t *testing.T) {
 			var cli execList
 			if err := json.Unmarshal(out, &cli); err != nil || len(cli.Data) != 7 {
 				t.Fatalf("toolhost journal --json: %d records, %v\n%s", len(cli.Data), err, out)
+			}
+		})
+	}
+}
+
+// TestSpooledCallsSurviveKill9: with the opened records of running calls
+// still only in the journal's spool (journal.apply_interval far away, the
+// store has none of them: a second process reading the store sees
+// nothing), kill -9 the server; the next start on the same data applies
+// the spool and reconciles the calls.
+func TestSpooledCallsSurviveKill9(t *testing.T) {
+	bin := buildBinary(t)
+	for name, extra := range journalBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			data := t.TempDir()
+			cfg := filepath.Join(t.TempDir(), "config.json")
+			if err := os.WriteFile(cfg, []byte(`{"journal": {"apply_interval": "1h"}}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			first := startReplica(t, bin, append([]string{"--dev", "--data", data, "--config", cfg}, extra...)...)
+			started := make(chan string, 8)
+			client := sdk.NewClient(&sdk.Implementation{Name: "journal-test", Version: "1"}, &sdk.ClientOptions{
+				ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+					if tok, ok := req.Params.ProgressToken.(string); ok && req.Params.Progress == 1 {
+						started <- tok
+					}
+				},
+			})
+			cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cs, err := client.Connect(cctx, &sdk.StreamableClientTransport{Endpoint: "http://" + first.addr + "/mcp"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			tools := []string{"sleep", "sleep", "sleep_effect", "sleep_effect"}
+			var wg sync.WaitGroup
+			for i, tool := range tools {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					p := &sdk.CallToolParams{Name: tool, Arguments: map[string]any{"ms": 50000, "steps": 100}}
+					p.SetProgressToken(fmt.Sprintf("t%d", i))
+					_, _ = cs.CallTool(context.Background(), p) // the server dies under it
+				}()
+			}
+			for range tools { // every tool is running: its first progress step arrived
+				select {
+				case <-started:
+				case <-time.After(30 * time.Second):
+					t.Fatal("the sleep calls did not start")
+				}
+			}
+			before, err := exec.Command(bin, append([]string{"journal", "--data", data, "--session-id", cs.ID(), "--json"}, extra...)...).Output()
+			if err != nil {
+				t.Fatalf("toolhost journal: %v", err)
+			}
+			var inStore execList
+			if err := json.Unmarshal(before, &inStore); err != nil || len(inStore.Data) != 0 {
+				t.Fatalf("the store already holds %d of the running calls (%v); this test wants them in the spool only", len(inStore.Data), err)
+			}
+			if err := first.cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			first.cmd.Wait()
+			wg.Wait()
+
+			second := startReplica(t, bin, append([]string{"--dev", "--data", data}, extra...)...)
+			var l execList
+			getJSON(t, "http://"+second.addr+"/tool-executions?session_id="+cs.ID()+"&limit=100", http.StatusOK, &l)
+			if len(l.Data) != len(tools) {
+				t.Fatalf("%d records after restart, want %d", len(l.Data), len(tools))
+			}
+			for _, rec := range l.Data {
+				want := map[string]string{"sleep": "timeout", "sleep_effect": "uncertain"}[rec["tool_name"].(string)]
+				if rec["status"] != want || rec["lifecycle_state"] != "finished" {
+					t.Errorf("%s: status %v lifecycle %v, want %s finished", rec["tool_name"], rec["status"], rec["lifecycle_state"], want)
+				}
+				if states, detail := eventStates(t, second.addr, rec["id"].(string)); !hasState(states, "executing") || detail["reconciled"] != true {
+					t.Errorf("%s: events %v, last detail %v", rec["tool_name"], states, detail)
+				}
 			}
 		})
 	}

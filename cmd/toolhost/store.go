@@ -32,7 +32,22 @@ type JournalConfig struct {
 	// CommitDelay is how long the journal writer waits for more writes
 	// before a commit while other calls are in flight ("300us" by default,
 	// "0s" never waits): fewer transactions for a bounded wait per write.
+	// It applies to writes that go to the store directly (spool off).
 	CommitDelay *Duration `json:"commit_delay"`
+	// Spool is the journal's write-ahead spool under DATA/journal (on by
+	// default): a call's opened record is durable there before its tool
+	// runs, and reaches the store while the call runs or together with its
+	// outcome, which is in the store before the call returns. false writes
+	// every record to the store and waits for it (two commits per call).
+	Spool *bool `json:"spool"`
+	// SpoolSync flushes the spool to the disk at every write (off by
+	// default: the spool survives a killed process, like SQLite's NORMAL;
+	// on, it also survives a power cut).
+	SpoolSync bool `json:"spool_sync"`
+	// ApplyInterval is how long the opened record of a call that still
+	// runs may stay in the spool before it is written to the store ("200ms"
+	// by default).
+	ApplyInterval Duration `json:"apply_interval"`
 }
 
 // DefaultCommitDelay is journal.commit_delay when the config says nothing.
@@ -69,13 +84,22 @@ func openJournal(c *common, logger *slog.Logger) (*journal.Journal, func(), erro
 	if d := c.cfg.Journal.CommitDelay; d != nil {
 		delay = d.D()
 	}
-	j := journal.New(db, journal.Options{
+	opts := journal.Options{
 		InstanceID:           uuid.NewString(),
 		CommitDelay:          delay,
 		IdempotencyRetention: c.cfg.Journal.IdempotencyRetention.D(),
 		MaxBatch:             c.cfg.Journal.MaxBatch,
+		SpoolSync:            c.cfg.Journal.SpoolSync,
+		ApplyInterval:        c.cfg.Journal.ApplyInterval.D(),
 		Logger:               logger,
-	})
+	}
+	if sp := c.cfg.Journal.Spool; sp == nil || *sp {
+		opts.SpoolDir = filepath.Join(c.data, "journal")
+		// Replicas share a PostgreSQL journal: a call that has returned on
+		// one is in the store for all. A SQLite file is this server's own.
+		opts.SharedStore = db.Dialect() == store.Postgres
+	}
+	j := journal.New(db, opts)
 	closeAll := func() {
 		j.Close()
 		if err := db.Close(); err != nil {
