@@ -42,15 +42,20 @@ type Options struct {
 	// MaxPending bounds the spooled writes waiting for the store (it is
 	// down or slow); beyond it new writes wait. Default 10000.
 	MaxPending int
-	// SharedStore says other processes read the store too (PostgreSQL
-	// replicas): with a spool, a finished call's record is then in the
-	// store before Finish returns, so every replica sees every call that
-	// has returned. Otherwise finished records, like opened ones, reach the
-	// store within ApplyInterval in large batches, and only this process's
-	// reads (through Store) see them at once.
-	SharedStore bool
-	Clock       func() time.Time
-	Logger      *slog.Logger
+	// WaitForStore makes a finished call, with a spool, wait until its
+	// record is in the store itself, not only in the spool (a commit on
+	// every call's path). Without it, spooled writes reach the store within
+	// ApplyInterval in large batches, and reads through Store first apply
+	// this process's spool and, when the store is shared by replicas
+	// (Replicas), ask every replica to apply its own: a reader sees every
+	// call that has returned, wherever it ran.
+	WaitForStore bool
+	// BarrierTimeout bounds how long a read waits for other replicas to
+	// apply their spools before it reads without the ones that did not
+	// answer. Default 5 s.
+	BarrierTimeout time.Duration
+	Clock          func() time.Time
+	Logger         *slog.Logger
 }
 
 // Journal records calls through a Store with group commit.
@@ -66,7 +71,9 @@ type Journal struct {
 	running map[string]chan struct{} // open records of this process
 	closed  bool
 
-	spool atomic.Pointer[spool] // set by Start when Options.SpoolDir is
+	spool    atomic.Pointer[spool] // set by Start when Options.SpoolDir is
+	replicas Replicas              // set by Start when the store is shared
+	listen   context.CancelFunc    // stops the flush listener
 }
 
 type pending struct {
@@ -90,6 +97,9 @@ func New(s Store, opts Options) *Journal {
 	}
 	if opts.MaxPending <= 0 {
 		opts.MaxPending = 10000
+	}
+	if opts.BarrierTimeout <= 0 {
+		opts.BarrierTimeout = 5 * time.Second
 	}
 	if opts.Clock == nil {
 		opts.Clock = time.Now
@@ -116,6 +126,9 @@ func (j *Journal) Abandon() {
 	j.mu.Lock()
 	j.closed = true
 	j.mu.Unlock()
+	if j.listen != nil {
+		j.listen()
+	}
 	if sp := j.spool.Load(); sp != nil {
 		sp.abandon()
 	}
@@ -136,6 +149,19 @@ func (j *Journal) Flush(ctx context.Context) error {
 	return nil
 }
 
+// readBarrier makes what every call that has returned so far wrote visible
+// in the store: this process's spool is applied, then, with replicas, each
+// live replica is asked to apply its own and awaited.
+func (j *Journal) readBarrier(ctx context.Context) error {
+	if err := j.Flush(ctx); err != nil {
+		return err
+	}
+	if j.replicas == nil {
+		return nil
+	}
+	return j.awaitReplicas(ctx)
+}
+
 // InstanceID is the id this process writes into the records it opens.
 func (j *Journal) InstanceID() string { return j.opts.InstanceID }
 
@@ -153,10 +179,18 @@ func (j *Journal) Close() {
 	}
 	j.closed = true
 	j.mu.Unlock()
+	if j.listen != nil {
+		j.listen()
+	}
 	if sp := j.spool.Load(); sp != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		if err := sp.close(ctx); err != nil {
 			j.opts.Logger.Error("journal: closing the spool", "err", err)
+		}
+		if j.replicas != nil {
+			if err := j.replicas.Leave(ctx, j.opts.InstanceID); err != nil {
+				j.opts.Logger.Warn("journal: leaving the replicas", "err", err)
+			}
 		}
 		cancel()
 	}
@@ -312,21 +346,20 @@ func (j *Journal) Add(ctx context.Context, r Record, evs []Event) error {
 	return j.finished(ctx, Write{Insert: true, Record: r, Events: evs})
 }
 
-// finished writes a finished call: durable once spooled; with a shared
-// store, also in the store before the call returns, so that a reader on
-// any process that shares the store sees every call that has returned. A
-// store that fails then does not fail the call: the spool keeps the write
-// and applies it when the store answers again.
+// finished writes a finished call: durable once spooled; with
+// WaitForStore, also in the store before the call returns. A store that
+// fails then does not fail the call: the spool keeps the write and applies
+// it when the store answers again.
 func (j *Journal) finished(ctx context.Context, w Write) error {
 	sp := j.spool.Load()
 	if sp == nil {
 		return j.write(ctx, w)
 	}
-	e, err := sp.append(ctx, w, j.opts.SharedStore)
+	e, err := sp.append(ctx, w, j.opts.WaitForStore)
 	if err != nil {
 		return fmt.Errorf("journal write of %s: %w", w.Record.ID, err)
 	}
-	if !j.opts.SharedStore {
+	if !j.opts.WaitForStore {
 		return nil
 	}
 	if err := sp.wait(ctx, e); err != nil {
@@ -440,6 +473,11 @@ func (j *Journal) Start(ctx context.Context) (int, error) {
 			return 0, err
 		}
 		j.spool.Store(newSpool(j, files))
+		if rp, ok := j.store.(Replicas); ok && rp.Shared() && !j.opts.WaitForStore {
+			if err := j.joinReplicas(ctx, rp); err != nil {
+				return 0, err
+			}
+		}
 	}
 	n, err := j.Reconcile(ctx)
 	if err != nil {
@@ -542,35 +580,35 @@ type flushedStore struct {
 }
 
 func (f flushedStore) List(ctx context.Context, q Query) ([]Record, int, error) {
-	if err := f.j.Flush(ctx); err != nil {
+	if err := f.j.readBarrier(ctx); err != nil {
 		return nil, 0, err
 	}
 	return f.Store.List(ctx, q)
 }
 
 func (f flushedStore) Get(ctx context.Context, accountID, id string) (Record, error) {
-	if err := f.j.Flush(ctx); err != nil {
+	if err := f.j.readBarrier(ctx); err != nil {
 		return Record{}, err
 	}
 	return f.Store.Get(ctx, accountID, id)
 }
 
 func (f flushedStore) Events(ctx context.Context, accountID, id string) ([]Event, error) {
-	if err := f.j.Flush(ctx); err != nil {
+	if err := f.j.readBarrier(ctx); err != nil {
 		return nil, err
 	}
 	return f.Store.Events(ctx, accountID, id)
 }
 
 func (f flushedStore) Opened(ctx context.Context) ([]Record, error) {
-	if err := f.j.Flush(ctx); err != nil {
+	if err := f.j.readBarrier(ctx); err != nil {
 		return nil, err
 	}
 	return f.Store.Opened(ctx)
 }
 
 func (f flushedStore) LastEvent(ctx context.Context, id string) (Event, error) {
-	if err := f.j.Flush(ctx); err != nil {
+	if err := f.j.readBarrier(ctx); err != nil {
 		return Event{}, err
 	}
 	return f.Store.LastEvent(ctx, id)

@@ -578,3 +578,76 @@ func appendRejected(dir, instance string, frames []byte) error {
 	}
 	return f.Close()
 }
+
+// joinReplicas registers this process among the replicas of a shared
+// store and starts answering their flush requests: apply the spool, then
+// acknowledge the request.
+func (j *Journal) joinReplicas(ctx context.Context, rp Replicas) error {
+	if err := rp.Join(ctx, j.opts.InstanceID); err != nil {
+		return err
+	}
+	j.replicas = rp
+	lctx, cancel := context.WithCancel(context.Background())
+	j.listen = cancel
+	j.wg.Add(1)
+	go func() {
+		defer j.wg.Done()
+		rp.ListenFlush(lctx, func(request int64) {
+			fctx, cancel := context.WithTimeout(lctx, 30*time.Second)
+			defer cancel()
+			if err := j.Flush(fctx); err != nil {
+				j.opts.Logger.Warn("journal: a replica asked for this spool, which the store did not take", "request", request, "err", err)
+				return
+			}
+			if err := rp.Ack(fctx, j.opts.InstanceID, request); err != nil && lctx.Err() == nil {
+				j.opts.Logger.Warn("journal: acknowledging a flush request", "request", request, "err", err)
+			}
+		}, func(err error) {
+			j.opts.Logger.Warn("journal: the flush listener lost its connection; reconnecting", "err", err)
+		})
+	}()
+	return nil
+}
+
+// awaitReplicas asks every replica to apply its spool and waits until the
+// live ones have, up to BarrierTimeout. A replica that is gone is left out
+// (and forgotten): what it spooled reaches the store when it starts again.
+func (j *Journal) awaitReplicas(ctx context.Context) error {
+	rp := j.replicas
+	request, err := rp.RequestFlush(ctx)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	pause := time.Millisecond
+	probed := false
+	for {
+		lag, err := rp.Lagging(ctx, j.opts.InstanceID, request)
+		if err != nil {
+			return err
+		}
+		if len(lag) == 0 {
+			return nil
+		}
+		if !probed && time.Since(start) > 100*time.Millisecond {
+			probed = true
+			for _, id := range lag {
+				if alive, err := j.store.Alive(ctx, id); err == nil && !alive {
+					_ = rp.Leave(ctx, id)
+				}
+			}
+			continue
+		}
+		if time.Since(start) > j.opts.BarrierTimeout {
+			j.opts.Logger.Warn("journal: replicas did not apply their spools for a read in time; reading without their latest calls",
+				"replicas", lag, "waited", time.Since(start).Round(time.Millisecond))
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 20*time.Millisecond)
+	}
+}

@@ -170,14 +170,14 @@ func call(id string) (Record, []Event, Record, []Event) {
 func spooledJournal(t *testing.T, s Store, interval time.Duration) (*Journal, string) {
 	t.Helper()
 	dir := t.TempDir()
-	j := New(s, Options{InstanceID: "inst", SpoolDir: dir, ApplyInterval: interval, SharedStore: true, Logger: slog.New(slog.DiscardHandler)})
+	j := New(s, Options{InstanceID: "inst", SpoolDir: dir, ApplyInterval: interval, WaitForStore: true, Logger: slog.New(slog.DiscardHandler)})
 	if _, err := j.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return j, dir
 }
 
-// TestShortCallCostsTheStoreOneInsert: with a shared store, the outcome is
+// TestShortCallCostsTheStoreOneInsert: with WaitForStore, the outcome is
 // applied before Finish returns, together with the opened record.
 func TestShortCallCostsTheStoreOneInsert(t *testing.T) {
 	fs := &flakyStore{MemStore: NewMemStore()}

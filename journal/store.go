@@ -105,3 +105,29 @@ type Query struct {
 	Asc           bool   // default descending
 	Limit, Offset int
 }
+
+// Replicas is implemented by stores that several processes (replicas)
+// share. The journal uses it for a read barrier: a reader asks every live
+// replica to apply its spool and waits until each has, so that it sees
+// every call that has returned anywhere, although replicas apply their
+// spools in the background.
+type Replicas interface {
+	// Shared reports whether the store is shared at all (a SQLite file is
+	// one server's own).
+	Shared() bool
+	// Join and Leave add and remove a replica.
+	Join(ctx context.Context, instanceID string) error
+	Leave(ctx context.Context, instanceID string) error
+	// RequestFlush asks every replica to apply its spool and returns the
+	// request's number, which grows with every request.
+	RequestFlush(ctx context.Context) (int64, error)
+	// Lagging returns the replicas other than self that have not yet
+	// answered request.
+	Lagging(ctx context.Context, self string, request int64) ([]string, error)
+	// Ack records that instanceID has applied everything it spooled before
+	// it heard request.
+	Ack(ctx context.Context, instanceID string, request int64) error
+	// ListenFlush calls fn with each request number it hears, until ctx
+	// ends, reporting trouble to onErr.
+	ListenFlush(ctx context.Context, fn func(request int64), onErr func(error))
+}

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -143,5 +144,67 @@ func TestSQLiteLivenessAcrossStores(t *testing.T) {
 	a.Close()
 	if alive, err := b.Alive(ctx, id); err != nil || alive {
 		t.Fatalf("alive=%v err=%v after close", alive, err)
+	}
+}
+
+// TestPostgresReadBarrierSeesOtherReplicasCalls: two replicas share a
+// PostgreSQL journal and apply their spools only every hour; a call that
+// returned on one is still seen at once by a read on the other (the read
+// asks every live replica to apply its spool). A replica that died is left
+// out of the barrier quickly instead of stalling reads.
+func TestPostgresReadBarrierSeesOtherReplicasCalls(t *testing.T) {
+	if os.Getenv("TOOLHOST_TEST_POSTGRES") == "" {
+		t.Skip("TOOLHOST_TEST_POSTGRES is not set (CI sets it)")
+	}
+	url, _ := PostgresSchemaURL(t)
+	ctx := context.Background()
+	replica := func() (*store.DB, *journal.Journal) {
+		db, err := store.Open(ctx, url, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A read that waited the whole BarrierTimeout for the dead replica
+		// below would take a minute, past what this test allows.
+		j := journal.New(db, journal.Options{InstanceID: uuid.NewString(), SpoolDir: t.TempDir(), ApplyInterval: time.Hour,
+			BarrierTimeout: time.Minute})
+		if _, err := j.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return db, j
+	}
+	dbA, a := replica()
+	dbB, b := replica()
+	defer func() { b.Close(); dbB.Close() }()
+
+	r := journal.Record{ID: uuid.NewString(), AccountID: "acct", SessionID: "s", ToolName: "get_time",
+		Status: journal.StatusRunning, Lifecycle: journal.Opened, Commit: journal.CommitPending, State: journal.StateExecuting,
+		StartedAt: time.Now(), CreatedAt: time.Now()}
+	if err := a.Open(ctx, r, []journal.Event{{Seq: 0, State: journal.StateProposed, At: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	f := r
+	f.Status, f.Lifecycle, f.Commit, f.State = journal.StatusSuccess, journal.Finished, journal.CommitCommitted, journal.StateObserved
+	if err := a.Finish(ctx, f, []journal.Event{{Seq: 1, State: journal.StateObserved, At: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dbB.Get(ctx, "acct", r.ID); !errors.Is(err, journal.ErrNotFound) {
+		t.Fatalf("the call reached the store before any read asked for it: %v", err)
+	}
+	got, err := b.Store().Get(ctx, "acct", r.ID)
+	if err != nil || got.Lifecycle != journal.Finished {
+		t.Fatalf("read on the other replica: %+v, %v", got, err)
+	}
+
+	// A dies without a word: its listener and liveness mark go with it,
+	// and the next read forgets it rather than wait for it.
+	a.Abandon()
+	dbA.Close()
+	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if _, _, err := b.Store().List(rctx, journal.Query{AccountID: "acct", SessionID: "s"}); err != nil {
+		t.Fatalf("read with a dead replica: %v", err)
+	}
+	if lag, err := dbB.Lagging(ctx, "", 1<<62); err != nil || len(lag) != 1 {
+		t.Errorf("replicas after the dead one was left out: %v, %v; want only b", lag, err)
 	}
 }

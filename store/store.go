@@ -47,8 +47,9 @@ type DB struct {
 	dialect string
 	path    string // SQLite file
 
-	mu    sync.Mutex
-	holds map[string]io.Closer // liveness marks held by this process
+	mu           sync.Mutex
+	holds        map[string]io.Closer // liveness marks held by this process
+	flushChannel string               // replicas.go
 
 	sw  sqliteWriter  // SQLite journal writes
 	pgw *pgxpool.Pool // PostgreSQL journal writes

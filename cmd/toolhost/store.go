@@ -44,10 +44,15 @@ type JournalConfig struct {
 	// default: the spool survives a killed process, like SQLite's NORMAL;
 	// on, it also survives a power cut).
 	SpoolSync bool `json:"spool_sync"`
-	// ApplyInterval is how long the opened record of a call that still
-	// runs may stay in the spool before it is written to the store ("200ms"
-	// by default).
+	// ApplyInterval is how long a spooled write may wait before it is
+	// written to the store ("200ms" by default); reads through the REST API
+	// do not wait for it (they apply the spools first).
 	ApplyInterval Duration `json:"apply_interval"`
+	// WaitForStore makes every finished call wait until its record is in
+	// the store itself, not only in the spool (off by default): one commit
+	// on every call's path, for deployments that want a returned call in
+	// the database even if the server's disk is lost.
+	WaitForStore bool `json:"wait_for_store"`
 }
 
 // DefaultCommitDelay is journal.commit_delay when the config says nothing.
@@ -95,9 +100,7 @@ func openJournal(c *common, logger *slog.Logger) (*journal.Journal, func(), erro
 	}
 	if sp := c.cfg.Journal.Spool; sp == nil || *sp {
 		opts.SpoolDir = filepath.Join(c.data, "journal")
-		// Replicas share a PostgreSQL journal: a call that has returned on
-		// one is in the store for all. A SQLite file is this server's own.
-		opts.SharedStore = db.Dialect() == store.Postgres
+		opts.WaitForStore = c.cfg.Journal.WaitForStore
 	}
 	j := journal.New(db, opts)
 	closeAll := func() {

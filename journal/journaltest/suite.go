@@ -37,7 +37,7 @@ func Run(t *testing.T, open func(t *testing.T) journal.Store) {
 		{"GroupCommitKeepsEveryWrite", testGroupCommit},
 		{"ApplyIsIdempotent", testApply},
 		{"SpoolKeepsEveryWrite", func(t *testing.T, s journal.Store) { testSpool(t, s, false) }},
-		{"SharedSpoolKeepsEveryWrite", func(t *testing.T, s journal.Store) { testSpool(t, s, true) }},
+		{"SpoolWaitingForTheStoreKeepsEveryWrite", func(t *testing.T, s journal.Store) { testSpool(t, s, true) }},
 		{"SpoolOfADeadProcessIsReplayedOnce", testSpoolReplay},
 	}
 	for _, tc := range tests {
@@ -564,11 +564,11 @@ func testApply(t *testing.T, s journal.Store) {
 // testSpool: with a spool, concurrent short calls (merged into one insert
 // each) and long calls (opened record applied while they run) all land,
 // each once with its full trail, and the spool files are gone after Close.
-// With a shared store, a finished call is in the store when Finish
-// returns; else reads through the journal see it.
+// With WaitForStore, a finished call is in the store when Finish returns;
+// else reads through the journal see it.
 func testSpool(t *testing.T, s journal.Store, shared bool) {
 	dir := t.TempDir()
-	j := journal.New(s, journal.Options{InstanceID: uuid.NewString(), SpoolDir: dir, ApplyInterval: 20 * time.Millisecond, SharedStore: shared})
+	j := journal.New(s, journal.Options{InstanceID: uuid.NewString(), SpoolDir: dir, ApplyInterval: 20 * time.Millisecond, WaitForStore: shared})
 	if _, err := j.Start(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -605,8 +605,8 @@ func testSpool(t *testing.T, s journal.Store, shared bool) {
 			t.Fatal(err)
 		}
 	}
-	// Every finished call is in the store itself once Finish returned (a
-	// shared store), or once this process has read through the journal.
+	// Every finished call is in the store itself once Finish returned
+	// (WaitForStore), or once this process has read through the journal.
 	read := s
 	if !shared {
 		read = j.Store()
