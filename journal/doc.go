@@ -9,9 +9,14 @@
 //     Trail refuses any other move, so an illegal sequence never reaches the
 //     store. Rejection states are terminal: a rejected call is never executed.
 //   - A record is durable before its tool runs (Journal.Open) and again when
-//     the call ends (Journal.Finish). Writes of concurrent calls are batched
-//     into one transaction (group commit), so durability costs one commit per
-//     batch rather than one per call.
+//     the call ends (Journal.Finish). With a spool (spool.go, the way serve
+//     runs) durable means appended to this process's write-ahead spool file;
+//     the spool reaches the store in batches, a call's two writes merged
+//     into one row write, and every read through Journal.Store first makes
+//     the spools of this process and of live replicas reach it. A process
+//     that dies leaves its spool for the next one to apply, idempotently
+//     (Store.Apply). Without a spool, writes of concurrent calls share one
+//     store transaction (group commit).
 //   - Nothing is ever deleted from the journal. Records left opened by a dead
 //     process are reconciled at start-up (Journal.Reconcile): read-only calls
 //     to status timeout with commit outcome discarded, calls with side effects

@@ -281,6 +281,10 @@ func (j *Journal) commit(batch []*pending, ws []Write) {
 // ErrClosed is returned for writes after Close.
 var ErrClosed = errors.New("journal: closed")
 
+// ErrUnavailable is returned by reads through Store while the store does
+// not take what the spool holds: the journal cannot show every call.
+var ErrUnavailable = errors.New("journal: store unavailable")
+
 // write queues w and waits until it is durable.
 func (j *Journal) write(ctx context.Context, w Write) error {
 	j.mu.Lock()

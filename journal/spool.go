@@ -209,7 +209,7 @@ func (s *spool) flush(ctx context.Context) error {
 			failing := s.failing
 			s.pmu.Unlock()
 			if failing {
-				return errors.New("journal: the store does not take the spooled writes (see the log)")
+				return fmt.Errorf("%w: the store does not take the spooled writes (see the log)", ErrUnavailable)
 			}
 		}
 	}

@@ -220,8 +220,8 @@ func TestSpoolKeepsWritesWhileTheStoreIsDown(t *testing.T) {
 	if _, err := fs.Get(ctx, "acct", "c1"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("store down, yet %v", err)
 	}
-	if err := j.Flush(ctx); err == nil {
-		t.Error("Flush with the store down succeeded")
+	if err := j.Flush(ctx); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Flush with the store down: %v, want ErrUnavailable", err)
 	}
 	fs.set(false)
 	deadline := time.Now().Add(10 * time.Second)

@@ -1,7 +1,7 @@
 // Package store implements the storage interfaces that journal (and later
 // keys and catalog) declare, on SQLite (the embedded default: one file, WAL,
 // the pure-Go driver modernc.org/sqlite, no cgo) and on PostgreSQL (pgx,
-// shared by stateless replicas).
+// shared by replicas; replicas.go carries the journal's read barrier).
 //
 // # Opening
 //
@@ -48,5 +48,7 @@
 // survives the process being killed (kill -9), which is what the journal's
 // crash guarantees are about; a power cut may lose the last transactions.
 // Set journal.sqlite_synchronous to "FULL" in the config for fsync on every
-// commit.
+// commit. The journal makes calls durable in its own spool first (package
+// journal) and hands the store batches through Apply, whose idempotent
+// forms (upsert into opened records only) let a spool be applied twice.
 package store

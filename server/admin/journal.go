@@ -273,6 +273,8 @@ func writeErr(w http.ResponseWriter, err error) {
 		server.WriteError(w, http.StatusBadRequest, "validation_error", ve.msg)
 	case errors.Is(err, journal.ErrNotFound):
 		server.WriteError(w, http.StatusNotFound, "not_found", "no such tool execution")
+	case errors.Is(err, journal.ErrUnavailable):
+		server.WriteError(w, http.StatusServiceUnavailable, "journal_unavailable", "the journal's store does not answer; calls are kept in the spool and shown once it does")
 	default:
 		server.WriteError(w, http.StatusInternalServerError, "internal_error", "the journal could not be read; see the server log")
 	}
