@@ -10,11 +10,14 @@
 //     program and started as a child process (mcpload -serve-floor ADDR), so
 //     that every server runs in its own process like the other two.
 //
-// For each server and each client count it opens that many MCP sessions
-// (the go-sdk client, one session per client, each calling in a closed
-// loop), warms up, then measures for a fixed time or a fixed number of
-// calls, whichever comes first, and prints a Markdown table: calls/s, p50
-// and p99 latency, errors.
+// For each server, each load client and each client count it opens that
+// many MCP sessions (one per client, each calling in a closed loop), warms
+// up, then measures for a fixed time or a fixed number of calls, whichever
+// comes first, and prints a Markdown table: calls/s, p50 and p99 latency,
+// errors, and the server process's CPU time per call. Two load clients:
+// raw (raw.go: pre-encoded requests over net/http, so that the server
+// under test gets nearly all the CPU) and sdk (the go-sdk client, which
+// costs more CPU per call than the servers do).
 //
 // Everything stays on 127.0.0.1: the servers are bound there (the
 // TypeScript one through loopback.cjs), the HTTP client has no proxy, and
@@ -56,6 +59,7 @@ var loopbackPreload []byte
 type config struct {
 	toolhost string
 	e2e      string
+	kinds    []string // client kinds: raw, sdk
 	clients  []int
 	warmup   time.Duration
 	duration time.Duration
@@ -67,7 +71,8 @@ func main() {
 	var (
 		cfg        config
 		clients    = flag.String("clients", "1,8", "comma-separated numbers of concurrent clients")
-		targets    = flag.String("targets", "toolhost,everything,go-sdk", "servers to measure, in this order")
+		targets    = flag.String("targets", "toolhost,everything,go-sdk,go-sdk-400", "servers to measure, in this order (go-sdk-400: the floor at toolhost's GOGC)")
+		kinds      = flag.String("client", "raw,sdk", "load clients, in this order: raw (pre-encoded requests over net/http) and/or sdk (the go-sdk client)")
 		timeout    = flag.Duration("timeout", 10*time.Minute, "deadline of the whole run")
 		serveFloor = flag.String("serve-floor", "", "internal: serve the go-sdk floor on this loopback address and exit on SIGTERM")
 	)
@@ -96,6 +101,12 @@ func main() {
 		cfg.clients = append(cfg.clients, n)
 	}
 	cfg.targets = strings.Split(*targets, ",")
+	for _, k := range strings.Split(*kinds, ",") {
+		if k = strings.TrimSpace(k); k != "raw" && k != "sdk" {
+			log.Fatalf("mcpload: bad -client entry %q (want raw or sdk)", k)
+		}
+		cfg.kinds = append(cfg.kinds, strings.TrimSpace(k))
+	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	if err := run(ctx, cfg, os.Stdout); err != nil {
@@ -116,11 +127,22 @@ type target struct {
 type result struct {
 	server   string
 	tool     string
+	client   string
 	clients  int
 	calls    int64
 	errors   int64
 	elapsed  time.Duration
 	p50, p99 time.Duration
+	// serverCPU is the server process's CPU time during the measurement.
+	serverCPU time.Duration
+}
+
+// cpuPerCall is the server's CPU time per successful call.
+func (r result) cpuPerCall() time.Duration {
+	if r.calls == 0 {
+		return 0
+	}
+	return r.serverCPU / time.Duration(r.calls)
 }
 
 func (r result) rate() float64 { return float64(r.calls) / r.elapsed.Seconds() }
@@ -129,13 +151,14 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	all := map[string]target{
 		"toolhost":   toolhostTarget(cfg),
 		"everything": everythingTarget(cfg),
-		"go-sdk":     floorTarget(),
+		"go-sdk":     floorTarget(""),
+		"go-sdk-400": floorTarget("400"),
 	}
 	var results []result
 	for _, name := range cfg.targets {
 		t, ok := all[strings.TrimSpace(name)]
 		if !ok {
-			return fmt.Errorf("unknown target %q (want toolhost, everything, go-sdk)", name)
+			return fmt.Errorf("unknown target %q (want toolhost, everything, go-sdk, go-sdk-400)", name)
 		}
 		rs, err := measureTarget(ctx, cfg, t)
 		if err != nil {
@@ -177,36 +200,47 @@ func measureTarget(ctx context.Context, cfg config, t target) ([]result, error) 
 		return nil, err
 	}
 	var rs []result
-	for _, n := range cfg.clients {
-		fmt.Fprintf(os.Stderr, "mcpload: %s (pid %d) with %d clients: warm-up %s, measuring %s\n", t.name, cmd.Process.Pid, n, cfg.warmup, cfg.duration)
-		r, err := measure(ctx, cfg, hc, endpoint, t, n)
-		if err != nil {
-			return nil, fmt.Errorf("%d clients: %w", n, err)
+	for _, kind := range cfg.kinds {
+		for _, n := range cfg.clients {
+			fmt.Fprintf(os.Stderr, "mcpload: %s (pid %d) with %d %s clients: warm-up %s, measuring %s\n", t.name, cmd.Process.Pid, n, kind, cfg.warmup, cfg.duration)
+			r, err := measure(ctx, cfg, hc, endpoint, t, kind, n, cmd.Process.Pid)
+			if err != nil {
+				return nil, fmt.Errorf("%d %s clients: %w", n, kind, err)
+			}
+			fmt.Fprintf(os.Stderr, "mcpload: %-10s %d %s clients: %.0f calls/s, p50 %s, p99 %s, %d errors, server CPU %s per call\n",
+				t.name, n, kind, r.rate(), r.p50, r.p99, r.errors, r.cpuPerCall())
+			rs = append(rs, r)
 		}
-		fmt.Fprintf(os.Stderr, "mcpload: %-10s %d clients: %.0f calls/s, p50 %s, p99 %s, %d errors\n",
-			t.name, n, r.rate(), r.p50, r.p99, r.errors)
-		rs = append(rs, r)
 	}
 	return rs, nil
 }
 
 // measure opens n sessions, warms up, then runs the closed-loop load for
 // cfg.duration or cfg.maxCalls calls.
-func measure(ctx context.Context, cfg config, hc *http.Client, endpoint string, t target, n int) (result, error) {
-	sessions := make([]*mcp.ClientSession, n)
+func measure(ctx context.Context, cfg config, hc *http.Client, endpoint string, t target, kind string, n, pid int) (result, error) {
+	sessions := make([]caller, n)
 	defer func() {
 		for _, cs := range sessions {
 			if cs != nil {
-				_ = cs.Close()
+				_ = cs.close()
 			}
 		}
 	}()
 	for i := range sessions {
-		cs, err := connect(ctx, hc, endpoint, fmt.Sprintf("mcpload-%d", i))
+		name := fmt.Sprintf("mcpload-%d", i)
+		if kind == "raw" {
+			rs, err := connectRaw(ctx, hc, endpoint, name, t.tool, t.args)
+			if err != nil {
+				return result{}, err
+			}
+			sessions[i] = rs
+			continue
+		}
+		cs, err := connect(ctx, hc, endpoint, name)
 		if err != nil {
 			return result{}, err
 		}
-		sessions[i] = cs
+		sessions[i] = sdkSession{cs: cs, tool: t.tool, args: t.args}
 	}
 
 	// phase runs every session in a closed loop until the deadline or the
@@ -225,7 +259,7 @@ func measure(ctx context.Context, cfg config, hc *http.Client, endpoint string, 
 				defer wg.Done()
 				for pctx.Err() == nil && issued.Add(1) <= budget {
 					t0 := time.Now()
-					res, err := cs.CallTool(pctx, &mcp.CallToolParams{Name: t.tool, Arguments: t.args})
+					err := cs.call(pctx)
 					el := time.Since(t0)
 					if err != nil {
 						if pctx.Err() != nil {
@@ -235,10 +269,6 @@ func measure(ctx context.Context, cfg config, hc *http.Client, endpoint string, 
 						if errs[i] == nil {
 							errs[i] = err
 						}
-						continue
-					}
-					if res.IsError {
-						failed.Add(1)
 						continue
 					}
 					lat[i] = append(lat[i], el)
@@ -263,21 +293,31 @@ func measure(ctx context.Context, cfg config, hc *http.Client, endpoint string, 
 	if _, _, _, _, err := phase(cfg.warmup, cfg.maxCalls); err != nil {
 		return result{}, fmt.Errorf("warm-up: %w", err)
 	}
+	cpu0, err := cpuTime(pid)
+	if err != nil {
+		return result{}, err
+	}
 	lat, ok, failed, elapsed, err := phase(cfg.duration, cfg.maxCalls)
+	if err != nil {
+		return result{}, err
+	}
+	cpu1, err := cpuTime(pid)
 	if err != nil {
 		return result{}, err
 	}
 	merged := slices.Concat(lat...)
 	slices.Sort(merged)
 	return result{
-		server:  t.name,
-		tool:    t.tool,
-		clients: n,
-		calls:   ok,
-		errors:  failed,
-		elapsed: elapsed,
-		p50:     percentile(merged, 0.50),
-		p99:     percentile(merged, 0.99),
+		server:    t.name,
+		tool:      t.tool,
+		client:    kind,
+		serverCPU: cpu1 - cpu0,
+		clients:   n,
+		calls:     ok,
+		errors:    failed,
+		elapsed:   elapsed,
+		p50:       percentile(merged, 0.50),
+		p99:       percentile(merged, 0.99),
 	}, nil
 }
 
@@ -472,9 +512,16 @@ func everythingTarget(cfg config) target {
 	}
 }
 
-func floorTarget() target {
+// floorTarget is the floor with the Go runtime's defaults, or, with gogc
+// set, at that GOGC (toolhost serve runs at GOGC=400): the same comparison
+// without the collector setting in it.
+func floorTarget(gogc string) target {
+	name := "go-sdk floor"
+	if gogc != "" {
+		name += " (GOGC=" + gogc + ")"
+	}
 	return target{
-		name: "go-sdk floor",
+		name: name,
 		tool: "echo",
 		args: map[string]any{"message": "hello"},
 		start: func(ctx context.Context, addr, tmp string) (*exec.Cmd, error) {
@@ -485,6 +532,10 @@ func floorTarget() target {
 			cmd, err := command(ctx, tmp, self, "-serve-floor", addr)
 			if err != nil {
 				return nil, err
+			}
+			cmd.Env = os.Environ()
+			if gogc != "" {
+				cmd.Env = append(cmd.Env, "GOGC="+gogc)
 			}
 			return cmd, cmd.Start()
 		},
@@ -538,35 +589,40 @@ func runFloor(ctx context.Context, addr string) error {
 }
 
 func report(out io.Writer, cfg config, results []result) {
-	fmt.Fprintf(out, "Machine: %d cores, %s memory, %s/%s, %s. Warm-up %s, then %s or %d calls per row; one MCP session per client, closed loop, streamable HTTP on 127.0.0.1.\n\n",
+	fmt.Fprintf(out, "Machine: %d cores, %s memory, %s/%s, %s. Warm-up %s, then %s or %d calls per row; one MCP session per client, closed loop, streamable HTTP on 127.0.0.1. Client raw: pre-encoded requests over net/http; sdk: the go-sdk client.\n\n",
 		runtime.NumCPU(), memTotal(), runtime.GOOS, runtime.GOARCH, runtime.Version(), cfg.warmup, cfg.duration, cfg.maxCalls)
-	fmt.Fprintln(out, "| server | tool | clients | calls | errors | calls/s | p50 ms | p99 ms |")
-	fmt.Fprintln(out, "|---|---|--:|--:|--:|--:|--:|--:|")
+	fmt.Fprintln(out, "| server | tool | client | clients | calls | errors | calls/s | p50 ms | p99 ms | server CPU µs/call |")
+	fmt.Fprintln(out, "|---|---|---|--:|--:|--:|--:|--:|--:|--:|")
 	for _, r := range results {
-		fmt.Fprintf(out, "| %s | %s | %d | %d | %d | %.0f | %.2f | %.2f |\n",
-			r.server, r.tool, r.clients, r.calls, r.errors, r.rate(), ms(r.p50), ms(r.p99))
+		fmt.Fprintf(out, "| %s | %s | %s | %d | %d | %d | %.0f | %.2f | %.2f | %.0f |\n",
+			r.server, r.tool, r.client, r.clients, r.calls, r.errors, r.rate(), ms(r.p50), ms(r.p99), float64(r.cpuPerCall())/float64(time.Microsecond))
 	}
 	top := slices.Max(cfg.clients)
-	find := func(server string) (result, bool) {
+	find := func(server, kind string) (result, bool) {
 		for _, r := range results {
-			if r.server == server && r.clients == top {
+			if r.server == server && r.client == kind && r.clients == top {
 				return r, true
 			}
 		}
 		return result{}, false
 	}
-	th, ok := find("toolhost")
-	if !ok {
-		return
-	}
 	fmt.Fprintln(out)
-	if ts, ok := find("server-everything"); ok {
-		x := th.rate() / ts.rate()
-		fmt.Fprintf(out, "- toolhost vs server-everything at %d clients: %.2f× (target ≥ 2×: %s)\n", top, x, verdict(x >= 2))
-	}
-	if fl, ok := find("go-sdk floor"); ok {
-		x := th.rate() / fl.rate()
-		fmt.Fprintf(out, "- toolhost vs go-sdk floor at %d clients: %.0f%% (target ≥ 80%%: %s)\n", top, 100*x, verdict(x >= 0.8))
+	for _, kind := range cfg.kinds {
+		th, ok := find("toolhost", kind)
+		if !ok {
+			continue
+		}
+		if ts, ok := find("server-everything", kind); ok {
+			x := th.rate() / ts.rate()
+			fmt.Fprintf(out, "- %s client, %d clients: toolhost vs server-everything %.2f× (target ≥ 2×: %s)\n", kind, top, x, verdict(x >= 2))
+		}
+		if fl, ok := find("go-sdk floor", kind); ok {
+			x := th.rate() / fl.rate()
+			fmt.Fprintf(out, "- %s client, %d clients: toolhost vs go-sdk floor %.0f%% (target ≥ 80%%: %s)\n", kind, top, 100*x, verdict(x >= 0.8))
+		}
+		if fl, ok := find("go-sdk floor (GOGC=400)", kind); ok {
+			fmt.Fprintf(out, "- %s client, %d clients: toolhost vs go-sdk floor at GOGC=400 %.0f%%\n", kind, top, 100*th.rate()/fl.rate())
+		}
 	}
 }
 

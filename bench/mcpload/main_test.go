@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -77,7 +78,7 @@ func TestFloorServesEcho(t *testing.T) {
 		}
 	})
 	hc := loopbackClient(2)
-	tgt := floorTarget()
+	tgt := floorTarget("")
 	if err := waitReady(ctx, hc, "http://"+addr+"/mcp", tgt, "/nonexistent"); err != nil {
 		t.Fatal(err)
 	}
@@ -108,5 +109,46 @@ func TestCPUTimeOfThisProcess(t *testing.T) {
 	}
 	if d <= 0 {
 		t.Fatalf("cpuTime = %s, want > 0", d)
+	}
+}
+
+// TestRawClientCallsAndChecksResults: the raw load client opens a session
+// on a go-sdk server (SSE answers) and on one answering plain JSON, calls
+// the tool, and reports a tool error and an unknown tool as failures.
+func TestRawClientCallsAndChecksResults(t *testing.T) {
+	for _, jsonResponse := range []bool{false, true} {
+		s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+		mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Message}}, IsError: in.Message == "fail"}, nil, nil
+		})
+		srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+			&mcp.StreamableHTTPOptions{JSONResponse: jsonResponse}))
+		ctx := context.Background()
+		ok, err := connectRaw(ctx, srv.Client(), srv.URL, "t", "echo", map[string]any{"message": "hi"})
+		if err != nil {
+			t.Fatalf("json=%v: %v", jsonResponse, err)
+		}
+		for range 3 { // ids advance; every answer is matched to its call
+			if err := ok.call(ctx); err != nil {
+				t.Fatalf("json=%v: %v", jsonResponse, err)
+			}
+		}
+		if err := ok.close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		for args, want := range map[string]string{"fail": "tool error", "": "not a result"} {
+			tool := "echo"
+			if args == "" {
+				tool = "nope"
+			}
+			bad, err := connectRaw(ctx, srv.Client(), srv.URL, "t", tool, map[string]any{"message": args})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := bad.call(ctx); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("json=%v tool %s: %v, want %q", jsonResponse, tool, err, want)
+			}
+		}
+		srv.Close()
 	}
 }
