@@ -329,6 +329,15 @@ type mergedWrite struct {
 	err   error
 }
 
+// frames is the spool encoding of the writes g was made of.
+func (g *mergedWrite) frames() []byte {
+	var b []byte
+	for _, e := range g.ents {
+		b = appendFrame(b, e.seq, appendWrite(nil, e.w))
+	}
+	return b
+}
+
 func (g *mergedWrite) tell(err error) {
 	for _, e := range g.ents {
 		if e.done != nil {
@@ -397,11 +406,7 @@ func (s *spool) storeAnswers() bool {
 // INSTANCE.rejected beside the spool (same frames), so that they neither
 // block the writes behind them nor get lost.
 func (s *spool) setAside(g *mergedWrite) {
-	var frames []byte
-	for _, e := range g.ents {
-		frames = appendFrame(frames, e.seq, appendWrite(nil, e.w))
-	}
-	err := appendRejected(s.files.dir, s.files.instance, frames)
+	err := appendRejected(s.files.dir, s.files.instance, g.frames())
 	s.j.opts.Logger.Error("journal: the store keeps refusing a write; it was set aside",
 		"execution_id", g.w.Record.ID, "tool", g.w.Record.ToolName, "err", g.err,
 		"file", rejectedPath(s.files.dir, s.files.instance), "write_err", err)
@@ -545,11 +550,7 @@ func (j *Journal) replayGroups(ctx context.Context, instance string, groups []*m
 		}
 		for _, g := range chunk {
 			if gerr := apply([]*mergedWrite{g}); gerr != nil {
-				var frames []byte
-				for _, e := range g.ents {
-					frames = appendFrame(frames, e.seq, appendWrite(nil, e.w))
-				}
-				werr := appendRejected(j.opts.SpoolDir, instance, frames)
+				werr := appendRejected(j.opts.SpoolDir, instance, g.frames())
 				j.opts.Logger.Error("journal: the store refuses a write of a dead process's spool; it was set aside",
 					"execution_id", g.w.Record.ID, "err", gerr, "file", rejectedPath(j.opts.SpoolDir, instance), "write_err", werr)
 				if werr != nil {
