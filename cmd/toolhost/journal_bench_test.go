@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -24,7 +25,7 @@ import (
 )
 
 // BenchmarkJournalOverhead measures tools/call get_time over the real MCP
-// HTTP server in-process, 8 client sessions at once, with the journal on an
+// HTTP server in-process, 1 and 8 client sessions at once, with the journal on an
 // in-memory store (the baseline: nothing durable), and on SQLite and
 // PostgreSQL (when TOOLHOST_TEST_POSTGRES is set) as serve runs them, with
 // the spool; the "-direct" rows write every record to the store and wait
@@ -72,85 +73,90 @@ func BenchmarkJournalOverhead(b *testing.B) {
 		backends = append(backends, backend{"postgres", true, postgres}, backend{"postgres-direct", false, postgres})
 	}
 	for _, be := range backends {
-		b.Run(be.name, func(b *testing.B) {
-			// serve's default unless BENCH_COMMIT_DELAY says otherwise
-			delay := DefaultCommitDelay
-			if v := os.Getenv("BENCH_COMMIT_DELAY"); v != "" {
-				delay, _ = time.ParseDuration(v)
-			}
-			opts := journal.Options{InstanceID: uuid.NewString(), CommitDelay: delay}
-			if be.spool {
-				opts.SpoolDir = b.TempDir()
-			}
-			j := journal.New(be.open(b), opts)
-			b.Cleanup(j.Close)
-			if _, err := j.Start(context.Background()); err != nil {
-				b.Fatal(err)
-			}
-			exec, err := tools.NewExecutor(tools.Options{Journal: j}, builtin.All()...)
-			if err != nil {
-				b.Fatal(err)
-			}
-			mcpSrv := mcpface.New(exec, mcpface.Options{})
-			srv := httptest.NewServer(server.New(server.Options{MCP: mcpSrv.Handler()}).Handler())
-			b.Cleanup(srv.Close)
-			const clients = 8
-			sessions := make([]*sdk.ClientSession, clients)
-			for i := range sessions {
-				c := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil)
-				cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { cs.Close() })
-				sessions[i] = cs
-			}
-			call := func(cs *sdk.ClientSession) time.Duration {
-				t0 := time.Now()
-				res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "get_time", Arguments: map[string]any{}})
-				if err != nil || res.IsError {
-					b.Fatalf("get_time: %v %+v", err, res)
-				}
-				return time.Since(t0)
-			}
-			for _, cs := range sessions { // warm up connections and caches
-				for range 20 {
-					call(cs)
-				}
-			}
-			var next atomic.Int64
-			lat := make([][]time.Duration, clients)
-			var wg sync.WaitGroup
-			b.ResetTimer()
-			cpu0 := cpuTime()
-			start := time.Now()
-			for i, cs := range sessions {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for next.Add(1) <= int64(b.N) {
-						lat[i] = append(lat[i], call(cs))
-					}
-				}()
-			}
-			wg.Wait()
-			// Everything spooled is in the store before the clock stops.
-			if err := j.Flush(context.Background()); err != nil {
-				b.Fatal(err)
-			}
-			elapsed := time.Since(start)
-			cpu := cpuTime() - cpu0
-			b.StopTimer()
-			all := slices.Concat(lat...)
-			slices.Sort(all)
-			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
-			b.ReportMetric(float64(all[len(all)/2].Microseconds())/1000, "p50-ms")
-			b.ReportMetric(float64(all[len(all)*99/100].Microseconds())/1000, "p99-ms")
-			// CPU per call (server and client together) does not depend on
-			// how busy the machine is, unlike the two figures above.
-			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/call")
-		})
+		for _, clients := range []int{1, 8} {
+			b.Run(fmt.Sprintf("%s/clients=%d", be.name, clients), func(b *testing.B) {
+				benchJournal(b, be.open(b), be.spool, clients)
+			})
+		}
 	}
+}
+
+func benchJournal(b *testing.B, st journal.Store, spool bool, clients int) {
+	// serve's default unless BENCH_COMMIT_DELAY says otherwise
+	delay := DefaultCommitDelay
+	if v := os.Getenv("BENCH_COMMIT_DELAY"); v != "" {
+		delay, _ = time.ParseDuration(v)
+	}
+	opts := journal.Options{InstanceID: uuid.NewString(), CommitDelay: delay}
+	if spool {
+		opts.SpoolDir = b.TempDir()
+	}
+	j := journal.New(st, opts)
+	b.Cleanup(j.Close)
+	if _, err := j.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	exec, err := tools.NewExecutor(tools.Options{Journal: j}, builtin.All()...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mcpSrv := mcpface.New(exec, mcpface.Options{})
+	srv := httptest.NewServer(server.New(server.Options{MCP: mcpSrv.Handler()}).Handler())
+	b.Cleanup(srv.Close)
+	sessions := make([]*sdk.ClientSession, clients)
+	for i := range sessions {
+		c := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil)
+		cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { cs.Close() })
+		sessions[i] = cs
+	}
+	call := func(cs *sdk.ClientSession) time.Duration {
+		t0 := time.Now()
+		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "get_time", Arguments: map[string]any{}})
+		if err != nil || res.IsError {
+			b.Fatalf("get_time: %v %+v", err, res)
+		}
+		return time.Since(t0)
+	}
+	for _, cs := range sessions { // warm up connections and caches
+		for range 20 {
+			call(cs)
+		}
+	}
+	var next atomic.Int64
+	lat := make([][]time.Duration, clients)
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	start := time.Now()
+	for i, cs := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				lat[i] = append(lat[i], call(cs))
+			}
+		}()
+	}
+	wg.Wait()
+	// Everything spooled is in the store before the clock stops.
+	if err := j.Flush(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	cpu := cpuTime() - cpu0
+	b.StopTimer()
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
+	b.ReportMetric(float64(all[len(all)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(all[len(all)*99/100].Microseconds())/1000, "p99-ms")
+	// CPU per call (server and client together) does not depend on
+	// how busy the machine is, unlike the two figures above.
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/call")
 }
 
 // cpuTime is the user+system CPU time this process has used.
