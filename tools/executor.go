@@ -180,7 +180,7 @@ func (e *Executor) Execute(ctx context.Context, p Proposal) (*Outcome, error) {
 	if err != nil {
 		return c.reject(ctx, journal.StateParseRejected, StatusError, Errorf(CodeInvalidJSON, "%s arguments: %s", p.Tool, strings.TrimPrefix(err.Error(), ErrArgsSyntax.Error()+": ")))
 	}
-	if err := c.move(journal.StateParsed, map[string]any{"parser": "strict-json", "bytes": len(p.Args)}); err != nil {
+	if err := c.move(journal.StateParsed, parsedDetail{Parser: "strict-json", Bytes: len(p.Args)}); err != nil {
 		return nil, err
 	}
 
@@ -202,10 +202,10 @@ func (e *Executor) Execute(ctx context.Context, p Proposal) (*Outcome, error) {
 	}
 	c.rec.Args = canon
 	c.rec.ArgsDigest = Digest(c.rec.AccountID, ent.spec.Name, ent.spec.Version, canon)
-	if err := c.move(journal.StateValidated, map[string]any{
-		"dialect": catalog.SchemaDialect, "validator": validatorName, "format_assertion": true,
-		"reference_clock": ref.Clock.Format(time.RFC3339Nano), "time_zone": ref.TimeZone.String(),
-		"args_digest": c.rec.ArgsDigest,
+	if err := c.move(journal.StateValidated, validatedDetail{
+		Dialect: catalog.SchemaDialect, Validator: validatorName, FormatAssertion: true,
+		ReferenceClock: ref.Clock.Format(time.RFC3339Nano), TimeZone: ref.TimeZone.String(),
+		ArgsDigest: c.rec.ArgsDigest,
 	}); err != nil {
 		return nil, err
 	}
@@ -243,8 +243,8 @@ func (e *Executor) Execute(ctx context.Context, p Proposal) (*Outcome, error) {
 	if release != nil {
 		defer func() { release(*out) }()
 	}
-	if err := c.move(journal.StateAuthorized, map[string]any{
-		"account_id": c.rec.AccountID, "key_id": p.Caller.KeyID, "scopes": p.Caller.Scopes,
+	if err := c.move(journal.StateAuthorized, authorizedDetail{
+		AccountID: c.rec.AccountID, KeyID: p.Caller.KeyID, Scopes: p.Caller.Scopes,
 	}); err != nil {
 		return nil, err
 	}

@@ -64,7 +64,7 @@ func (e *Executor) begin(p Proposal) *callRecord {
 		Status: journal.StatusRunning, Lifecycle: journal.Opened, Commit: journal.CommitPending,
 		StartedAt: start, CreatedAt: start, DeliveryMode: "inline", AttemptNo: 1,
 	}
-	tr := journal.NewTrail(time.Now, map[string]any{"call_id": p.CallID, "tool": p.Tool, "args_bytes": len(p.Args)})
+	tr := journal.NewTrail(time.Now, proposedDetail{CallID: p.CallID, Tool: p.Tool, ArgsBytes: len(p.Args)})
 	return &callRecord{e: e, rec: rec, tr: tr, start: start,
 		out: &Outcome{ExecutionID: id, Tool: p.Tool, CallID: p.CallID}}
 }
@@ -102,7 +102,7 @@ func (c *callRecord) settle(commit journal.Commit) {
 // with its rejection state.
 func (c *callRecord) reject(ctx context.Context, state journal.State, status Status, te *Error) (*Outcome, error) {
 	c.e.fail(c.out, status, te)
-	if err := c.move(state, map[string]any{"code": te.Code, "message": te.Message}); err != nil {
+	if err := c.move(state, rejectedDetail{Code: te.Code, Message: te.Message}); err != nil {
 		return nil, err
 	}
 	c.settle(journal.CommitDiscarded)
@@ -116,11 +116,11 @@ func (c *callRecord) reject(ctx context.Context, state journal.State, status Sta
 // side effects) and returns the events not yet written.
 func (c *callRecord) openEvents(spec catalog.Spec, deadline time.Time, timeout time.Duration) ([]journal.Event, error) {
 	if spec.SideEffect != catalog.SideEffectNone {
-		if err := c.move(journal.StatePrepared, map[string]any{"side_effect_level": spec.SideEffect, "args_digest": c.rec.ArgsDigest}); err != nil {
+		if err := c.move(journal.StatePrepared, preparedDetail{SideEffectLevel: string(spec.SideEffect), ArgsDigest: c.rec.ArgsDigest}); err != nil {
 			return nil, err
 		}
 	}
-	if err := c.move(journal.StateExecuting, map[string]any{"attempt": 1, "deadline": deadline.UTC().Format(time.RFC3339Nano), "timeout_ms": timeout.Milliseconds()}); err != nil {
+	if err := c.move(journal.StateExecuting, executingDetail{Attempt: 1, Deadline: deadline.UTC().Format(time.RFC3339Nano), TimeoutMS: timeout.Milliseconds()}); err != nil {
 		return nil, err
 	}
 	return c.tr.Take(), nil
@@ -134,7 +134,7 @@ func (c *callRecord) finish(ctx context.Context, spec catalog.Spec, ran, toolErr
 	out := c.out
 	effects := spec.SideEffect != catalog.SideEffectNone
 	commit := journal.CommitDiscarded
-	detail := map[string]any{"status": out.Status, "code": out.Code}
+	detail := endDetail{Status: out.Status, Code: out.Code}
 	var err error
 	switch {
 	case ran && !out.IsError:
@@ -142,7 +142,7 @@ func (c *callRecord) finish(ctx context.Context, spec catalog.Spec, ran, toolErr
 			err = c.move(journal.StateCommitted, nil)
 		}
 		if err == nil {
-			err = c.move(journal.StateObserved, map[string]any{"status": out.Status, "result_bytes": len(out.Text), "truncated": out.Truncated})
+			err = c.move(journal.StateObserved, observedDetail{Status: out.Status, ResultBytes: len(out.Text), Truncated: out.Truncated})
 		}
 		commit = journal.CommitCommitted
 	case ran && effects:
@@ -241,7 +241,7 @@ func (c *callRecord) replay(ctx context.Context, held journal.Record) error {
 	out.Summary = held.Summary
 	out.Units = 0 // nothing ran, nothing to bill
 	out.ReplayOf = held.ID
-	if err := c.move(journal.StateDeduplicated, map[string]any{"replay_of": held.ID, "idempotency_key": c.rec.IdempotencyKey}); err != nil {
+	if err := c.move(journal.StateDeduplicated, deduplicatedDetail{ReplayOf: held.ID, IdempotencyKey: c.rec.IdempotencyKey}); err != nil {
 		return err
 	}
 	c.rec.ReplayParentID = held.ID

@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"toolhost/catalog"
@@ -22,10 +23,28 @@ func All() []tools.Tool {
 var readOnly = catalog.Annotations{ReadOnly: true, Idempotent: false, OpenWorld: false}
 
 // GetTime reports the current time in a time zone.
-type GetTime struct{ now func() time.Time }
+type GetTime struct {
+	now func() time.Time
+	// zones caches loaded locations by name: time.LoadLocation reads and
+	// parses the zone file on every call. Only names that loaded are kept,
+	// so the cache is bounded by the IANA database (about 600 names).
+	zones sync.Map // string → *time.Location
+}
 
 // NewGetTime returns get_time reading the clock now.
 func NewGetTime(now func() time.Time) *GetTime { return &GetTime{now: now} }
+
+func (g *GetTime) location(name string) (*time.Location, error) {
+	if loc, ok := g.zones.Load(name); ok {
+		return loc.(*time.Location), nil
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, err
+	}
+	g.zones.Store(name, loc)
+	return loc, nil
+}
 
 func (*GetTime) Spec() catalog.Spec {
 	return catalog.Spec{
@@ -83,7 +102,7 @@ func (g *GetTime) Call(_ context.Context, inv *tools.Invocation) (*tools.Result,
 	if in.TimeZone == "Local" || strings.ContainsAny(in.TimeZone, `\.`) || strings.HasPrefix(in.TimeZone, "/") {
 		return nil, tools.Errorf("unknown_timezone", "unknown time zone %q: use an IANA name such as UTC, Asia/Shanghai or America/New_York", in.TimeZone)
 	}
-	loc, err := time.LoadLocation(in.TimeZone)
+	loc, err := g.location(in.TimeZone)
 	if err != nil {
 		return nil, tools.Errorf("unknown_timezone", "unknown time zone %q: use an IANA name such as UTC, Asia/Shanghai or America/New_York", in.TimeZone)
 	}
