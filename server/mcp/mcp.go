@@ -159,9 +159,11 @@ func (s *Server) localize(next sdk.MethodHandler) sdk.MethodHandler {
 func (s *Server) handler(name string) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		p := tools.Proposal{
-			Tool:   name,
-			Args:   req.Params.Arguments,
-			CallID: uuid.NewString(),
+			Tool: name,
+			Args: req.Params.Arguments,
+			// Time-ordered, like execution ids: the call id is also the
+			// floor id, and the journal indexes it.
+			CallID: uuid.Must(uuid.NewV7()).String(),
 			Lang:   s.opts.Lang,
 		}
 		extra := req.GetExtra()
