@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -62,7 +63,7 @@ func benchOpen(session string) journal.Write {
 	now := time.Now()
 	id := uuid.Must(uuid.NewV7()).String()
 	r := journal.Record{
-		ID: id, AccountID: "local", SessionID: session, FloorID: uuid.NewString(), CallID: uuid.NewString(),
+		ID: id, AccountID: "local", SessionID: session, FloorID: benchID(), CallID: benchID(),
 		CallerSlot: "mcp", ProviderID: "toolhost", ProviderType: "builtin", ToolName: "get_time", ToolVersion: "1.0.0",
 		SideEffectLevel: "none", ArgsRaw: []byte(`{}`), Args: json.RawMessage(`{"timezone":"UTC"}`),
 		ArgsDigest: "4f1c2e0c9d3f6a8b0e7d5c3b1a9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c3b2a1f",
@@ -90,3 +91,64 @@ func benchFinish(r journal.Record) journal.Write {
 	evs := []journal.Event{{Seq: 5, State: journal.StateObserved, At: now, Detail: json.RawMessage(`{"result_bytes":56,"status":"success","truncated":false}`)}}
 	return journal.Write{Record: r, Events: evs}
 }
+
+// BenchmarkJournalApply measures what the spool costs the store under
+// load: one op is one finished call applied as a single upsert (its opened
+// record merged with its outcome, as a spool round merges them), in rounds
+// of `round` calls per transaction. Under 8 clients a 200 ms apply interval
+// gathers about a thousand calls per round. The CPU per call is the whole
+// process's (this benchmark is all store work); PostgreSQL's own CPU is not
+// in it.
+//
+//	go test -run '^$' -bench JournalApply -benchtime 20000x ./store/
+func BenchmarkJournalApply(b *testing.B) {
+	type backend struct {
+		name string
+		open func(b *testing.B) *store.DB
+	}
+	backends := []backend{{"sqlite", func(b *testing.B) *store.DB { return OpenSQLite(b) }}}
+	if os.Getenv("TOOLHOST_TEST_POSTGRES") != "" {
+		backends = append(backends, backend{"postgres", func(b *testing.B) *store.DB { return OpenPostgres(b) }})
+	}
+	for _, be := range backends {
+		for _, round := range []int{64, 1024} {
+			b.Run(fmt.Sprintf("%s/round=%d", be.name, round), func(b *testing.B) {
+				db := be.open(b)
+				ctx := context.Background()
+				sessions := make([]string, 8)
+				for i := range sessions {
+					sessions[i] = uuid.NewString()
+				}
+				ws := make([]journal.Write, 0, round)
+				cpu0 := processCPU(b)
+				b.ResetTimer()
+				for i := 0; i < b.N; i += round {
+					ws = ws[:0]
+					for k := 0; k < min(round, b.N-i); k++ {
+						o := benchOpen(sessions[(i+k)%len(sessions)])
+						f := benchFinish(o.Record)
+						f.Insert = true
+						f.Events = append(o.Events, f.Events...)
+						ws = append(ws, f)
+					}
+					if _, err := db.Apply(ctx, ws); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-us/call")
+			})
+		}
+	}
+}
+
+// processCPU is the user and system CPU time of this process so far.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+var benchID = func() string { return uuid.Must(uuid.NewV7()).String() }
