@@ -84,4 +84,11 @@ test("the server is still healthy after the suite", async () => {
   const body = await res.json();
   assert.equal(body.status, "ok");
   assert.ok(body.version);
+  // run_code's runtimes and warm pools, for operators and the load command.
+  for (const lang of ["python", "javascript"]) {
+    const st = body.run_code?.[lang];
+    assert.ok(st, `no run_code.${lang} in ${JSON.stringify(body)}`);
+    assert.ok(["loading", "ready", "unavailable"].includes(st.state), JSON.stringify(st));
+    assert.ok(Number.isInteger(st.warm) && Number.isInteger(st.pool) && st.warm <= st.pool, JSON.stringify(st));
+  }
 });

@@ -143,3 +143,20 @@ func (p *pool[T]) waitFull(ctx context.Context) error {
 	}
 	return nil
 }
+
+// state says where the runtime is without waiting: "loading" while it is
+// read and compiled, "ready", or "unavailable" with the reason.
+func (r *runtimeFile) state() (string, error) {
+	select {
+	case <-r.done:
+		if r.err != nil {
+			return "unavailable", r.err
+		}
+		return "ready", nil
+	default:
+		return "loading", nil
+	}
+}
+
+// warm is how many pre-started instances are waiting.
+func (p *pool[T]) warm() int { return len(p.items) }

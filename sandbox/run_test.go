@@ -218,3 +218,36 @@ func TestRSSStaysBoundedDuringConcurrentMemoryBombs(t *testing.T) {
 		t.Fatalf("after the bombs: %v %+v", err, res)
 	}
 }
+
+func TestStatusReportsRuntimesAndWarmPools(t *testing.T) {
+	missing, err := New(context.Background(), Options{RuntimesDir: t.TempDir(), CacheDir: testCacheDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer missing.Close()
+	for _, lang := range []Language{Python, JavaScript} {
+		// Wait for the load to end; a missing file ends it at once.
+		_ = missing.Ready(context.Background(), lang)
+		st := missing.Status()[lang]
+		if st.State != "unavailable" || !strings.Contains(st.Error, "make runtimes") || st.Warm != 0 {
+			t.Errorf("%s without its runtime: %+v, want unavailable naming `make runtimes`, nothing warm", lang, st)
+		}
+	}
+
+	s := sharedSandbox(t)
+	cfg := s.Config()
+	want := map[Language]int{Python: cfg.PythonPool, JavaScript: cfg.JavaScriptPool}
+	for lang, size := range want {
+		waitFor(t, string(lang)+" pool full", func() bool { return s.Status()[lang].Warm == size })
+		st := s.Status()[lang]
+		if st.State != "ready" || st.Error != "" || st.Pool != size {
+			t.Errorf("%s: %+v, want ready with a pool of %d", lang, st, size)
+		}
+	}
+	// A run takes a pre-started instance: the pool is short of one until
+	// the refill catches up, and Status says so.
+	if _, err := s.Run(context.Background(), Request{Language: JavaScript, Code: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "javascript pool refilled", func() bool { return s.Status()[JavaScript].Warm == want[JavaScript] })
+}

@@ -187,6 +187,34 @@ func (s *Sandbox) Ready(ctx context.Context, lang Language) error {
 	return fmt.Errorf("%w: unknown language %q", ErrInvalid, lang)
 }
 
+// RuntimeStatus is one language's runtime as an operator sees it.
+type RuntimeStatus struct {
+	// State is "loading" (being read and compiled), "ready" or
+	// "unavailable" (Error says why: missing file, broken module).
+	State string `json:"state"`
+	Error string `json:"error,omitempty"`
+	// Warm is the number of pre-started instances waiting in the pool, of
+	// Pool configured; a run that finds none starts one cold.
+	Warm int `json:"warm"`
+	Pool int `json:"pool"`
+}
+
+// Status reports each language's runtime and warm pool, without waiting.
+func (s *Sandbox) Status() map[Language]RuntimeStatus {
+	st := func(f *runtimeFile, warm, size int) RuntimeStatus {
+		state, err := f.state()
+		r := RuntimeStatus{State: state, Warm: warm, Pool: size}
+		if err != nil {
+			r.Error = err.Error()
+		}
+		return r
+	}
+	return map[Language]RuntimeStatus{
+		Python:     st(&s.py.file, s.py.pool.warm(), s.py.pool.size),
+		JavaScript: st(&s.js.file, s.js.pool.warm(), s.js.pool.size),
+	}
+}
+
 // Run runs one program: it waits for a run slot (or fails with ErrBusy when
 // the queue is full), takes a pre-started instance or starts one, runs the
 // program under its deadline and returns what it left. ctx cancellation

@@ -21,6 +21,9 @@ type Options struct {
 	MCP http.Handler
 	// Extra routes mounted as given ("GET /tool-executions" → handler).
 	Routes map[string]http.Handler
+	// Health, when set, adds fields to the /healthz answer (the state of
+	// the sandbox runtimes and their warm pools, say). It must not block.
+	Health func() map[string]any
 	// ShutdownTimeout is how long in-flight requests may take to finish
 	// after a shutdown signal before their contexts are cancelled.
 	ShutdownTimeout time.Duration
@@ -43,7 +46,14 @@ func New(opts Options) *Server {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		WriteJSON(w, http.StatusOK, map[string]any{"status": "ok", "version": opts.Version})
+		body := map[string]any{}
+		if opts.Health != nil {
+			for k, v := range opts.Health() {
+				body[k] = v
+			}
+		}
+		body["status"], body["version"] = "ok", opts.Version
+		WriteJSON(w, http.StatusOK, body)
 	})
 	if opts.MCP != nil {
 		// Browsers must not be able to drive the MCP endpoint from another

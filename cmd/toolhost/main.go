@@ -18,7 +18,10 @@ import (
 	"runtime/debug"
 	"syscall"
 
+	"github.com/google/uuid"
+
 	"toolhost/catalog"
+	"toolhost/sandbox"
 	"toolhost/server"
 	mcpface "toolhost/server/mcp"
 	"toolhost/tools"
@@ -116,6 +119,9 @@ type common struct {
 	redis string
 	// authorizer admits calls under API-key limits (serve only; keys.go).
 	authorizer tools.Authorizer
+	// sandbox is run_code's sandbox once toolset built it; /healthz reports
+	// its runtimes and warm pools.
+	sandbox *sandbox.Sandbox
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -223,6 +229,9 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		Routes:          routes,
 		ShutdownTimeout: c.cfg.ShutdownTimeout.D(),
 		Logger:          logger,
+		Health: func() map[string]any {
+			return map[string]any{"run_code": c.sandbox.Status()}
+		},
 	})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {

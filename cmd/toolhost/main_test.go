@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -186,5 +187,56 @@ func TestServeShutsDownGracefully(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "shutting down") {
 		t.Fatalf("no shutdown log: %s", stderr.String())
+	}
+}
+
+func TestHealthzReportsRunCodeRuntimes(t *testing.T) {
+	bin := buildBinary(t)
+	// An empty runtimes folder: both runtimes are unavailable, and
+	// /healthz says so with the fix, while the server itself is healthy.
+	cmd := exec.Command(bin, "serve", "--dev", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--runtimes", t.TempDir())
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	addr := waitForAddr(t, &stderr)
+	type runtimeStatus struct {
+		State, Error string
+		Warm, Pool   int
+	}
+	var body struct {
+		Status  string                   `json:"status"`
+		Version string                   `json:"version"`
+		RunCode map[string]runtimeStatus `json:"run_code"`
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("/healthz: HTTP %d, %v", resp.StatusCode, err)
+		}
+		if body.RunCode["python"].State != "loading" && body.RunCode["javascript"].State != "loading" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("runtimes still loading: %+v", body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if body.Status != "ok" || body.Version == "" {
+		t.Errorf("/healthz: %+v", body)
+	}
+	for _, lang := range []string{"python", "javascript"} {
+		st, ok := body.RunCode[lang]
+		if !ok || st.State != "unavailable" || !strings.Contains(st.Error, "make runtimes") || st.Warm != 0 || st.Pool == 0 {
+			t.Errorf("run_code %s: %+v, want unavailable naming `make runtimes`, a configured pool, nothing warm", lang, st)
+		}
 	}
 }

@@ -30,6 +30,7 @@ func toolset(c *common, logger *slog.Logger) ([]tools.Tool, func(), error) {
 		fp.Close()
 		return nil, nil, err
 	}
+	c.sandbox = sb
 	ts = append(ts, runcode.New(sb))
 	if c.testTools {
 		ts = append(ts, sleep.New(), sleep.NewEffect())
