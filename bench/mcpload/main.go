@@ -65,6 +65,7 @@ type config struct {
 	duration time.Duration
 	maxCalls int64
 	targets  []string
+	runtimes string
 }
 
 func main() {
@@ -75,7 +76,10 @@ func main() {
 		kinds      = flag.String("client", "raw,sdk", "load clients, in this order: raw (pre-encoded requests over net/http) and/or sdk (the go-sdk client)")
 		timeout    = flag.Duration("timeout", 10*time.Minute, "deadline of the whole run")
 		serveFloor = flag.String("serve-floor", "", "internal: serve the go-sdk floor on this loopback address and exit on SIGTERM")
+		runcode    = flag.Bool("runcode", false, "measure run_code latency on an idle toolhost through MCP instead (runcode.go)")
+		rcCalls    = flag.Int("calls", 60, "with -runcode: measured calls per language")
 	)
+	flag.StringVar(&cfg.runtimes, "runtimes", "runtimes", "with -runcode: folder holding python.wasm and quickjs.wasm")
 	flag.StringVar(&cfg.toolhost, "toolhost", "bin/toolhost", "toolhost binary")
 	flag.StringVar(&cfg.e2e, "e2e", "e2e", "directory of the e2e package (its node_modules holds server-everything and Node 22)")
 	flag.DurationVar(&cfg.warmup, "warmup", 2*time.Second, "warm-up time per measurement (not counted)")
@@ -109,6 +113,15 @@ func main() {
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
+	if *runcode {
+		if *rcCalls < 1 || *rcCalls > 1000 {
+			log.Fatalf("mcpload: -calls %d out of range (1..1000)", *rcCalls)
+		}
+		if err := runRuncode(ctx, cfg, *rcCalls, os.Stdout); err != nil {
+			log.Fatalf("mcpload: %v", err)
+		}
+		return
+	}
 	if err := run(ctx, cfg, os.Stdout); err != nil {
 		log.Fatalf("mcpload: %v", err)
 	}
@@ -133,16 +146,22 @@ type result struct {
 	errors   int64
 	elapsed  time.Duration
 	p50, p99 time.Duration
-	// serverCPU is the server process's CPU time during the measurement.
-	serverCPU time.Duration
+	// serverCPU is the server process's CPU time during the measurement;
+	// clientCPU is this process's (the load client's).
+	serverCPU, clientCPU time.Duration
 }
 
 // cpuPerCall is the server's CPU time per successful call.
-func (r result) cpuPerCall() time.Duration {
+func (r result) cpuPerCall() time.Duration { return r.perCall(r.serverCPU) }
+
+// clientCPUPerCall is the load client's CPU time per successful call.
+func (r result) clientCPUPerCall() time.Duration { return r.perCall(r.clientCPU) }
+
+func (r result) perCall(d time.Duration) time.Duration {
 	if r.calls == 0 {
 		return 0
 	}
-	return r.serverCPU / time.Duration(r.calls)
+	return d / time.Duration(r.calls)
 }
 
 func (r result) rate() float64 { return float64(r.calls) / r.elapsed.Seconds() }
@@ -297,11 +316,19 @@ func measure(ctx context.Context, cfg config, hc *http.Client, endpoint string, 
 	if err != nil {
 		return result{}, err
 	}
+	self0, err := cpuTime(os.Getpid())
+	if err != nil {
+		return result{}, err
+	}
 	lat, ok, failed, elapsed, err := phase(cfg.duration, cfg.maxCalls)
 	if err != nil {
 		return result{}, err
 	}
 	cpu1, err := cpuTime(pid)
+	if err != nil {
+		return result{}, err
+	}
+	self1, err := cpuTime(os.Getpid())
 	if err != nil {
 		return result{}, err
 	}
@@ -312,6 +339,7 @@ func measure(ctx context.Context, cfg config, hc *http.Client, endpoint string, 
 		tool:      t.tool,
 		client:    kind,
 		serverCPU: cpu1 - cpu0,
+		clientCPU: self1 - self0,
 		clients:   n,
 		calls:     ok,
 		errors:    failed,
@@ -589,13 +617,13 @@ func runFloor(ctx context.Context, addr string) error {
 }
 
 func report(out io.Writer, cfg config, results []result) {
-	fmt.Fprintf(out, "Machine: %d cores, %s memory, %s/%s, %s. Warm-up %s, then %s or %d calls per row; one MCP session per client, closed loop, streamable HTTP on 127.0.0.1. Client raw: pre-encoded requests over net/http; sdk: the go-sdk client.\n\n",
-		runtime.NumCPU(), memTotal(), runtime.GOOS, runtime.GOARCH, runtime.Version(), cfg.warmup, cfg.duration, cfg.maxCalls)
-	fmt.Fprintln(out, "| server | tool | client | clients | calls | errors | calls/s | p50 ms | p99 ms | server CPU µs/call |")
-	fmt.Fprintln(out, "|---|---|---|--:|--:|--:|--:|--:|--:|--:|")
+	fmt.Fprintf(out, "Machine: %s. Warm-up %s, then %s or %d calls per row; one MCP session per client, closed loop, streamable HTTP on 127.0.0.1. Client raw: pre-encoded requests over net/http; sdk: the go-sdk client.\n\n",
+		machine(), cfg.warmup, cfg.duration, cfg.maxCalls)
+	fmt.Fprintln(out, "| server | tool | client | clients | calls | errors | calls/s | p50 ms | p99 ms | server CPU µs/call | client CPU µs/call |")
+	fmt.Fprintln(out, "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, r := range results {
-		fmt.Fprintf(out, "| %s | %s | %s | %d | %d | %d | %.0f | %.2f | %.2f | %.0f |\n",
-			r.server, r.tool, r.client, r.clients, r.calls, r.errors, r.rate(), ms(r.p50), ms(r.p99), float64(r.cpuPerCall())/float64(time.Microsecond))
+		fmt.Fprintf(out, "| %s | %s | %s | %d | %d | %d | %.0f | %.2f | %.2f | %.0f | %.0f |\n",
+			r.server, r.tool, r.client, r.clients, r.calls, r.errors, r.rate(), ms(r.p50), ms(r.p99), us(r.cpuPerCall()), us(r.clientCPUPerCall()))
 	}
 	top := slices.Max(cfg.clients)
 	find := func(server, kind string) (result, bool) {
@@ -612,19 +640,33 @@ func report(out io.Writer, cfg config, results []result) {
 		if !ok {
 			continue
 		}
+		// The targets are judged with the raw client, which leaves the
+		// CPU to the server under test. The sdk client needs more CPU per
+		// call than a fast server does, so on a machine where both share
+		// the cores its rows measure the pair; they are printed for
+		// reference, with both CPU figures so that anyone can see which
+		// side was the bottleneck.
+		judge := func(ok bool) string {
+			if kind != "raw" {
+				return fmt.Sprintf("reference only: the load client used %.0f µs of CPU per call, the server %.0f", us(th.clientCPUPerCall()), us(th.cpuPerCall()))
+			}
+			return "target " + verdict(ok)
+		}
 		if ts, ok := find("server-everything", kind); ok {
 			x := th.rate() / ts.rate()
-			fmt.Fprintf(out, "- %s client, %d clients: toolhost vs server-everything %.2f× (target ≥ 2×: %s)\n", kind, top, x, verdict(x >= 2))
+			fmt.Fprintf(out, "- %s client, %d clients: toolhost vs server-everything %.2f× (≥ 2×; %s)\n", kind, top, x, judge(x >= 2))
 		}
 		if fl, ok := find("go-sdk floor", kind); ok {
 			x := th.rate() / fl.rate()
-			fmt.Fprintf(out, "- %s client, %d clients: toolhost vs go-sdk floor %.0f%% (target ≥ 80%%: %s)\n", kind, top, 100*x, verdict(x >= 0.8))
+			fmt.Fprintf(out, "- %s client, %d clients: toolhost vs go-sdk floor %.0f%% (≥ 80%%; %s)\n", kind, top, 100*x, judge(x >= 0.8))
 		}
 		if fl, ok := find("go-sdk floor (GOGC=400)", kind); ok {
-			fmt.Fprintf(out, "- %s client, %d clients: toolhost vs go-sdk floor at GOGC=400 %.0f%%\n", kind, top, 100*th.rate()/fl.rate())
+			fmt.Fprintf(out, "- %s client, %d clients: toolhost vs go-sdk floor at toolhost's GOGC=400 %.0f%% (no target: the same GC setting on both sides)\n", kind, top, 100*th.rate()/fl.rate())
 		}
 	}
 }
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
 func verdict(ok bool) string {
 	if ok {
@@ -634,6 +676,11 @@ func verdict(ok bool) string {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// machine describes this machine for the reports.
+func machine() string {
+	return fmt.Sprintf("%d cores, %s memory, %s/%s, %s", runtime.NumCPU(), memTotal(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+}
 
 func memTotal() string {
 	f, err := os.Open("/proc/meminfo")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -150,5 +151,33 @@ func TestRawClientCallsAndChecksResults(t *testing.T) {
 			}
 		}
 		srv.Close()
+	}
+}
+
+func TestPoolWarmReadsHealthz(t *testing.T) {
+	body := `{"status":"ok"}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, body)
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		name, body string
+		warm       bool
+		err        string
+	}{
+		{"full", `{"run_code":{"python":{"state":"ready","warm":2,"pool":2}}}`, true, ""},
+		{"refilling", `{"run_code":{"python":{"state":"ready","warm":1,"pool":2}}}`, false, ""},
+		{"compiling", `{"run_code":{"python":{"state":"loading","warm":0,"pool":2}}}`, false, ""},
+		{"missing", `{"run_code":{"python":{"state":"unavailable","error":"no file","pool":2}}}`, false, "no file"},
+		{"no pool", `{"run_code":{"python":{"state":"ready","warm":0,"pool":0}}}`, false, "no warm pool"},
+		{"old server", `{"status":"ok"}`, false, "says nothing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body = tc.body
+			warm, err := poolWarm(context.Background(), srv.Client(), srv.URL, "python")
+			if warm != tc.warm || (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+				t.Fatalf("poolWarm = %v, %v; want %v, error containing %q", warm, err, tc.warm, tc.err)
+			}
+		})
 	}
 }
