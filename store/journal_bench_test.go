@@ -22,15 +22,7 @@ import (
 //
 //	go test -run '^$' -bench JournalWrite -benchtime 2000x ./store/
 func BenchmarkJournalWrite(b *testing.B) {
-	type backend struct {
-		name string
-		open func(b *testing.B) *store.DB
-	}
-	backends := []backend{{"sqlite", func(b *testing.B) *store.DB { return OpenSQLite(b) }}}
-	if os.Getenv("TOOLHOST_TEST_POSTGRES") != "" {
-		backends = append(backends, backend{"postgres", func(b *testing.B) *store.DB { return OpenPostgres(b) }})
-	}
-	for _, be := range backends {
+	for _, be := range benchBackends() {
 		for _, batch := range []int{1, 8} {
 			b.Run(fmt.Sprintf("%s/batch=%d", be.name, batch), func(b *testing.B) {
 				db := be.open(b)
@@ -57,6 +49,21 @@ func BenchmarkJournalWrite(b *testing.B) {
 			})
 		}
 	}
+}
+
+// benchBackend is a store the benchmarks run on.
+type benchBackend struct {
+	name string
+	open func(b *testing.B) *store.DB
+}
+
+// benchBackends is SQLite, and PostgreSQL when TOOLHOST_TEST_POSTGRES is set.
+func benchBackends() []benchBackend {
+	backends := []benchBackend{{"sqlite", func(b *testing.B) *store.DB { return OpenSQLite(b) }}}
+	if os.Getenv("TOOLHOST_TEST_POSTGRES") != "" {
+		backends = append(backends, benchBackend{"postgres", func(b *testing.B) *store.DB { return OpenPostgres(b) }})
+	}
+	return backends
 }
 
 func benchOpen(session string) journal.Write {
@@ -102,15 +109,7 @@ func benchFinish(r journal.Record) journal.Write {
 //
 //	go test -run '^$' -bench JournalApply -benchtime 20000x ./store/
 func BenchmarkJournalApply(b *testing.B) {
-	type backend struct {
-		name string
-		open func(b *testing.B) *store.DB
-	}
-	backends := []backend{{"sqlite", func(b *testing.B) *store.DB { return OpenSQLite(b) }}}
-	if os.Getenv("TOOLHOST_TEST_POSTGRES") != "" {
-		backends = append(backends, backend{"postgres", func(b *testing.B) *store.DB { return OpenPostgres(b) }})
-	}
-	for _, be := range backends {
+	for _, be := range benchBackends() {
 		for _, round := range []int{64, 1024} {
 			b.Run(fmt.Sprintf("%s/round=%d", be.name, round), func(b *testing.B) {
 				db := be.open(b)

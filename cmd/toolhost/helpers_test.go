@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +26,20 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// startServe runs the built binary with args (a serve command line), kills it
+// when the test ends, and returns it, its log and the address it serves on.
+func startServe(t *testing.T, bin string, args ...string) (*exec.Cmd, *syncBuffer, string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return cmd, stderr, waitForAddr(t, stderr)
 }
 
 // waitForAddr reads the "toolhost serving" log line and returns its address.

@@ -147,15 +147,7 @@ func TestStdioServesToolsAndKeepsStdoutClean(t *testing.T) {
 }
 
 func TestServeShutsDownGracefully(t *testing.T) {
-	bin := buildBinary(t)
-	cmd := exec.Command(bin, "serve", "--dev", "--test-tools", "--addr", "127.0.0.1:0", "--data", t.TempDir())
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	addr := waitForAddr(t, &stderr)
+	cmd, stderr, addr := startServe(t, buildBinary(t), "serve", "--dev", "--test-tools", "--addr", "127.0.0.1:0", "--data", t.TempDir())
 
 	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -191,17 +183,9 @@ func TestServeShutsDownGracefully(t *testing.T) {
 }
 
 func TestHealthzReportsRunCodeRuntimes(t *testing.T) {
-	bin := buildBinary(t)
 	// An empty runtimes folder: both runtimes are unavailable, and
 	// /healthz says so with the fix, while the server itself is healthy.
-	cmd := exec.Command(bin, "serve", "--dev", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--runtimes", t.TempDir())
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	addr := waitForAddr(t, &stderr)
+	_, _, addr := startServe(t, buildBinary(t), "serve", "--dev", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--runtimes", t.TempDir())
 	type runtimeStatus struct {
 		State, Error string
 		Warm, Pool   int
