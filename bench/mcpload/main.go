@@ -191,33 +191,12 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 
 // measureTarget starts t, runs every client count against it and stops it.
 func measureTarget(ctx context.Context, cfg config, t target) ([]result, error) {
-	tmp, err := os.MkdirTemp("", "mcpload-")
+	srv, err := launch(ctx, t, 2*slices.Max(cfg.clients))
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
-	addr, err := freeLoopbackAddr()
-	if err != nil {
-		return nil, err
-	}
-	sctx, stopServer := context.WithCancel(ctx)
-	cmd, err := t.start(sctx, addr, tmp)
-	if err != nil {
-		stopServer()
-		return nil, err
-	}
-	defer func() {
-		stopServer()
-		_ = cmd.Wait() // ended by the context: the exit status is ours
-	}()
-	endpoint := "http://" + addr + "/mcp"
-	hc := loopbackClient(2 * slices.Max(cfg.clients))
-	if err := waitReady(ctx, hc, endpoint, t, filepath.Join(tmp, "server.log")); err != nil {
-		return nil, err
-	}
-	if err := waitIdle(ctx, cmd.Process.Pid); err != nil {
-		return nil, err
-	}
+	defer srv.stop()
+	cmd, hc, endpoint := srv.cmd, srv.hc, srv.base+"/mcp"
 	var rs []result
 	for _, kind := range cfg.kinds {
 		for _, n := range cfg.clients {
@@ -232,6 +211,50 @@ func measureTarget(ctx context.Context, cfg config, t target) ([]result, error) 
 		}
 	}
 	return rs, nil
+}
+
+// server is a server under test, started by launch.
+type server struct {
+	cmd  *exec.Cmd
+	base string // http://ADDR
+	hc   *http.Client
+	stop func() // ends the server and removes its temporary folder
+}
+
+// launch starts t on a free loopback port with a temporary folder of its
+// own, and returns once it answers its tool and has finished its own
+// start-up work. conns sizes the HTTP client's connection pool.
+func launch(ctx context.Context, t target, conns int) (*server, error) {
+	tmp, err := os.MkdirTemp("", "mcpload-")
+	if err != nil {
+		return nil, err
+	}
+	addr, err := freeLoopbackAddr()
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	sctx, stopServer := context.WithCancel(ctx)
+	cmd, err := t.start(sctx, addr, tmp)
+	if err != nil {
+		stopServer()
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	srv := &server{cmd: cmd, base: "http://" + addr, hc: loopbackClient(conns), stop: func() {
+		stopServer()
+		_ = cmd.Wait() // ended by the context: the exit status is ours
+		os.RemoveAll(tmp)
+	}}
+	if err := waitReady(ctx, srv.hc, srv.base+"/mcp", t, filepath.Join(tmp, "server.log")); err != nil {
+		srv.stop()
+		return nil, err
+	}
+	if err := waitIdle(ctx, cmd.Process.Pid); err != nil {
+		srv.stop()
+		return nil, err
+	}
+	return srv, nil
 }
 
 // measure opens n sessions, warms up, then runs the closed-loop load for
@@ -497,13 +520,15 @@ func command(ctx context.Context, tmp, name string, args ...string) (*exec.Cmd, 
 	return cmd, nil
 }
 
-func toolhostTarget(cfg config) target {
+// toolhostTarget is toolhost serve --dev; extra flags are appended.
+func toolhostTarget(cfg config, extra ...string) target {
 	return target{
 		name: "toolhost",
 		tool: "get_time",
 		args: map[string]any{},
 		start: func(ctx context.Context, addr, tmp string) (*exec.Cmd, error) {
-			cmd, err := command(ctx, tmp, cfg.toolhost, "serve", "--dev", "--addr", addr, "--data", filepath.Join(tmp, "data"))
+			args := append([]string{"serve", "--dev", "--addr", addr, "--data", filepath.Join(tmp, "data")}, extra...)
+			cmd, err := command(ctx, tmp, cfg.toolhost, args...)
 			if err != nil {
 				return nil, err
 			}

@@ -39,7 +39,6 @@ type runcodeOut struct {
 	ExitCode int             `json:"exit_code"`
 	Stdout   string          `json:"stdout"`
 	Result   json.RawMessage `json:"result"`
-	TimedOut bool            `json:"timed_out"`
 }
 
 var runcodeCases = []runcodeCase{
@@ -65,37 +64,15 @@ func runRuncode(ctx context.Context, cfg config, calls int, out io.Writer) error
 			return fmt.Errorf("%w (run `make runtimes` first, or pass -runtimes)", err)
 		}
 	}
-	tmp, err := os.MkdirTemp("", "mcpload-runcode-")
+	srv, err := launch(ctx, toolhostTarget(cfg, "--runtimes", runtimes), 4)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	addr, err := freeLoopbackAddr()
-	if err != nil {
-		return err
-	}
-	sctx, stopServer := context.WithCancel(ctx)
-	cmd, err := command(sctx, tmp, cfg.toolhost, "serve", "--dev", "--addr", addr,
-		"--data", filepath.Join(tmp, "data"), "--runtimes", runtimes)
-	if err == nil {
-		err = cmd.Start()
-	}
-	if err != nil {
-		stopServer()
-		return err
-	}
-	defer func() {
-		stopServer()
-		_ = cmd.Wait()
-	}()
-	base := "http://" + addr
-	hc := loopbackClient(4)
-	th := toolhostTarget(cfg)
-	if err := waitReady(ctx, hc, base+"/mcp", th, filepath.Join(tmp, "server.log")); err != nil {
-		return err
-	}
-	// The runtimes compile in the background (Python takes seconds without
-	// the on-disk cache), then the pools fill.
+	defer srv.stop()
+	hc, base := srv.hc, srv.base
+	// launch waited until the server was quiet, so the runtimes are
+	// compiled (Python takes seconds without the on-disk cache) and the
+	// pools have filled; this only confirms it.
 	for _, c := range runcodeCases {
 		wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 		err := waitWarm(wctx, hc, base, c.lang)
@@ -103,9 +80,6 @@ func runRuncode(ctx context.Context, cfg config, calls int, out io.Writer) error
 		if err != nil {
 			return fmt.Errorf("%s pool: %w", c.lang, err)
 		}
-	}
-	if err := waitIdle(ctx, cmd.Process.Pid); err != nil {
-		return err
 	}
 	cs, err := connect(ctx, hc, base+"/mcp", "mcpload-runcode")
 	if err != nil {
