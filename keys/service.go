@@ -147,6 +147,7 @@ type Admission struct {
 	Slot      string // "mcp", "hosted" or "cli"
 	Tool      string
 	Paid      bool          // the tool bills units
+	Free      bool          // the tool expects this call to cost nothing (a cache hit): no reservation
 	Lease     string        // unique id of the call (its execution id)
 	Timeout   time.Duration // how long the call may hold a concurrency slot
 }
@@ -214,7 +215,7 @@ func (s *Service) Admit(ctx context.Context, a Admission) (*Ticket, error) {
 			t.slot = true
 		}
 	}
-	if a.Paid {
+	if a.Paid && !a.Free {
 		// Reserve one unit's price before running: the real count (pages,
 		// seconds) is known only afterwards and is settled in Done, so the
 		// last call of a month may end slightly over the cap, never start

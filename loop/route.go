@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"path"
+	"strings"
 	"time"
 )
 
@@ -31,6 +32,9 @@ type Route struct {
 	// a price costs 0.
 	Prices   map[string]Price
 	Upstream Upstream
+	// Unavailable, when set, says why the route cannot serve (its API key
+	// is missing, say): it is configured but never picked.
+	Unavailable string
 }
 
 // Serves reports whether the route serves model.
@@ -110,20 +114,66 @@ func NewRouter(routes ...*Route) (*Router, error) {
 	return &Router{routes: routes}, nil
 }
 
-// Pick returns the first route serving model; with needTools only routes
-// that support tool calling qualify. ErrModelUnavailable when none does.
+// Pick returns the first available route serving model; with needTools
+// only routes that support tool calling qualify. ErrModelUnavailable when
+// none does, saying what to change: the route that would have served and
+// why it cannot, or that hosted.routes has none for the model.
 func (r *Router) Pick(model string, needTools bool) (*Route, error) {
+	var unavailable []string
+	var names []string
 	if r != nil {
 		for _, rt := range r.routes {
-			if rt.Serves(model) && (!needTools || rt.SupportsTools) {
-				return rt, nil
+			names = append(names, rt.Name)
+			if !rt.Serves(model) || (needTools && !rt.SupportsTools) {
+				continue
 			}
+			if rt.Unavailable != "" {
+				unavailable = append(unavailable, fmt.Sprintf("route %s is unavailable: %s", rt.Name, rt.Unavailable))
+				continue
+			}
+			return rt, nil
 		}
 	}
+	what := fmt.Sprintf("no route serves model %q", model)
 	if needTools {
-		return nil, fmt.Errorf("%w: no route serves model %q with tool calling", ErrModelUnavailable, model)
+		what += " with tool calling (supports_tools: true)"
 	}
-	return nil, fmt.Errorf("%w: no route serves model %q", ErrModelUnavailable, model)
+	if len(unavailable) > 0 {
+		return nil, fmt.Errorf("%w: %s: %s", ErrModelUnavailable, what, strings.Join(unavailable, "; "))
+	}
+	configured := "none is configured"
+	if len(names) > 0 {
+		configured = "configured: " + strings.Join(names, ", ")
+	}
+	return nil, fmt.Errorf("%w: %s; add a route whose models match it to hosted.routes in the config file (%s)", ErrModelUnavailable, what, configured)
+}
+
+// RouteStatus is one route as /healthz shows it.
+type RouteStatus struct {
+	Name     string   `json:"name"`
+	Protocol string   `json:"protocol"`
+	Models   []string `json:"models"`
+	State    string   `json:"state"` // "ready" or "unavailable"
+	Error    string   `json:"error,omitempty"`
+}
+
+// Status lists the routes in order with their state.
+func (r *Router) Status() []RouteStatus {
+	out := []RouteStatus{}
+	if r == nil {
+		return out
+	}
+	for _, rt := range r.routes {
+		st := RouteStatus{Name: rt.Name, Protocol: string(rt.Protocol), Models: rt.Models, State: "ready", Error: rt.Unavailable}
+		if st.Models == nil {
+			st.Models = []string{}
+		}
+		if rt.Unavailable != "" {
+			st.State = "unavailable"
+		}
+		out = append(out, st)
+	}
+	return out
 }
 
 // Timeouts bound an upstream client.

@@ -46,6 +46,11 @@ type Options struct {
 	Config
 	// RuntimesDir holds python.wasm and quickjs.wasm.
 	RuntimesDir string
+	// RuntimeDirs, when set, is a search path used instead of RuntimesDir:
+	// every runtime file (python.wasm, quickjs.wasm, and any file a runtime
+	// needs beside it) is taken from the first folder that holds it, and a
+	// file found in none is reported with every folder searched.
+	RuntimeDirs []string
 	// CacheDir holds wazero's compilation cache; empty means no disk cache.
 	CacheDir string
 	Logger   *slog.Logger

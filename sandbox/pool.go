@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -25,7 +24,7 @@ func (r *runtimeFile) load(s *Sandbox, compile func(ctx context.Context, wasm []
 		defer close(r.done)
 		wasm, err := os.ReadFile(r.path)
 		if err != nil {
-			r.err = fmt.Errorf("%w: the %s runtime %s cannot be read (%v); fetch it with `make runtimes` or point --runtimes at the folder holding it", ErrUnavailable, r.lang, r.path, errors.Unwrap(err))
+			r.err = s.missingRuntime(r.lang, r.path, err)
 			s.log.Warn("sandbox runtime missing", "language", r.lang, "path", r.path, "err", err)
 			return
 		}

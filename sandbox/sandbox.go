@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,7 +85,7 @@ var (
 	ErrInvalid = errors.New("sandbox: invalid request")
 )
 
-// Runtime file names inside Options.RuntimesDir.
+// Runtime file names inside Options.RuntimesDir (or a folder of RuntimeDirs).
 const (
 	PythonFile     = "python.wasm"
 	JavaScriptFile = "quickjs.wasm"
@@ -152,8 +153,8 @@ func New(ctx context.Context, opts Options) (*Sandbox, error) {
 		ctx: bg, cancel: cancel,
 		slots: make(chan struct{}, cfg.Concurrency),
 	}
-	s.py = newPythonEngine(s, filepath.Join(opts.RuntimesDir, PythonFile))
-	s.js = newJSEngine(s, filepath.Join(opts.RuntimesDir, JavaScriptFile))
+	s.py = newPythonEngine(s, s.runtimePath(PythonFile))
+	s.js = newJSEngine(s, s.runtimePath(JavaScriptFile))
 	return s, nil
 }
 
@@ -319,4 +320,44 @@ func runDeadline(ctx context.Context, timeout time.Duration) time.Time {
 		return cd
 	}
 	return d
+}
+
+// runtimeDirs is the search path for runtime files.
+func (s *Sandbox) runtimeDirs() []string {
+	if len(s.opts.RuntimeDirs) > 0 {
+		return s.opts.RuntimeDirs
+	}
+	return []string{s.opts.RuntimesDir}
+}
+
+// runtimePath is where runtime file name is: in the first folder of the
+// search path that holds it, else (for the error) in the first folder.
+func (s *Sandbox) runtimePath(name string) string {
+	if p, ok := FindRuntime(s.runtimeDirs(), name); ok {
+		return p
+	}
+	return filepath.Join(s.runtimeDirs()[0], name)
+}
+
+// FindRuntime returns the path of runtime file name in the first of dirs
+// that holds it.
+func FindRuntime(dirs []string, name string) (string, bool) {
+	for _, d := range dirs {
+		p := filepath.Join(d, name)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+// missingRuntime is the error for a runtime file that could not be read:
+// it names every folder searched.
+func (s *Sandbox) missingRuntime(lang Language, path string, err error) error {
+	dirs := s.runtimeDirs()
+	name := filepath.Base(path)
+	if _, found := FindRuntime(dirs, name); found || len(dirs) == 1 {
+		return fmt.Errorf("%w: the %s runtime %s cannot be read (%v); fetch it with `make runtimes` or point --runtimes at the folder holding it", ErrUnavailable, lang, path, errors.Unwrap(err))
+	}
+	return fmt.Errorf("%w: the %s runtime %s is in none of the folders searched: %s; fetch it with `make runtimes` (into runtimes/ beside bin/) or point --runtimes (TOOLHOST_RUNTIMES) at the folder holding it", ErrUnavailable, lang, name, strings.Join(dirs, ", "))
 }

@@ -28,6 +28,12 @@ func newWorkDir(parent string, quota int64) (*workDir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create working directory: %w", err)
 	}
+	// out/ exists from the start: the tool promises that files written
+	// there come back, so open("out/x", "w") must work without a mkdir.
+	if err := os.Mkdir(filepath.Join(dir, "out"), 0o700); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("create working directory: %w", err)
+	}
 	return &workDir{dir: dir, quota: quota}, nil
 }
 

@@ -22,6 +22,7 @@ func (a keysAuthorizer) Authorize(ctx context.Context, inv *Invocation) (func(Ou
 		Slot:      inv.Caller.Slot,
 		Tool:      inv.Spec.Name,
 		Paid:      inv.Spec.PaidUnit != "",
+		Free:      inv.Free,
 		Lease:     inv.ID,
 		Timeout:   time.Until(inv.Deadline),
 	})

@@ -88,6 +88,11 @@ type Options struct {
 	// AccountID is the account of calls whose Caller names none: the single
 	// local account until API keys exist. Default "local".
 	AccountID string
+	// LogCalls writes one info line per finished call to Logger (tool,
+	// status, duration, session, execution id): every call that did not
+	// succeed, and the fraction LogSample (0–1) of those that did.
+	LogCalls  bool
+	LogSample float64
 }
 
 type entry struct {
@@ -226,6 +231,10 @@ func (e *Executor) Execute(ctx context.Context, p Proposal) (*Outcome, error) {
 		progress: p.Progress,
 	}
 
+	if cp, ok := ent.tool.(CostProbe); ok && ent.spec.PaidUnit != "" {
+		inv.Free = cp.Free(inv)
+	}
+
 	// Authorize.
 	var release func(Outcome)
 	if e.opts.Authorizer != nil {
@@ -325,7 +334,7 @@ func (e *Executor) fail(out *Outcome, status Status, te *Error) {
 	out.Units = te.Units
 	out.Summary = te.Code
 	out.Text = te.Message
-	if te.RetryAfter > 0 {
+	if te.RetryAfter > 0 && !strings.Contains(te.Message, "retry after") {
 		out.Text += fmt.Sprintf(" (retry after %d ms)", te.RetryAfter.Milliseconds())
 	}
 	body := map[string]any{"code": te.Code, "message": te.Message}

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
+	"math/rand/v2"
 	"time"
 
 	"github.com/google/uuid"
@@ -96,6 +98,29 @@ func (c *callRecord) settle(commit journal.Commit) {
 	}
 	r.Duration = c.out.Duration
 	r.FinishedAt = now
+	c.e.logCall(r)
+}
+
+// logCall writes the call's log line at info level when call logging is on:
+// every failed, refused or timed-out call, and the configured fraction of
+// successful ones.
+func (e *Executor) logCall(r *journal.Record) {
+	if !e.opts.LogCalls {
+		return
+	}
+	if r.Status == journal.StatusSuccess && e.opts.LogSample < 1 && (e.opts.LogSample <= 0 || rand.Float64() >= e.opts.LogSample) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("tool", r.ToolName), slog.String("status", string(r.Status)),
+		slog.Float64("duration_ms", float64(r.Duration.Microseconds())/1000),
+		slog.String("session_id", r.SessionID), slog.String("execution_id", r.ID),
+		slog.String("caller_slot", r.CallerSlot), slog.String("account_id", r.AccountID),
+	}
+	if r.ErrorCode != "" {
+		attrs = append(attrs, slog.String("code", r.ErrorCode))
+	}
+	e.opts.Logger.LogAttrs(context.Background(), slog.LevelInfo, "call", attrs...)
 }
 
 // reject ends a call that never runs: the record is written once, finished,

@@ -28,6 +28,15 @@ type Normalizer interface {
 	Normalize(args map[string]any, ref Reference) error
 }
 
+// CostProbe is implemented by paid tools that can tell before running that
+// a call will cost nothing (its answer is already in their cache). Such a
+// call is admitted without reserving a unit against the monthly cap, so a
+// key at its cap still gets answers that cost nothing; should the answer be
+// gone by the time the call runs, the units it used are metered all the same.
+type CostProbe interface {
+	Free(inv *Invocation) bool
+}
+
 // Reference is what normalization may depend on, recorded with the call so the
 // result is reproducible.
 type Reference struct {
@@ -77,6 +86,8 @@ type Invocation struct {
 	Caller   Caller
 	Ref      Reference
 	Deadline time.Time
+	// Free says the tool expects the call to cost nothing (CostProbe).
+	Free     bool
 	progress ProgressFunc
 }
 

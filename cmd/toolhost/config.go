@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"toolhost/sandbox"
@@ -55,6 +54,9 @@ type Config struct {
 
 	// Keys configures API-key limits and metering (keys.go in this folder).
 	Keys KeysConfig `json:"keys"`
+
+	// Log configures the per-call log lines (logging.go in this folder).
+	Log LogConfig `json:"log"`
 
 	ShutdownTimeout Duration `json:"shutdown_timeout"`
 	// Sandbox holds run_code's limits (memory, output caps, concurrency,
@@ -119,9 +121,13 @@ func envDefaults(fs *flag.FlagSet) error {
 		if set[f.Name] || err != nil {
 			return
 		}
-		key := "TOOLHOST_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		key := envName(f.Name)
 		if v, ok := os.LookupEnv(key); ok {
 			if e := fs.Set(f.Name, v); e != nil {
+				if isBool(f) {
+					err = fmt.Errorf("%s=%q is not a boolean; accepted values: %s", key, v, boolValues)
+					return
+				}
 				err = fmt.Errorf("%s=%q: %w", key, v, e)
 			}
 		}

@@ -35,18 +35,25 @@ type RouteConfig struct {
 	RequestTimeout Duration              `json:"request_timeout"`
 }
 
-// hostedRoutes builds the /v1 handler and its routes from the config.
-func hostedRoutes(c *common, exec *tools.Executor, logger *slog.Logger) (map[string]http.Handler, error) {
+// hostedRoutes builds the /v1 handler and its routes from the config, and
+// a function reporting the routes' state for /healthz. A route whose API key
+// variable is not set is a warning, not a failure (as a search provider's
+// is): it stays configured, is marked unavailable and is never picked.
+func hostedRoutes(c *common, exec *tools.Executor, logger *slog.Logger) (map[string]http.Handler, func() any, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	var routes []*loop.Route
 	for i, rc := range c.cfg.Hosted.Routes {
 		if rc.Name == "" {
-			return nil, fmt.Errorf("hosted.routes[%d]: name is required", i)
+			return nil, nil, usageError{fmt.Errorf("hosted.routes[%d]: name is required", i)}
 		}
-		key := ""
+		key, unavailable := "", ""
 		if rc.APIKeyEnv != "" {
 			v, ok := os.LookupEnv(rc.APIKeyEnv)
-			if !ok {
-				return nil, fmt.Errorf("hosted.routes[%d] (%s): environment variable %s is not set", i, rc.Name, rc.APIKeyEnv)
+			if !ok || v == "" {
+				unavailable = fmt.Sprintf("environment variable %s (api_key_env) is not set", rc.APIKeyEnv)
+				logger.Warn("hosted route unavailable", "route", rc.Name, "reason", unavailable)
 			}
 			key = v
 		}
@@ -76,10 +83,10 @@ func hostedRoutes(c *common, exec *tools.Executor, logger *slog.Logger) (map[str
 				},
 			})
 		default:
-			return nil, fmt.Errorf("hosted.routes[%d] (%s): protocol %q is not supported (want \"openai\" or \"anthropic\")", i, rc.Name, rc.Protocol)
+			return nil, nil, usageError{fmt.Errorf("hosted.routes[%d] (%s): protocol %q is not supported (want \"openai\" or \"anthropic\")", i, rc.Name, rc.Protocol)}
 		}
 		if rc.BaseURL == "" {
-			return nil, fmt.Errorf("hosted.routes[%d] (%s): base_url is required", i, rc.Name)
+			return nil, nil, usageError{fmt.Errorf("hosted.routes[%d] (%s): base_url is required", i, rc.Name)}
 		}
 		routes = append(routes, &loop.Route{
 			Name:          rc.Name,
@@ -88,11 +95,12 @@ func hostedRoutes(c *common, exec *tools.Executor, logger *slog.Logger) (map[str
 			SupportsTools: rc.SupportsTools,
 			Prices:        rc.Prices,
 			Upstream:      up,
+			Unavailable:   unavailable,
 		})
 	}
 	router, err := loop.NewRouter(routes...)
 	if err != nil {
-		return nil, fmt.Errorf("hosted.routes: %w", err)
+		return nil, nil, usageError{fmt.Errorf("hosted.routes: %w", err)}
 	}
 	rounds := v1.NewRoundStore(0)
 	runner := loop.NewRunner(exec, loop.RunnerOptions{Rounds: rounds, Logger: logger})
@@ -107,7 +115,7 @@ func hostedRoutes(c *common, exec *tools.Executor, logger *slog.Logger) (map[str
 		Rounds:               rounds,
 		Logger:               logger,
 	})
-	return h.Routes(), nil
+	return h.Routes(), func() any { return map[string]any{"routes": router.Status()} }, nil
 }
 
 // routeProtocol is the dialect of a route's protocol setting.

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
@@ -19,35 +18,21 @@ import (
 // GET /tool-executions (none required here), as a table or as JSON in the
 // REST shape. --events ID prints the state events of one execution.
 func cmdJournal(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("journal", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := newFlagSet("journal")
 	var c common
-	fs.StringVar(&c.data, "data", "./data", "directory for local state (the SQLite journal)")
-	fs.StringVar(&c.config, "config", "", "optional JSON config file")
-	fs.StringVar(&c.postgres, "postgres", "", "PostgreSQL URL instead of the SQLite file under --data")
-	account := fs.String("account", tools.LocalAccount, "account whose executions to list")
+	c.registerStore(fs)
+	account := fs.String("account", tools.LocalAccount, "`ACCOUNT` whose executions to list")
 	asJSON := fs.Bool("json", false, "print JSON in the /tool-executions shape")
-	events := fs.String("events", "", "print the state events of this execution id")
+	events := fs.String("events", "", "print the state events of this execution `ID`")
 	filters := map[string]*string{}
 	for _, name := range []string{"session_id", "floor_id", "run_id", "caller_slot", "tool_name", "status",
 		"lifecycle_state", "commit_outcome", "provider_type", "sort_by", "sort_order", "offset"} {
-		filters[name] = fs.String(strings.ReplaceAll(name, "_", "-"), "", "filter/paging as in GET /tool-executions: "+name)
+		filters[name] = fs.String(strings.ReplaceAll(name, "_", "-"), "", "`VALUE`: filter or paging as in GET /tool-executions ("+name+")")
 	}
-	limit := fs.String("limit", "20", "how many executions to list (1–500)")
-	if err := fs.Parse(args); err != nil {
-		fmt.Fprintf(stderr, "toolhost journal: %v\n", err)
-		return exitUsage
+	limit := fs.String("limit", "20", "how many executions to list, `N` from 1 to 500")
+	if err := parseFlags(ctx, fs, args, &c); err != nil {
+		return exitCodeOf(err, stderr, "journal")
 	}
-	if err := envDefaults(fs); err != nil {
-		fmt.Fprintf(stderr, "toolhost journal: %v\n", err)
-		return exitUsage
-	}
-	cfg, err := loadConfig(c.config)
-	if err != nil {
-		fmt.Fprintf(stderr, "toolhost journal: %v\n", err)
-		return exitUsage
-	}
-	c.cfg = cfg
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "toolhost journal: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
@@ -69,7 +54,7 @@ func cmdJournal(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	db, err := openStore(ctx, &c)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolhost journal: %v\n", err)
-		return 1
+		return exitStartup
 	}
 	defer db.Close()
 	enc := json.NewEncoder(stdout)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -101,44 +100,84 @@ func accountOf(r *http.Request) string {
 	return "local"
 }
 
+// keySubcommands are the subcommands of toolhost keys, in usage order.
+var keySubcommands = []string{"create", "list", "revoke", "set-limits", "usage"}
+
+// keySynopsis holds each subcommand's positional arguments and summary.
+var keySynopsis = map[string]struct{ args, summary string }{
+	"create":     {"", "creates a key (and its account when new) and prints its secret once"},
+	"list":       {"", "lists keys with their scopes and limits"},
+	"revoke":     {" KEY_ID", "revokes a key: it is refused within 2 s on every replica"},
+	"set-limits": {" KEY_ID", "changes a key's limits; the flags not given keep their value"},
+	"usage":      {"", "prints metered usage per key, month and tool"},
+}
+
 func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	const keysUsage = `usage:
-  toolhost keys create --account A --name N [--scopes mcp,hosted] [--calls-per-minute N] [--concurrent-calls N] [--monthly-units-cap X]
-  toolhost keys list [--account A] [--json]
-  toolhost keys revoke KEY_ID
-  toolhost keys set-limits KEY_ID [--calls-per-minute N] [--concurrent-calls N] [--monthly-units-cap X]
-  toolhost keys usage [--account A] [--month YYYY-MM] [--json]
-each also takes --data DIR or --postgres URL (the store the server uses)`
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, keysUsage)
-		return exitUsage
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help" {
+		w, code := stdout, exitOK
+		if len(args) == 0 {
+			w, code = stderr, exitUsage
+		}
+		writeCommandUsage(w, newFlagSet("keys"))
+		return code
 	}
 	sub := args[0]
-	fs := flag.NewFlagSet("keys "+sub, flag.ContinueOnError)
+	if _, ok := keySynopsis[sub]; !ok {
+		fmt.Fprintf(stderr, "toolhost keys: unknown subcommand %q\n\n", sub)
+		writeCommandUsage(stderr, newFlagSet("keys"))
+		return exitUsage
+	}
+	fs := newFlagSet("keys " + sub)
 	var c common
-	c.register(fs)
-	account := fs.String("account", "", "account id")
-	name := fs.String("name", "", "key name")
-	scopes := fs.String("scopes", "mcp,hosted", "comma-separated scopes: mcp, hosted, admin")
-	cpm := fs.Int("calls-per-minute", -1, "MCP calls per minute (0 = unlimited)")
-	conc := fs.Int("concurrent-calls", -1, "MCP concurrent calls (0 = unlimited)")
-	capUnits := fs.Float64("monthly-units-cap", -1, "monthly cap of priced paid units (0 = unlimited)")
-	month := fs.String("month", keys.Month(time.Now()), "month YYYY-MM")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parseFlags(fs, args[1:], &c); err != nil {
-		fmt.Fprintf(stderr, "toolhost keys: %v\n%s\n", err, keysUsage)
+	c.registerStore(fs)
+	var account, name, scopes, month *string
+	var cpm, conc *int
+	var capUnits *float64
+	var asJSON *bool
+	switch sub {
+	case "create", "list", "usage":
+		account = fs.String("account", "", "`ACCOUNT` id (create: required; list, usage: only this account)")
+	}
+	switch sub {
+	case "create":
+		name = fs.String("name", "", "key `NAME` (required), e.g. ci or alice-laptop")
+		scopes = fs.String("scopes", "mcp,hosted", "comma-separated `SCOPES`: mcp, hosted, admin")
+	case "usage":
+		month = fs.String("month", keys.Month(time.Now()), "`MONTH` as YYYY-MM")
+	}
+	switch sub {
+	case "create", "set-limits":
+		cpm = fs.Int("calls-per-minute", -1, "MCP calls per minute, `N` (0 = unlimited; -1 keeps the current value)")
+		conc = fs.Int("concurrent-calls", -1, "MCP calls at once, `N` (0 = unlimited; -1 keeps the current value)")
+		capUnits = fs.Float64("monthly-units-cap", -1, "monthly cap of priced paid `UNITS` (0 = unlimited; -1 keeps the current value)")
+	case "list", "usage":
+		asJSON = fs.Bool("json", false, "print JSON")
+	}
+	if err := parseFlags(ctx, fs, args[1:], &c); err != nil {
+		return exitCodeOf(err, stderr, "keys "+sub)
+	}
+	wantArgs := 0
+	if sub == "revoke" || sub == "set-limits" {
+		wantArgs = 1
+	}
+	if fs.NArg() != wantArgs {
+		syn, _ := synopsis("keys " + sub)
+		fmt.Fprintf(stderr, "toolhost keys %s: want %d argument(s), got %d\nUsage: %s [flags]\n", sub, wantArgs, fs.NArg(), syn)
 		return exitUsage
 	}
 	db, err := openStore(ctx, &c)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolhost keys: %v\n", err)
-		return 1
+		return exitStartup
 	}
 	defer db.Close()
 	svc := keys.New(keys.Options{Store: db})
 	out := json.NewEncoder(stdout)
 	out.SetIndent("", "  ")
 	limitsFrom := func(base keys.Limits) keys.Limits {
+		if cpm == nil {
+			return base
+		}
 		if *cpm >= 0 {
 			base.CallsPerMinute = *cpm
 		}
@@ -183,10 +222,6 @@ each also takes --data DIR or --postgres URL (the store the server uses)`
 		}
 		tw.Flush()
 	case "revoke", "set-limits":
-		if fs.NArg() != 1 {
-			fmt.Fprintf(stderr, "toolhost keys %s: want one KEY_ID\n", sub)
-			return exitUsage
-		}
 		id := fs.Arg(0)
 		if sub == "revoke" {
 			err = svc.Revoke(ctx, id)
@@ -219,9 +254,6 @@ each also takes --data DIR or --postgres URL (the store the server uses)`
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%g\t%g\n", r.Month, r.AccountID, r.KeyID, r.Tool, r.Calls, r.Units, r.Cost)
 		}
 		tw.Flush()
-	default:
-		fmt.Fprintf(stderr, "toolhost keys: unknown subcommand %q\n%s\n", sub, keysUsage)
-		return exitUsage
 	}
 	return exitOK
 }

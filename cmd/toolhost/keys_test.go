@@ -354,7 +354,7 @@ func TestMonthlyCapRefusesPaidToolsAndSurvivesRestart(t *testing.T) {
 	srv, hits := searxngFixture(t)
 	dir := t.TempDir()
 	cfgPath := dir + "/config.json"
-	cfg := `{"search": {"providers": [{"kind": "searxng", "base_url": "` + srv.URL + `"}], "cache": {"max_entries": -1}},
+	cfg := `{"search": {"providers": [{"kind": "searxng", "base_url": "` + srv.URL + `"}]},
 	         "keys": {"prices": {"web_search": 1}}}`
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -382,6 +382,11 @@ func TestMonthlyCapRefusesPaidToolsAndSurvivesRestart(t *testing.T) {
 	if code, _ := errorCode(res); !res.IsError || code != "monthly_cap_reached" {
 		t.Fatalf("4th search: isError %v code %q", res.IsError, code)
 	}
+	// A repeat is answered from the cache: it costs nothing, so the cap
+	// does not refuse it.
+	if res := search(cs, 0); res.IsError {
+		t.Fatalf("a cached answer was refused at the cap: %+v", res.Content)
+	}
 	if hits.Load() != 3 {
 		t.Fatalf("the engine was reached %d times, want 3", hits.Load())
 	}
@@ -389,7 +394,7 @@ func TestMonthlyCapRefusesPaidToolsAndSurvivesRestart(t *testing.T) {
 		t.Fatalf("free tool refused over the cap: %v %+v", err, res)
 	}
 	usage := apiJSON(t, "GET", "http://"+r.addr+"/admin/usage?account=capped", admin, nil, 200)
-	if tot := usage["totals"].(map[string]any); tot["units"].(float64) != 3 || tot["calls"].(float64) != 3 {
+	if tot := usage["totals"].(map[string]any); tot["units"].(float64) != 3 || tot["calls"].(float64) != 4 {
 		t.Fatalf("usage totals %v", tot)
 	}
 
@@ -397,7 +402,7 @@ func TestMonthlyCapRefusesPaidToolsAndSurvivesRestart(t *testing.T) {
 	r.cmd.Process.Signal(os.Interrupt)
 	r.cmd.Wait()
 	r2 := startReplica(t, bin, "--data", data, "--config", cfgPath)
-	if strings.Contains(r2.stderr.String(), "th_") {
+	if secretPattern.MatchString(r2.stderr.String()) {
 		t.Fatal("a second admin secret was printed on restart")
 	}
 	cs2 := mcpSession(t, r2.addr, secret)

@@ -16,7 +16,10 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -25,30 +28,18 @@ import (
 	"toolhost/server"
 	mcpface "toolhost/server/mcp"
 	"toolhost/tools"
+	"toolhost/tools/runcode"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "0.1.0-dev"
 
-const usage = `toolhost — tools for language models over MCP and /v1
-
-Usage:
-  toolhost serve   [--addr 127.0.0.1:8080] [--data ./data] [--config FILE] [--dev]
-  toolhost stdio   [--data ./data] [--config FILE] [--lang en|zh]
-  toolhost call    [--data ./data] [--config FILE] TOOL 'JSON'
-  toolhost journal [--data ./data | --postgres URL] [--session-id S] [--floor-id F] [--run-id R]
-                   [--tool-name T] [--status S] [--limit 20] [--json]
-  toolhost keys    create|list|revoke|set-limits|usage ... (toolhost keys for details)
-  toolhost version
-
-Every flag can also be set as TOOLHOST_<FLAG> in the environment.
-`
-
-// exit codes of toolhost call.
+// Exit codes.
 const (
 	exitOK        = 0
-	exitToolError = 1
-	exitUsage     = 2
+	exitToolError = 1 // the tool answered with an error (call); any other failure
+	exitUsage     = 2 // the command line or the config file is wrong
+	exitStartup   = 3 // toolhost could not start what the command needs (store, runtimes)
 )
 
 func main() {
@@ -63,42 +54,25 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx = withCLI(ctx, &cliContext{stdout: stdout, stderr: stderr})
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		printUsage(ctx, stderr)
 		return exitUsage
 	}
-	var err error
 	switch args[0] {
-	case "serve":
-		err = cmdServe(ctx, args[1:], stderr)
-	case "stdio":
-		err = cmdStdio(ctx, args[1:], stderr)
-	case "call":
-		return cmdCall(ctx, args[1:], stdout, stderr)
-	case "keys":
-		return cmdKeys(ctx, args[1:], stdout, stderr)
-	case "journal":
-		return cmdJournal(ctx, args[1:], stdout, stderr)
-	case "version", "--version", "-v":
-		fmt.Fprintf(stdout, "toolhost %s\n", version)
+	case "--help", "-h", "-help":
+		printUsage(ctx, stdout)
 		return exitOK
-	case "help", "--help", "-h":
-		fmt.Fprint(stdout, usage)
-		return exitOK
-	default:
-		fmt.Fprintf(stderr, "toolhost: unknown command %q\n\n%s", args[0], usage)
+	case "--version", "-v":
+		args[0] = "version"
+	}
+	c, ok := findCommand(args[0])
+	if !ok {
+		fmt.Fprintf(stderr, "toolhost: unknown command %q\n\n", args[0])
+		printUsage(ctx, stderr)
 		return exitUsage
 	}
-	if err != nil {
-		var ue usageError
-		if errors.As(err, &ue) {
-			fmt.Fprintf(stderr, "toolhost: %v\n", err)
-			return exitUsage
-		}
-		fmt.Fprintf(stderr, "toolhost: %v\n", err)
-		return 1
-	}
-	return exitOK
+	return c.run(ctx, args[1:], stdin, stdout, stderr)
 }
 
 type usageError struct{ error }
@@ -122,24 +96,32 @@ type common struct {
 	// sandbox is run_code's sandbox once toolset built it; /healthz reports
 	// its runtimes and warm pools.
 	sandbox *sandbox.Sandbox
+	// skipRunCode leaves run_code (and its runtimes) out of the toolset:
+	// toolhost call of another tool.
+	skipRunCode bool
 }
 
+// register defines the flags of the commands that run tools (serve, stdio,
+// call).
 func (c *common) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.data, "data", "./data", "directory for local state (SQLite file, wasm cache, runtimes)")
-	fs.StringVar(&c.config, "config", "", "optional JSON config file (see README)")
-	fs.BoolVar(&c.testTools, "test-tools", false, "also publish the test-only sleep tool (tests and load runs only)")
-	fs.StringVar(&c.runtimes, "runtimes", "", "folder holding python.wasm and quickjs.wasm for run_code (default ./runtimes, else <data>/runtimes)")
-	fs.StringVar(&c.redis, "redis", "", "Redis URL for per-key limit state shared by replicas (default: in process memory)")
-	fs.StringVar(&c.postgres, "postgres", "", "PostgreSQL URL for the journal instead of the SQLite file under --data (search_path=SCHEMA selects a schema)")
+	c.registerStore(fs)
+	fs.BoolVar(&c.testTools, "test-tools", false, "also publish the test-only sleep tools (tests and load runs only)")
+	fs.StringVar(&c.runtimes, "runtimes", "", "`DIR` holding run_code's runtimes (python.wasm, quickjs.wasm); default: searched next to the binary, in <data>/runtimes, the user cache and ./runtimes")
+	fs.StringVar(&c.redis, "redis", "", "Redis `URL` for per-key limit state shared by replicas (default: in process memory)")
 }
 
-func parseFlags(fs *flag.FlagSet, args []string, c *common) error {
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
-		return usageError{err}
-	}
-	if err := envDefaults(fs); err != nil {
-		return usageError{err}
+// registerStore defines the flags that locate the store and the config.
+func (c *common) registerStore(fs *flag.FlagSet) {
+	fs.StringVar(&c.data, "data", "./data", "`DIR` for local state: the SQLite journal, its spool, the wasm compilation cache, the search cache")
+	fs.StringVar(&c.config, "config", "", "optional JSON config `FILE` (docs/configuration.md)")
+	fs.StringVar(&c.postgres, "postgres", "", "PostgreSQL `URL` for the journal and keys instead of the SQLite file under --data (search_path=SCHEMA selects a schema)")
+}
+
+// parseFlags parses a command line (parseArgs) and loads the config file it
+// names.
+func parseFlags(ctx context.Context, fs *flag.FlagSet, args []string, c *common) error {
+	if err := parseArgs(ctx, fs, args); err != nil {
+		return err
 	}
 	cfg, err := loadConfig(c.config)
 	if err != nil {
@@ -167,6 +149,8 @@ func newExecutor(c *common, logger *slog.Logger) (*tools.Executor, func(), error
 		Logger:         logger,
 		Journal:        jr,
 		Authorizer:     c.authorizer,
+		LogCalls:       true,
+		LogSample:      c.cfg.Log.callSample(),
 	}, ts...)
 	if err != nil {
 		cleanup()
@@ -176,29 +160,53 @@ func newExecutor(c *common, logger *slog.Logger) (*tools.Executor, func(), error
 }
 
 func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs := newFlagSet("serve")
 	var c common
 	c.register(fs)
-	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
+	var lf logFlags
+	lf.register(fs, "info")
+	addr := fs.String("addr", "127.0.0.1:8080", "listen `ADDRESS` (host:port; port 0 picks a free one)")
 	dev := fs.Bool("dev", false, "development mode: no authentication; only on a loopback address")
 	stateless := fs.Bool("stateless", false, "MCP stateless mode for replicas behind a load balancer (no sessions, no server-initiated notifications outside a request)")
-	if err := parseFlags(fs, args, &c); err != nil {
+	if err := parseFlags(ctx, fs, args, &c); err != nil {
 		return err
 	}
 	if *dev && !isLoopback(*addr) {
 		return usageError{fmt.Errorf("--dev turns authentication off, so it is only allowed on a loopback address (127.0.0.1, ::1 or localhost), not %q", *addr)}
 	}
-	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger, err := lf.logger(stderr, c.cfg.Log)
+	if err != nil {
+		return err
+	}
+	var started time.Time
+	defer func() {
+		// The last line, once everything is closed and flushed.
+		if !started.IsZero() {
+			logger.Info("toolhost stopped", "served_for", time.Since(started).Round(time.Millisecond).String())
+		}
+	}()
+	// Ctrl-C or SIGTERM from here on: during start-up it abandons the
+	// start (run_code's compile is not waited for, see toolset), after it
+	// shuts the server down gracefully.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// The address first: a second server on a taken port fails at once,
+	// before it opens the journal or compiles anything.
+	ln, err := listen(*addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	tuneGC(logger)
 	ks, closeKeys, err := setupKeys(ctx, &c, *dev, logger, stderr)
 	if err != nil {
-		return err
+		return startupError{err}
 	}
 	defer closeKeys()
 	c.authorizer = tools.KeysAuthorizer(ks)
 	exec, cleanup, err := newExecutor(&c, logger)
 	if err != nil {
-		return err
+		return startupError{err}
 	}
 	defer cleanup()
 
@@ -213,7 +221,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	})
 	// routes: every extra route of the HTTP server (/v1 here; others add
 	// theirs to the same map).
-	routes, err := hostedRoutes(&c, exec, logger)
+	routes, hostedHealth, err := hostedRoutes(&c, exec, logger)
 	if err != nil {
 		return err
 	}
@@ -230,40 +238,64 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		ShutdownTimeout: c.cfg.ShutdownTimeout.D(),
 		Logger:          logger,
 		Health: func() map[string]any {
-			return map[string]any{"run_code": c.sandbox.Status()}
+			return map[string]any{"run_code": c.sandbox.Status(), "hosted": hostedHealth()}
 		},
 	})
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
+	if ctx.Err() != nil {
+		logger.Info("toolhost stopped during start-up")
+		return nil
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	logger.Info("toolhost serving", "addr", ln.Addr().String(), "version", version, "dev", *dev, "tools", len(exec.Catalog().List()))
+	base := "http://" + ln.Addr().String()
+	auth := "off (--dev: every caller is the local account)"
+	if !*dev {
+		auth = "on: send Authorization: Bearer <API key>; the first admin key is printed once when the store is created, more with `toolhost keys create`"
+	}
+	logger.Info("toolhost serving", "addr", ln.Addr().String(), "version", version, "dev", *dev, "tools", len(exec.Catalog().List()),
+		"mcp_url", base+"/mcp", "health_url", base+"/healthz", "auth", auth, "data", c.data)
+	started = time.Now()
 	return srv.Serve(ctx, ln)
 }
 
+// listen opens the server's address, explaining the usual failure.
+func listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err == nil {
+		return ln, nil
+	}
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, startupError{fmt.Errorf("%s is already in use (another toolhost, or `make run` still running?); "+
+			"choose another address with --addr 127.0.0.1:8081 or TOOLHOST_ADDR=127.0.0.1:8081", addr)}
+	}
+	return nil, startupError{fmt.Errorf("listen on %s: %w (set --addr or TOOLHOST_ADDR)", addr, err)}
+}
+
 func cmdStdio(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("stdio", flag.ContinueOnError)
+	fs := newFlagSet("stdio")
 	var c common
 	c.register(fs)
-	lang := fs.String("lang", "en", "language of tool descriptions: en or zh")
-	if err := parseFlags(fs, args, &c); err != nil {
+	var lf logFlags
+	lf.register(fs, "warn")
+	lang := fs.String("lang", "en", "`LANGUAGE` of tool descriptions: en or zh")
+	if err := parseFlags(ctx, fs, args, &c); err != nil {
 		return err
 	}
 	if *lang != "en" && *lang != "zh" {
 		return usageError{fmt.Errorf("--lang must be en or zh, not %q", *lang)}
 	}
-	// stdout carries the protocol; every log line goes to stderr.
-	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	exec, cleanup, err := newExecutor(&c, logger)
+	// stdout carries the protocol; every log line goes to stderr (which
+	// Claude Desktop keeps in its MCP log file).
+	logger, err := lf.logger(stderr, c.cfg.Log)
 	if err != nil {
 		return err
 	}
-	defer cleanup()
-	srv := mcpface.New(exec, mcpface.Options{Version: version, Lang: catalog.Lang(*lang), Logger: logger})
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	exec, cleanup, err := newExecutor(&c, logger)
+	if err != nil {
+		return startupError{err}
+	}
+	defer cleanup()
+	srv := mcpface.New(exec, mcpface.Options{Version: version, Lang: catalog.Lang(*lang), Logger: logger})
 	if err := srv.RunStdio(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		return err
 	}
@@ -271,66 +303,93 @@ func cmdStdio(ctx context.Context, args []string, stderr io.Writer) error {
 }
 
 func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("call", flag.ContinueOnError)
+	fs := newFlagSet("call")
 	var c common
 	c.register(fs)
-	lang := fs.String("lang", "en", "language of messages: en or zh")
-	idem := fs.String("idempotency-key", "", "idempotency key for this call")
-	if err := parseFlags(fs, args, &c); err != nil {
-		fmt.Fprintf(stderr, "toolhost call: %v\n", err)
-		return exitUsage
+	lang := fs.String("lang", "en", "`LANGUAGE` of tool messages: en or zh")
+	idem := fs.String("idempotency-key", "", "idempotency `KEY` for this call: a repeat with the same key and arguments returns the stored result")
+	if err := parseFlags(ctx, fs, args, &c); err != nil {
+		return exitCodeOf(err, stderr, "call")
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 {
-		fmt.Fprintf(stderr, "toolhost call: want TOOL and optionally 'JSON' arguments, got %d words\n", fs.NArg())
+		fmt.Fprintf(stderr, "toolhost call: want TOOL and optionally 'JSON' arguments, got %d words\nRun `toolhost call --help` for its flags.\n", fs.NArg())
 		return exitUsage
 	}
+	tool := fs.Arg(0)
 	argJSON := "{}"
 	if fs.NArg() == 2 {
 		argJSON = fs.Arg(1)
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	// One call: pre-starting run_code's warm pools would only compete
-	// with it for the CPU.
+	// with it for the CPU, and a call of another tool does not touch
+	// run_code's runtimes at all.
 	c.cfg.Sandbox.PythonPool, c.cfg.Sandbox.JavaScriptPool = -1, -1
+	c.skipRunCode = tool != runCodeName
 	exec, cleanup, err := newExecutor(&c, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolhost call: %v\n", err)
-		return exitUsage
+		var ue usageError
+		if errors.As(err, &ue) {
+			return exitUsage
+		}
+		return exitStartup
 	}
 	defer cleanup()
-	if _, ok := exec.Catalog().Lookup(fs.Arg(0)); !ok {
+	if _, ok := exec.Catalog().Lookup(tool); !ok {
 		names := []string{}
 		for _, s := range exec.Catalog().List() {
 			names = append(names, s.Name)
 		}
-		fmt.Fprintf(stderr, "toolhost call: unknown tool %q; available: %v\n", fs.Arg(0), names)
+		if c.skipRunCode {
+			names = append(names, runCodeName)
+		}
+		fmt.Fprintf(stderr, "toolhost call: unknown tool %q; available: %s\n", tool, strings.Join(names, ", "))
 		return exitUsage
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	out, err := exec.Execute(ctx, tools.Proposal{
-		Tool:           fs.Arg(0),
+		Tool:           tool,
 		Args:           json.RawMessage(argJSON),
 		CallID:         "cli",
 		Caller:         tools.Caller{Slot: "cli"},
 		IdempotencyKey: *idem,
 		Lang:           catalog.Lang(*lang),
 		Progress: func(p, total float64, msg string) {
-			fmt.Fprintf(stderr, "progress %g/%g %s\n", p, total, msg)
+			fmt.Fprintf(stderr, "progress: %s\n", progressText(p, total, msg))
 		},
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "toolhost call: %v\n", err)
-		return exitToolError
+		return exitStartup
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(callOutput(out))
-	if out.IsError {
+	switch {
+	case out.Code == runcode.CodeRuntimeUnavailable:
+		// The tool could not start its runtime: the installation, not the
+		// call, is what needs fixing.
+		return exitStartup
+	case out.IsError:
 		return exitToolError
 	}
 	return exitOK
+}
+
+// progressText renders one progress notification for the terminal: "3/10"
+// when the total is known, the bare count otherwise.
+func progressText(p, total float64, msg string) string {
+	s := strconv.FormatFloat(p, 'f', -1, 64)
+	if total > 0 {
+		s += "/" + strconv.FormatFloat(total, 'f', -1, 64)
+	}
+	if msg != "" {
+		s += " " + msg
+	}
+	return s
 }
 
 // callOutput is what toolhost call prints: the MCP-shaped result plus the

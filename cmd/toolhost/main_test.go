@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -179,6 +181,70 @@ func TestServeShutsDownGracefully(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "shutting down") {
 		t.Fatalf("no shutdown log: %s", stderr.String())
+	}
+	// How to connect, one line per call, and a last line once everything
+	// is closed.
+	var serving, call, last map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) != nil {
+			continue
+		}
+		switch rec["msg"] {
+		case "toolhost serving":
+			serving = rec
+		case "call":
+			if rec["tool"] == "sleep" {
+				call = rec
+			}
+		}
+		last = rec
+	}
+	if serving["mcp_url"] != "http://"+addr+"/mcp" || serving["health_url"] != "http://"+addr+"/healthz" || !strings.Contains(fmt.Sprint(serving["auth"]), "off") {
+		t.Errorf("serving line: %v", serving)
+	}
+	if call == nil || call["status"] != "success" || call["execution_id"] == "" || call["session_id"] == "" || call["duration_ms"] == nil || call["level"] != "INFO" {
+		t.Errorf("call line: %v", call)
+	}
+	if last["msg"] != "toolhost stopped" {
+		t.Errorf("last line: %v", last)
+	}
+}
+
+// A second server on a taken address fails at once, before it opens the
+// journal or compiles a runtime, and says how to pick another address.
+func TestServeRefusesATakenAddressAtOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	data := filepath.Join(t.TempDir(), "data")
+	code, _, errOut := runCLI(t, "serve", "--dev", "--addr", ln.Addr().String(), "--data", data)
+	if code != exitStartup || !strings.Contains(errOut, "already in use") || !strings.Contains(errOut, "--addr") || !strings.Contains(errOut, "TOOLHOST_ADDR") {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Fatalf("the data folder was created (journal opened) before the address was checked: %v", err)
+	}
+}
+
+// Ctrl-C during the first start-up, while CPython is still compiling (no
+// compilation cache yet), stops the server without waiting for the compile.
+func TestServeInterruptedDuringStartupDoesNotWaitForTheCompile(t *testing.T) {
+	cmd, stderr, _ := startServe(t, buildBinary(t), "serve", "--dev", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--runtimes", repoRuntimes(t))
+	if strings.Contains(stderr.String(), `"language":"python","compile_ms"`) {
+		t.Skip("CPython compiled before the test could interrupt it")
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, stderr.String())
+	}
+	out := stderr.String()
+	if strings.Contains(out, `"language":"python","compile_ms"`) || !strings.Contains(out, "not waiting for them") || !strings.Contains(out, "toolhost stopped") {
+		t.Fatalf("the process waited for the compile, or did not say so:\n%s", out)
 	}
 }
 

@@ -10,15 +10,15 @@ import (
 	"toolhost/sandbox"
 )
 
-// newSandbox builds run_code's sandbox: runtimes from --runtimes (or
-// ./runtimes, else <data>/runtimes), the compilation cache under
-// <data>/wasm-cache, limits from the config file's "sandbox" section. A
-// missing runtime does not stop the server: run_code then answers
-// runtime_unavailable naming the file it looked for.
+// newSandbox builds run_code's sandbox: runtimes from the search path of
+// runtimeDirs, the compilation cache under <data>/wasm-cache, limits from
+// the config file's "sandbox" section. A missing runtime does not stop the
+// server: run_code then answers runtime_unavailable naming every folder it
+// searched.
 func newSandbox(c *common, logger *slog.Logger) (*sandbox.Sandbox, error) {
 	sb, err := sandbox.New(context.Background(), sandbox.Options{
 		Config:      c.cfg.Sandbox,
-		RuntimesDir: runtimesDir(c),
+		RuntimeDirs: runtimeDirs(c),
 		CacheDir:    filepath.Join(c.data, "wasm-cache"),
 		Logger:      logger,
 	})
@@ -28,19 +28,53 @@ func newSandbox(c *common, logger *slog.Logger) (*sandbox.Sandbox, error) {
 	return sb, nil
 }
 
-// runtimesDir is --runtimes when given; otherwise the first of ./runtimes
-// and <data>/runtimes that holds a runtime file, ./runtimes when neither.
-func runtimesDir(c *common) string {
+// runtimeDirs is where run_code's runtime files are looked for, in order.
+// --runtimes (TOOLHOST_RUNTIMES), when given, is the only place. Otherwise
+// the binary finds them however it is started — from a checkout, from an
+// install, by Claude Desktop with some other working directory:
+//
+//  1. <folder of the executable>/runtimes   (an install: toolhost beside runtimes/)
+//  2. <folder of the executable>/../runtimes (the checkout: bin/toolhost, runtimes/ from `make runtimes`)
+//  3. <data>/runtimes
+//  4. <user cache>/toolhost/runtimes         (e.g. ~/.cache/toolhost/runtimes)
+//  5. ./runtimes                            (the working directory, as `go run` needs)
+//
+// Each file is taken from the first folder that holds it, so a runtime file
+// added later (a pre-initialised image, say) is found the same way.
+func runtimeDirs(c *common) []string {
 	if c.runtimes != "" {
-		return c.runtimes
+		return []string{absPath(c.runtimes)}
 	}
-	candidates := []string{"runtimes", filepath.Join(c.data, "runtimes")}
-	for _, dir := range candidates {
-		for _, f := range []string{sandbox.PythonFile, sandbox.JavaScriptFile} {
-			if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
-				return dir
+	var dirs []string
+	add := func(d string) {
+		d = absPath(d)
+		for _, have := range dirs {
+			if have == d {
+				return
 			}
 		}
+		dirs = append(dirs, d)
 	}
-	return candidates[0]
+	if exe, err := os.Executable(); err == nil {
+		if real, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = real
+		}
+		add(filepath.Join(filepath.Dir(exe), "runtimes"))
+		add(filepath.Join(filepath.Dir(exe), "..", "runtimes"))
+	}
+	add(filepath.Join(c.data, "runtimes"))
+	if cache, err := os.UserCacheDir(); err == nil {
+		add(filepath.Join(cache, "toolhost", "runtimes"))
+	}
+	add("runtimes")
+	return dirs
+}
+
+// absPath makes p absolute (against the working directory) and clean; on
+// failure it returns p cleaned.
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return filepath.Clean(p)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"log/slog"
+	"time"
 
 	"toolhost/tools"
 	"toolhost/tools/builtin"
@@ -25,22 +26,47 @@ func toolset(c *common, logger *slog.Logger) ([]tools.Tool, func(), error) {
 		return nil, nil, err
 	}
 	ts = append(ts, fp)
-	sb, err := newSandbox(c, logger)
-	if err != nil {
-		fp.Close()
-		return nil, nil, err
+	cleanups := []func(){fp.Close}
+	if !c.skipRunCode {
+		sb, err := newSandbox(c, logger)
+		if err != nil {
+			fp.Close()
+			return nil, nil, err
+		}
+		c.sandbox = sb
+		ts = append(ts, runcode.New(sb))
+		cleanups = append(cleanups, func() { closeSandbox(sb, logger) })
 	}
-	c.sandbox = sb
-	ts = append(ts, runcode.New(sb))
 	if c.testTools {
 		ts = append(ts, sleep.New(), sleep.NewEffect())
 	}
-	cleanups := []func(){fp.Close, func() { _ = sb.Close() }}
 	cleanup := func() {
 		for i := len(cleanups) - 1; i >= 0; i-- {
 			cleanups[i]()
 		}
 	}
-	_ = logger
 	return ts, cleanup, nil
+}
+
+// runCodeName is run_code's tool name, known before its sandbox exists.
+const runCodeName = "run_code"
+
+// sandboxCloseWait bounds how long a stopping process waits for run_code's
+// sandbox: a runtime still compiling (CPython takes seconds on a first
+// start) is not waited for, so Ctrl-C during start-up exits at once. The
+// compilation cache is only written once a compile completes, so nothing
+// half-written is left behind.
+const sandboxCloseWait = 500 * time.Millisecond
+
+func closeSandbox(sb interface{ Close() error }, logger *slog.Logger) {
+	done := make(chan struct{})
+	go func() {
+		_ = sb.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(sandboxCloseWait):
+		logger.Info("run_code's runtimes were still compiling; not waiting for them")
+	}
 }

@@ -59,6 +59,11 @@ func TestResultFieldsFilesAndUnits(t *testing.T) {
 				t.Errorf("stderr %q", d.Stderr)
 			}
 		}},
+		{name: "python writes out/ without creating it", args: py("import csv\nrows = list(csv.reader(open('in.csv')))\nopen('out/n.txt', 'w').write(str(len(rows)))", "files", []map[string]any{{"name": "in.csv", "content": "a,b\n1,2\n"}}), check: func(t *testing.T, out *tools.Outcome, d decoded) {
+			if d.ExitCode != 0 || len(d.Files) != 1 || d.Files[0].Name != "out/n.txt" || d.Files[0].Content != "2" {
+				t.Fatalf("exit %d stderr %q files %+v", d.ExitCode, d.Stderr, d.Files)
+			}
+		}},
 		{name: "python files in and out", args: py("import os\nos.makedirs('out/sub', exist_ok=True)\ndata = open('in.csv').read()\nopen('out/copy.csv', 'w').write(data.upper())\nopen('out/sub/bin', 'wb').write(bytes([0, 255, 1]) + open('blob', 'rb').read())\nopen('scratch', 'w').write('not returned')", "files", []map[string]any{{"name": "in.csv", "content": "a,b\n1,2\n"}, {"name": "blob", "content": "AAE=", "encoding": "base64"}}), check: func(t *testing.T, out *tools.Outcome, d decoded) {
 			if d.ExitCode != 0 || len(d.Files) != 2 {
 				t.Fatalf("%s", out.Structured)

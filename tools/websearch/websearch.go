@@ -209,13 +209,12 @@ type input struct {
 	Blocked   []string `json:"blocked_domains"`
 }
 
-// Call runs one search: the cache first, then the providers in order.
-func (t *Tool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, error) {
+// queryOf is the search an invocation asks for.
+func queryOf(inv *tools.Invocation) (query, error) {
 	var in input
 	if err := inv.Decode(&in); err != nil {
-		return nil, err
+		return query{}, err
 	}
-	start := time.Now()
 	q := query{Text: in.Query, Count: in.Count, Lang: in.Lang, Site: in.Site, Allowed: in.Allowed, Blocked: in.Blocked}
 	if q.Count <= 0 {
 		q.Count = defaultResultCount
@@ -223,6 +222,30 @@ func (t *Tool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, 
 	if in.Freshness != "any" {
 		q.Freshness = in.Freshness
 	}
+	return q, nil
+}
+
+// Free reports that the answer is in the cache, so the call will cost no
+// search_call unit (tools.CostProbe): a key at its monthly cap still gets it.
+func (t *Tool) Free(inv *tools.Invocation) bool {
+	if t.cache == nil {
+		return false
+	}
+	q, err := queryOf(inv)
+	if err != nil {
+		return false
+	}
+	_, ok := t.cache.get(cacheKey(q, t.fingerprint))
+	return ok
+}
+
+// Call runs one search: the cache first, then the providers in order.
+func (t *Tool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, error) {
+	q, err := queryOf(inv)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
 	lang := inv.Ref.Lang
 
 	key := cacheKey(q, t.fingerprint)
