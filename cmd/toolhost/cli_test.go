@@ -188,7 +188,7 @@ func TestCallOfABuiltinLeavesRunCodeAlone(t *testing.T) {
 
 func TestProgressText(t *testing.T) {
 	for _, tc := range []struct {
-		p, total float64
+		p, total  float64
 		msg, want string
 	}{
 		{0.6, 0, "running for 0.6 s", "0.6 running for 0.6 s"},
