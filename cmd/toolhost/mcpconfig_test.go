@@ -136,3 +136,20 @@ func TestMCPConfigInstall(t *testing.T) {
 		t.Fatalf("cursor install: exit %d %s", code, errOut)
 	}
 }
+
+// The README's Claude Desktop snippet is what mcp-config prints for a
+// checkout in /home/you/toolhost: the same code makes both, so they cannot
+// drift apart.
+func TestREADMEClaudeDesktopSnippet(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := mcpConfigJSON("claude-desktop", "toolhost", "/home/you/toolhost/bin/toolhost", []string{"--data", "/home/you/toolhost/data"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "```json\n"+string(want)+"```\n") {
+		t.Fatalf("README.md has no JSON block equal to mcp-config's output:\n%s", want)
+	}
+}

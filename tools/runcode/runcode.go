@@ -93,7 +93,7 @@ func (t *Tool) Spec() catalog.Spec {
     "stderr": {"type": "string"},
     "stdout_truncated": {"type": "boolean"},
     "stderr_truncated": {"type": "boolean"},
-    "result": {"type": ["object", "array", "string", "number", "boolean", "null"], "description": "JavaScript: the last expression's value as JSON (null when undefined); Python: null"},
+    "result": {"anyOf": [{"type": "object"}, {"type": "array"}, {"type": "string"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"}], "description": "JavaScript: the last expression's value as JSON (null when undefined); Python: null"},
     "duration_ms": {"type": "integer"},
     "timed_out": {"type": "boolean"},
     "memory_exceeded": {"type": "boolean"},
