@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -198,4 +200,88 @@ func (*badSpec) Spec() catalog.Spec {
 	s := (&probe{name: "bad"}).Spec()
 	s.Input = json.RawMessage(`{"type":"array"}`)
 	return s
+}
+
+type denyWith struct{ err *Error }
+
+func (d denyWith) Authorize(context.Context, *Invocation) (func(Outcome), error) { return nil, d.err }
+
+// The retry hint is said once: appended when the message lacks it, not
+// again when the message already gives it.
+func TestRefusalTextSaysRetryOnce(t *testing.T) {
+	for _, msg := range []string{"too many calls", "this API key allows 2 calls per minute; retry after 59629 ms"} {
+		ex, err := NewExecutor(Options{Authorizer: denyWith{&Error{Code: "rate_limited", Message: msg, RetryAfter: 59629 * time.Millisecond}}},
+			&probe{name: "p", run: echo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := ex.Execute(context.Background(), Proposal{Tool: "p", Args: json.RawMessage(`{}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(out.Text, "retry after"); n != 1 || !strings.Contains(out.Text, "59629 ms") {
+			t.Errorf("%q: text %q says the retry hint %d times", msg, out.Text, n)
+		}
+	}
+}
+
+// One info line per finished call: every failure, and the configured
+// fraction of successes.
+func TestCallLogLines(t *testing.T) {
+	for _, tc := range []struct {
+		sample      float64
+		wantSuccess int
+	}{{1, 3}, {0, 0}} {
+		var buf strings.Builder
+		logger := slog.New(slog.NewJSONHandler(&syncWriter{w: &buf}, nil))
+		ex, err := NewExecutor(Options{Logger: logger, LogCalls: true, LogSample: tc.sample},
+			&probe{name: "p", run: echo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			if _, err := ex.Execute(context.Background(), Proposal{Tool: "p", Args: json.RawMessage(`{"n":2}`), Caller: Caller{SessionID: "s1"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := ex.Execute(context.Background(), Proposal{Tool: "p", Args: json.RawMessage(`{"n":99}`)}); err != nil {
+			t.Fatal(err)
+		}
+		var success, failed int
+		for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) != nil || rec["msg"] != "call" {
+				continue
+			}
+			if rec["level"] != "INFO" || rec["tool"] != "p" || rec["execution_id"] == "" || rec["duration_ms"] == nil {
+				t.Errorf("line %v", rec)
+			}
+			switch rec["status"] {
+			case "success":
+				success++
+				if rec["session_id"] != "s1" {
+					t.Errorf("session missing: %v", rec)
+				}
+			default:
+				failed++
+				if rec["code"] != CodeInvalidArgs {
+					t.Errorf("failure without its code: %v", rec)
+				}
+			}
+		}
+		if success != tc.wantSuccess || failed != 1 {
+			t.Errorf("sample %g: %d success lines (want %d), %d failure lines (want 1)", tc.sample, success, tc.wantSuccess, failed)
+		}
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  *strings.Builder
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
