@@ -54,6 +54,10 @@ type Service struct {
 	opts  Options
 	mu    sync.Mutex
 	cache map[string]cached // by hash and by "id:"+id
+	// touched is when each key's use was last recorded. It is kept here,
+	// not on the cached *Key, which every concurrent request shares and
+	// must only read.
+	touched map[string]time.Time
 }
 
 type cached struct {
@@ -78,7 +82,7 @@ func New(opts Options) *Service {
 	if opts.Limiter == nil {
 		opts.Limiter = NewMemoryLimiter(opts.Now)
 	}
-	return &Service{opts: opts, cache: map[string]cached{}}
+	return &Service{opts: opts, cache: map[string]cached{}, touched: map[string]time.Time{}}
 }
 
 // Authenticate resolves a presented secret to its key. It returns an error
@@ -124,13 +128,23 @@ func (s *Service) lookup(ctx context.Context, cacheKey string, load func() (*Key
 }
 
 // touch records last use at most once a minute per key, off the call path.
+// The shared *Key is not written: concurrent requests read it.
 func (s *Service) touch(k *Key) {
 	now := s.opts.Now()
-	if k.LastUsedAt != nil && now.Sub(*k.LastUsedAt) < time.Minute {
+	s.mu.Lock()
+	last, ok := s.touched[k.ID]
+	if !ok && k.LastUsedAt != nil {
+		last, ok = *k.LastUsedAt, true
+	}
+	if ok && now.Sub(last) < time.Minute {
+		s.mu.Unlock()
 		return
 	}
-	t := now
-	k.LastUsedAt = &t
+	if len(s.touched) > 10000 {
+		s.touched = map[string]time.Time{}
+	}
+	s.touched[k.ID] = now
+	s.mu.Unlock()
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
