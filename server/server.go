@@ -27,7 +27,9 @@ type Options struct {
 	// ShutdownTimeout is how long in-flight requests may take to finish
 	// after a shutdown signal before their contexts are cancelled.
 	ShutdownTimeout time.Duration
-	Logger          *slog.Logger
+	// Limits bound connections, idle time, headers and request bodies.
+	Limits Limits
+	Logger *slog.Logger
 }
 
 // Server is the HTTP face.
@@ -71,7 +73,8 @@ func New(opts Options) *Server {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
 	})
-	return &Server{opts: opts, handler: RequestID(mux)}
+	opts.Limits = opts.Limits.withDefaults()
+	return &Server{opts: opts, handler: bodyDeadline(opts.Limits.BodyTimeout, RequestID(mux))}
 }
 
 // Handler returns the whole chain, for tests that use httptest.
@@ -83,12 +86,16 @@ func (s *Server) Handler() http.Handler { return s.handler }
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	baseCtx, cancelBase := context.WithCancel(context.Background())
 	defer cancelBase()
+	lim := s.opts.Limits
 	hs := &http.Server{
 		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: lim.ReadHeaderTimeout,
+		IdleTimeout:       lim.IdleTimeout,
+		MaxHeaderBytes:    lim.MaxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
 		ErrorLog:          slog.NewLogLogger(s.opts.Logger.Handler(), slog.LevelWarn),
 	}
+	ln = limitConns(ln, lim.MaxConns, lim.MaxConnsPerIP)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"toolhost/sandbox"
+	"toolhost/server"
 	"toolhost/tools/fetchpage"
 	"toolhost/tools/websearch"
 )
@@ -57,9 +58,30 @@ type Config struct {
 	Keys KeysConfig `json:"keys"`
 
 	ShutdownTimeout Duration `json:"shutdown_timeout"`
+	// Server bounds connections: idle and header timeouts, the time to
+	// send a request body, header size, open connections in all and per
+	// client address (server.Limits; -1 turns a connection cap off).
+	Server ServerConfig `json:"server"`
 	// Sandbox holds run_code's limits (memory, output caps, concurrency,
 	// queue, warm pools); see sandbox.Config.
 	Sandbox sandbox.Config `json:"sandbox"`
+}
+
+// ServerConfig is the "server" section of the config file.
+type ServerConfig struct {
+	ReadHeaderTimeout   Duration `json:"read_header_timeout"`
+	IdleTimeout         Duration `json:"idle_timeout"`
+	BodyTimeout         Duration `json:"body_timeout"`
+	MaxHeaderBytes      int      `json:"max_header_bytes"`
+	MaxConnections      int      `json:"max_connections"`
+	MaxConnectionsPerIP int      `json:"max_connections_per_ip"`
+}
+
+func (s ServerConfig) limits() server.Limits {
+	return server.Limits{
+		ReadHeaderTimeout: s.ReadHeaderTimeout.D(), IdleTimeout: s.IdleTimeout.D(), BodyTimeout: s.BodyTimeout.D(),
+		MaxHeaderBytes: s.MaxHeaderBytes, MaxConns: s.MaxConnections, MaxConnsPerIP: s.MaxConnectionsPerIP,
+	}
 }
 
 func defaultConfig() Config {

@@ -228,11 +228,17 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		MCP:             mcpHandler(mcpSrv.Handler(), ks, *dev),
 		Routes:          routes,
 		ShutdownTimeout: c.cfg.ShutdownTimeout.D(),
+		Limits:          c.cfg.Server.limits(),
 		Logger:          logger,
 		Health: func() map[string]any {
 			return map[string]any{"run_code": c.sandbox.Status()}
 		},
 	})
+	if n, err := server.RaiseFileLimit(); err != nil {
+		logger.Warn("cannot raise the open-file limit", "err", err)
+	} else {
+		logger.Info("open-file limit", "nofile", n)
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
