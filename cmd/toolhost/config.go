@@ -30,6 +30,10 @@ type Config struct {
 		// MaxToolRoundsLimit the largest a request may ask for (32).
 		MaxToolRounds      int `json:"max_tool_rounds"`
 		MaxToolRoundsLimit int `json:"max_tool_rounds_limit"`
+		// MaxBodyBytes caps a /v1 request body (16 MiB); CountTokensMaxBytes
+		// the text count_tokens estimates itself (4 MiB).
+		MaxBodyBytes        int64 `json:"max_body_bytes"`
+		CountTokensMaxBytes int64 `json:"count_tokens_max_bytes"`
 		// Routes are the upstream model APIs, tried in order.
 		Routes []RouteConfig `json:"routes"`
 	} `json:"hosted"`

@@ -105,6 +105,8 @@ func hostedRoutes(c *common, exec *tools.Executor, logger *slog.Logger) (map[str
 		DefaultMaxToolRounds: c.cfg.Hosted.MaxToolRounds,
 		MaxToolRoundsLimit:   c.cfg.Hosted.MaxToolRoundsLimit,
 		Rounds:               rounds,
+		MaxBodyBytes:         c.cfg.Hosted.MaxBodyBytes,
+		MaxEstimateBytes:     c.cfg.Hosted.CountTokensMaxBytes,
 		Logger:               logger,
 	})
 	return h.Routes(), nil

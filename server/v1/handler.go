@@ -36,6 +36,10 @@ type Options struct {
 	Idempotency *IdempotencyStore
 	// MaxBodyBytes caps a request body (default 16 MiB).
 	MaxBodyBytes int64
+	// MaxEstimateBytes caps the text count_tokens estimates with the
+	// embedded tokenizer (default 4 MiB, about a second of CPU); more is
+	// a 413 too_large_to_estimate.
+	MaxEstimateBytes int64
 	Logger       *slog.Logger
 }
 
@@ -57,6 +61,9 @@ func New(opts Options) *Handler {
 	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 16 << 20
+	}
+	if opts.MaxEstimateBytes <= 0 {
+		opts.MaxEstimateBytes = 4 << 20
 	}
 	if opts.Idempotency == nil {
 		opts.Idempotency = NewIdempotencyStore(0, 0)
