@@ -12,6 +12,7 @@ import (
 	"toolhost/catalog"
 	"toolhost/loop"
 	"toolhost/server"
+	"toolhost/strictjson"
 )
 
 // Options configure the /v1 handlers.
@@ -40,7 +41,7 @@ type Options struct {
 	// embedded tokenizer (default 4 MiB, about a second of CPU); more is
 	// a 413 too_large_to_estimate.
 	MaxEstimateBytes int64
-	Logger       *slog.Logger
+	Logger           *slog.Logger
 }
 
 // Handler serves the /v1 routes.
@@ -144,6 +145,11 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *req
 			return nil, &requestError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", reason: "body_too_large", message: fmt.Sprintf("the body is larger than %d bytes", mbe.Limit)}
 		}
 		return nil, badRequest(ReasonInvalidRequest, "", "reading the body: "+err.Error())
+	}
+	// Duplicate keys ("model":"a","model":"b") and trailing data are
+	// refused at any depth: encoding/json would silently keep the last.
+	if err := strictjson.Check(body); err != nil {
+		return nil, badRequest(ReasonInvalidJSON, "", "the body is not a strict JSON object: "+strings.TrimPrefix(err.Error(), strictjson.ErrNotStrict.Error()+": "))
 	}
 	return body, nil
 }
