@@ -43,8 +43,16 @@ type Config struct {
 		Stateless bool `json:"stateless"`
 		// JSONResponse answers with application/json instead of SSE.
 		JSONResponse bool `json:"json_response"`
-		// SessionTimeout closes idle sessions ("30m"); empty keeps them.
+		// SessionTimeout closes idle sessions (default "30m"; "-1s" keeps
+		// them until the client deletes them).
 		SessionTimeout Duration `json:"session_timeout"`
+		// SessionsPerKey and Sessions cap open sessions per API key (256)
+		// and in all (4096); MaxClientInfoBytes caps initialize's
+		// clientInfo (8 KiB); MaxBodyBytes one POST body (4 MiB).
+		SessionsPerKey     int   `json:"sessions_per_key"`
+		Sessions           int   `json:"sessions"`
+		MaxClientInfoBytes int   `json:"max_client_info_bytes"`
+		MaxBodyBytes       int64 `json:"max_body_bytes"`
 	} `json:"mcp"`
 	Tools struct {
 		DefaultTimeout Duration `json:"default_timeout"`
@@ -91,6 +99,7 @@ func (s ServerConfig) limits() server.Limits {
 func defaultConfig() Config {
 	var c Config
 	c.Hosted.Label = "toolhost"
+	c.MCP.SessionTimeout = Duration(30 * time.Minute)
 	c.Tools.DefaultTimeout = Duration(60 * time.Second)
 	c.Tools.MaxResultBytes = 256 << 10
 	c.ShutdownTimeout = Duration(10 * time.Second)

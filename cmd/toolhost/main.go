@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -209,7 +210,17 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		Stateless:      *stateless || c.cfg.MCP.Stateless,
 		JSONResponse:   c.cfg.MCP.JSONResponse,
 		SessionTimeout: c.cfg.MCP.SessionTimeout.D(),
-		Logger:         logger,
+		Limits: mcpface.Limits{
+			MaxBodyBytes: c.cfg.MCP.MaxBodyBytes, MaxClientInfoBytes: c.cfg.MCP.MaxClientInfoBytes,
+			SessionsPerKey: c.cfg.MCP.SessionsPerKey, Sessions: c.cfg.MCP.Sessions,
+		},
+		KeyOf: func(r *http.Request) string {
+			if id := server.IdentityFrom(r.Context()); id != nil {
+				return id.KeyID
+			}
+			return ""
+		},
+		Logger: logger,
 	})
 	// routes: every extra route of the HTTP server (/v1 here; others add
 	// theirs to the same map).
