@@ -163,11 +163,13 @@ func newExecutor(c *common, logger *slog.Logger) (*tools.Executor, func(), error
 	toolsCleanup := cleanup
 	cleanup = func() { toolsCleanup(); closeJournal() }
 	exec, err := tools.NewExecutor(tools.Options{
-		DefaultTimeout: c.cfg.Tools.DefaultTimeout.D(),
-		MaxResultBytes: c.cfg.Tools.MaxResultBytes,
-		Logger:         logger,
-		Journal:        jr,
-		Authorizer:     c.authorizer,
+		DefaultTimeout:     c.cfg.Tools.DefaultTimeout.D(),
+		MaxResultBytes:     c.cfg.Tools.MaxResultBytes,
+		JournalArgsBytes:   c.cfg.Journal.MaxArgsBytes,
+		JournalResultBytes: c.cfg.Journal.MaxResultBytes,
+		Logger:             logger,
+		Journal:            jr,
+		Authorizer:         c.authorizer,
 	}, ts...)
 	if err != nil {
 		cleanup()
