@@ -212,3 +212,23 @@ func TestOversizedHeadersAreRefused(t *testing.T) {
 		t.Fatalf("status %d, want 431", resp.StatusCode)
 	}
 }
+
+// The request id is always ours: a caller's X-Request-Id is kept apart
+// (X-Client-Request-Id), so two callers cannot share an id or write what
+// the logs and the journal's floor ids say.
+func TestRequestIDIsNeverTheCallers(t *testing.T) {
+	addr := serveForTest(t, Limits{}, nil)
+	req, _ := http.NewRequest("GET", "http://"+addr+"/healthz", nil)
+	req.Header.Set("X-Request-Id", "req_spoofed")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if id := resp.Header.Get("X-Request-Id"); id == "" || id == "req_spoofed" {
+		t.Fatalf("X-Request-Id %q", id)
+	}
+	if cid := resp.Header.Get("X-Client-Request-Id"); cid != "req_spoofed" {
+		t.Fatalf("X-Client-Request-Id %q", cid)
+	}
+}

@@ -120,25 +120,58 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 type ctxKey int
 
-const requestIDKey ctxKey = iota
+const (
+	requestIDKey ctxKey = iota
+	clientRequestIDKey
+)
 
-// RequestID gives every request an id (the caller's X-Request-Id when it is
-// sane, a new one otherwise), echoes it in the response and stores it in the
-// context.
+// RequestID gives every request an id of ours, stores it in the context and
+// answers it in X-Request-Id. It becomes the /v1 request_id and the journal
+// floor id, so it is never taken from the caller: two accounts could send
+// the same one, and a caller could write what log lines say. A caller's
+// own X-Request-Id (at most 128 printable characters) is kept beside it
+// (ClientRequestIDFrom) and echoed as X-Client-Request-Id. An id already in
+// the context (WithRequestID, set by an outer layer) is kept.
 func RequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("X-Request-Id")
-		if id == "" || len(id) > 128 {
+		ctx := r.Context()
+		id := RequestIDFrom(ctx)
+		if id == "" {
 			id = uuid.NewString()
+			ctx = WithRequestID(ctx, id)
 		}
 		w.Header().Set("X-Request-Id", id)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
+		if cid := r.Header.Get("X-Request-Id"); cid != "" && len(cid) <= 128 && printable(cid) {
+			w.Header().Set("X-Client-Request-Id", cid)
+			ctx = context.WithValue(ctx, clientRequestIDKey, cid)
+		}
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+func printable(s string) bool {
+	for _, c := range s {
+		if c < 0x21 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// WithRequestID returns ctx carrying id as the request id.
+func WithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey, id)
 }
 
 // RequestIDFrom returns the request id stored by RequestID.
 func RequestIDFrom(ctx context.Context) string {
 	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+// ClientRequestIDFrom returns the caller's own X-Request-Id, if it sent one.
+func ClientRequestIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(clientRequestIDKey).(string)
 	return id
 }
 

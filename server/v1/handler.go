@@ -166,7 +166,7 @@ func (h *Handler) runError(ctx context.Context, err error) *requestError {
 	case errors.As(err, &ue):
 		return &requestError{status: http.StatusBadGateway, code: "upstream_error", reason: "upstream_error", message: upstreamMessage(ue)}
 	case errors.Is(err, loop.ErrInternal):
-		h.opts.Logger.ErrorContext(ctx, "hosted loop failed", "request_id", requestID(ctx), "err", err)
+		h.opts.Logger.ErrorContext(ctx, "hosted loop failed", "request_id", requestID(ctx), "client_request_id", server.ClientRequestIDFrom(ctx), "err", err)
 		return &requestError{status: http.StatusInternalServerError, code: "internal_error", reason: "internal_error", message: "the hosted tool runtime failed; the error was logged with request id " + requestID(ctx)}
 	default:
 		h.opts.Logger.WarnContext(ctx, "upstream call failed", "request_id", requestID(ctx), "err", err)
