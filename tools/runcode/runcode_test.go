@@ -70,6 +70,14 @@ func TestResultFieldsFilesAndUnits(t *testing.T) {
 				t.Errorf("binary file %+v", f)
 			}
 		}},
+		{name: "python 64 KiB of NUL bytes comes back as base64", args: py("import os\nos.makedirs('out', exist_ok=True)\nopen('out/zeros', 'wb').write(bytes(65536))"), check: func(t *testing.T, out *tools.Outcome, d decoded) {
+			if out.IsError || len(d.Files) != 1 {
+				t.Fatalf("%s %s %.500s", out.Code, out.Message, out.Structured)
+			}
+			if f := d.Files[0]; f.Encoding != "base64" || f.Size != 65536 || len(f.Content) > 90000 {
+				t.Errorf("file %s: %s, %d bytes, %d of content", f.Name, f.Encoding, f.Size, len(f.Content))
+			}
+		}},
 		{name: "python clock is real", args: py("import time, datetime\nprint(datetime.datetime.now().year >= 2025)"), check: func(t *testing.T, out *tools.Outcome, d decoded) {
 			if d.Stdout != "True\n" {
 				t.Errorf("stdout %q", d.Stdout)
@@ -236,5 +244,29 @@ func TestCancellationThroughThePipeline(t *testing.T) {
 	}
 	if errors.Is(ctx.Err(), context.Canceled) == false {
 		t.Fatal("context not cancelled")
+	}
+}
+
+func TestTextualFiles(t *testing.T) {
+	for in, want := range map[string]bool{"a,b\n1,2\r\n\tx": true, "héllo": true, "a\x00b": false, "\x1b[31m": false, "\xff": false, "del\x7f": false} {
+		if got := textual([]byte(in)); got != want {
+			t.Errorf("textual(%q) = %v", in, got)
+		}
+	}
+}
+
+// What is left of the monthly cap bounds a run: with a budget of one unit
+// a run that would take longer is stopped after one second, and says why.
+func TestUnitBudgetBoundsTheRun(t *testing.T) {
+	_, sb, _ := shared(t)
+	tool := New(sb)
+	inv := &tools.Invocation{Spec: tool.Spec(), Args: json.RawMessage(`{"code":"import time\ntime.sleep(5)","timeout_ms":10000}`), UnitBudget: 1}
+	if got := tool.MaxUnits(inv); got != 10 {
+		t.Fatalf("MaxUnits %v, want 10 (the timeout in seconds)", got)
+	}
+	_, err := tool.Call(context.Background(), inv)
+	var te *tools.Error
+	if !errors.As(err, &te) || te.Code != CodeTimeout || !strings.Contains(te.Message, "monthly cap") || te.Units > 2 {
+		t.Fatalf("err %v", err)
 	}
 }
