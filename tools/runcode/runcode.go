@@ -176,6 +176,11 @@ func (t *Tool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, 
 	if b := inv.UnitBudget; b > 0 && time.Duration(b*float64(time.Second)) < req.Timeout {
 		req.Timeout, capped = time.Duration(b*float64(time.Second)), true
 	}
+	// An authenticated account gets its share of the sandbox, not all of
+	// it (development mode and the command line have one user).
+	if inv.Caller.KeyID != "" {
+		req.Account = inv.Caller.AccountID
+	}
 	started := time.Now()
 	req.Progress = func(elapsed time.Duration, msg string) {
 		// Progress is the elapsed time in seconds: it only grows, as MCP
@@ -303,6 +308,8 @@ func request(in input) (sandbox.Request, error) {
 // runError maps the sandbox's refusals to stable codes.
 func runError(ctx context.Context, err error) error {
 	switch {
+	case errors.Is(err, sandbox.ErrAccountBusy):
+		return &tools.Error{Code: CodeBusy, Message: "this API key's account already holds its share of the run_code slots and queue; wait for its runs to finish", RetryAfter: time.Second}
 	case errors.Is(err, sandbox.ErrBusy):
 		return &tools.Error{Code: CodeBusy, Message: "every run_code slot is taken and the queue is full; try again shortly", RetryAfter: time.Second}
 	case errors.Is(err, sandbox.ErrUnavailable):

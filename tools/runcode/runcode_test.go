@@ -270,3 +270,37 @@ func TestUnitBudgetBoundsTheRun(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// One account cannot take every run slot and queue place: its share is
+// half the slots (and as much of the queue), so another account still
+// runs while the first one floods.
+func TestOneAccountCannotTakeEverySlot(t *testing.T) {
+	sb := newSandbox(t, sandbox.Config{Concurrency: 2, QueueLength: 8, PythonPool: -1, JavaScriptPool: 2})
+	defer sb.Close()
+	ex := newExecutor(t, sb)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	greedy := tools.Caller{Slot: "mcp", AccountID: "greedy", KeyID: "key_greedy"}
+	var wg sync.WaitGroup
+	codes := make(chan string, 16)
+	for range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, _ := ex.Execute(ctx, tools.Proposal{Tool: "run_code", Caller: greedy,
+				Args: json.RawMessage(`{"language":"javascript","code":"for(;;){}","timeout_ms":60000}`)})
+			codes <- out.Code
+		}()
+	}
+	// The sixth is refused at once: 1 running and 4 waiting is the share.
+	if code := <-codes; code != CodeBusy {
+		t.Fatalf("greedy call over its share: %q, want busy", code)
+	}
+	out, err := ex.Execute(context.Background(), tools.Proposal{Tool: "run_code", Caller: tools.Caller{Slot: "mcp", AccountID: "other", KeyID: "key_other"},
+		Args: json.RawMessage(`{"language":"javascript","code":"1+2"}`)})
+	if err != nil || out.IsError {
+		t.Fatalf("another account: %v %s %s", err, out.Code, out.Message)
+	}
+	cancel()
+	wg.Wait()
+}
