@@ -34,6 +34,11 @@ type Config struct {
 		// the text count_tokens estimates itself (4 MiB).
 		MaxBodyBytes        int64 `json:"max_body_bytes"`
 		CountTokensMaxBytes int64 `json:"count_tokens_max_bytes"`
+		// IdempotencyMaxBytes and IdempotencyAccountBytes cap the stored
+		// Idempotency-Key responses in all (256 MiB) and per account
+		// (64 MiB).
+		IdempotencyMaxBytes     int64 `json:"idempotency_max_bytes"`
+		IdempotencyAccountBytes int64 `json:"idempotency_account_bytes"`
 		// Routes are the upstream model APIs, tried in order.
 		Routes []RouteConfig `json:"routes"`
 	} `json:"hosted"`
