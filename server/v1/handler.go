@@ -11,6 +11,7 @@ import (
 
 	"toolhost/catalog"
 	"toolhost/loop"
+	"toolhost/neterr"
 	"toolhost/server"
 	"toolhost/strictjson"
 )
@@ -169,7 +170,10 @@ func (h *Handler) runError(ctx context.Context, err error) *requestError {
 		h.opts.Logger.ErrorContext(ctx, "hosted loop failed", "request_id", requestID(ctx), "client_request_id", server.ClientRequestIDFrom(ctx), "err", err)
 		return &requestError{status: http.StatusInternalServerError, code: "internal_error", reason: "internal_error", message: "the hosted tool runtime failed; the error was logged with request id " + requestID(ctx)}
 	default:
-		h.opts.Logger.WarnContext(ctx, "upstream call failed", "request_id", requestID(ctx), "err", err)
-		return &requestError{status: http.StatusBadGateway, code: "upstream_error", reason: "upstream_error", message: err.Error()}
+		// The error names the route's URL and the addresses dialled: the
+		// log keeps it, the caller gets the kind of failure.
+		h.opts.Logger.WarnContext(ctx, "upstream call failed", "request_id", requestID(ctx), "client_request_id", server.ClientRequestIDFrom(ctx), "err", err)
+		return &requestError{status: http.StatusBadGateway, code: "upstream_error", reason: "upstream_error",
+			message: "the upstream model API could not be reached (" + neterr.Describe(err) + "); the error was logged with request id " + requestID(ctx)}
 	}
 }

@@ -48,3 +48,17 @@ func TestV1ErrorsDoNotEchoHugeValues(t *testing.T) {
 		}
 	}
 }
+
+// An unreachable upstream is a 502 that says so without the route's URL
+// or address (the log has them).
+func TestUnreachableUpstreamDoesNotLeakItsURL(t *testing.T) {
+	e := newProtocolEnv(t, "toolhost", loop.DialectOpenAI, fakeupstream.Script{})
+	u := e.fake.URL()
+	_ = e.fake.Close()
+	r := e.postTo("/v1/chat/completions", `{"model":"fake-1","messages":[{"role":"user","content":"hi"}]}`, nil)
+	host := strings.TrimPrefix(strings.TrimPrefix(u, "http://"), "https://")
+	host = strings.Split(host, "/")[0]
+	if r.status != 502 || strings.Contains(string(r.body), host) || strings.Contains(string(r.body), "/chat/completions") {
+		t.Fatalf("%d %s (route at %s)", r.status, r.body, u)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"toolhost/catalog"
+	"toolhost/neterr"
 	"toolhost/tools"
 )
 
@@ -30,6 +31,7 @@ const (
 	CodeHTTPError          = "http_error"
 	CodeUnsupportedContent = "unsupported_content_type"
 	CodeRobotsDisallowed   = "robots_disallowed"
+	CodeBusy               = "busy"
 	CodeExtractionFailed   = "extraction_failed"
 	CodeFetchFailed        = "fetch_failed"
 )
@@ -46,6 +48,7 @@ type Tool struct {
 	client   *http.Client
 	cache    *cache
 	hosts    *hostLimiter
+	budget   *budget
 	robots   *robots
 	now      func() time.Time
 	logger   *slog.Logger
@@ -78,6 +81,7 @@ func New(cfg Config, opts ...Option) (*Tool, error) {
 		now:      time.Now,
 		logger:   slog.Default(),
 		hosts:    newHostLimiter(cfg.PerHostConcurrency),
+		budget:   newBudget(cfg.MaxInFlight, cfg.BodyBudgetBytes, cfg.QueueTimeout.D()),
 	}
 	for _, o := range opts {
 		o(t)
@@ -232,7 +236,12 @@ func hostOf(raw string) string {
 func (t *Tool) fetch(ctx context.Context, inv *tools.Invocation, u *url.URL, lists domainLists, format string) (*document, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.Timeout.D())
 	defer cancel()
-	release, err := t.hosts.acquire(ctx, strings.ToLower(u.Host))
+	land, err := t.budget.flight(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer land()
+	release, err := t.hosts.acquire(ctx, t.hostKey(ctx, u))
 	if err != nil {
 		return nil, fmt.Errorf("wait for a slot for %s: %w", u.Host, err)
 	}
@@ -243,7 +252,9 @@ func (t *Tool) fetch(ctx context.Context, inv *tools.Invocation, u *url.URL, lis
 	if err := t.robots.check(ctx, u); err != nil {
 		return nil, err
 	}
-	resp, err := t.get(ctx, u, &hopState{lists: lists, robots: t.robots != nil}, func(done, total int64) {
+	hs := &hopState{lists: lists, robots: t.robots != nil}
+	defer t.budget.release(hs)
+	resp, err := t.get(ctx, u, hs, func(done, total int64) {
 		msg := fmt.Sprintf("downloaded %d KiB", done>>10)
 		if total > 0 {
 			msg = fmt.Sprintf("downloaded %d of %d KiB", done>>10, total>>10)
@@ -370,6 +381,9 @@ func (t *Tool) toolError(err error, lang catalog.Lang) error {
 			msg = "不允许的地址：该网址指向内网、本机、链路本地或其他非公网地址"
 		}
 		return tools.Errorf(CodeAddressNotAllowed, "%s", msg)
+	case errors.Is(err, errBusy):
+		return &tools.Error{Code: CodeBusy, Message: fmt.Sprintf("%v; retry shortly", err), RetryAfter: 2 * time.Second,
+			Details: map[string]any{"retry_after_ms": 2000}}
 	case errors.Is(err, errURLTooLong):
 		return tools.Errorf(CodeURLTooLong, "%v", err)
 	case errors.Is(err, errScheme), errors.Is(err, errInvalidURL):
@@ -391,15 +405,18 @@ func (t *Tool) toolError(err error, lang catalog.Lang) error {
 		te.Details = map[string]any{"status": hs.status}
 		return te
 	case isTimeout(err):
-		return tools.Errorf(CodeTimeout, "the fetch did not finish in time: %v", err)
+		t.logger.Info("fetch timed out", "err", err)
+		return tools.Errorf(CodeTimeout, "the fetch did not finish in time (%s)", neterr.Describe(err))
 	case errors.Is(err, context.Canceled):
 		return err
 	}
 	if pe := pdfError(err); pe != nil {
 		return pe
 	}
-	t.logger.Debug("fetch failed", "err", err)
-	return tools.Errorf(CodeFetchFailed, "%v", err)
+	// The error text names the resolver and the addresses dialled: it goes
+	// to the log, the caller gets the kind of failure.
+	t.logger.Info("fetch failed", "err", err)
+	return tools.Errorf(CodeFetchFailed, "the page could not be fetched: %s", neterr.Describe(err))
 }
 
 // render slices one part of doc and builds the result.

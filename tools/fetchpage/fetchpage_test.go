@@ -3,10 +3,12 @@ package fetchpage
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -454,7 +456,8 @@ func TestFetchLimitsConcurrencyPerHost(t *testing.T) {
 	for i := range 3 {
 		wg.Go(func() { f.ok(f.call(map[string]any{"url": f.url(fmt.Sprintf("/slow?i=%d", i))})) })
 	}
-	host := strings.ToLower(fixtureHost + ":" + f.port)
+	u, _ := url.Parse(f.url("/slow"))
+	host := f.tool.hostKey(context.Background(), u) // the address it resolves to
 	<-arrived
 	// One request holds the only slot; wait until the other two calls queue
 	// for it, then check nobody else got through.

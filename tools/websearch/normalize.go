@@ -107,6 +107,7 @@ func normalizeDomain(s string) (string, error) {
 	d = strings.Trim(d, ".")
 	d = strings.TrimPrefix(d, "www.")
 	a, err := idna.Lookup.ToASCII(d)
+	a = strings.Trim(a, ".") // "example.com。" maps to a trailing dot
 	if err != nil || a == "" || len(a) > 253 {
 		return "", fmt.Errorf("%q is not a domain such as example.com", s)
 	}

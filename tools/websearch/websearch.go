@@ -263,7 +263,7 @@ func (t *Tool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, 
 			}
 			wait := s.failed(f, t.now())
 			reasons = append(reasons, attempt{name: s.name, f: f, wait: wait})
-			t.logger.WarnContext(ctx, "web_search provider failed", "provider", s.name, "reason", f.Msg, "status", f.Status, "ms", ms, "backoff_ms", wait.Milliseconds(), "execution_id", inv.ID)
+			t.logger.WarnContext(ctx, "web_search provider failed", "provider", s.name, "reason", f.Msg, "cause", f.Cause, "status", f.Status, "ms", ms, "backoff_ms", wait.Milliseconds(), "execution_id", inv.ID)
 			continue
 		}
 		s.succeeded()
