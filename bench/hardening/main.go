@@ -30,9 +30,16 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+var (
+	nFetches   int
+	fetchExtra string
+)
+
 func main() {
 	bin := flag.String("toolhost", "bin/toolhost", "the toolhost binary")
 	only := flag.String("only", "count,fetch,sessions,idle", "scenarios to run")
+	flag.IntVar(&nFetches, "fetches", 32, "concurrent fetch_page calls")
+	flag.StringVar(&fetchExtra, "fetch-config", "", "extra fields of the fetch section, e.g. '\"body_budget_bytes\":10485760'")
 	flag.Parse()
 	ctx := context.Background()
 	for _, s := range strings.Split(*only, ",") {
@@ -203,14 +210,14 @@ func fetches(ctx context.Context, bin string) error {
 	go pages.Serve(ln)
 	defer pages.Close()
 
-	s, err := start(ctx, bin, `{"fetch":{"allow_private":["127.0.0.1"],"ignore_robots":true,"cache_ttl":"-1s","timeout":"120s","per_host_concurrency":64,"queue_timeout":"120s"},
-		"tools":{"default_timeout":"180s"}}`)
+	s, err := start(ctx, bin, `{"fetch":{"allow_private":["127.0.0.1"],"ignore_robots":true,"cache_ttl":"-1s","timeout":"120s","per_host_concurrency":64,"queue_timeout":"300s"`+comma(fetchExtra)+`},
+		"tools":{"default_timeout":"300s"}}`)
 	if err != nil {
 		return err
 	}
 	defer s.stop()
 	before, _ := s.rss()
-	const n = 32
+	n := nFetches
 	var wg sync.WaitGroup
 	errs := make([]string, n)
 	t0 := time.Now()
@@ -242,7 +249,7 @@ func fetches(ctx context.Context, bin string) error {
 			fmt.Println("  error:", e)
 		}
 	}
-	fmt.Println("## fetch_page: 32 concurrent calls of a 9.5 MB HTML page")
+	fmt.Printf("## fetch_page: %d concurrent calls of a 9.5 MB HTML page\n", n)
 	fmt.Printf("| RSS before | peak RSS (VmHWM) | calls ok | wall |\n|--:|--:|--:|--:|\n| %.0f MiB | %.0f MiB | %d/%d | %.1f s |\n", before, peak, n-failed, n, time.Since(t0).Seconds())
 	return nil
 }
@@ -407,4 +414,11 @@ func idle(ctx context.Context, bin string) error {
 		s.stop()
 	}
 	return nil
+}
+
+func comma(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "," + s
 }
