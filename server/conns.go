@@ -27,8 +27,10 @@ type Limits struct {
 	// MaxHeaderBytes caps the request line and headers (64 KiB).
 	MaxHeaderBytes int
 	// MaxConns caps open connections in all (4096); MaxConnsPerIP caps
-	// those of one client address (256). Connections over a cap are
-	// answered 503 and closed at once, before any request is read.
+	// those of one client address (256). At the total cap the connection
+	// idle the longest between requests is closed to make room; when none
+	// is idle, and over the per-address cap, a new connection is answered
+	// 503 and closed at once, before any request is read.
 	MaxConns      int
 	MaxConnsPerIP int
 }
@@ -74,11 +76,12 @@ type connLimiter struct {
 	mu    sync.Mutex
 	open  int
 	byIP  map[string]int
-	onRef func() // test hook: a connection was refused
+	idle  map[*countedConn]time.Time // keep-alive connections between requests
+	onRef func()                     // test hook: a connection was refused
 }
 
 func limitConns(ln net.Listener, total, perIP int) *connLimiter {
-	return &connLimiter{Listener: ln, total: total, perIP: perIP, byIP: map[string]int{}}
+	return &connLimiter{Listener: ln, total: total, perIP: perIP, byIP: map[string]int{}, idle: map[*countedConn]time.Time{}}
 }
 
 // refusal is written to a connection over a cap: a complete HTTP answer,
@@ -96,6 +99,25 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 		}
 		ip := remoteIP(c)
 		l.mu.Lock()
+		var evict *countedConn
+		if l.total >= 0 && l.open >= l.total && (l.perIP < 0 || l.byIP[ip] < l.perIP) {
+			// At the total cap, an idle keep-alive connection makes room:
+			// idle sockets must not lock out a client with a request to send.
+			var oldest time.Time
+			for ic, since := range l.idle {
+				if evict == nil || since.Before(oldest) {
+					evict, oldest = ic, since
+				}
+			}
+			if evict != nil {
+				delete(l.idle, evict)
+				l.open-- // counted free now; its Close releases nothing twice
+				if l.byIP[evict.ip]--; l.byIP[evict.ip] <= 0 {
+					delete(l.byIP, evict.ip)
+				}
+				evict.released = true
+			}
+		}
 		over := (l.total >= 0 && l.open >= l.total) || (l.perIP >= 0 && l.byIP[ip] >= l.perIP)
 		if !over {
 			l.open++
@@ -103,6 +125,9 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 		}
 		hook := l.onRef
 		l.mu.Unlock()
+		if evict != nil {
+			_ = evict.Conn.Close()
+		}
 		if over {
 			// Never block the accept loop on a slow peer.
 			_ = c.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
@@ -124,8 +149,31 @@ func (l *connLimiter) Open() int {
 	return l.open
 }
 
-func (l *connLimiter) release(ip string) {
+// connState follows net/http's view of each connection, to know which are
+// idle between requests (http.Server.ConnState).
+func (l *connLimiter) connState(c net.Conn, st http.ConnState) {
+	cc, ok := c.(*countedConn)
+	if !ok {
+		return
+	}
 	l.mu.Lock()
+	if st == http.StateIdle && !cc.released {
+		l.idle[cc] = time.Now()
+	} else {
+		delete(l.idle, cc)
+	}
+	l.mu.Unlock()
+}
+
+func (l *connLimiter) release(c *countedConn) {
+	ip := c.ip
+	l.mu.Lock()
+	delete(l.idle, c)
+	if c.released {
+		l.mu.Unlock()
+		return
+	}
+	c.released = true
 	l.open--
 	if l.byIP[ip]--; l.byIP[ip] <= 0 {
 		delete(l.byIP, ip)
@@ -146,14 +194,15 @@ func remoteIP(c net.Conn) string {
 
 type countedConn struct {
 	net.Conn
-	l    *connLimiter
-	ip   string
-	once sync.Once
+	l        *connLimiter
+	ip       string
+	once     sync.Once
+	released bool // under l.mu: no longer counted
 }
 
 func (c *countedConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(func() { c.l.release(c.ip) })
+	c.once.Do(func() { c.l.release(c) })
 	return err
 }
 

@@ -95,7 +95,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
 		ErrorLog:          slog.NewLogLogger(s.opts.Logger.Handler(), slog.LevelWarn),
 	}
-	ln = limitConns(ln, lim.MaxConns, lim.MaxConnsPerIP)
+	cl := limitConns(ln, lim.MaxConns, lim.MaxConnsPerIP)
+	hs.ConnState = cl.connState
+	ln = cl
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

@@ -24,13 +24,21 @@ const MaxDepth = 512
 
 // Check returns nil when b is one JSON value without duplicate keys and
 // without trailing data, or an error wrapping ErrNotStrict that says where.
-func Check(b []byte) error {
+func Check(b []byte) error { return CheckDepth(b, MaxDepth) }
+
+// CheckDepth is Check with duplicate keys looked for only in objects
+// nested at most keyDepth objects deep (1: the top-level object's own
+// keys). The rest is still checked for syntax and trailing data. /mcp uses
+// 2, the JSON-RPC envelope and its params: tool arguments are the
+// pipeline's to refuse, as a tool result the model can read.
+func CheckDepth(b []byte, keyDepth int) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	type frame struct {
 		keys   map[string]struct{}
 		object bool
 		expect bool // object: the next token is a key
 	}
+	objects := 0
 	var stack []*frame
 	started := false
 	for {
@@ -58,9 +66,14 @@ func Check(b []byte) error {
 		if top != nil && top.object && top.expect {
 			if d, ok := tok.(json.Delim); ok && d == '}' {
 				stack = stack[:len(stack)-1]
+				objects--
 				continue
 			}
 			key := tok.(string) // the decoder only yields strings here
+			if top.keys == nil {
+				top.expect = false
+				continue
+			}
 			if _, dup := top.keys[key]; dup {
 				return fmt.Errorf("%w: duplicate key %q (near byte %d)", ErrNotStrict, clip.Echo(key), dec.InputOffset())
 			}
@@ -74,7 +87,12 @@ func Check(b []byte) error {
 		if d, ok := tok.(json.Delim); ok {
 			switch d {
 			case '{':
-				stack = append(stack, &frame{keys: map[string]struct{}{}, object: true, expect: true})
+				objects++
+				f := &frame{object: true, expect: true}
+				if objects <= keyDepth {
+					f.keys = map[string]struct{}{}
+				}
+				stack = append(stack, f)
 			case '[':
 				stack = append(stack, &frame{})
 			case ']':

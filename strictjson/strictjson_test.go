@@ -39,3 +39,16 @@ func FuzzCheck(f *testing.F) {
 	f.Add([]byte(`{"a":1,"a":2}`))
 	f.Fuzz(func(t *testing.T, b []byte) { _ = Check(b) })
 }
+
+func TestCheckDepthLeavesDeeperDuplicates(t *testing.T) {
+	env := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"roll_dice","arguments":{"sides":20,"sides":6}}}`
+	if err := CheckDepth([]byte(env), 2); err != nil {
+		t.Fatalf("arguments are not the envelope's: %v", err)
+	}
+	if err := CheckDepth([]byte(`{"params":{"name":"a","name":"b"}}`), 2); err == nil {
+		t.Fatal("duplicate in params passed")
+	}
+	if err := CheckDepth([]byte(env+" x"), 2); err == nil {
+		t.Fatal("trailing data passed")
+	}
+}

@@ -122,7 +122,9 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rpcError(w, http.StatusBadRequest, nil, codeParseError, "reading the request body: "+clip.Echo(err.Error()))
 		return
 	}
-	if err := strictjson.Check(body); err != nil {
+	// The envelope and its params are strict; the tool arguments inside
+	// are the pipeline's to refuse, as a result the model can read.
+	if err := strictjson.CheckDepth(body, 2); err != nil {
 		rpcError(w, http.StatusBadRequest, nil, codeParseError, "parse error: "+strings.TrimPrefix(err.Error(), strictjson.ErrNotStrict.Error()+": "))
 		return
 	}
