@@ -294,9 +294,10 @@ func sessions(ctx context.Context, bin string) error {
 		config string
 		label  string
 	}{
-		{60 << 10, `{}`, "defaults"},
-		{60 << 10, `{"mcp":{"sessions_per_key":4096,"max_client_info_bytes":65536,"max_body_bytes":4194304}}`, "clientInfo cap lifted to 64 KiB"},
-		{8000, `{"mcp":{"sessions_per_key":4096}}`, "sessions_per_key 4096"},
+		{0, `{"sandbox":{"python_pool":-1,"javascript_pool":-1}}`, "no sessions (baseline)"},
+		{60 << 10, `{"sandbox":{"python_pool":-1,"javascript_pool":-1}}`, "defaults"},
+		{60 << 10, `{"sandbox":{"python_pool":-1,"javascript_pool":-1},"mcp":{"sessions_per_key":4096,"max_client_info_bytes":65536,"max_body_bytes":4194304}}`, "clientInfo cap lifted to 64 KiB"},
+		{8000, `{"sandbox":{"python_pool":-1,"javascript_pool":-1},"mcp":{"sessions_per_key":4096}}`, "sessions_per_key 4096"},
 	} {
 		s, err := start(ctx, bin, tc.config)
 		if err != nil {
@@ -322,7 +323,7 @@ func sessions(ctx context.Context, bin string) error {
 				}
 			}()
 		}
-		for i := 0; i < 3000; i++ {
+		for i := 0; i < 3000 && tc.info > 0; i++ {
 			jobs <- struct{}{}
 		}
 		close(jobs)
