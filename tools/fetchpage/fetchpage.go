@@ -317,11 +317,10 @@ func (t *Tool) extract(ctx context.Context, inv *tools.Invocation, resp *respons
 		if doc.ContentType == "" {
 			doc.ContentType = "text/html"
 		}
-		page, err := decodeCharset(resp.Body, resp.RawType)
+		page, _, err := decodeCharset(resp.Body, resp.RawType, true)
 		if err != nil {
 			return fmt.Errorf("%w: %v", errExtraction, err)
 		}
-		page = bytes.ToValidUTF8(page, []byte("\uFFFD"))
 		if format == "html" {
 			doc.Content = string(page)
 			doc.Title = documentTitleBytes(page)
@@ -338,11 +337,11 @@ func (t *Tool) extract(ctx context.Context, inv *tools.Invocation, resp *respons
 		}
 		return nil
 	case kindText:
-		text, err := decodeCharset(resp.Body, resp.RawType)
+		text, _, err := decodeCharset(resp.Body, resp.RawType, false)
 		if err != nil {
 			return fmt.Errorf("%w: %v", errExtraction, err)
 		}
-		doc.Content = string(bytes.ToValidUTF8(text, []byte("\uFFFD")))
+		doc.Content = string(text)
 		return nil
 	}
 	return fmt.Errorf("%w: %q", errUnsupported, resp.ContentType)

@@ -19,7 +19,6 @@ import (
 	"github.com/markusmobius/go-trafilatura"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
-	"golang.org/x/net/html/charset"
 )
 
 // Article is the main content of an HTML page in the forms fetch_page
@@ -40,21 +39,6 @@ const minExtractedRunes = 200
 // maxTreeNodes bounds the DOM the extractor walks; pages above it are
 // refused rather than letting one page take seconds of CPU.
 const maxTreeNodes = 200_000
-
-// decodeCharset converts body to UTF-8 using the charset declared in the
-// Content-Type header, a BOM or a <meta> tag, or sniffed from the bytes.
-func decodeCharset(body []byte, contentType string) ([]byte, error) {
-	r, err := charset.NewReader(bytes.NewReader(body), contentType)
-	if err != nil {
-		// Unknown label: keep the bytes; invalid UTF-8 is replaced later.
-		return body, nil //nolint:nilerr // falling back to the raw bytes is the point
-	}
-	out, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("decode charset: %w", err)
-	}
-	return out, nil
-}
 
 // ExtractHTML finds the main content of an HTML page (already UTF-8) and
 // renders it as plain text and, when markdown is true, as Markdown with
