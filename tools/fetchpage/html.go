@@ -60,6 +60,8 @@ func ExtractHTML(page []byte, pageURL *url.URL, markdown bool) (*Article, error)
 	if n := countNodes(doc, maxTreeNodes+1); n > maxTreeNodes {
 		return nil, fmt.Errorf("page has more than %d elements: %w", maxTreeNodes, ErrNoContent)
 	}
+	facts := collectFacts(doc)
+	facts.source = indexSource(doc)
 	baseURL := documentBase(doc, pageURL)
 	langs := codeLanguages(doc)
 	docTitle := documentTitle(doc)
@@ -92,6 +94,10 @@ func ExtractHTML(page []byte, pageURL *url.URL, markdown bool) (*Article, error)
 		// When the extractor falls back to its baseline it may hand back
 		// the whole document; drop what is never content.
 		goquery.NewDocumentFromNode(content).Find(boilerplate + ", head, title").Remove()
+		if t := normText(res.Metadata.Title); t != "" {
+			facts.titles = append(facts.titles, t)
+		}
+		trimEdges(content, facts)
 		// res.ContentText runs every block into one line; render our own
 		// text with a line per block instead.
 		text = plainText(content)
@@ -101,6 +107,7 @@ func ExtractHTML(page []byte, pageURL *url.URL, markdown bool) (*Article, error)
 		if err != nil {
 			return nil, err
 		}
+		trimEdges(content, facts)
 		text = plainText(content)
 	}
 	art := &Article{
