@@ -62,6 +62,8 @@ type config struct {
 	dump        string
 	minText     float64
 	minMarkdown float64
+	corpus      string
+	minSnippet  float64
 }
 
 func main() {
@@ -77,9 +79,11 @@ func main() {
 	flag.StringVar(&cfg.dump, "dump", "", "write each page's output to this folder")
 	flag.Float64Var(&cfg.minText, "min-text", 0, "exit 1 when the text F1 is below this")
 	flag.Float64Var(&cfg.minMarkdown, "min-markdown", 0, "exit 1 when the normalised-Markdown F1 is below this")
+	flag.StringVar(&cfg.corpus, "corpus", "benchmark", "benchmark: the article-extraction benchmark in -dir; trafilatura: trafilatura's evaluation pages from the go-trafilatura module (with/without snippets)")
+	flag.Float64Var(&cfg.minSnippet, "min-snippet-f1", 0, "trafilatura corpus: exit 1 when the snippet F1 is below this")
 	flag.Parse()
 	cfg.formats = strings.Split(formats, ",")
-	if cfg.dir == "" {
+	if cfg.dir == "" && cfg.corpus == "benchmark" {
 		fmt.Fprintln(os.Stderr, "webquality: -dir (or ARTICLE_BENCHMARK_DIR) must name a corpus folder")
 		os.Exit(2)
 	}
@@ -106,6 +110,7 @@ type page struct {
 	id    string
 	truth truth
 	html  []byte
+	cas   *snippetCase // trafilatura corpus only
 }
 
 func loadCorpus(dir string) ([]page, error) {
@@ -146,7 +151,25 @@ func readGzip(path string) ([]byte, error) {
 type fetcher func(ctx context.Context, p page, format string) (string, error)
 
 func run(ctx context.Context, cfg config, out io.Writer) (bool, error) {
-	pages, err := loadCorpus(cfg.dir)
+	var pages []page
+	var err error
+	switch cfg.corpus {
+	case "benchmark":
+		pages, err = loadCorpus(cfg.dir)
+	case "trafilatura":
+		var dir string
+		if dir, err = trafilaturaDir(); err == nil {
+			var cases []snippetCase
+			cases, err = loadSnippetCorpus(dir)
+			for i := range cases {
+				c := &cases[i]
+				pages = append(pages, page{id: c.file, truth: truth{URL: c.url}, html: c.html, cas: c})
+			}
+			cfg.dir = dir + " (test-files/comparison)"
+		}
+	default:
+		err = fmt.Errorf("unknown corpus %q", cfg.corpus)
+	}
 	if err != nil {
 		return false, err
 	}
@@ -176,7 +199,11 @@ func run(ctx context.Context, cfg config, out io.Writer) (bool, error) {
 		how = "through toolhost serve (MCP, go-sdk client) from a loopback HTTP server sending text/html without charset"
 	}
 	fmt.Fprintf(out, "corpus %s: %d pages, %.1f MB of HTML; fetched %s\n\n", cfg.dir, len(pages), float64(htmlBytes)/1e6, how)
-	fmt.Fprintln(out, "| format | F1 | precision | recall | exact | MB HTML per server CPU-second |")
+	if cfg.corpus == "trafilatura" {
+		fmt.Fprintln(out, "| format | snippet F1 | precision | recall | accuracy | MB HTML per server CPU-second |")
+	} else {
+		fmt.Fprintln(out, "| format | F1 | precision | recall | exact | MB HTML per server CPU-second |")
+	}
 	fmt.Fprintln(out, "|---|---|---|---|---|---|")
 	pass := true
 	for _, format := range cfg.formats {
@@ -211,6 +238,41 @@ func run(ctx context.Context, cfg config, out io.Writer) (bool, error) {
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
+		if cfg.corpus == "trafilatura" {
+			var tp, fn, fp, tn, failed int
+			for i, p := range pages {
+				if errs[i] != nil {
+					failed++
+				}
+				pred := preds[i]
+				if cfg.dump != "" {
+					_ = os.MkdirAll(cfg.dump, 0o755)
+					_ = os.WriteFile(filepath.Join(cfg.dump, p.id+"."+format), []byte(pred), 0o644)
+				}
+				if format == "markdown" {
+					pred = normaliseMarkdown(pred)
+				}
+				a, b, c, d := snippetScore(*p.cas, pred)
+				tp, fn, fp, tn = tp+a, fn+b, fp+c, tn+d
+				if cfg.verbose && (b > 0 || c > 0) {
+					fmt.Fprintf(out, "%s %s missing %d, unwanted %d\n", p.id, format, b, c)
+				}
+			}
+			prec := float64(tp) / float64(max(1, tp+fp))
+			rec := float64(tp) / float64(max(1, tp+fn))
+			f1 := 2 * prec * rec / (prec + rec)
+			acc := float64(tp+tn) / float64(max(1, tp+tn+fp+fn))
+			rate := float64(htmlBytes) / 1e6 / (cpu1 - cpu0).Seconds()
+			fmt.Fprintf(out, "| %s | %.3f | %.3f | %.3f | %.3f | %.1f |\n", format, f1, prec, rec, acc, rate)
+			if failed > 0 {
+				fmt.Fprintf(out, "(%d pages failed to fetch)\n", failed)
+			}
+			if f1 < cfg.minSnippet {
+				fmt.Fprintf(out, "FAIL: %s snippet F1 %.3f is below %.3f\n", format, f1, cfg.minSnippet)
+				pass = false
+			}
+			continue
+		}
 		var scores [][3]float64
 		var exact []float64
 		failed := 0
@@ -218,11 +280,11 @@ func run(ctx context.Context, cfg config, out io.Writer) (bool, error) {
 			pred := preds[i]
 			if errs[i] != nil {
 				failed++
-				fmt.Fprintf(os.Stderr, "%s %s: %v\n", p.id[:12], format, errs[i])
+				fmt.Fprintf(os.Stderr, "%s %s: %v\n", shortID(p.id), format, errs[i])
 			}
 			if cfg.dump != "" {
 				_ = os.MkdirAll(cfg.dump, 0o755)
-				_ = os.WriteFile(filepath.Join(cfg.dump, p.id[:12]+"."+format), []byte(pred), 0o644)
+				_ = os.WriteFile(filepath.Join(cfg.dump, shortID(p.id)+"."+format), []byte(pred), 0o644)
 			}
 			if format == "markdown" {
 				pred = normaliseMarkdown(pred)
@@ -233,7 +295,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (bool, error) {
 			exact = append(exact, exactMatch(p.truth.ArticleBody, pred))
 			if cfg.verbose {
 				pp, rr, _ := metrics([][3]float64{s})
-				fmt.Fprintf(out, "%s %s P=%.3f R=%.3f %s\n", p.id[:12], format, pp, rr, p.truth.URL)
+				fmt.Fprintf(out, "%s %s P=%.3f R=%.3f %s\n", shortID(p.id), format, pp, rr, p.truth.URL)
 			}
 		}
 		s := summarise(scores, exact, cfg.boot)
@@ -278,7 +340,7 @@ func (s *pageServer) Close() { _ = s.srv.Close() }
 func servePages(pages []page) (*pageServer, error) {
 	byPath := map[string][]byte{}
 	for _, p := range pages {
-		byPath["/"+p.id+".html"] = p.html
+		byPath["/"+p.id] = p.html
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -396,7 +458,7 @@ func (th *toolhost) fetchVia(base string) fetcher {
 		start := 0
 		for range 100 {
 			res, err := th.cs.CallTool(ctx, &mcp.CallToolParams{Name: "fetch_page", Arguments: map[string]any{
-				"url": base + "/" + p.id + ".html", "format": format, "max_length": 50000, "start_index": start,
+				"url": base + "/" + url.PathEscape(p.id), "format": format, "max_length": 50000, "start_index": start,
 			}})
 			if err != nil {
 				return b.String(), err
@@ -452,4 +514,11 @@ func selfCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func shortID(id string) string {
+	if len(id) > 12 && !strings.Contains(id, ".") {
+		return id[:12]
+	}
+	return id
 }

@@ -13,9 +13,9 @@ import (
 // averages, and a bootstrap standard deviation.
 
 // token matches Python's \w with re.UNICODE: letters, digits, underscore.
-var token = regexp.MustCompile(`[\p{L}\p{N}_]+`)
+var wordToken = regexp.MustCompile(`[\p{L}\p{N}_]+`)
 
-func tokenize(s string) []string { return token.FindAllString(s, -1) }
+func tokenize(s string) []string { return wordToken.FindAllString(s, -1) }
 
 func shingles(s string) map[string]int {
 	t := tokenize(s)

@@ -151,10 +151,12 @@ type pageFacts struct {
 var (
 	// Lines that invite, promote or administer rather than report. Each is
 	// only acted on when the block is short (see trimEdges).
-	boilerPhrase = regexp.MustCompile(`(?i)^(follow (us|me|him|her|them|[\p{L}@ .]+ on)|subscribe|sign up|sign-up|get (the|our) .*(newsletter|inbox|delivered)|newsletter|thanks? for (signing|subscribing)|you may also like|you might also like|more from|more great|more stories|related( (stories|articles|posts|content|coverage|reading|links))?:?$|read (more|next|also)|see also|recommended|also read|leggi anche|lesen sie auch|mehr zum thema|voir aussi|à lire aussi|lire aussi|leia também|leia mais|veja também|lee también|te puede interesar|tags?:|topics?:|categor(y|ies):|filed under|share (this|on|via)|share$|copyright|©|\(c\) ?\d{4}|all rights reserved|write to .* at |contact .* at .*@|have a tip|email .*@|click here|listen to |download (the|our) app|this copy is for your personal|an error has occurred|there was an error|sorry!?$|advertisement$|comments?$|comentários|kommentare|commenti|leave a (comment|reply)|comments are closed|\d+ comments?$|ATENÇÃO: Comentários|published|updated|posted|publicado|veröffentlicht|aktualisiert|by [\p{Lu}])`)
+	boilerPhrase = regexp.MustCompile(`(?i)^(follow (us|me|him|her|them|[\p{L}@ .]+ on)|subscribe|sign up|sign-up|get (the|our) .*(newsletter|inbox|delivered)|newsletter|thanks? for (signing|subscribing)|you may also like|you might also like|more from|more great|more stories|related( (stories|articles|posts|content|coverage|reading|links))?:?$|read (more|next|also)|see also|recommended|also read|leggi anche|lesen sie auch|mehr zum thema|voir aussi|à lire aussi|lire aussi|leia também|leia mais|veja também|lee también|te puede interesar|tags?:?$|tags?:|topics?:|categor(y|ies):|filed under|share (this|on|via)|share$|copyright|©|\(c\) ?\d{4}|all rights reserved|write to .* at |contact .* at .*@|have a tip|email .*@|click here|listen to |download (the|our) app|this copy is for your personal|an error has occurred|there was an error|sorry!?$|advertisement$|comments?$|comentários|kommentare|commenti|leave a (comment|reply)|comments are closed|\d+ comments?$|ATENÇÃO: Comentários|published|updated|posted|publicado|veröffentlicht|aktualisiert|by [\p{Lu}])`)
 	// A date such as "NOVEMBER 20, 2019 10:43", "05/10/2018", "2019-11-20".
 	datePattern = regexp.MustCompile(`(?i)\b(\d{1,2}[./-]\d{1,2}[./-]\d{2,4}|\d{4}-\d{2}-\d{2}|(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2},? \d{4}|\d{1,2} (jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]* \d{4})\b`)
 	urlOnly     = regexp.MustCompile(`^https?://\S+$`)
+	// "... Follow him on Twitter @name." at the end of a bio.
+	followPhrase = regexp.MustCompile(`(?i)\bfollow (us|me|him|her|them|@\w+|[\p{L} .]{2,30}) on (twitter|facebook|instagram|linkedin|youtube|tiktok|x)\b`)
 )
 
 // socialWords are the names share bars are made of.
@@ -241,7 +243,7 @@ func trimEdges(root *html.Node, facts pageFacts) {
 		if removed[i] {
 			continue
 		}
-		if !tailFurniture(blocks[i], facts) {
+		if !tailFurniture(blocks[i], facts) && !teaserDescription(blocks, removed, i) {
 			break
 		}
 		remove(i)
@@ -327,7 +329,7 @@ func headFurniture(b, next *block, facts pageFacts) bool {
 	// that the site copied into its description. The standfirst stands
 	// apart from the text that follows; the first paragraph is its sibling.
 	for _, d := range facts.descriptions {
-		if d != "" && b.words <= 80 && (key == d || (len(key) > 40 && (strings.HasPrefix(d, key) || strings.HasPrefix(key, d)))) {
+		if d != "" && b.words <= 45 && (key == d || (len(key) > 40 && strings.HasPrefix(d, key))) {
 			if next == nil || next.n.Parent != b.n.Parent || headingTags[b.n.Data] {
 				return true
 			}
@@ -369,10 +371,16 @@ func tailFurniture(b *block, facts pageFacts) bool {
 	if b.known && b.src.marked && b.words <= 40 {
 		return true
 	}
-	if b.known && b.src.linkDensity >= 0.6 && b.words <= 25 {
+	if b.known && ((b.src.linkDensity >= 0.6 && b.words <= 60) || (b.src.linkDensity >= 0.3 && b.words <= 30)) {
 		return true
 	}
 	if boilerPhrase.MatchString(b.text) && b.words <= 40 {
+		return true
+	}
+	if followPhrase.MatchString(b.text) {
+		return true
+	}
+	if isTagList(b.text) {
 		return true
 	}
 	if strings.Contains(b.text, "@") && b.words <= 30 && (strings.Contains(strings.ToLower(b.text), "twitter") || strings.Contains(b.text, ".com")) && boilerPhrase.MatchString(b.text) {
@@ -454,3 +462,30 @@ func collectFacts(doc *html.Node) pageFacts {
 }
 
 var headingTags = map[string]bool{"h1": true, "h2": true, "h3": true, "h4": true, "h5": true, "h6": true}
+
+// teaserDescription reports whether block i, in the tail, is the line of
+// text a related-story teaser puts under its linked headline: short, and
+// right after a short block that was all link in the page.
+func teaserDescription(blocks []*block, removed []bool, i int) bool {
+	b := blocks[i]
+	if b.words > 30 || i == 0 {
+		return false
+	}
+	prev := blocks[i-1]
+	return !removed[i-1] && prev.known && prev.src.linkDensity >= 0.8 && prev.words <= 20
+}
+
+// isTagList reports whether text is a comma-separated list of short
+// phrases, as tag lists are when their links are gone.
+func isTagList(text string) bool {
+	parts := strings.Split(strings.TrimRight(text, ", "), ",")
+	if len(parts) < 4 || strings.ContainsAny(text, ".!?;:") {
+		return false
+	}
+	for _, p := range parts {
+		if countWords(p) > 5 {
+			return false
+		}
+	}
+	return true
+}
