@@ -70,17 +70,20 @@ func ExtractHTML(page []byte, pageURL *url.URL, markdown bool) (*Article, error)
 	if markdown {
 		absolutize(doc, baseURL)
 	}
+	if site := siteContent(doc); site != nil {
+		return renderArticle(site, docTitle, baseURL, markdown)
+	}
+	tables := sourceTables(doc)
 
 	res, terr := trafilatura.ExtractDocument(doc, trafilatura.Options{
 		OriginalURL:     pageURL,
 		EnableFallback:  true,
 		ExcludeComments: true,
 		IncludeLinks:    markdown,
-		IncludeImages:   markdown,
+		IncludeImages:   false,
 		HtmlDateMode:    trafilatura.Disabled,
 	})
 	var content *html.Node
-	var text string
 	title := docTitle
 	// On very short pages the extractor's baseline glues the whole page's
 	// text (title and menus included) into one paragraph; the goquery
@@ -91,6 +94,7 @@ func ExtractHTML(page []byte, pageURL *url.URL, markdown bool) (*Article, error)
 			title = res.Metadata.Title
 		}
 		restoreCodeBlocks(content, langs)
+		restoreTables(content, tables)
 		// When the extractor falls back to its baseline it may hand back
 		// the whole document; drop what is never content.
 		goquery.NewDocumentFromNode(content).Find(boilerplate + ", head, title").Remove()
@@ -98,9 +102,6 @@ func ExtractHTML(page []byte, pageURL *url.URL, markdown bool) (*Article, error)
 			facts.titles = append(facts.titles, t)
 		}
 		trimEdges(content, facts)
-		// res.ContentText runs every block into one line; render our own
-		// text with a line per block instead.
-		text = plainText(content)
 	} else {
 		// trafilatura changed the tree; start from the bytes again.
 		content, err = fallbackContent(page)
@@ -108,11 +109,16 @@ func ExtractHTML(page []byte, pageURL *url.URL, markdown bool) (*Article, error)
 			return nil, err
 		}
 		trimEdges(content, facts)
-		text = plainText(content)
 	}
+	return renderArticle(content, title, baseURL, markdown)
+}
+
+// renderArticle renders the content node as text and, when markdown is
+// true, as Markdown.
+func renderArticle(content *html.Node, title string, baseURL *url.URL, markdown bool) (*Article, error) {
 	art := &Article{
 		Title: strings.TrimSpace(collapseSpace(title)),
-		Text:  tidyText(text),
+		Text:  renderMarks(tidyText(plainText(content)), false),
 	}
 	if markdown {
 		absolutize(content, baseURL)
@@ -120,7 +126,7 @@ func ExtractHTML(page []byte, pageURL *url.URL, markdown bool) (*Article, error)
 		if err != nil {
 			return nil, fmt.Errorf("convert to markdown: %w", err)
 		}
-		art.Markdown = strings.TrimSpace(string(md))
+		art.Markdown = renderMarks(strings.TrimSpace(string(md)), true)
 	}
 	if art.Markdown == "" && art.Text == "" {
 		return nil, ErrNoContent
@@ -277,6 +283,13 @@ func absolutize(root *html.Node, baseURL *url.URL) {
 		if n.Type == html.ElementNode {
 			for i := 0; i < len(n.Attr); i++ {
 				a := &n.Attr[i]
+				if a.Key == "title" && n.Data == "a" {
+					// A link's title repeats its text or the target's name;
+					// in Markdown it is noise after every link.
+					n.Attr = append(n.Attr[:i], n.Attr[i+1:]...)
+					i--
+					continue
+				}
 				if a.Key != "href" && a.Key != "src" {
 					continue
 				}
