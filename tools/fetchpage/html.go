@@ -60,8 +60,12 @@ func ExtractHTML(page []byte, pageURL *url.URL, markdown bool) (*Article, error)
 	if n := countNodes(doc, maxTreeNodes+1); n > maxTreeNodes {
 		return nil, fmt.Errorf("page has more than %d elements: %w", maxTreeNodes, ErrNoContent)
 	}
+	if bytes.Contains(page, []byte("<ruby")) {
+		unwrapRuby(doc)
+	}
 	facts := collectFacts(doc)
 	facts.source = indexSource(doc)
+	spaced := emphasisSpacing(doc)
 	baseURL := documentBase(doc, pageURL)
 	langs := codeLanguages(doc)
 	docTitle := documentTitle(doc)
@@ -71,7 +75,7 @@ func ExtractHTML(page []byte, pageURL *url.URL, markdown bool) (*Article, error)
 		absolutize(doc, baseURL)
 	}
 	if site := siteContent(doc); site != nil {
-		return renderArticle(site, docTitle, baseURL, markdown)
+		return renderArticle(site, docTitle, baseURL, markdown, spaced)
 	}
 	tables := sourceTables(doc)
 
@@ -110,12 +114,13 @@ func ExtractHTML(page []byte, pageURL *url.URL, markdown bool) (*Article, error)
 		}
 		trimEdges(content, facts)
 	}
-	return renderArticle(content, title, baseURL, markdown)
+	return renderArticle(content, title, baseURL, markdown, spaced)
 }
 
 // renderArticle renders the content node as text and, when markdown is
 // true, as Markdown.
-func renderArticle(content *html.Node, title string, baseURL *url.URL, markdown bool) (*Article, error) {
+func renderArticle(content *html.Node, title string, baseURL *url.URL, markdown bool, spaced map[string]bool) (*Article, error) {
+	restoreEmphasisSpacing(content, spaced)
 	art := &Article{
 		Title: strings.TrimSpace(collapseSpace(title)),
 		Text:  renderMarks(tidyText(plainText(content)), false),

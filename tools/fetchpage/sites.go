@@ -42,6 +42,10 @@ var texWrapper = regexp.MustCompile(`^\{\\displaystyle\s*(.*)\}$`)
 func mediaWikiContent(gd *goquery.Document) *html.Node {
 	out := gd.Find("#mw-content-text .mw-parser-output").First()
 	if out.Length() == 0 {
+		// Older MediaWiki releases have no parser-output wrapper.
+		out = gd.Find("#mw-content-text").First()
+	}
+	if out.Length() == 0 {
 		return nil
 	}
 	// Furniture: edit links, the table of contents, navigation boxes,
@@ -72,6 +76,9 @@ func mediaWikiContent(gd *goquery.Document) *html.Node {
 		}
 		replaceWithMark(s, "math:"+delim+tex+delim)
 	})
+	// Images and galleries (after the math, whose fallback image may hold
+	// the only copy of the formula).
+	out.Find(".thumb, figure, img, .gallery, .mw-gallery-traditional, #catlinks, .mw-hidden-catlinks").Remove()
 	// Citations: [1] becomes a footnote reference [^1]; the reference list
 	// becomes footnote definitions.
 	notes := map[string]string{} // cite_note id -> label

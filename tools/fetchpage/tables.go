@@ -2,6 +2,7 @@ package fetchpage
 
 import (
 	"strings"
+	"unicode"
 
 	"golang.org/x/net/html"
 )
@@ -163,3 +164,124 @@ func cellSet(t *html.Node) map[string]bool {
 
 // trimmedText is the text of n with its whitespace collapsed.
 func trimmedText(n *html.Node) string { return strings.Join(strings.Fields(nodeText(n)), " ") }
+
+// emphasis and inline are the elements the spacing repair looks at.
+var (
+	emphasisTags = map[string]bool{"b": true, "strong": true, "em": true, "i": true}
+	inlineTags   = map[string]bool{"b": true, "strong": true, "em": true, "i": true, "span": true, "a": true, "code": true, "small": true, "mark": true}
+)
+
+// emphasisSpacing records, for each emphasised phrase of the page and the
+// word after it, whether a reader sees a space between them: whitespace in
+// the source, or a separate element that CSS lays out as its own word
+// (<strong>33%</strong><span>of patients</span>). The extractor drops the
+// whitespace after an emphasis inside list items, and drops the element
+// around the next word, so the Markdown read "**Stable**channel" and
+// "**33%**of".
+func emphasisSpacing(doc *html.Node) map[string]bool {
+	spaced := map[string]bool{}
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			if c.Type == html.ElementNode && emphasisTags[c.Data] {
+				if next := c.NextSibling; next != nil {
+					var after string
+					sep := false
+					switch {
+					case next.Type == html.TextNode:
+						after = next.Data
+						sep = after != "" && unicode.IsSpace([]rune(after)[0])
+					case next.Type == html.ElementNode && inlineTags[next.Data]:
+						after = nodeText(next)
+						sep = true
+					}
+					if sep {
+						if k := spacingKey(nodeText(c), after); k != "" {
+							spaced[k] = true
+						}
+					}
+				}
+			}
+			if c.Type == html.ElementNode && (c.Data == "script" || c.Data == "style") {
+				continue
+			}
+			walk(c)
+		}
+	}
+	walk(doc)
+	return spaced
+}
+
+// spacingKey is the emphasised text and the first word after it.
+func spacingKey(emph, after string) string {
+	emph = strings.ToLower(strings.TrimSpace(emph))
+	w := strings.FieldsFunc(strings.ToLower(after), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	if emph == "" || len(w) == 0 {
+		return ""
+	}
+	return emph + "\x00" + w[0]
+}
+
+// restoreEmphasisSpacing puts back the space after an emphasis that the
+// page showed and the extraction lost.
+func restoreEmphasisSpacing(root *html.Node, spaced map[string]bool) {
+	if len(spaced) == 0 {
+		return
+	}
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			if c.Type == html.ElementNode && emphasisTags[c.Data] {
+				next := c.NextSibling
+				var first rune
+				switch {
+				case next != nil && next.Type == html.TextNode && next.Data != "":
+					first = []rune(next.Data)[0]
+				case next != nil && next.Type == html.ElementNode && inlineTags[next.Data]:
+					if t := []rune(nodeText(next)); len(t) > 0 {
+						first = t[0]
+					}
+				}
+				text := []rune(strings.TrimSpace(nodeText(c)))
+				if first != 0 && wordEdge(first) && len(text) > 0 && !unicode.IsSpace(text[len(text)-1]) &&
+					spaced[spacingKey(string(text), nodeText(next))] {
+					n.InsertBefore(&html.Node{Type: html.TextNode, Data: " "}, next)
+				}
+			}
+			walk(c)
+		}
+	}
+	walk(root)
+}
+
+func wordEdge(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+// unwrapRuby replaces each <ruby> annotation with its base text: the
+// reading in <rt> is for display above the characters, and the extractor
+// drops the text that follows a ruby element ("子どもへの" came out "子").
+func unwrapRuby(n *html.Node) {
+	for c := n.FirstChild; c != nil; {
+		next := c.NextSibling
+		if c.Type == html.ElementNode {
+			switch c.Data {
+			case "rt", "rp":
+				if n.Data == "ruby" {
+					n.RemoveChild(c)
+					c = next
+					continue
+				}
+			}
+			unwrapRuby(c)
+			if c.Data == "ruby" {
+				for g := c.FirstChild; g != nil; {
+					gn := g.NextSibling
+					c.RemoveChild(g)
+					n.InsertBefore(g, c)
+					g = gn
+				}
+				n.RemoveChild(c)
+			}
+		}
+		c = next
+	}
+}
