@@ -136,7 +136,7 @@ func (*Tool) Spec() catalog.Spec {
     "pages": {"type": "integer", "minimum": 0, "description": "pages in the PDF"},
     "pages_extracted": {"type": "integer", "minimum": 0, "description": "PDF pages whose text this call extracted (the paid unit; pages read before are not extracted again)"},
     "page_range": {"type": "string", "description": "PDF pages whose text is in content, e.g. 1-300"},
-    "next_pages": {"type": "string", "description": "PDF pages to pass as pages in the next call, when the page budget cut this one short"},
+    "next_pages": {"type": "string", "description": "PDF pages to pass as pages in the next call: the rest of the selection when the page budget cut it, else the pages that follow"},
     "cached": {"type": "boolean", "description": "served from the short-lived cache"},
     "fetched_at": {"type": "string", "format": "date-time"}
   },

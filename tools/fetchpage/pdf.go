@@ -155,17 +155,25 @@ func (t *Tool) pdfDocument(ctx context.Context, inv *tools.Invocation, base *doc
 	doc.Pages = st.numPages
 	doc.Extracted = extracted
 	doc.PageRange = formatPages(shown)
-	rest := pagesWithin(target, st.numPages, 0)
-	if last := shown[len(shown)-1]; len(rest) > 0 {
-		var next []int
-		for _, n := range rest {
-			if n > last && len(next) < budget {
-				next = append(next, n)
-			}
+	// What to read next: the rest of the selection when the budget cut it,
+	// else the pages that follow it in the document.
+	last := shown[len(shown)-1]
+	var next []int
+	for _, n := range pagesWithin(target, st.numPages, 0) {
+		if n > last && len(next) < budget {
+			next = append(next, n)
 		}
-		if len(next) > 0 {
-			doc.NextPages = formatPages(next)
+	}
+	cut := len(next) > 0
+	if !cut && last < st.numPages {
+		next = seq(last+1, min(st.numPages, last+budget))
+	}
+	if len(next) > 0 {
+		doc.NextPages = formatPages(next)
+		if cut {
 			fmt.Fprintf(&b, "\n\n[page budget reached: pages %s of %d shown. To read on, call fetch_page again with the same url and pages=%q.]", doc.PageRange, st.numPages, doc.NextPages)
+		} else {
+			fmt.Fprintf(&b, "\n\n[pages %s of %d shown. The PDF goes on: call fetch_page again with the same url and pages=%q for the next pages.]", doc.PageRange, st.numPages, doc.NextPages)
 		}
 	}
 	if len(sel) > 0 && len(shown) < len(sel) && doc.NextPages == "" {

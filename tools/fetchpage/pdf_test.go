@@ -60,11 +60,11 @@ func TestFetchPDFPagesReachEveryPage(t *testing.T) {
 	}
 	for i, s := range []step{
 		{"", "1-10", "11-20", 10},
-		{"11-20", "11-20", "", 10}, // the whole selection fits: nothing next
+		{"11-20", "11-20", "21-23", 10}, // the pages that follow come next
 		{"21-23", "21-23", "", 3},
-		{"5,7-8", "5,7-8", "", 0},    // read before: not extracted again
-		{"1-23", "1-10", "11-20", 0}, // the budget holds for a cached PDF too
-		{"20-40", "20-23", "", 0},    // past the end: the pages that exist
+		{"5,7-8", "5,7-8", "9-18", 0}, // read before: not extracted again
+		{"1-23", "1-10", "11-20", 0},  // the budget holds for a cached PDF too
+		{"20-40", "20-23", "", 0},     // past the end: the pages that exist
 	} {
 		args := map[string]any{"url": url}
 		if s.pages != "" {
