@@ -138,9 +138,23 @@ func (*Tool) Spec() catalog.Spec {
     "page_range": {"type": "string", "description": "PDF pages whose text is in content, e.g. 1-300"},
     "next_pages": {"type": "string", "description": "PDF pages to pass as pages in the next call: the rest of the selection when the page budget cut it, else the pages that follow"},
     "cached": {"type": "boolean", "description": "served from the short-lived cache"},
-    "fetched_at": {"type": "string", "format": "date-time"}
+    "fetched_at": {"type": "string", "format": "date-time"},
+    "error": {
+      "type": "object",
+      "description": "present instead of the other fields when the call failed (isError): why, in a stable code",
+      "properties": {
+        "code": {"type": "string", "description": "invalid_url, url_too_long, address_not_allowed, domain_not_allowed, too_many_redirects, timeout, too_large, http_error, unsupported_content_type, robots_disallowed, extraction_failed, fetch_failed, invalid_input, or a code of the pipeline (invalid_arguments, denied, cancelled, internal_error, ...)"},
+        "message": {"type": "string"},
+        "retry_after_ms": {"type": "integer", "minimum": 0},
+        "status": {"type": "integer", "description": "http_error: the HTTP status the site answered"}
+      },
+      "required": ["code", "message"]
+    }
   },
-  "required": ["url", "final_url", "status", "content_type", "title", "content", "start_index", "returned_length", "total_length", "truncated", "fetched_at"],
+  "anyOf": [
+    {"required": ["url", "final_url", "status", "content_type", "title", "content", "start_index", "returned_length", "total_length", "truncated", "fetched_at"]},
+    {"required": ["error"]}
+  ],
   "additionalProperties": false
 }`),
 		Annotations: catalog.Annotations{ReadOnly: true, Idempotent: true, OpenWorld: true},
