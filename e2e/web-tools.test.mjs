@@ -1,8 +1,8 @@
-// fetch_page through `toolhost serve` and the official TypeScript MCP SDK
-// client, against pages served from 127.0.0.1 the way ordinary web servers
-// serve them: a long generated PDF read range by range with `pages`, and a
-// UTF-8 page sent as bare text/html whose <meta charset> comes after the
-// first 1024 bytes.
+// fetch_page and web_search through `toolhost serve` and the official
+// TypeScript MCP SDK client, against a site served from 127.0.0.1 the way
+// ordinary web servers serve it: a long generated PDF read range by range
+// with `pages`, a UTF-8 page sent as bare text/html whose <meta charset>
+// comes after the first 1024 bytes, and a search engine that is down.
 
 import assert from "node:assert/strict";
 import { once } from "node:events";
@@ -62,6 +62,9 @@ before(async () => {
       pdfDownloads++;
       res.writeHead(200, { "Content-Type": "application/pdf", "Content-Length": pdf.length });
       res.end(pdf);
+    } else if (req.url.startsWith("/search")) {
+      // A search engine that is down.
+      res.writeHead(502, { "Content-Type": "text/plain" }).end("502 Bad Gateway");
     } else if (req.url === "/late-meta.html") {
       res.writeHead(200, { "Content-Type": "text/html" });
       res.end(latePage);
@@ -76,7 +79,10 @@ before(async () => {
   const config = join(dir, "config.json");
   // The site is on loopback, which the SSRF guard refuses unless the
   // operator allows it: this one address only.
-  await writeFile(config, JSON.stringify({ fetch: { allow_private: ["127.0.0.1"] } }));
+  await writeFile(config, JSON.stringify({
+    fetch: { allow_private: ["127.0.0.1"] },
+    search: { providers: [{ kind: "searxng", name: "local", base_url: siteURL }], cache: { max_entries: -1 } },
+  }));
   server = await startServer({ args: ["--config", config] });
   client = await connectHTTP(server.mcpURL);
 });
@@ -125,6 +131,20 @@ test("a PDF longer than the page budget is read range by range with pages", asyn
   const past = await fetchPage({ url, pages: "701-710" });
   assert.equal(past.isError, true);
   assert.match(textOf(past), /700 pages/);
+  // The error code is in structuredContent too, and it passed the SDK's
+  // validation against the tool's output schema.
+  assert.equal(past.structuredContent.error.code, "invalid_input");
+  assert.equal(past._meta["toolhost/error"].code, "invalid_input");
+});
+
+test("a failed search carries its error code in structuredContent, valid against the output schema", async () => {
+  const res = await client.callTool({ name: "web_search", arguments: { query: "gopher burrows" } });
+  assert.equal(res.isError, true);
+  assert.equal(res.structuredContent.error.code, "provider_unavailable");
+  assert.equal(res.structuredContent.error.providers[0].provider, "local");
+  const bad = await client.callTool({ name: "web_search", arguments: { query: "gophers", site: "*.example.org" } });
+  assert.equal(bad.isError, true);
+  assert.equal(bad.structuredContent.error.code, "invalid_input");
 });
 
 test("a UTF-8 page sent as bare text/html with a late <meta charset> is not mojibake", async () => {
