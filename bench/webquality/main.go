@@ -243,6 +243,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (bool, error) {
 			for i, p := range pages {
 				if errs[i] != nil {
 					failed++
+					fmt.Fprintf(os.Stderr, "%s %s: %v\n", p.id, format, errs[i])
 				}
 				pred := preds[i]
 				if cfg.dump != "" {
