@@ -45,6 +45,7 @@ var boilerParts = map[string]bool{
 	"tagcloud": true, "byline": true, "bio": true, "breadcrumb": true, "breadcrumbs": true,
 	"recommended": true, "recommendations": true, "outbrain": true, "taboola": true, "sponsored": true,
 	"disclaimer": true, "copyright": true, "caption": true, "credit": true, "credits": true, "readmore": true,
+	"dek": true, "standfirst": true, "kicker": true,
 }
 
 // markedAsFurniture reports whether a class or id attribute names page
@@ -52,7 +53,7 @@ var boilerParts = map[string]bool{
 // ("tag-minnesota-wild", "category-news") say nothing about furniture.
 func markedAsFurniture(classAndID string) bool {
 	for _, tok := range strings.Fields(strings.ToLower(classAndID)) {
-		if strings.HasPrefix(tok, "tag-") || strings.HasPrefix(tok, "category-") || strings.HasPrefix(tok, "post-") {
+		if strings.HasPrefix(tok, "tag-") || strings.HasPrefix(tok, "category-") || isPostID(tok) {
 			continue
 		}
 		parts := strings.FieldsFunc(tok, func(r rune) bool { return r == '-' || r == '_' || r == ':' })
@@ -152,6 +153,8 @@ var (
 	// Lines that invite, promote or administer rather than report. Each is
 	// only acted on when the block is short (see trimEdges).
 	boilerPhrase = regexp.MustCompile(`(?i)^(follow (us|me|him|her|them|[\p{L}@ .]+ on)|subscribe|sign up|sign-up|get (the|our) .*(newsletter|inbox|delivered)|newsletter|thanks? for (signing|subscribing)|you may also like|you might also like|more from|more great|more stories|related( (stories|articles|posts|content|coverage|reading|links))?:?$|read (more|next|also)|see also|recommended|also read|leggi anche|lesen sie auch|mehr zum thema|voir aussi|à lire aussi|lire aussi|leia também|leia mais|veja também|lee también|te puede interesar|tags?:?$|tags?:|topics?:|categor(y|ies):|filed under|share (this|on|via)|share$|copyright|©|\(c\) ?\d{4}|all rights reserved|write to .* at |contact .* at .*@|have a tip|email .*@|click here|listen to |download (the|our) app|this copy is for your personal|an error has occurred|there was an error|sorry!?$|advertisement$|comments?$|comentários|kommentare|commenti|leave a (comment|reply)|comments are closed|\d+ comments?$|ATENÇÃO: Comentários|published|updated|posted|publicado|veröffentlicht|aktualisiert|by [\p{Lu}])`)
+	// Headings that introduce a list of other stories.
+	relatedHeading = regexp.MustCompile(`(?i)^(you (may|might) also like|related( (stories|articles|posts|content|coverage|reading|links))?|more (from|stories|great|on this|to read|news)|read (more|next|also)|see also|recommended( for you)?|also read|most (read|popular)|popular (now|posts)|leggi anche|lesen sie auch|mehr zum thema|weitere artikel|voir aussi|à lire aussi|lire aussi|leia também|veja também|lee también|te puede interesar)\b`)
 	// A date such as "NOVEMBER 20, 2019 10:43", "05/10/2018", "2019-11-20".
 	datePattern = regexp.MustCompile(`(?i)\b(\d{1,2}[./-]\d{1,2}[./-]\d{2,4}|\d{4}-\d{2}-\d{2}|(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2},? \d{4}|\d{1,2} (jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]* \d{4})\b`)
 	urlOnly     = regexp.MustCompile(`^https?://\S+$`)
@@ -237,6 +240,32 @@ func trimEdges(root *html.Node, facts pageFacts) {
 			break
 		}
 		remove(i)
+	}
+	// A related-stories section: a short heading such as "You may also
+	// like" after the last long paragraph, and the short blocks under it.
+	lastLong := -1
+	for i, b := range blocks {
+		if !removed[i] && b.words >= 40 {
+			lastLong = i
+		}
+	}
+	for i := lastLong + 1; i < len(blocks) && lastLong >= 0; i++ {
+		b := blocks[i]
+		if removed[i] || b.words > 6 || !relatedHeading.MatchString(b.text) {
+			continue
+		}
+		short := true
+		for j := i + 1; j < len(blocks); j++ {
+			if !removed[j] && blocks[j].words > 30 {
+				short = false
+			}
+		}
+		if short {
+			for j := i; j < len(blocks); j++ {
+				remove(j)
+			}
+		}
+		break
 	}
 	// The tail: related lists, follow/subscribe prompts, bios, policies.
 	for i := len(blocks) - 1; i >= 0; i-- {
@@ -484,6 +513,50 @@ func isTagList(text string) bool {
 	}
 	for _, p := range parts {
 		if countWords(p) > 5 {
+			return false
+		}
+	}
+	return true
+}
+
+// dropOverlays removes cookie-consent and similar modal overlays before
+// extraction: on a short page the extractor may otherwise choose the
+// overlay's text over the article.
+func dropOverlays(n *html.Node) {
+	for c := n.FirstChild; c != nil; {
+		next := c.NextSibling
+		if c.Type == html.ElementNode && isOverlay(c) {
+			n.RemoveChild(c)
+		} else if c.Type == html.ElementNode {
+			dropOverlays(c)
+		}
+		c = next
+	}
+}
+
+func isOverlay(n *html.Node) bool {
+	if n.Data == "body" || n.Data == "html" || n.Data == "main" || n.Data == "article" {
+		return false
+	}
+	for _, tok := range strings.Fields(strings.ToLower(attr(n, "class") + " " + attr(n, "id"))) {
+		for _, p := range strings.FieldsFunc(tok, func(r rune) bool { return r == '-' || r == '_' }) {
+			switch p {
+			case "cookie", "cookies", "consent", "gdpr", "cookiebanner", "onetrust", "cmp", "didomi":
+				return true
+			}
+		}
+	}
+	return attr(n, "aria-modal") == "true"
+}
+
+// isPostID matches WordPress's per-post classes ("post-3494850").
+func isPostID(tok string) bool {
+	rest, ok := strings.CutPrefix(tok, "post-")
+	if !ok || rest == "" {
+		return false
+	}
+	for _, r := range rest {
+		if r < '0' || r > '9' {
 			return false
 		}
 	}

@@ -63,6 +63,7 @@ func ExtractHTML(page []byte, pageURL *url.URL, markdown bool) (*Article, error)
 	if bytes.Contains(page, []byte("<ruby")) {
 		unwrapRuby(doc)
 	}
+	dropOverlays(doc)
 	facts := collectFacts(doc)
 	facts.source = indexSource(doc)
 	spaced := emphasisSpacing(doc)
