@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -144,13 +145,15 @@ func newExecutor(c *common, logger *slog.Logger) (*tools.Executor, func(), error
 	toolsCleanup := cleanup
 	cleanup = func() { toolsCleanup(); closeJournal() }
 	exec, err := tools.NewExecutor(tools.Options{
-		DefaultTimeout: c.cfg.Tools.DefaultTimeout.D(),
-		MaxResultBytes: c.cfg.Tools.MaxResultBytes,
-		Logger:         logger,
-		Journal:        jr,
-		Authorizer:     c.authorizer,
-		LogCalls:       true,
-		LogSample:      c.cfg.Log.callSample(),
+		DefaultTimeout:     c.cfg.Tools.DefaultTimeout.D(),
+		MaxResultBytes:     c.cfg.Tools.MaxResultBytes,
+		JournalArgsBytes:   c.cfg.Journal.MaxArgsBytes,
+		JournalResultBytes: c.cfg.Journal.MaxResultBytes,
+		Logger:             logger,
+		Journal:            jr,
+		Authorizer:         c.authorizer,
+		LogCalls:           true,
+		LogSample:          c.cfg.Log.callSample(),
 	}, ts...)
 	if err != nil {
 		cleanup()
@@ -197,6 +200,11 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer ln.Close()
+	if n, err := server.RaiseFileLimit(); err != nil {
+		logger.Warn("cannot raise the open-file limit", "err", err)
+	} else {
+		logger.Info("open-file limit", "nofile", n)
+	}
 	tuneGC(logger)
 	ks, closeKeys, err := setupKeys(ctx, &c, *dev, logger, stderr)
 	if err != nil {
@@ -217,7 +225,17 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		Stateless:      *stateless || c.cfg.MCP.Stateless,
 		JSONResponse:   c.cfg.MCP.JSONResponse,
 		SessionTimeout: c.cfg.MCP.SessionTimeout.D(),
-		Logger:         logger,
+		Limits: mcpface.Limits{
+			MaxBodyBytes: c.cfg.MCP.MaxBodyBytes, MaxClientInfoBytes: c.cfg.MCP.MaxClientInfoBytes,
+			SessionsPerKey: c.cfg.MCP.SessionsPerKey, Sessions: c.cfg.MCP.Sessions,
+		},
+		KeyOf: func(r *http.Request) string {
+			if id := server.IdentityFrom(r.Context()); id != nil {
+				return id.KeyID
+			}
+			return ""
+		},
+		Logger: logger,
 	})
 	// routes: every extra route of the HTTP server (/v1 here; others add
 	// theirs to the same map).
@@ -236,6 +254,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		MCP:             mcpHandler(mcpSrv.Handler(), ks, *dev),
 		Routes:          routes,
 		ShutdownTimeout: c.cfg.ShutdownTimeout.D(),
+		Limits:          c.cfg.Server.limits(),
 		Logger:          logger,
 		Health: func() map[string]any {
 			return map[string]any{"run_code": c.sandbox.Status(), "hosted": hostedHealth()}
