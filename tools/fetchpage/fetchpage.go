@@ -265,6 +265,21 @@ func (t *Tool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, 
 	return res, nil
 }
 
+// MaxUnits is the most a call can bill: the PDF pages it may extract (the
+// pages input, or the page budget when none is named). The monthly cap
+// holds that much while the call runs; an HTML page settles at 0.
+func (t *Tool) MaxUnits(inv *tools.Invocation) float64 {
+	var in input
+	if inv.Decode(&in) != nil {
+		return 1
+	}
+	n := t.cfg.MaxPDFPages
+	if sel, err := parsePages(in.Pages); err == nil && len(sel) > 0 {
+		n = min(n, len(sel))
+	}
+	return float64(max(n, 1))
+}
+
 func hostOf(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {

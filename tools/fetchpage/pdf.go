@@ -104,6 +104,12 @@ func (t *Tool) pdfDocument(ctx context.Context, inv *tools.Invocation, base *doc
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	budget := t.cfg.MaxPDFPages
+	// The monthly cap may leave fewer pages than the page budget: extract
+	// no more than the call may bill.
+	capped := false
+	if b := int(inv.UnitBudget); inv.UnitBudget > 0 && b < budget {
+		budget, capped = max(b, 1), true
+	}
 	// The pages this call should hold, before the page count is known.
 	target := sel
 	if len(target) == 0 {
@@ -160,17 +166,19 @@ func (t *Tool) pdfDocument(ctx context.Context, inv *tools.Invocation, base *doc
 	last := shown[len(shown)-1]
 	var next []int
 	for _, n := range pagesWithin(target, st.numPages, 0) {
-		if n > last && len(next) < budget {
+		if n > last && len(next) < t.cfg.MaxPDFPages {
 			next = append(next, n)
 		}
 	}
 	cut := len(next) > 0
 	if !cut && last < st.numPages {
-		next = seq(last+1, min(st.numPages, last+budget))
+		next = seq(last+1, min(st.numPages, last+t.cfg.MaxPDFPages))
 	}
 	if len(next) > 0 {
 		doc.NextPages = formatPages(next)
-		if cut {
+		if cut && capped {
+			fmt.Fprintf(&b, "\n\n[this API key's monthly units allowed %d more pages: pages %s of %d shown. pages=%q reads on once units are available.]", budget, doc.PageRange, st.numPages, doc.NextPages)
+		} else if cut {
 			fmt.Fprintf(&b, "\n\n[page budget reached: pages %s of %d shown. To read on, call fetch_page again with the same url and pages=%q.]", doc.PageRange, st.numPages, doc.NextPages)
 		} else {
 			fmt.Fprintf(&b, "\n\n[pages %s of %d shown. The PDF goes on: call fetch_page again with the same url and pages=%q for the next pages.]", doc.PageRange, st.numPages, doc.NextPages)

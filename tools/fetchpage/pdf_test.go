@@ -1,11 +1,15 @@
 package fetchpage
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"toolhost/tools"
 )
 
 func TestParsePages(t *testing.T) {
@@ -95,5 +99,40 @@ func TestFetchPDFPagesReachEveryPage(t *testing.T) {
 	out = f.call(map[string]any{"url": url, "pages": "7-3"})
 	if !out.IsError || out.Code != "invalid_arguments" && out.Code != CodeInvalidInput {
 		t.Errorf("reversed range: %+v", out)
+	}
+}
+
+// fetch_page bills PDF pages, so it declares the most pages a call may
+// extract, and what is left of the monthly cap bounds the extraction: with
+// a budget of 4 units a 23-page PDF yields 4 pages, bills 4 and says why.
+func TestUnitBudgetBoundsPDFPages(t *testing.T) {
+	texts := make([]string, 23)
+	for i := range texts {
+		texts[i] = fmt.Sprintf("Body of page number %d", i+1)
+	}
+	pdf := makePDF(texts)
+	f := newFixture(t, Config{IgnoreRobots: true, MaxPDFPages: 10})
+	f.mux.HandleFunc("/manual.pdf", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/pdf")
+		w.Write(pdf)
+	})
+	for args, want := range map[string]float64{
+		`{"url":"http://x.test/a.pdf"}`:                  10, // the page budget
+		`{"url":"http://x.test/a.pdf","pages":"3-5,9"}`:  4,  // the selection
+		`{"url":"http://x.test/a.pdf","pages":"1-100"}`:  10, // the selection, within the budget
+		`{"url":"http://x.test/a.pdf","pages":"bogus!"}`: 10, // refused later; the budget meanwhile
+	} {
+		if got := f.tool.MaxUnits(&tools.Invocation{Args: json.RawMessage(args)}); got != want {
+			t.Errorf("MaxUnits(%s) = %v, want %v", args, got, want)
+		}
+	}
+	inv := &tools.Invocation{Spec: f.tool.Spec(), Args: json.RawMessage(fmt.Sprintf(`{"url":%q}`, f.url("/manual.pdf"))), UnitBudget: 4}
+	res, err := f.tool.Call(context.Background(), inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := res.Structured.(*Output)
+	if res.Units != 4 || o.PageRange != "1-4" || o.NextPages != "5-14" || !strings.Contains(o.Content, "monthly units") {
+		t.Fatalf("units %v range %q next %q:\n%s", res.Units, o.PageRange, o.NextPages, o.Content)
 	}
 }
