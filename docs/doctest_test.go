@@ -98,6 +98,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode"
 
 	"toolhost/loop/fakeupstream"
 )
@@ -1018,20 +1019,54 @@ func TestMatchOutput(t *testing.T) {
 	}
 }
 
-// Every page's links to other pages resolve, so the map of the docs in the
-// README cannot point at a page that moved.
+// Every page's links to other pages and to headings resolve, so the map of
+// the docs in the README cannot point at a page or section that moved.
 func TestLinksBetweenPagesResolve(t *testing.T) {
 	root, _ := filepath.Abs("..")
-	linkRe := regexp.MustCompile(`\]\(([^)#\s]+\.md)(#[^)]*)?\)`)
+	linkRe := regexp.MustCompile(`\]\(([^)#\s]*)(#[^)\s]*)?\)`)
+	anchors := map[string]map[string]bool{}
+	anchorsOf := func(page string) map[string]bool {
+		if a, ok := anchors[page]; ok {
+			return a
+		}
+		a := map[string]bool{}
+		src, _ := os.ReadFile(filepath.Join(root, page))
+		inFence := false
+		for _, line := range strings.Split(string(src), "\n") {
+			if fenceRe.MatchString(line) {
+				inFence = !inFence
+			}
+			if !inFence && strings.HasPrefix(line, "#") {
+				a[slug(strings.TrimLeft(line, "# "))] = true
+			}
+		}
+		anchors[page] = a
+		return a
+	}
 	var bad []string
 	for _, page := range pages(t, root) {
 		src, _ := os.ReadFile(filepath.Join(root, page))
 		for _, m := range linkRe.FindAllStringSubmatch(string(src), -1) {
-			if strings.Contains(m[1], "://") {
+			target, anchor := m[1], strings.TrimPrefix(m[2], "#")
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
 				continue
 			}
-			if !fileExists(filepath.Join(root, filepath.Dir(page), m[1])) {
-				bad = append(bad, page+" → "+m[1])
+			if target != "" && !strings.HasSuffix(target, ".md") {
+				if !fileExists(filepath.Join(root, filepath.Dir(page), target)) {
+					bad = append(bad, page+" → "+target)
+				}
+				continue
+			}
+			dest := page
+			if target != "" {
+				dest = filepath.Clean(filepath.Join(filepath.Dir(page), target))
+				if !fileExists(filepath.Join(root, dest)) {
+					bad = append(bad, page+" → "+target)
+					continue
+				}
+			}
+			if anchor != "" && !anchorsOf(dest)[anchor] {
+				bad = append(bad, page+" → "+target+"#"+anchor+" (no such heading)")
 			}
 		}
 	}
@@ -1039,4 +1074,19 @@ func TestLinksBetweenPagesResolve(t *testing.T) {
 	if len(bad) > 0 {
 		t.Fatalf("broken links:\n%s", strings.Join(bad, "\n"))
 	}
+}
+
+// slug is GitHub's anchor for a heading: lower case, punctuation other than
+// - and _ dropped, spaces as -.
+func slug(h string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(h)) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

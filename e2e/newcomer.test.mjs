@@ -115,6 +115,15 @@ test("the MCP Inspector CLI lists the tools, finds no schema problem, and calls 
 });
 
 test("toolhost stdio, started elsewhere from mcp-config's output alone, runs Python and JavaScript", async () => {
+  // make run's server compiles CPython into the data folder both share;
+  // once it is done the stdio server loads the compiled code instead of
+  // compiling it a second time beside it.
+  const health = mcpURL.replace(/\/mcp$/, "/healthz");
+  for (const deadline = Date.now() + 180_000; Date.now() < deadline; ) {
+    const body = await (await fetch(health)).json();
+    if (body.run_code.python.state !== "loading") break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
   const printed = run(join(clone, "bin", "toolhost"), ["mcp-config"], { cwd: clone, env: { PATH: process.env.PATH, HOME: process.env.HOME } });
   const server = JSON.parse(printed).mcpServers.toolhost;
   const elsewhere = join(work, "elsewhere");
