@@ -100,9 +100,9 @@ func newRestoreAllocator(sn *pySnapshot, peak *atomic.Uint64) experimental.Memor
 	return cowAllocator{sn: sn, peak: peak}
 }
 
-// prepare readies a snapshot loaded from a file: nothing to do here, the
+// load readies a snapshot loaded from a file: nothing to do here, the
 // file is mapped per instance.
-func (sn *pySnapshot) prepare() error { return nil }
+func (sn *pySnapshot) load() error { return nil }
 
 // newSnapshotImage puts a freshly taken image where instances can map it:
 // an anonymous, sealed memory file.

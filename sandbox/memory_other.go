@@ -14,8 +14,8 @@ func newAllocator(*atomic.Uint64) experimental.MemoryAllocator { return nil }
 // newRestoreAllocator: wazero's default allocator; apply copies the image.
 func newRestoreAllocator(*pySnapshot, *atomic.Uint64) experimental.MemoryAllocator { return nil }
 
-// prepare reads a snapshot loaded from a file into memory.
-func (sn *pySnapshot) prepare() error {
+// load reads a snapshot loaded from a file into memory.
+func (sn *pySnapshot) load() error {
 	b := make([]byte, sn.size)
 	if _, err := sn.img.ReadAt(b, sn.imgOff); err != nil {
 		return err

@@ -31,21 +31,22 @@ import (
 // for its first program. It is the interpreter's linear memory (an image in
 // a file that every restored instance maps copy-on-write: pages a run never
 // writes are never copied), its shadow-stack pointer, and the address of the
-// Python function _bootstrap with its vectorcall entry.
+// bootstrap's Python functions with their vectorcall entry.
 //
 // How the template is stopped: CPython is a WASI command, so the template
 // runs _start normally with the bootstrap as its -c program. The program's
 // last lines write a hand-off line to stdout (the addresses the host needs)
-// and call time.time(); the host's wall clock blocks that call, so the guest
-// sits inside a host call, holding the GIL, with its interpreter state
-// complete. Its memory is copied there. A restored instance is a fresh
+// and register time.time as an exit function; CPython calls it from C while
+// finalizing, before tearing anything down, and the host's wall clock blocks
+// that call, so the guest sits inside a host call, holding the GIL, with its
+// interpreter state complete and no Python frame on its stack. Its memory is copied there. A restored instance is a fresh
 // instance of the same compiled module whose memory is that copy, and which
-// is entered through the rewritten module's toolhost_call export: it calls
-// _bootstrap's vectorcall, which runs the bootstrap's per-run part (read the
-// program from stdin, run it, os._exit) as a nested call, the way a C
-// extension calls back into Python. The frames the template was blocked in
-// stay in memory, untouched, below the new ones; nothing ever returns to
-// them.
+// is entered through the rewritten module's toolhost_call export, three
+// times: _prepare (read the program from stdin, compile it into a function),
+// that function, _finish (status line, os._exit). Each is a call from C with
+// no Python frame below it, so the program's stack is its own. The C frames
+// the template was blocked in stay in memory, untouched, below the new ones;
+// nothing ever returns to them.
 //
 // What a restored interpreter shares with the template, and so with every
 // other run: the string hash seed (so set and dict orders repeat across
@@ -56,8 +57,11 @@ type pySnapshot struct {
 	imgOff int64
 	size   uint64 // bytes of linear memory, a multiple of 64 KiB
 	sp     uint64 // shadow-stack pointer (global 0)
-	fn     uint32 // address of the _bootstrap function object
-	call   uint32 // its vectorcall pointer: an index into table 0
+	// Addresses of the bootstrap's _prepare and _finish function objects,
+	// and their vectorcall pointer (an index into table 0), which every
+	// Python function shares.
+	prepare, finish uint32
+	call            uint32
 	copied []byte // the image in host memory, where it cannot be mapped
 }
 
@@ -72,8 +76,9 @@ type snapshotHeader struct {
 	Key    string `json:"key"`
 	Size   uint64 `json:"size"`
 	SP     uint64 `json:"sp"`
-	Fn     uint32 `json:"fn"`
-	Call   uint32 `json:"call"`
+	Prepare uint32 `json:"prepare"`
+	Finish  uint32 `json:"finish"`
+	Call    uint32 `json:"call"`
 }
 
 const snapshotImgOffset = 4096
@@ -119,8 +124,8 @@ func loadSnapshot(dir, key string) (*pySnapshot, error) {
 		f.Close()
 		return nil, fmt.Errorf("snapshot %s is stale or truncated", f.Name())
 	}
-	sn := &pySnapshot{img: f, imgOff: snapshotImgOffset, size: h.Size, sp: h.SP, fn: h.Fn, call: h.Call}
-	if err := sn.prepare(); err != nil {
+	sn := &pySnapshot{img: f, imgOff: snapshotImgOffset, size: h.Size, sp: h.SP, prepare: h.Prepare, finish: h.Finish, call: h.Call}
+	if err := sn.load(); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -130,7 +135,7 @@ func loadSnapshot(dir, key string) (*pySnapshot, error) {
 // save writes the snapshot into dir atomically (temporary file, rename) and
 // switches the snapshot over to the file, so the in-memory copy is freed.
 func (sn *pySnapshot) save(dir, key string, mem []byte) error {
-	h, _ := json.Marshal(snapshotHeader{Format: snapshotFormat, Key: key, Size: sn.size, SP: sn.sp, Fn: sn.fn, Call: sn.call})
+	h, _ := json.Marshal(snapshotHeader{Format: snapshotFormat, Key: key, Size: sn.size, SP: sn.sp, Prepare: sn.prepare, Finish: sn.finish, Call: sn.call})
 	if len(h) >= snapshotImgOffset {
 		return errors.New("snapshot header too long")
 	}
@@ -272,19 +277,17 @@ func (e *pythonEngine) takeSnapshot(ctx context.Context, r *restorable) (*pySnap
 	if off == 0 || off+4 > basic {
 		return nil, nil, fmt.Errorf("function objects have no vectorcall slot (offset %d)", off)
 	}
-	call, err := word(ids.bootstrap + off)
-	if err != nil {
-		return nil, nil, err
+	var calls [3]uint32
+	for i, fn := range []uint32{ids.prepare, ids.finish, ids.other} {
+		if calls[i], err = word(fn + off); err != nil {
+			return nil, nil, err
+		}
 	}
-	other, err := word(ids.other + off)
-	if err != nil {
-		return nil, nil, err
-	}
-	if call == 0 || call != other {
-		return nil, nil, fmt.Errorf("vectorcall pointers disagree (%d, %d)", call, other)
+	if calls[0] == 0 || calls[0] != calls[1] || calls[0] != calls[2] {
+		return nil, nil, fmt.Errorf("vectorcall pointers disagree (%v)", calls)
 	}
 	img := append([]byte(nil), view...)
-	sn := &pySnapshot{size: uint64(len(img)), sp: spg.Get(), fn: ids.bootstrap, call: call}
+	sn := &pySnapshot{size: uint64(len(img)), sp: spg.Get(), prepare: ids.prepare, finish: ids.finish, call: calls[0]}
 	return sn, img, nil
 }
 
@@ -295,7 +298,7 @@ func pythonArgs(mode string) []string {
 }
 
 // handoffWriter is the template's stdout: it watches for the hand-off line
-// "\x00toolhost-handoff <bootstrap> <other> <type> <basicsize>\n" and arms
+// "\x00toolhost-handoff <prepare> <finish> <other> <type> <basicsize>\n" and arms
 // the wall clock when it is complete.
 type handoffWriter struct {
 	mu   sync.Mutex
@@ -333,16 +336,16 @@ func (h *handoffWriter) text() string {
 	return strings.ReplaceAll(h.buf.String(), "\x00", "")
 }
 
-type handoffIDs struct{ bootstrap, other, funcType, basicSize uint32 }
+type handoffIDs struct{ prepare, finish, other, funcType, basicSize uint32 }
 
 func (h *handoffWriter) ids() (handoffIDs, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	f := strings.Fields(h.line)
-	if len(f) != 4 {
+	if len(f) != 5 {
 		return handoffIDs{}, fmt.Errorf("bad hand-off line %q", h.line)
 	}
-	var v [4]uint32
+	var v [5]uint32
 	for i, s := range f {
 		n, err := strconv.ParseUint(s, 10, 32)
 		if err != nil {
@@ -350,5 +353,5 @@ func (h *handoffWriter) ids() (handoffIDs, error) {
 		}
 		v[i] = uint32(n)
 	}
-	return handoffIDs{v[0], v[1], v[2], v[3]}, nil
+	return handoffIDs{v[0], v[1], v[2], v[3], v[4]}, nil
 }

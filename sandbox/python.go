@@ -51,7 +51,7 @@ func newPythonEngine(s *Sandbox, path string) *pythonEngine {
 		}
 		e.compiled, e.data = cm, r.data
 		start := time.Now()
-		sn, from, err := e.snapshot(ctx, wasm, r)
+		sn, from, err := e.snapshot(ctx, s.opts.CacheDir, wasm, r)
 		if err != nil {
 			if ctx.Err() != nil {
 				return err
@@ -74,8 +74,7 @@ func newPythonEngine(s *Sandbox, path string) *pythonEngine {
 
 // snapshot loads the cached snapshot for this runtime and bootstrap, or
 // takes one (and caches it), and checks it runs a program.
-func (e *pythonEngine) snapshot(ctx context.Context, wasm []byte, r *restorable) (*pySnapshot, string, error) {
-	dir := e.s.opts.CacheDir
+func (e *pythonEngine) snapshot(ctx context.Context, dir string, wasm []byte, r *restorable) (*pySnapshot, string, error) {
 	key := snapshotKey(wasm)
 	if dir != "" {
 		if sn, err := loadSnapshot(dir, key); err == nil {
@@ -206,7 +205,7 @@ func (e *pythonEngine) startFrom(ctx context.Context, sn *pySnapshot) (*pyInstan
 		if err == nil {
 			if sn != nil {
 				if err = sn.apply(mod); err == nil {
-					_, err = mod.ExportedFunction(pyCallExport).Call(ictx, uint64(sn.call), uint64(sn.fn), 0, 0, 0)
+					err = sn.enter(ictx, mod)
 				}
 			} else {
 				for _, d := range e.data {
@@ -243,6 +242,33 @@ func (e *pythonEngine) startFrom(ctx context.Context, sn *pySnapshot) (*pyInstan
 		return nil, ctx.Err()
 	}
 }
+
+// enter drives a restored interpreter through one run: _prepare (which
+// blocks reading the program) returns the program as a function, the host
+// calls it, then _finish, which leaves through proc_exit. A NULL return
+// means an exception escaped the bootstrap's reporting (the program broke
+// it, say by emptying sys.modules).
+func (sn *pySnapshot) enter(ctx context.Context, mod api.Module) error {
+	call := mod.ExportedFunction(pyCallExport)
+	r, err := call.Call(ctx, uint64(sn.call), uint64(sn.prepare), 0, 0, 0)
+	if err != nil {
+		return err
+	}
+	fn := r[0]
+	if fn == 0 {
+		return errLostException
+	}
+	if r, err = call.Call(ctx, uint64(sn.call), fn, 0, 0, 0); err != nil {
+		return err
+	}
+	if r[0] == 0 {
+		return errLostException
+	}
+	_, err = call.Call(ctx, uint64(sn.call), uint64(sn.finish), 0, 0, 0)
+	return err
+}
+
+var errLostException = errors.New("the program disabled the sandbox's exception reporting, so its exception was lost")
 
 // apply makes a fresh instance's memory the snapshot's (already mapped by
 // the restore allocator where it could be) and sets its stack pointer.
