@@ -62,7 +62,7 @@ type pySnapshot struct {
 	// Python function shares.
 	prepare, finish uint32
 	call            uint32
-	copied []byte // the image in host memory, where it cannot be mapped
+	copied          []byte // the image in host memory, where it cannot be mapped
 }
 
 // snapshotFormat changes whenever the way snapshots are taken or laid out
@@ -72,10 +72,10 @@ const snapshotFormat = "toolhost-python-snapshot-1"
 // snapshotHeader is the first page of a cached snapshot file; the image
 // follows at imgOffset.
 type snapshotHeader struct {
-	Format string `json:"format"`
-	Key    string `json:"key"`
-	Size   uint64 `json:"size"`
-	SP     uint64 `json:"sp"`
+	Format  string `json:"format"`
+	Key     string `json:"key"`
+	Size    uint64 `json:"size"`
+	SP      uint64 `json:"sp"`
 	Prepare uint32 `json:"prepare"`
 	Finish  uint32 `json:"finish"`
 	Call    uint32 `json:"call"`
