@@ -21,8 +21,13 @@ type Config struct {
 	// QueueLength is how many runs may wait for a slot; one more is refused
 	// with ErrBusy. Default 4 × Concurrency.
 	QueueLength int `json:"queue_length"`
-	// PythonPool and JavaScriptPool are how many pre-started instances each
-	// language keeps ready. Default 2 and 4; -1 turns the pool off.
+	// PoolMemoryMiB is the memory the warm pools (pre-started instances
+	// waiting for a run) may hold, half for each language. How many a pool
+	// holds within it follows demand (see pool). Default 64.
+	PoolMemoryMiB int `json:"pool_memory_mib"`
+	// PythonPool and JavaScriptPool, when positive, cap how many
+	// pre-started instances each language keeps; 0 lets memory and demand
+	// decide; -1 turns the pool off.
 	PythonPool     int `json:"python_pool"`
 	JavaScriptPool int `json:"javascript_pool"`
 	// WorkDirLimitMiB caps the bytes a run may write into its working
@@ -67,11 +72,8 @@ func (c Config) withDefaults() Config {
 	if c.QueueLength <= 0 {
 		c.QueueLength = 4 * c.Concurrency
 	}
-	if c.PythonPool == 0 {
-		c.PythonPool = 2
-	}
-	if c.JavaScriptPool == 0 {
-		c.JavaScriptPool = 4
+	if c.PoolMemoryMiB <= 0 {
+		c.PoolMemoryMiB = 64
 	}
 	if c.WorkDirLimitMiB <= 0 {
 		c.WorkDirLimitMiB = 64

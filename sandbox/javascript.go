@@ -24,7 +24,7 @@ type jsEngine struct {
 
 func newJSEngine(s *Sandbox, path string) *jsEngine {
 	e := &jsEngine{s: s, file: runtimeFile{lang: JavaScript, path: path}}
-	e.pool = newPool(s.cfg.JavaScriptPool, e.start, func(j *jsInstance) { j.close() })
+	e.pool = newPool(string(JavaScript), s.cfg.JavaScriptPool, s.cfg.Concurrency, e.start, func(j *jsInstance) { j.close() })
 	e.file.load(s, func(ctx context.Context, wasm []byte) error {
 		m, err := quickjs.Compile(ctx, s.rt, wasm)
 		if err != nil {
@@ -34,7 +34,7 @@ func newJSEngine(s *Sandbox, path string) *jsEngine {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			e.pool.run(s.ctx, s, string(JavaScript))
+			e.pool.run(s.ctx, s, s.poolBudgetKiB())
 		}()
 		return nil
 	})

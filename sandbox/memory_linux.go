@@ -5,6 +5,8 @@ package sandbox
 import (
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
@@ -119,4 +121,21 @@ func newSnapshotImage(sn *pySnapshot, img []byte) error {
 	_, _ = unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE|unix.F_SEAL_SEAL)
 	sn.img, sn.imgOff = f, 0
 	return nil
+}
+
+// residentKiB is the process's proportional set size: private pages in full,
+// shared ones (a snapshot image mapped by many instances) divided among
+// their mappers.
+func residentKiB() (int64, bool) {
+	b, err := os.ReadFile("/proc/self/smaps_rollup")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "Pss:" {
+			n, err := strconv.ParseInt(f[1], 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
 }

@@ -29,3 +29,6 @@ func newSnapshotImage(sn *pySnapshot, img []byte) error {
 	sn.copied = img
 	return nil
 }
+
+// residentKiB is not measured here; pools assume defaultInstanceKiB.
+func residentKiB() (int64, bool) { return 0, false }

@@ -39,7 +39,7 @@ type pythonEngine struct {
 
 func newPythonEngine(s *Sandbox, path string) *pythonEngine {
 	e := &pythonEngine{s: s, file: runtimeFile{lang: Python, path: path}}
-	e.pool = newPool(s.cfg.PythonPool, e.start, func(p *pyInstance) { p.discard() })
+	e.pool = newPool(string(Python), s.cfg.PythonPool, s.cfg.Concurrency, e.start, func(p *pyInstance) { p.discard() })
 	e.file.load(s, func(ctx context.Context, wasm []byte) error {
 		r, err := makeRestorable(wasm)
 		if err != nil {
@@ -65,7 +65,7 @@ func newPythonEngine(s *Sandbox, path string) *pythonEngine {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			e.pool.run(s.ctx, s, string(Python))
+			e.pool.run(s.ctx, s, s.poolBudgetKiB())
 		}()
 		return nil
 	})

@@ -157,6 +157,9 @@ func New(ctx context.Context, opts Options) (*Sandbox, error) {
 	return s, nil
 }
 
+// poolBudgetKiB is one language's share of the pools' memory.
+func (s *Sandbox) poolBudgetKiB() int64 { return int64(s.cfg.PoolMemoryMiB) << 10 / 2 }
+
 // Config returns the effective limits (defaults filled in).
 func (s *Sandbox) Config() Config { return s.cfg }
 
@@ -193,25 +196,62 @@ type RuntimeStatus struct {
 	// "unavailable" (Error says why: missing file, broken module).
 	State string `json:"state"`
 	Error string `json:"error,omitempty"`
-	// Warm is the number of pre-started instances waiting in the pool, of
-	// Pool configured; a run that finds none starts one cold.
-	Warm int `json:"warm"`
-	Pool int `json:"pool"`
+	// Snapshot says where Python instances come from: "restored" from a
+	// snapshot of a booted interpreter, or "booted" one by one (then
+	// SnapshotError says why); empty for JavaScript, whose engine always
+	// restores its own.
+	Snapshot      string `json:"snapshot,omitempty"`
+	SnapshotError string `json:"snapshot_error,omitempty"`
+	SnapshotMiB   int64  `json:"snapshot_mib,omitempty"`
+	PoolStatus
+}
+
+// PoolStatus is a language's warm pool: pre-started instances waiting for
+// a run.
+type PoolStatus struct {
+	// Warm instances wait now; Target is how many the pool tries to hold
+	// for the current demand; Most is its bound by memory
+	// (Config.PoolMemoryMiB over InstanceKiB) and configuration.
+	Warm   int `json:"warm"`
+	Target int `json:"pool"`
+	Most   int `json:"pool_most"`
+	// InstanceKiB is the measured memory of one waiting instance.
+	InstanceKiB int64 `json:"instance_kib"`
+	// DemandPerSec is the recent rate of runs (decaying over seconds).
+	DemandPerSec float64 `json:"demand_per_sec"`
+	// StartMs is how long starting the last pooled instance took.
+	StartMs float64 `json:"start_ms"`
+	// Takes counts runs; Misses those that found no warm instance and
+	// started one themselves; Started counts instances the pool started.
+	Takes   int64 `json:"runs"`
+	Misses  int64 `json:"pool_misses"`
+	Started int64 `json:"pool_started"`
 }
 
 // Status reports each language's runtime and warm pool, without waiting.
 func (s *Sandbox) Status() map[Language]RuntimeStatus {
-	st := func(f *runtimeFile, warm, size int) RuntimeStatus {
+	st := func(f *runtimeFile, ps PoolStatus) RuntimeStatus {
 		state, err := f.state()
-		r := RuntimeStatus{State: state, Warm: warm, Pool: size}
+		r := RuntimeStatus{State: state, PoolStatus: ps}
 		if err != nil {
 			r.Error = err.Error()
 		}
 		return r
 	}
+	py := st(&s.py.file, s.py.pool.stats())
+	if py.State == "ready" { // the load has ended: snap and snapErr are set
+		if sn := s.py.snap; sn != nil {
+			py.Snapshot, py.SnapshotMiB = "restored", int64(sn.size>>20)
+		} else {
+			py.Snapshot = "booted"
+			if err := s.py.snapErr; err != nil {
+				py.SnapshotError = err.Error()
+			}
+		}
+	}
 	return map[Language]RuntimeStatus{
-		Python:     st(&s.py.file, s.py.pool.warm(), s.py.pool.size),
-		JavaScript: st(&s.js.file, s.js.pool.warm(), s.js.pool.size),
+		Python:     py,
+		JavaScript: st(&s.js.file, s.js.pool.stats()),
 	}
 }
 
