@@ -41,10 +41,12 @@ func newJSEngine(s *Sandbox, path string) *jsEngine {
 	return e
 }
 
-func (e *jsEngine) available(ctx context.Context) error { return e.file.available(ctx) }
+func (e *jsEngine) available(ctx context.Context, progress func(string)) error {
+	return e.file.available(ctx, progress)
+}
 
 func (e *jsEngine) waitReady(ctx context.Context) error {
-	if err := e.file.available(ctx); err != nil {
+	if err := e.file.available(ctx, func(string) {}); err != nil {
 		return err
 	}
 	return e.pool.waitFull(ctx)

@@ -11,47 +11,81 @@ import (
 	"time"
 )
 
-// runtimeFile is a language runtime being loaded and compiled in the
-// background; available reports the outcome to runs.
+// runtimeFile is a language runtime, loaded and compiled in the background
+// on first need (a run, Ready, or Preload), never before: a process that
+// runs no code pays nothing for it. available reports the outcome to runs.
 type runtimeFile struct {
-	lang Language
-	path string
-	done chan struct{}
-	err  error
+	lang    Language
+	path    string
+	s       *Sandbox
+	compile func(ctx context.Context, wasm []byte) error
+	once    sync.Once
+	started atomic.Bool
+	done    chan struct{}
+	err     error
 }
 
 func (r *runtimeFile) load(s *Sandbox, compile func(ctx context.Context, wasm []byte) error) {
-	r.done = make(chan struct{})
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		defer close(r.done)
-		wasm, err := os.ReadFile(r.path)
-		if err != nil {
-			r.err = fmt.Errorf("%w: the %s runtime %s cannot be read (%v); fetch it with `make runtimes` or point --runtimes at the folder holding it", ErrUnavailable, r.lang, r.path, errors.Unwrap(err))
-			s.log.Warn("sandbox runtime missing", "language", r.lang, "path", r.path, "err", err)
-			return
-		}
-		start := time.Now()
-		if err := compile(s.ctx, wasm); err != nil {
-			if s.ctx.Err() != nil {
-				r.err = ErrClosed // closed while compiling: nothing is broken
-				return
-			}
-			r.err = fmt.Errorf("%w: the %s runtime %s does not compile: %v", ErrUnavailable, r.lang, r.path, err)
-			s.log.Error("sandbox runtime broken", "language", r.lang, "path", r.path, "err", err)
-			return
-		}
-		s.log.Info("sandbox runtime ready", "language", r.lang, "compile_ms", time.Since(start).Milliseconds())
-	}()
+	r.s, r.compile, r.done = s, compile, make(chan struct{})
 }
 
-func (r *runtimeFile) available(ctx context.Context) error {
+// ensure starts loading the runtime if nothing has yet.
+func (r *runtimeFile) ensure() {
+	r.once.Do(func() {
+		s := r.s
+		r.started.Store(true)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer close(r.done)
+			if s.ctx.Err() != nil {
+				r.err = ErrClosed
+				return
+			}
+			wasm, err := os.ReadFile(r.path)
+			if err != nil {
+				r.err = fmt.Errorf("%w: the %s runtime %s cannot be read (%v); fetch it with `make runtimes` or point --runtimes at the folder holding it", ErrUnavailable, r.lang, r.path, errors.Unwrap(err))
+				s.log.Warn("sandbox runtime missing", "language", r.lang, "path", r.path, "err", err)
+				return
+			}
+			start := time.Now()
+			if err := r.compile(s.ctx, wasm); err != nil {
+				if s.ctx.Err() != nil {
+					r.err = ErrClosed // closed while compiling: nothing is broken
+					return
+				}
+				r.err = fmt.Errorf("%w: the %s runtime %s does not compile: %v", ErrUnavailable, r.lang, r.path, err)
+				s.log.Error("sandbox runtime broken", "language", r.lang, "path", r.path, "err", err)
+				return
+			}
+			s.log.Info("sandbox runtime ready", "language", r.lang, "load_ms", time.Since(start).Milliseconds())
+		}()
+	})
+}
+
+// available loads the runtime if needed and waits for it; progress hears
+// about the wait every progressEvery (compiling CPython without the disk
+// cache takes seconds).
+func (r *runtimeFile) available(ctx context.Context, progress func(string)) error {
+	r.ensure()
 	select {
 	case <-r.done:
 		return r.err
-	case <-ctx.Done():
-		return ctx.Err()
+	default:
+	}
+	msg := fmt.Sprintf("loading the %s runtime (the first start after an upgrade compiles it, which takes seconds)", r.lang)
+	progress(msg)
+	tick := time.NewTicker(progressEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.done:
+			return r.err
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+			progress(msg)
+		}
 	}
 }
 
@@ -306,9 +340,13 @@ func (p *pool[T]) stats() PoolStatus {
 	}
 }
 
-// state says where the runtime is without waiting: "loading" while it is
-// read and compiled, "ready", or "unavailable" with the reason.
+// state says where the runtime is without waiting: "idle" until something
+// needs it, "loading" while it is read and compiled, "ready", or
+// "unavailable" with the reason.
 func (r *runtimeFile) state() (string, error) {
+	if !r.started.Load() {
+		return "idle", nil
+	}
 	select {
 	case <-r.done:
 		if r.err != nil {

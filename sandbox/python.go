@@ -132,10 +132,12 @@ func (e *pythonEngine) check(ctx context.Context, sn *pySnapshot) error {
 	return nil
 }
 
-func (e *pythonEngine) available(ctx context.Context) error { return e.file.available(ctx) }
+func (e *pythonEngine) available(ctx context.Context, progress func(string)) error {
+	return e.file.available(ctx, progress)
+}
 
 func (e *pythonEngine) waitReady(ctx context.Context) error {
-	if err := e.file.available(ctx); err != nil {
+	if err := e.file.available(ctx, func(string) {}); err != nil {
 		return err
 	}
 	return e.pool.waitFull(ctx)

@@ -110,10 +110,11 @@ type Sandbox struct {
 	closeOnce sync.Once
 }
 
-// New prepares a sandbox. It returns at once: the runtimes compile in the
-// background (from the disk cache when it has them) and the warm pools fill
-// after that. A missing runtime file is not an error here; runs of that
-// language fail with ErrUnavailable and say which file is missing.
+// New prepares a sandbox. It returns at once and loads nothing: a runtime
+// is read and compiled (from the disk cache when it has it) in the
+// background on its first run, or at once after Preload, and its warm pool
+// fills after that. A missing runtime file is not an error here; runs of
+// that language fail with ErrUnavailable and say which file is missing.
 func New(ctx context.Context, opts Options) (*Sandbox, error) {
 	cfg := opts.Config.withDefaults()
 	logger := opts.Logger
@@ -177,7 +178,15 @@ func (s *Sandbox) Close() error {
 	return err
 }
 
-// Ready waits until lang's runtime is compiled and, when a pool is
+// Preload starts loading both runtimes and filling their pools now, so the
+// first run does not wait for them. A server calls it at start-up; a
+// one-shot command does not, and loads only what its call needs.
+func (s *Sandbox) Preload() {
+	s.py.file.ensure()
+	s.js.file.ensure()
+}
+
+// Ready loads lang's runtime if needed and waits until it is compiled and, when a pool is
 // configured, its pool holds at least one instance. Tests and benchmarks use
 // it to measure the warm path; serving never needs to call it.
 func (s *Sandbox) Ready(ctx context.Context, lang Language) error {
@@ -280,12 +289,12 @@ func (s *Sandbox) Run(ctx context.Context, req Request) (*Result, error) {
 	var run func(context.Context, *Request, func(string)) (*Result, error)
 	switch req.Language {
 	case Python:
-		if err := s.py.available(ctx); err != nil {
+		if err := s.py.available(ctx, progress); err != nil {
 			return nil, err
 		}
 		run = s.py.run
 	case JavaScript:
-		if err := s.js.available(ctx); err != nil {
+		if err := s.js.available(ctx, progress); err != nil {
 			return nil, err
 		}
 		run = s.js.run

@@ -201,6 +201,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer cleanup()
+	c.sandbox.Preload() // compile run_code's runtimes and fill the pools now
 
 	mcpSrv := mcpface.New(exec, mcpface.Options{
 		Identify:       mcpCaller,
@@ -261,6 +262,9 @@ func cmdStdio(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer cleanup()
+	// A client launches this process to use it: load run_code's runtimes
+	// while it initializes, not on its first call.
+	c.sandbox.Preload()
 	srv := mcpface.New(exec, mcpface.Options{Version: version, Lang: catalog.Lang(*lang), Logger: logger})
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -290,7 +294,8 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	// One call: pre-starting run_code's warm pools would only compete
-	// with it for the CPU.
+	// with it for the CPU, and the sandbox loads nothing unless the call
+	// is run_code (and then only its language's runtime).
 	c.cfg.Sandbox.PythonPool, c.cfg.Sandbox.JavaScriptPool = -1, -1
 	exec, cleanup, err := newExecutor(&c, logger)
 	if err != nil {
