@@ -289,9 +289,6 @@ func (p *pool[T]) run(ctx context.Context, s *Sandbox, budgetKiB int64) {
 // demand either way.
 func (p *pool[T]) take() (T, bool) {
 	var zero T
-	if p.cap < 0 {
-		return zero, false
-	}
 	now := time.Now()
 	p.mu.Lock()
 	p.rate = p.decayed(now) + 1/rateTau.Seconds()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -187,5 +188,20 @@ func TestRunCodeLoadsWithProgressAndCancelsInEveryState(t *testing.T) {
 	}
 	if b, _ := json.Marshal(res.StructuredContent); !strings.Contains(string(b), `"stdout":"after\n"`) {
 		t.Errorf("after the cancellations: %s", fmt.Sprint(string(b)))
+	}
+
+	// /metrics counts the runs (the cancelled queued call never started one)
+	// and says how Python instances start.
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{`toolhost_runcode_runs_total{language="python"} 3`, "toolhost_runcode_python_restored 1",
+		`toolhost_runcode_runtime_ready{language="javascript"} 1`, `toolhost_runcode_instance_bytes{language="javascript"}`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q:\n%s", want, body)
+		}
 	}
 }

@@ -222,6 +222,9 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	for pattern, h := range keyRoutes(ks) {
 		routes[pattern] = h
 	}
+	for pattern, h := range metricsRoutes(c.sandbox) {
+		routes[pattern] = h
+	}
 	routes = secureRoutes(routes, ks, *dev)
 	srv := server.New(server.Options{
 		Addr:            *addr,
