@@ -66,6 +66,8 @@ type config struct {
 	maxCalls int64
 	targets  []string
 	runtimes string
+	// sustained: with -runcode, also the back-to-back rows.
+	sustained bool
 }
 
 func main() {
@@ -78,6 +80,9 @@ func main() {
 		serveFloor = flag.String("serve-floor", "", "internal: serve the go-sdk floor on this loopback address and exit on SIGTERM")
 		runcode    = flag.Bool("runcode", false, "measure run_code latency on an idle toolhost through MCP instead (runcode.go)")
 		rcCalls    = flag.Int("calls", 60, "with -runcode: measured calls per language")
+		idleOnly   = flag.Bool("idle-only", false, "with -runcode: only the idle-server latency, not the back-to-back rows")
+		coldstart  = flag.Bool("coldstart", false, "measure process start to first result instead: toolhost stdio's first print(1), toolhost call roll_dice (coldstart.go)")
+		launches   = flag.Int("launches", 10, "with -coldstart: launches per row")
 	)
 	flag.StringVar(&cfg.runtimes, "runtimes", "runtimes", "with -runcode: folder holding python.wasm and quickjs.wasm")
 	flag.StringVar(&cfg.toolhost, "toolhost", "bin/toolhost", "toolhost binary")
@@ -113,10 +118,20 @@ func main() {
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
+	if *coldstart {
+		if *launches < 1 || *launches > 100 {
+			log.Fatalf("mcpload: -launches %d out of range (1..100)", *launches)
+		}
+		if err := runColdStart(ctx, cfg, *launches, os.Stdout); err != nil {
+			log.Fatalf("mcpload: %v", err)
+		}
+		return
+	}
 	if *runcode {
 		if *rcCalls < 1 || *rcCalls > 1000 {
 			log.Fatalf("mcpload: -calls %d out of range (1..1000)", *rcCalls)
 		}
+		cfg.sustained = !*idleOnly
 		if err := runRuncode(ctx, cfg, *rcCalls, os.Stdout); err != nil {
 			log.Fatalf("mcpload: %v", err)
 		}
@@ -135,6 +150,8 @@ type target struct {
 	// start launches the server listening on addr; the command is ended by
 	// cancelling ctx.
 	start func(ctx context.Context, addr, tmp string) (*exec.Cmd, error)
+	// check, when set, judges each result of the sdk client.
+	check func(*mcp.CallToolResult) error
 }
 
 type result struct {
@@ -282,7 +299,7 @@ func measure(ctx context.Context, cfg config, hc *http.Client, endpoint string, 
 		if err != nil {
 			return result{}, err
 		}
-		sessions[i] = sdkSession{cs: cs, tool: t.tool, args: t.args}
+		sessions[i] = sdkSession{cs: cs, tool: t.tool, args: t.args, check: t.check}
 	}
 
 	// phase runs every session in a closed loop until the deadline or the
@@ -332,8 +349,10 @@ func measure(ctx context.Context, cfg config, hc *http.Client, endpoint string, 
 		return lat, ok, failed.Load(), elapsed, nil
 	}
 
-	if _, _, _, _, err := phase(cfg.warmup, cfg.maxCalls); err != nil {
-		return result{}, fmt.Errorf("warm-up: %w", err)
+	if cfg.warmup > 0 {
+		if _, _, _, _, err := phase(cfg.warmup, cfg.maxCalls); err != nil {
+			return result{}, fmt.Errorf("warm-up: %w", err)
+		}
 	}
 	cpu0, err := cpuTime(pid)
 	if err != nil {
