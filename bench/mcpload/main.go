@@ -66,8 +66,10 @@ type config struct {
 	maxCalls int64
 	targets  []string
 	runtimes string
-	// sustained: with -runcode, also the back-to-back rows.
+	// sustained: with -runcode, also the back-to-back rows; only, when
+	// set, keeps the rows whose name holds it.
 	sustained bool
+	only      string
 }
 
 func main() {
@@ -81,6 +83,7 @@ func main() {
 		runcode    = flag.Bool("runcode", false, "measure run_code latency on an idle toolhost through MCP instead (runcode.go)")
 		rcCalls    = flag.Int("calls", 60, "with -runcode: measured calls per language")
 		idleOnly   = flag.Bool("idle-only", false, "with -runcode: only the idle-server latency, not the back-to-back rows")
+		only       = flag.String("only", "", "with -runcode: only the back-to-back rows whose name holds this (python, javascript, bomb)")
 		coldstart  = flag.Bool("coldstart", false, "measure process start to first result instead: toolhost stdio's first print(1), toolhost call roll_dice (coldstart.go)")
 		launches   = flag.Int("launches", 10, "with -coldstart: launches per row")
 	)
@@ -131,7 +134,7 @@ func main() {
 		if *rcCalls < 1 || *rcCalls > 1000 {
 			log.Fatalf("mcpload: -calls %d out of range (1..1000)", *rcCalls)
 		}
-		cfg.sustained = !*idleOnly
+		cfg.sustained, cfg.only = !*idleOnly, *only
 		if err := runRuncode(ctx, cfg, *rcCalls, os.Stdout); err != nil {
 			log.Fatalf("mcpload: %v", err)
 		}
