@@ -135,7 +135,12 @@ def _prepare():
     text = src.decode("utf-8", "replace")
     linecache.cache["main.py"] = (len(text), None, text.splitlines(True), "main.py")
     sys.argv = ["main.py"]
-    scope = {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
+    # The program's module is __main__, as under `python main.py`: pickle,
+    # dataclasses and `import __main__` find what it defines.
+    main = types.ModuleType("__main__")
+    main.__builtins__, main.__file__, main.__cached__ = builtins, "main.py", None
+    sys.modules["__main__"] = main
+    scope = main.__dict__
     try:
         tree = compile(src, "main.py", "exec", ast.PyCF_ONLY_AST)
         return types.FunctionType(compile(_guard(tree), "main.py", "exec"), scope)

@@ -170,6 +170,9 @@ func (s *Sandbox) Close() error {
 	s.closeOnce.Do(func() {
 		s.cancel()
 		s.wg.Wait()
+		if s.py.snap != nil {
+			s.py.snap.close()
+		}
 		err = s.rt.Close(context.Background())
 		if s.cache != nil {
 			_ = s.cache.Close(context.Background())

@@ -61,7 +61,8 @@ func TestPythonProgramStackIsItsOwn(t *testing.T) {
 		{"exit code", "import sys\nprint('a')\nsys.exit(3)", 3, "a\n", ""},
 		{"exit message", "exit('bye')", 1, "", "bye\n"},
 		{"docstring and future import stay first", "'doc'\nfrom __future__ import annotations\nx: undefined_name = 1\nprint(__doc__, x)", 0, "doc 1\n", ""},
-		{"globals are a module's", "print(sorted(k for k in globals() if not k.startswith('__')), __name__)", 0, "[] __main__\n", ""},
+		{"globals are a module's", "print(sorted(k for k in globals() if not k.startswith('__')), __name__, __file__)", 0, "[] __main__ main.py\n", ""},
+		{"the program is __main__", "import __main__, pickle\nfrom dataclasses import dataclass\n@dataclass\nclass P:\n    x: 'int'\ndef f(): pass\nprint(__main__.f is f, pickle.loads(pickle.dumps(f)) is f, pickle.loads(pickle.dumps(P(1))))", 0, "True True P(x=1)\n", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
