@@ -165,6 +165,7 @@ type result struct {
 	calls    int64
 	errors   int64
 	elapsed  time.Duration
+	firstErr error // the first failed call's error, when some failed
 	p50, p99 time.Duration
 	// serverCPU is the server process's CPU time during the measurement;
 	// clientCPU is this process's (the load client's).
@@ -306,7 +307,9 @@ func measure(ctx context.Context, cfg config, hc *http.Client, endpoint string, 
 	}
 
 	// phase runs every session in a closed loop until the deadline or the
-	// call budget; it returns the latencies of successful calls.
+	// call budget; it returns the latencies of successful calls. firstErr
+	// keeps the first failure of the last phase, for the log.
+	var firstErr error
 	phase := func(d time.Duration, budget int64) ([][]time.Duration, int64, int64, time.Duration, error) {
 		pctx, cancel := context.WithTimeout(ctx, d)
 		defer cancel()
@@ -349,6 +352,13 @@ func measure(ctx context.Context, cfg config, hc *http.Client, endpoint string, 
 		if ok == 0 {
 			return nil, 0, 0, 0, fmt.Errorf("no successful call: %w", errors.Join(errs...))
 		}
+		firstErr = nil
+		for _, e := range errs {
+			if e != nil {
+				firstErr = e
+				break
+			}
+		}
 		return lat, ok, failed.Load(), elapsed, nil
 	}
 
@@ -388,6 +398,7 @@ func measure(ctx context.Context, cfg config, hc *http.Client, endpoint string, 
 		clients:   n,
 		calls:     ok,
 		errors:    failed,
+		firstErr:  firstErr,
 		elapsed:   elapsed,
 		p50:       percentile(merged, 0.50),
 		p99:       percentile(merged, 0.99),

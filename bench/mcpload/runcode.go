@@ -232,6 +232,9 @@ func runSustained(ctx context.Context, cfg config, srv *server) ([]sustainedResu
 		}
 		fmt.Fprintf(os.Stderr, "mcpload: run_code %s, %d clients: %.0f runs/s, p50 %s, p99 %s, %d errors, peak RSS %d MiB\n",
 			c.name, c.clients, r.rate(), r.p50, r.p99, r.errors, sr.hwmMiB)
+		if r.firstErr != nil {
+			fmt.Fprintf(os.Stderr, "mcpload: first error: %.300v\n", r.firstErr)
+		}
 		out = append(out, sr)
 	}
 	return out, nil
@@ -348,10 +351,10 @@ func poolWarm(ctx context.Context, hc *http.Client, base, lang string) (bool, er
 	if st.State == "unavailable" {
 		return false, fmt.Errorf("run_code %s unavailable: %s", lang, st.Error)
 	}
-	if st.Pool == 0 {
-		return false, fmt.Errorf("run_code %s has no warm pool configured", lang)
-	}
-	return st.State == "ready" && st.Warm >= st.Pool, nil
+	// A pool is sized (pool_most) once its runtime is ready and it has
+	// measured an instance; until then it is not full. A pool turned off
+	// stays at 0 and the caller's deadline ends the wait.
+	return st.State == "ready" && st.Pool > 0 && st.Warm >= st.Pool, nil
 }
 
 // waitWarm polls /healthz until lang's pool is full.
