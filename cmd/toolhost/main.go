@@ -122,6 +122,9 @@ type common struct {
 	// sandbox is run_code's sandbox once toolset built it; /healthz reports
 	// its runtimes and warm pools.
 	sandbox *sandbox.Sandbox
+	// preload: start loading run_code's runtimes as soon as the sandbox
+	// exists (servers), not on the first call (one-shot commands).
+	preload bool
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -196,12 +199,12 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer closeKeys()
 	c.authorizer = tools.KeysAuthorizer(ks)
+	c.preload = true // compile run_code's runtimes and fill the pools now
 	exec, cleanup, err := newExecutor(&c, logger)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	c.sandbox.Preload() // compile run_code's runtimes and fill the pools now
 
 	mcpSrv := mcpface.New(exec, mcpface.Options{
 		Identify:       mcpCaller,
@@ -260,14 +263,14 @@ func cmdStdio(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	// stdout carries the protocol; every log line goes to stderr.
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// A client launches this process to use it: load run_code's runtimes
+	// while it initializes, not on its first call.
+	c.preload = true
 	exec, cleanup, err := newExecutor(&c, logger)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	// A client launches this process to use it: load run_code's runtimes
-	// while it initializes, not on its first call.
-	c.sandbox.Preload()
 	srv := mcpface.New(exec, mcpface.Options{Version: version, Lang: catalog.Lang(*lang), Logger: logger})
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
