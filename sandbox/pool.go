@@ -64,8 +64,9 @@ func (r *runtimeFile) ensure() {
 }
 
 // available loads the runtime if needed and waits for it; progress hears
-// about the wait every progressEvery (compiling CPython without the disk
-// cache takes seconds).
+// about the wait twice a second (compiling CPython without the disk cache
+// takes seconds, and a client should hear at least every second, jitter
+// included).
 func (r *runtimeFile) available(ctx context.Context, progress func(string)) error {
 	r.ensure()
 	select {
@@ -75,7 +76,7 @@ func (r *runtimeFile) available(ctx context.Context, progress func(string)) erro
 	}
 	msg := fmt.Sprintf("loading the %s runtime (the first start after an upgrade compiles it, which takes seconds)", r.lang)
 	progress(msg)
-	tick := time.NewTicker(progressEvery)
+	tick := time.NewTicker(progressEvery / 2)
 	defer tick.Stop()
 	for {
 		select {
