@@ -52,7 +52,7 @@ func (s sdkSession) call(ctx context.Context) error {
 		return s.check(res)
 	}
 	if res.IsError {
-		return fmt.Errorf("tool error: %v", res.Content)
+		return fmt.Errorf("tool error: %s", contentText(res))
 	}
 	return nil
 }

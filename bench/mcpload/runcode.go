@@ -289,7 +289,7 @@ func reportSustained(out io.Writer, cfg config, rs []sustainedResult) {
 
 func checkRuncode(res *mcp.CallToolResult, c runcodeCase) error {
 	if res.IsError {
-		return fmt.Errorf("tool error: %v", res.Content)
+		return fmt.Errorf("tool error: %s", contentText(res))
 	}
 	b, err := json.Marshal(res.StructuredContent)
 	if err != nil {
@@ -382,4 +382,15 @@ func reportRuncode(out io.Writer, calls int, results []runcodeResult) {
 			r.c.lang, r.c.code, len(r.lat), r.notWarm, ms(p50), ms(percentile(r.lat, 0.9)), ms(percentile(r.lat, 0.99)),
 			ms(r.lat[len(r.lat)-1]), r.c.target, verdict(p50 <= r.c.target))
 	}
+}
+
+// contentText is a result's text content, for error messages.
+func contentText(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, " ")
 }
