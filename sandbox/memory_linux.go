@@ -70,12 +70,12 @@ func newAllocator(peak *atomic.Uint64) experimental.MemoryAllocator {
 	return mmapAllocator{peak: peak}
 }
 
-// cowAllocator maps a Python snapshot's image privately at the start of a
-// fresh reservation: the instance starts with the template's memory, reads
-// share the image's pages with every other instance, and a page is copied
-// only when the instance writes it.
+// cowAllocator maps an image privately at the start of a fresh
+// reservation: the instance starts with the template's memory, reads share
+// the image's pages with every other instance, and a page is copied only
+// when the instance writes it.
 type cowAllocator struct {
-	sn   *pySnapshot
+	im   *memImage
 	peak *atomic.Uint64
 }
 
@@ -83,44 +83,48 @@ func (a cowAllocator) Allocate(capacity, max uint64) experimental.LinearMemory {
 	if max == 0 {
 		max = capacity
 	}
-	n := min(a.sn.size, max)
+	n := min(a.im.size, max)
 	buf, err := syscall.Mmap(-1, 0, int(max), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON|syscall.MAP_NORESERVE)
 	if err != nil {
 		buf = make([]byte, max)
-		_, _ = a.sn.img.ReadAt(buf[:n], a.sn.imgOff)
+		_, _ = a.im.file.ReadAt(buf[:n], a.im.off)
 		return &mmapMemory{buf: buf, peak: a.peak, heap: true}
 	}
-	if _, err := unix.MmapPtr(int(a.sn.img.Fd()), a.sn.imgOff, unsafe.Pointer(&buf[0]), uintptr(n),
+	if _, err := unix.MmapPtr(int(a.im.file.Fd()), a.im.off, unsafe.Pointer(&buf[0]), uintptr(n),
 		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_FIXED); err != nil {
 		// Not mappable (an odd file system): copy instead.
-		_, _ = a.sn.img.ReadAt(buf[:n], a.sn.imgOff)
+		_, _ = a.im.file.ReadAt(buf[:n], a.im.off)
 	}
 	return &mmapMemory{buf: buf, peak: a.peak}
 }
 
-func newRestoreAllocator(sn *pySnapshot, peak *atomic.Uint64) experimental.MemoryAllocator {
-	return cowAllocator{sn: sn, peak: peak}
+// newRestoreAllocator maps im into each new instance (nil im: the plain
+// reservation of newAllocator).
+func newRestoreAllocator(im *memImage, peak *atomic.Uint64) experimental.MemoryAllocator {
+	if im == nil || im.file == nil {
+		return newAllocator(peak)
+	}
+	return cowAllocator{im: im, peak: peak}
 }
 
-// load readies a snapshot loaded from a file: nothing to do here, the
-// file is mapped per instance.
-func (sn *pySnapshot) load() error { return nil }
+// load readies an image opened from a file: nothing to do here, the file
+// is mapped per instance.
+func (im *memImage) load() error { return nil }
 
-// newSnapshotImage puts a freshly taken image where instances can map it:
-// an anonymous, sealed memory file.
-func newSnapshotImage(sn *pySnapshot, img []byte) error {
-	fd, err := unix.MemfdCreate("toolhost-python-snapshot", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+// newMemImage puts image bytes where instances can map them: an
+// anonymous, sealed memory file.
+func newMemImage(img []byte) (memImage, error) {
+	fd, err := unix.MemfdCreate("toolhost-image", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {
-		return fmt.Errorf("memfd: %w", err)
+		return memImage{}, fmt.Errorf("memfd: %w", err)
 	}
-	f := os.NewFile(uintptr(fd), "toolhost-python-snapshot")
+	f := os.NewFile(uintptr(fd), "toolhost-image")
 	if _, err := f.Write(img); err != nil {
 		f.Close()
-		return fmt.Errorf("memfd: %w", err)
+		return memImage{}, fmt.Errorf("memfd: %w", err)
 	}
 	_, _ = unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE|unix.F_SEAL_SEAL)
-	sn.img, sn.imgOff = f, 0
-	return nil
+	return memImage{file: f, size: uint64(len(img))}, nil
 }
 
 // residentKiB is the process's proportional set size: private pages in full,

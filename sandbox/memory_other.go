@@ -11,23 +11,22 @@ import (
 // newAllocator returns nil elsewhere: wazero's default allocator is used.
 func newAllocator(*atomic.Uint64) experimental.MemoryAllocator { return nil }
 
-// newRestoreAllocator: wazero's default allocator; apply copies the image.
-func newRestoreAllocator(*pySnapshot, *atomic.Uint64) experimental.MemoryAllocator { return nil }
+// newRestoreAllocator: wazero's default allocator; the image is copied.
+func newRestoreAllocator(*memImage, *atomic.Uint64) experimental.MemoryAllocator { return nil }
 
-// load reads a snapshot loaded from a file into memory.
-func (sn *pySnapshot) load() error {
-	b := make([]byte, sn.size)
-	if _, err := sn.img.ReadAt(b, sn.imgOff); err != nil {
+// load reads an image opened from a file into memory.
+func (im *memImage) load() error {
+	b := make([]byte, im.size)
+	if _, err := im.file.ReadAt(b, im.off); err != nil {
 		return err
 	}
-	sn.copied = b
+	im.copied = b
 	return nil
 }
 
-// newSnapshotImage keeps a freshly taken image in memory.
-func newSnapshotImage(sn *pySnapshot, img []byte) error {
-	sn.copied = img
-	return nil
+// newMemImage keeps image bytes in memory.
+func newMemImage(img []byte) (memImage, error) {
+	return memImage{copied: img, size: uint64(len(img))}, nil
 }
 
 // residentKiB is not measured here; pools assume defaultInstanceKiB.

@@ -19,21 +19,23 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/sys"
+
+	"toolhost/sandbox/internal/wasmedit"
 )
 
 //go:embed bootstrap.py
 var pythonBootstrap string
 
-// pythonEngine runs CPython (a WASI command, rearranged by makeRestorable)
+// pythonEngine runs CPython (a WASI command, rearranged by rearrangePython)
 // one instance per run. Instances are restored from a snapshot of a booted
 // interpreter (see pySnapshot); when no snapshot can be taken, each boots.
 type pythonEngine struct {
 	s        *Sandbox
 	file     runtimeFile
 	compiled wazero.CompiledModule
-	data     []dataSegment // for booting without a snapshot
-	snap     *pySnapshot   // nil: boot every instance
-	snapErr  error         // why there is no snapshot
+	data     []wasmedit.Segment // for booting without a snapshot
+	snap     *pySnapshot        // nil: boot every instance
+	snapErr  error              // why there is no snapshot
 	pool     *pool[*pyInstance]
 }
 
@@ -41,17 +43,17 @@ func newPythonEngine(s *Sandbox, path string) *pythonEngine {
 	e := &pythonEngine{s: s, file: runtimeFile{lang: Python, path: path}}
 	e.pool = newPool(string(Python), s.cfg.PythonPool, s.cfg.Concurrency, e.start, func(p *pyInstance) { p.discard() })
 	e.file.load(s, func(ctx context.Context, wasm []byte) error {
-		r, err := makeRestorable(wasm)
+		module, data, err := rearrangePython(wasm)
 		if err != nil {
 			return err
 		}
-		cm, err := s.rt.CompileModule(ctx, r.module)
+		cm, err := s.rt.CompileModule(ctx, module)
 		if err != nil {
 			return err
 		}
-		e.compiled, e.data = cm, r.data
+		e.compiled, e.data = cm, data
 		start := time.Now()
-		sn, from, err := e.snapshot(ctx, s.opts.CacheDir, wasm, r)
+		sn, from, err := e.snapshot(ctx, s.opts.CacheDir, wasm)
 		if err != nil {
 			if ctx.Err() != nil {
 				return err
@@ -74,7 +76,7 @@ func newPythonEngine(s *Sandbox, path string) *pythonEngine {
 
 // snapshot loads the cached snapshot for this runtime and bootstrap, or
 // takes one (and caches it), and checks it runs a program.
-func (e *pythonEngine) snapshot(ctx context.Context, dir string, wasm []byte, r *restorable) (*pySnapshot, string, error) {
+func (e *pythonEngine) snapshot(ctx context.Context, dir string, wasm []byte) (*pySnapshot, string, error) {
 	key := snapshotKey(wasm)
 	if dir != "" {
 		if sn, err := loadSnapshot(dir, key); err == nil {
@@ -89,7 +91,7 @@ func (e *pythonEngine) snapshot(ctx context.Context, dir string, wasm []byte, r 
 			sn.close()
 		}
 	}
-	sn, img, err := e.takeSnapshot(ctx, r)
+	sn, img, err := e.takeSnapshot(ctx)
 	if err != nil {
 		return nil, "", err
 	}
@@ -101,10 +103,12 @@ func (e *pythonEngine) snapshot(ctx context.Context, dir string, wasm []byte, r 
 			sn = saved
 		}
 	}
-	if sn.img == nil && sn.copied == nil {
-		if err := newSnapshotImage(sn, img); err != nil {
+	if sn.file == nil && sn.copied == nil {
+		im, err := newMemImage(img)
+		if err != nil {
 			return nil, "", err
 		}
+		sn.memImage = im
 	}
 	if err := e.check(ctx, sn); err != nil {
 		sn.close()
@@ -193,7 +197,7 @@ func (e *pythonEngine) startFrom(ctx context.Context, sn *pySnapshot) (*pyInstan
 		WithNanosleep(func(ns int64) { sleepCtx(ictx, time.Duration(ns)) })
 	alloc := newAllocator(&p.peak)
 	if sn != nil {
-		alloc = newRestoreAllocator(sn, &p.peak)
+		alloc = newRestoreAllocator(&sn.memImage, &p.peak)
 		cfg = cfg.WithArgs("python")
 	} else {
 		cfg = cfg.WithArgs(pythonArgs("run")...)
@@ -210,13 +214,7 @@ func (e *pythonEngine) startFrom(ctx context.Context, sn *pySnapshot) (*pyInstan
 					err = sn.enter(ictx, mod)
 				}
 			} else {
-				for _, d := range e.data {
-					if !mod.Memory().Write(d.offset, d.data) {
-						err = fmt.Errorf("data segment at %d does not fit the memory", d.offset)
-						break
-					}
-				}
-				if err == nil {
+				if err = writeData(mod, e.data); err == nil {
 					_, err = mod.ExportedFunction("_start").Call(ictx)
 				}
 			}

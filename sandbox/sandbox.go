@@ -173,6 +173,7 @@ func (s *Sandbox) Close() error {
 		if s.py.snap != nil {
 			s.py.snap.close()
 		}
+		s.js.image.close()
 		err = s.rt.Close(context.Background())
 		if s.cache != nil {
 			_ = s.cache.Close(context.Background())

@@ -148,10 +148,6 @@ func TestBadSnapshotCacheIsReplaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := makeRestorable(wasm)
-	if err != nil {
-		t.Fatal(err)
-	}
 	key := snapshotKey(wasm)
 	good, err := os.ReadFile(snapshotPath(testCacheDir, key))
 	if err != nil {
@@ -176,7 +172,7 @@ func TestBadSnapshotCacheIsReplaced(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			sn, from, err := s.py.snapshot(ctx, dir, wasm, r)
+			sn, from, err := s.py.snapshot(ctx, dir, wasm)
 			if err != nil {
 				t.Fatal(err)
 			}

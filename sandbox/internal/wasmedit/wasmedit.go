@@ -1,4 +1,18 @@
-package sandbox
+// Package wasmedit rearranges a WebAssembly binary at the section level so
+// an instance of it can be restored from a memory snapshot: it takes the
+// data segments out (the host writes them into a first instance itself, and
+// a restored instance must not get them, since instantiation would
+// overwrite the snapshot with the initial values), and can export global 0
+// and add a trampoline that calls a table entry.
+//
+// Appending a type, a function and exports shifts no existing index, so an
+// edit is a pure function of the input bytes: the same binary always gives
+// the same module, and wazero's compilation cache keeps working.
+//
+// There is no maintained Go library that edits WebAssembly binaries (wazero
+// decodes into internal types only); the editing needed is section-level and
+// about 300 lines, so it is written here.
+package wasmedit
 
 import (
 	"bytes"
@@ -6,32 +20,6 @@ import (
 	"errors"
 	"fmt"
 )
-
-// This file rearranges the CPython WASI command (python.wasm) so an
-// interpreter can be restored from a memory snapshot instead of booted. The
-// module is a command: its only entry point is _start, it has no name
-// section (its DWARF addresses are zeroed), and every C function it calls
-// through a pointer sits in table 0. Three additions make it restorable
-// without knowing anything else about its insides:
-//
-//   - an exported function "toolhost_call" (fn, a, b, c, d) that calls table
-//     entry fn with (a, b, c, d) — the signature of CPython's vectorcall, so
-//     the host can call a Python function object given its address and its
-//     vectorcall pointer, both read from linear memory;
-//   - an export "toolhost_sp" of global 0, the shadow-stack pointer, so a
-//     snapshot can carry it;
-//   - no data segments: the host writes them into the first instance's
-//     memory itself, and a restored instance gets the snapshot's memory
-//     untouched (instantiation would otherwise overwrite it).
-//
-// Appending a type, a function and exports shifts no existing index, so the
-// rewrite is a pure function of the input bytes: the same python.wasm always
-// gives the same module, and wazero's compilation cache keeps working.
-// Custom sections (about 12 MB of DWARF) are dropped.
-//
-// There is no maintained Go library that edits WebAssembly binaries (wazero
-// decodes into internal types only); the editing needed is section-level and
-// about 200 lines, so it is written here.
 
 const (
 	wasmSecType     = 1
@@ -43,10 +31,6 @@ const (
 	wasmSecCode     = 10
 	wasmSecData     = 11
 	wasmSecDataCnt  = 12
-
-	// Names the rewrite adds.
-	pyCallExport = "toolhost_call"
-	pySPExport   = "toolhost_sp"
 )
 
 type wasmSection struct {
@@ -54,19 +38,31 @@ type wasmSection struct {
 	body []byte
 }
 
-// dataSegment is an active data segment of memory 0.
-type dataSegment struct {
-	offset uint32
-	data   []byte
+// Segment is an active data segment of memory 0.
+type Segment struct {
+	Offset uint32
+	Data   []byte
 }
 
-// restorable is python.wasm rearranged for snapshots.
-type restorable struct {
-	module []byte        // the rewritten binary
-	data   []dataSegment // what instantiation would have written
+// Edit says what Apply does besides taking the data segments out.
+type Edit struct {
+	// Trampoline, when set, is the name of an exported function added to
+	// the module: (fn, a, b, c, d i32) -> i32 calls entry fn of table 0
+	// with (a, b, c, d) — the C signature of CPython's vectorcall.
+	Trampoline string
+	// ExportGlobal0, when set, exports global 0, which must be a mutable
+	// i32 defined by the module (wasm-ld's shadow-stack pointer), under
+	// this name.
+	ExportGlobal0 string
+	// KeepCustom keeps the custom sections (names, DWARF); by default they
+	// are dropped.
+	KeepCustom bool
 }
 
-var errWasm = errors.New("not a WebAssembly module this sandbox can rearrange")
+// ErrUnsupported: the binary has a shape Apply does not handle.
+var ErrUnsupported = errors.New("not a WebAssembly module that can be rearranged")
+
+var errWasm = ErrUnsupported
 
 func readULEB(b []byte, i int) (uint64, int, error) {
 	var r uint64
@@ -255,12 +251,12 @@ func skipLimits(b []byte, i int) (int, error) {
 
 // parseData reads the data section; every segment must be active on memory
 // 0 with an i32.const offset, which is what wasm-ld writes.
-func parseData(body []byte) ([]dataSegment, error) {
+func parseData(body []byte) ([]Segment, error) {
 	n, i, err := vecCount(body)
 	if err != nil {
 		return nil, err
 	}
-	segs := make([]dataSegment, 0, n)
+	segs := make([]Segment, 0, n)
 	for s := 0; s < int(n); s++ {
 		flags, j, err := readULEB(body, i)
 		if err != nil {
@@ -288,21 +284,22 @@ func parseData(body []byte) ([]dataSegment, error) {
 		if j+int(l) > len(body) {
 			return nil, fmt.Errorf("%w: data segment %d runs past the end", errWasm, s)
 		}
-		segs = append(segs, dataSegment{offset: uint32(off), data: body[j : j+int(l)]})
+		segs = append(segs, Segment{Offset: uint32(off), Data: body[j : j+int(l)]})
 		i = j + int(l)
 	}
 	return segs, nil
 }
 
-// makeRestorable rewrites python.wasm as described at the top of the file.
-func makeRestorable(wasm []byte) (*restorable, error) {
+// Apply edits wasm as e says and returns the new binary and the data
+// segments it took out.
+func Apply(wasm []byte, e Edit) ([]byte, []Segment, error) {
 	secs, err := splitSections(wasm)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var importFuncs, importGlobals, definedFuncs, globals int
-	var vectorcallType, callType int
-	r := &restorable{}
+	vectorcallType, callType := -1, -1
+	var data []Segment
 	out := append([]byte(nil), wasm[:8]...)
 	emit := func(id byte, body []byte) {
 		out = append(out, id)
@@ -312,19 +309,24 @@ func makeRestorable(wasm []byte) (*restorable, error) {
 	seen := map[byte]bool{}
 	for _, s := range secs {
 		if s.id != 0 && seen[s.id] {
-			return nil, fmt.Errorf("%w: section %d twice", errWasm, s.id)
+			return nil, nil, fmt.Errorf("%w: section %d twice", errWasm, s.id)
 		}
 		seen[s.id] = true
 		body := s.body
 		switch s.id {
-		case 0: // custom: DWARF, producers; not needed to run
-			continue
+		case 0: // custom: names, DWARF, producers; not needed to run
+			if !e.KeepCustom {
+				continue
+			}
 		case wasmSecType:
+			if e.Trampoline == "" {
+				break
+			}
 			vc := funcType(4, 1)
 			var n int
 			vectorcallType, n, err = findType(body, vc)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			var extra []byte
 			add := 0
@@ -337,59 +339,71 @@ func makeRestorable(wasm []byte) (*restorable, error) {
 			extra = append(extra, funcType(5, 1)...)
 			add++
 			if body, err = withCount(body, add, extra); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		case wasmSecImport:
 			if importFuncs, importGlobals, err = countImports(body); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		case wasmSecFunction:
 			n, _, err := vecCount(body)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			definedFuncs = int(n)
-			if body, err = withCount(body, 1, appendULEB(nil, uint64(callType))); err != nil {
-				return nil, err
+			if e.Trampoline != "" {
+				if body, err = withCount(body, 1, appendULEB(nil, uint64(callType))); err != nil {
+					return nil, nil, err
+				}
 			}
 		case wasmSecGlobal:
 			n, i, err := vecCount(body)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			globals = int(n)
 			// Global 0 must be the mutable i32 stack pointer wasm-ld puts
 			// first.
-			if n == 0 || importGlobals != 0 || i+2 > len(body) || body[i] != 0x7f || body[i+1] != 1 {
-				return nil, fmt.Errorf("%w: global 0 is not a mutable i32 stack pointer", errWasm)
+			if e.ExportGlobal0 != "" && (n == 0 || importGlobals != 0 || i+2 > len(body) || body[i] != 0x7f || body[i+1] != 1) {
+				return nil, nil, fmt.Errorf("%w: global 0 is not a mutable i32 stack pointer", errWasm)
 			}
 		case wasmSecExport:
 			var extra []byte
-			extra = appendULEB(extra, uint64(len(pyCallExport)))
-			extra = append(extra, pyCallExport...)
-			extra = append(extra, 0x00) // func
-			extra = appendULEB(extra, uint64(importFuncs+definedFuncs))
-			extra = appendULEB(extra, uint64(len(pySPExport)))
-			extra = append(extra, pySPExport...)
-			extra = append(extra, 0x03) // global
-			extra = appendULEB(extra, 0)
-			if body, err = withCount(body, 2, extra); err != nil {
-				return nil, err
+			add := 0
+			if e.Trampoline != "" {
+				extra = appendULEB(extra, uint64(len(e.Trampoline)))
+				extra = append(extra, e.Trampoline...)
+				extra = append(extra, 0x00) // func
+				extra = appendULEB(extra, uint64(importFuncs+definedFuncs))
+				add++
+			}
+			if e.ExportGlobal0 != "" {
+				extra = appendULEB(extra, uint64(len(e.ExportGlobal0)))
+				extra = append(extra, e.ExportGlobal0...)
+				extra = append(extra, 0x03) // global
+				extra = appendULEB(extra, 0)
+				add++
+			}
+			if body, err = withCount(body, add, extra); err != nil {
+				return nil, nil, err
 			}
 		case wasmSecStart:
-			return nil, fmt.Errorf("%w: it has a start function", errWasm)
+			return nil, nil, fmt.Errorf("%w: it has a start function", errWasm)
 		case wasmSecCode:
+			if e.Trampoline == "" {
+				break
+			}
 			// (fn a b c d) -> call_indirect (a b c d) through table 0.
 			code := []byte{0x00, 0x20, 1, 0x20, 2, 0x20, 3, 0x20, 4, 0x20, 0, 0x11}
 			code = appendULEB(code, uint64(vectorcallType))
 			code = append(code, 0x00, 0x0b)
 			fn := appendULEB(nil, uint64(len(code)))
 			if body, err = withCount(body, 1, append(fn, code...)); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		case wasmSecData:
-			if r.data, err = parseData(body); err != nil {
-				return nil, err
+			if data, err = parseData(body); err != nil {
+				return nil, nil, err
 			}
 			continue
 		case wasmSecDataCnt:
@@ -399,9 +413,11 @@ func makeRestorable(wasm []byte) (*restorable, error) {
 		}
 		emit(s.id, body)
 	}
-	if !seen[wasmSecType] || !seen[wasmSecFunction] || !seen[wasmSecExport] || !seen[wasmSecCode] || globals == 0 {
-		return nil, fmt.Errorf("%w: a type, function, global, export or code section is missing", errWasm)
+	if e.Trampoline != "" && (!seen[wasmSecType] || !seen[wasmSecFunction] || !seen[wasmSecExport] || !seen[wasmSecCode]) {
+		return nil, nil, fmt.Errorf("%w: a type, function, export or code section is missing", errWasm)
 	}
-	r.module = out
-	return r, nil
+	if e.ExportGlobal0 != "" && (globals == 0 || !seen[wasmSecExport]) {
+		return nil, nil, fmt.Errorf("%w: no global or export section", errWasm)
+	}
+	return out, data, nil
 }
