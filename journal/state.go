@@ -36,7 +36,9 @@ const (
 
 // transitions are the allowed edges. A state without an entry is terminal.
 var transitions = map[State][]State{
-	StateProposed:   {StateParsed, StateParseRejected},
+	// A call over its key's rate or concurrency limit is refused before
+	// its arguments are parsed.
+	StateProposed:   {StateParsed, StateParseRejected, StateAuthorizationRejected},
 	StateParsed:     {StateValidated, StateValidationRejected},
 	StateValidated:  {StateAuthorized, StateAuthorizationRejected},
 	StateAuthorized: {StatePrepared, StateExecuting, StateIdempotencyRejected, StateDeduplicated},

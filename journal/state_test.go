@@ -18,6 +18,7 @@ func TestTransitionRules(t *testing.T) {
 	// exits) or refused.
 	want := [][2]State{
 		{StateProposed, StateParsed}, {StateProposed, StateParseRejected},
+		{StateProposed, StateAuthorizationRejected}, // rate and concurrency limits come before parsing
 		{StateParsed, StateValidated}, {StateParsed, StateValidationRejected},
 		{StateValidated, StateAuthorized}, {StateValidated, StateAuthorizationRejected},
 		{StateAuthorized, StatePrepared}, {StateAuthorized, StateExecuting},

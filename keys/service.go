@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"regexp"
 	"strings"
 	"sync"
@@ -54,6 +55,10 @@ type Service struct {
 	opts  Options
 	mu    sync.Mutex
 	cache map[string]cached // by hash and by "id:"+id
+	// touched is when each key's use was last recorded. It is kept here,
+	// not on the cached *Key, which every concurrent request shares and
+	// must only read.
+	touched map[string]time.Time
 }
 
 type cached struct {
@@ -78,7 +83,7 @@ func New(opts Options) *Service {
 	if opts.Limiter == nil {
 		opts.Limiter = NewMemoryLimiter(opts.Now)
 	}
-	return &Service{opts: opts, cache: map[string]cached{}}
+	return &Service{opts: opts, cache: map[string]cached{}, touched: map[string]time.Time{}}
 }
 
 // Authenticate resolves a presented secret to its key. It returns an error
@@ -124,13 +129,23 @@ func (s *Service) lookup(ctx context.Context, cacheKey string, load func() (*Key
 }
 
 // touch records last use at most once a minute per key, off the call path.
+// The shared *Key is not written: concurrent requests read it.
 func (s *Service) touch(k *Key) {
 	now := s.opts.Now()
-	if k.LastUsedAt != nil && now.Sub(*k.LastUsedAt) < time.Minute {
+	s.mu.Lock()
+	last, ok := s.touched[k.ID]
+	if !ok && k.LastUsedAt != nil {
+		last, ok = *k.LastUsedAt, true
+	}
+	if ok && now.Sub(last) < time.Minute {
+		s.mu.Unlock()
 		return
 	}
-	t := now
-	k.LastUsedAt = &t
+	if len(s.touched) > 10000 {
+		s.touched = map[string]time.Time{}
+	}
+	s.touched[k.ID] = now
+	s.mu.Unlock()
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -149,6 +164,10 @@ type Admission struct {
 	Paid      bool          // the tool bills units
 	Lease     string        // unique id of the call (its execution id)
 	Timeout   time.Duration // how long the call may hold a concurrency slot
+	// MaxUnits is the most paid units the call can use (run_code: its
+	// timeout in seconds); 0 means 1. It is what Reserve holds against the
+	// monthly cap while the call runs.
+	MaxUnits float64
 }
 
 // Ticket is an admitted call. Done must be called once when it ends.
@@ -158,6 +177,7 @@ type Ticket struct {
 	key      *Key
 	month    string
 	reserved float64
+	held     bool // Reserve succeeded: Done settles the usage
 	slot     bool
 	once     sync.Once
 }
@@ -167,6 +187,22 @@ type Ticket struct {
 // returns a Ticket, or a *Refusal. A call without a key (development mode,
 // the command line) is admitted unmetered.
 func (s *Service) Admit(ctx context.Context, a Admission) (*Ticket, error) {
+	t, err := s.Limit(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.Reserve(ctx, a.Paid, a.MaxUnits); err != nil {
+		t.Done(0)
+		return nil, err
+	}
+	return t, nil
+}
+
+// Limit is the first half of Admit, cheap enough to run before a call's
+// arguments are even parsed: the key's scope for the slot, calls per
+// minute and concurrent calls. A call refused here costs the server no
+// parsing or validation. Reserve completes the admission.
+func (s *Service) Limit(ctx context.Context, a Admission) (*Ticket, error) {
 	t := &Ticket{s: s, a: a, month: Month(s.opts.Now())}
 	if a.KeyID == "" {
 		return t, nil
@@ -214,25 +250,53 @@ func (s *Service) Admit(ctx context.Context, a Admission) (*Ticket, error) {
 			t.slot = true
 		}
 	}
-	if a.Paid {
-		// Reserve one unit's price before running: the real count (pages,
-		// seconds) is known only afterwards and is settled in Done, so the
-		// last call of a month may end slightly over the cap, never start
-		// over it.
-		price := s.price(a.Tool)
-		ok, used, err := s.opts.Store.ReserveCost(ctx, k.ID, t.month, price, k.Limits.MonthlyUnitsCap)
-		if err != nil {
-			t.releaseSlot()
-			return nil, s.unavailable(err)
-		}
-		if !ok {
-			t.releaseSlot()
-			return nil, &Refusal{Code: CodeMonthlyCapReached,
-				Message: fmt.Sprintf("this API key has used %.4g of its %.4g monthly units; paid tools are refused until next month (free tools still work)", used, k.Limits.MonthlyUnitsCap)}
-		}
-		t.reserved = price
-	}
 	return t, nil
+}
+
+// Reserve holds the most a paid call can cost against the key's monthly
+// cap: maxUnits (at least 1) times the tool's price. When less than that is
+// left but at least one unit, the rest of the cap is held and Budget says
+// how many units the call may use, so concurrent calls can never bill past
+// the cap together (they did when one unit was held per call). The real
+// cost is settled by Done.
+func (t *Ticket) Reserve(ctx context.Context, paid bool, maxUnits float64) error {
+	t.a.Paid = paid
+	if !paid || t.key == nil {
+		return nil
+	}
+	s, k := t.s, t.key
+	price := s.price(t.a.Tool)
+	want := max(maxUnits, 1) * price
+	ok, used, err := s.opts.Store.ReserveCost(ctx, k.ID, t.month, want, k.Limits.MonthlyUnitsCap)
+	if err == nil && !ok && price > 0 {
+		// Less than the maximum is left: hold whole units of what is.
+		if left := math.Floor((k.Limits.MonthlyUnitsCap-used)/price) * price; left >= price {
+			want = left
+			ok, used, err = s.opts.Store.ReserveCost(ctx, k.ID, t.month, want, k.Limits.MonthlyUnitsCap)
+		}
+	}
+	if err != nil {
+		return s.unavailable(err)
+	}
+	if !ok {
+		return &Refusal{Code: CodeMonthlyCapReached,
+			Message: fmt.Sprintf("this API key has used %.4g of its %.4g monthly units; paid tools are refused until next month (free tools still work)", used, k.Limits.MonthlyUnitsCap)}
+	}
+	t.reserved, t.held = want, true
+	return nil
+}
+
+// Budget is how many paid units the admitted call may use: what Reserve
+// held, in units; 0 means no limit (no cap, a free tool, no key).
+func (t *Ticket) Budget() float64 {
+	if t.key == nil || !t.a.Paid || t.key.Limits.MonthlyUnitsCap <= 0 {
+		return 0
+	}
+	price := t.s.price(t.a.Tool)
+	if price <= 0 {
+		return 0
+	}
+	return t.reserved / price
 }
 
 func (s *Service) unavailable(err error) error {
@@ -263,8 +327,13 @@ func (t *Ticket) releaseSlot() {
 func (t *Ticket) Done(units float64) {
 	t.once.Do(func() {
 		t.releaseSlot()
-		if t.key == nil || !t.a.Paid {
+		if t.key == nil || !t.a.Paid || !t.held {
 			return
+		}
+		// The call was told its budget; it never bills past it (a run
+		// stopped at its deadline may report one more started second).
+		if b := t.Budget(); b > 0 && units > b {
+			units = b
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

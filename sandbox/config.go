@@ -21,6 +21,11 @@ type Config struct {
 	// QueueLength is how many runs may wait for a slot; one more is refused
 	// with ErrBusy. Default 4 × Concurrency.
 	QueueLength int `json:"queue_length"`
+	// PerAccountConcurrency is how many of the slots one account's runs may
+	// hold at once; as many times more may wait, in the same proportion as
+	// the queue to the slots, and one more is refused with ErrBusy.
+	// Default half the slots (at least one).
+	PerAccountConcurrency int `json:"per_account_concurrency"`
 	// PoolMemoryMiB is the memory the warm pools (pre-started instances
 	// waiting for a run) may hold, half for each language. How many a pool
 	// holds within it follows demand (see pool). Default 64.
@@ -72,6 +77,10 @@ func (c Config) withDefaults() Config {
 	if c.QueueLength <= 0 {
 		c.QueueLength = 4 * c.Concurrency
 	}
+	if c.PerAccountConcurrency <= 0 {
+		c.PerAccountConcurrency = max(1, c.Concurrency/2)
+	}
+	c.PerAccountConcurrency = min(c.PerAccountConcurrency, c.Concurrency)
 	if c.PoolMemoryMiB <= 0 {
 		c.PoolMemoryMiB = 64
 	}

@@ -47,6 +47,9 @@ type Request struct {
 	// Zero or more than MaxTimeout means MaxTimeout.
 	Timeout time.Duration
 	Files   []File
+	// Account, when set, holds the run to the account's share of the
+	// slots (Config.PerAccountConcurrency).
+	Account string
 	// Progress, when set, is called about once a second while the request
 	// waits for a slot and while it runs.
 	Progress func(elapsed time.Duration, message string)
@@ -103,6 +106,7 @@ type Sandbox struct {
 
 	slots   chan struct{}
 	waiting atomic.Int64
+	shares  *shares // per-account share of the slots (share.go)
 
 	py *pythonEngine
 	js *jsEngine
@@ -151,7 +155,8 @@ func New(ctx context.Context, opts Options) (*Sandbox, error) {
 	s := &Sandbox{
 		cfg: cfg, opts: opts, log: logger, rt: rt, cache: cache,
 		ctx: bg, cancel: cancel,
-		slots: make(chan struct{}, cfg.Concurrency),
+		slots:  make(chan struct{}, cfg.Concurrency),
+		shares: newShares(cfg.PerAccountConcurrency, cfg.QueueLength*cfg.PerAccountConcurrency/cfg.Concurrency),
 	}
 	s.py = newPythonEngine(s, filepath.Join(opts.RuntimesDir, PythonFile))
 	s.js = newJSEngine(s, filepath.Join(opts.RuntimesDir, JavaScriptFile))
@@ -305,6 +310,11 @@ func (s *Sandbox) Run(ctx context.Context, req Request) (*Result, error) {
 	default:
 		return nil, fmt.Errorf("%w: unknown language %q (want python or javascript)", ErrInvalid, req.Language)
 	}
+	leave, err := s.shares.acquire(ctx, s.ctx, req.Account)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
 	release, err := s.admit(ctx, progress)
 	if err != nil {
 		return nil, err

@@ -27,7 +27,9 @@ type Options struct {
 	// ShutdownTimeout is how long in-flight requests may take to finish
 	// after a shutdown signal before their contexts are cancelled.
 	ShutdownTimeout time.Duration
-	Logger          *slog.Logger
+	// Limits bound connections, idle time, headers and request bodies.
+	Limits Limits
+	Logger *slog.Logger
 }
 
 // Server is the HTTP face.
@@ -71,7 +73,8 @@ func New(opts Options) *Server {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
 	})
-	return &Server{opts: opts, handler: RequestID(mux)}
+	opts.Limits = opts.Limits.withDefaults()
+	return &Server{opts: opts, handler: bodyDeadline(opts.Limits.BodyTimeout, RequestID(mux))}
 }
 
 // Handler returns the whole chain, for tests that use httptest.
@@ -83,12 +86,18 @@ func (s *Server) Handler() http.Handler { return s.handler }
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	baseCtx, cancelBase := context.WithCancel(context.Background())
 	defer cancelBase()
+	lim := s.opts.Limits
 	hs := &http.Server{
 		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: lim.ReadHeaderTimeout,
+		IdleTimeout:       lim.IdleTimeout,
+		MaxHeaderBytes:    lim.MaxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
 		ErrorLog:          slog.NewLogLogger(s.opts.Logger.Handler(), slog.LevelWarn),
 	}
+	cl := limitConns(ln, lim.MaxConns, lim.MaxConnsPerIP)
+	hs.ConnState = cl.connState
+	ln = cl
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -113,25 +122,58 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 type ctxKey int
 
-const requestIDKey ctxKey = iota
+const (
+	requestIDKey ctxKey = iota
+	clientRequestIDKey
+)
 
-// RequestID gives every request an id (the caller's X-Request-Id when it is
-// sane, a new one otherwise), echoes it in the response and stores it in the
-// context.
+// RequestID gives every request an id of ours, stores it in the context and
+// answers it in X-Request-Id. It becomes the /v1 request_id and the journal
+// floor id, so it is never taken from the caller: two accounts could send
+// the same one, and a caller could write what log lines say. A caller's
+// own X-Request-Id (at most 128 printable characters) is kept beside it
+// (ClientRequestIDFrom) and echoed as X-Client-Request-Id. An id already in
+// the context (WithRequestID, set by an outer layer) is kept.
 func RequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("X-Request-Id")
-		if id == "" || len(id) > 128 {
+		ctx := r.Context()
+		id := RequestIDFrom(ctx)
+		if id == "" {
 			id = uuid.NewString()
+			ctx = WithRequestID(ctx, id)
 		}
 		w.Header().Set("X-Request-Id", id)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
+		if cid := r.Header.Get("X-Request-Id"); cid != "" && len(cid) <= 128 && printable(cid) {
+			w.Header().Set("X-Client-Request-Id", cid)
+			ctx = context.WithValue(ctx, clientRequestIDKey, cid)
+		}
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+func printable(s string) bool {
+	for _, c := range s {
+		if c < 0x21 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// WithRequestID returns ctx carrying id as the request id.
+func WithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey, id)
 }
 
 // RequestIDFrom returns the request id stored by RequestID.
 func RequestIDFrom(ctx context.Context) string {
 	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+// ClientRequestIDFrom returns the caller's own X-Request-Id, if it sent one.
+func ClientRequestIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(clientRequestIDKey).(string)
 	return id
 }
 

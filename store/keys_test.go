@@ -200,13 +200,14 @@ func TestSettleAdjustsReservation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tk, err := svc.Admit(ctx, keys.Admission{KeyID: k.ID, Slot: "mcp", Tool: "fetch_page", Paid: true, Lease: "a"})
+			// fetch_page declares the pages it may extract (its page budget).
+			tk, err := svc.Admit(ctx, keys.Admission{KeyID: k.ID, Slot: "mcp", Tool: "fetch_page", Paid: true, Lease: "a", MaxUnits: 100})
 			if err != nil {
 				t.Fatal(err)
 			}
 			tk.Done(12) // a 12-page PDF
 			tk.Done(12) // twice is harmless
-			tk, err = svc.Admit(ctx, keys.Admission{KeyID: k.ID, Slot: "mcp", Tool: "fetch_page", Paid: true, Lease: "b"})
+			tk, err = svc.Admit(ctx, keys.Admission{KeyID: k.ID, Slot: "mcp", Tool: "fetch_page", Paid: true, Lease: "b", MaxUnits: 100})
 			if err != nil {
 				t.Fatal(err)
 			}

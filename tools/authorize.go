@@ -11,30 +11,65 @@ import (
 // KeysAuthorizer admits calls under the caller's API-key limits: scopes,
 // the MCP per-minute and concurrency limits, and the monthly cap for tools
 // that bill units. The paid units a call reports are settled when it ends.
+//
+// It is also a limitGate: the rate and concurrency limits are taken before
+// the call is parsed (Executor.Execute), so a key over them gets no
+// parsing, validation or schema work done for free.
 func KeysAuthorizer(svc *keys.Service) Authorizer { return keysAuthorizer{svc} }
 
 type keysAuthorizer struct{ svc *keys.Service }
 
-func (a keysAuthorizer) Authorize(ctx context.Context, inv *Invocation) (func(Outcome), error) {
-	t, err := a.svc.Admit(ctx, keys.Admission{
-		KeyID:     inv.Caller.KeyID,
-		AccountID: inv.Caller.AccountID,
-		Slot:      inv.Caller.Slot,
-		Tool:      inv.Spec.Name,
-		Paid:      inv.Spec.PaidUnit != "",
-		Lease:     inv.ID,
-		Timeout:   time.Until(inv.Deadline),
+// limitGate is an Authorizer whose cheap per-key limits can be checked
+// before parsing. The value it returns reaches Authorize as
+// Invocation.admitted; done releases what it holds (safe to call twice).
+type limitGate interface {
+	gate(ctx context.Context, p *Proposal, lease string, timeout time.Duration) (admitted any, done func(Outcome), err error)
+}
+
+func (a keysAuthorizer) gate(ctx context.Context, p *Proposal, lease string, timeout time.Duration) (any, func(Outcome), error) {
+	t, err := a.svc.Limit(ctx, keys.Admission{
+		KeyID:     p.Caller.KeyID,
+		AccountID: p.Caller.AccountID,
+		Slot:      p.Caller.Slot,
+		Tool:      p.Tool,
+		Lease:     lease,
+		Timeout:   timeout,
 	})
 	if err != nil {
-		var ref *keys.Refusal
-		if errors.As(err, &ref) {
-			te := &Error{Code: ref.Code, Message: ref.Message, RetryAfter: ref.RetryAfter}
-			if ref.RetryAfter > 0 {
-				te.Details = map[string]any{"retry_after_ms": ref.RetryAfter.Milliseconds()}
-			}
-			return nil, te
-		}
-		return nil, err
+		return nil, nil, refusal(err)
 	}
+	return t, func(out Outcome) { t.Done(out.Units) }, nil
+}
+
+func (a keysAuthorizer) Authorize(ctx context.Context, inv *Invocation) (func(Outcome), error) {
+	paid := inv.Spec.PaidUnit != ""
+	t, ok := inv.admitted.(*keys.Ticket)
+	if !ok {
+		var err error
+		t, err = a.svc.Limit(ctx, keys.Admission{
+			KeyID: inv.Caller.KeyID, AccountID: inv.Caller.AccountID, Slot: inv.Caller.Slot,
+			Tool: inv.Spec.Name, Lease: inv.ID, Timeout: time.Until(inv.Deadline),
+		})
+		if err != nil {
+			return nil, refusal(err)
+		}
+	}
+	if err := t.Reserve(ctx, paid, inv.MaxUnits); err != nil {
+		t.Done(0)
+		return nil, refusal(err)
+	}
+	inv.UnitBudget = t.Budget()
 	return func(out Outcome) { t.Done(out.Units) }, nil
+}
+
+func refusal(err error) error {
+	var ref *keys.Refusal
+	if errors.As(err, &ref) {
+		te := &Error{Code: ref.Code, Message: ref.Message, RetryAfter: ref.RetryAfter}
+		if ref.RetryAfter > 0 {
+			te.Details = map[string]any{"retry_after_ms": ref.RetryAfter.Milliseconds()}
+		}
+		return te
+	}
+	return err
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"toolhost/catalog"
+	"toolhost/clip"
 	"toolhost/journal"
 )
 
@@ -75,6 +76,11 @@ type Options struct {
 	// MaxResultBytes caps the text and structured content of one result.
 	// Default 256 KiB.
 	MaxResultBytes int
+	// JournalArgsBytes and JournalResultBytes bound what one record keeps
+	// of the raw and normalized arguments (64 KiB) and of the result and
+	// its text (256 KiB); more is cut and marked (JournalTruncatedMark).
+	JournalArgsBytes   int
+	JournalResultBytes int
 	// Authorizer runs after normalization; nil allows every call.
 	Authorizer Authorizer
 	// Clock is the reference clock; nil means time.Now.
@@ -117,6 +123,12 @@ func NewExecutor(opts Options, ts ...Tool) (*Executor, error) {
 	}
 	if opts.MaxResultBytes <= 0 {
 		opts.MaxResultBytes = 256 << 10
+	}
+	if opts.JournalArgsBytes <= 0 {
+		opts.JournalArgsBytes = 64 << 10
+	}
+	if opts.JournalResultBytes <= 0 {
+		opts.JournalResultBytes = 256 << 10
 	}
 	if opts.Clock == nil {
 		opts.Clock = time.Now
@@ -167,9 +179,30 @@ func (e *Executor) Execute(ctx context.Context, p Proposal) (*Outcome, error) {
 	c := e.begin(p)
 	out := c.out
 
+	timeout := e.opts.DefaultTimeout
+	if p.Timeout > 0 {
+		timeout = min(p.Timeout, e.opts.MaxTimeout)
+	}
+	// Per-key rate and concurrency limits come before any work on the
+	// arguments: a key over them must not get parsing and validation of
+	// megabytes of arguments for free.
+	var admitted any
+	if g, ok := e.opts.Authorizer.(limitGate); ok {
+		adm, done, err := g.gate(ctx, &p, c.rec.ID, timeout)
+		if err != nil {
+			return c.reject(ctx, journal.StateAuthorizationRejected, refusedStatus(err), asToolError(err, CodeDenied))
+		}
+		admitted = adm
+		defer func() { done(*out) }()
+	}
+	if len(p.IdempotencyKey) > MaxIdempotencyKeyBytes {
+		return c.reject(ctx, journal.StateParseRejected, StatusError, Errorf(CodeInvalidIdempotencyKey,
+			"the idempotency key is %d bytes; at most %d are allowed", len(p.IdempotencyKey), MaxIdempotencyKeyBytes))
+	}
+
 	ent, ok := e.tools[p.Tool]
 	if !ok {
-		return c.reject(ctx, journal.StateParseRejected, StatusError, Errorf(CodeUnknownTool, "unknown tool %q; available tools: %s", p.Tool, strings.Join(e.names(), ", ")))
+		return c.reject(ctx, journal.StateParseRejected, StatusError, Errorf(CodeUnknownTool, "unknown tool %q; available tools: %s", clip.Echo(p.Tool), strings.Join(e.names(), ", ")))
 	}
 	out.Version = ent.spec.Version
 	c.rec.ToolVersion = ent.spec.Version
@@ -210,10 +243,6 @@ func (e *Executor) Execute(ctx context.Context, p Proposal) (*Outcome, error) {
 		return nil, err
 	}
 
-	timeout := e.opts.DefaultTimeout
-	if p.Timeout > 0 {
-		timeout = min(p.Timeout, e.opts.MaxTimeout)
-	}
 	inv := &Invocation{
 		ID:       c.rec.ID,
 		Spec:     ent.spec,
@@ -223,7 +252,12 @@ func (e *Executor) Execute(ctx context.Context, p Proposal) (*Outcome, error) {
 		Caller:   p.Caller,
 		Ref:      ref,
 		Deadline: time.Now().Add(timeout),
+		MaxUnits: 1,
 		progress: p.Progress,
+		admitted: admitted,
+	}
+	if b, ok := ent.tool.(UnitBounder); ok {
+		inv.MaxUnits = b.MaxUnits(inv)
 	}
 
 	// Authorize.
@@ -231,12 +265,7 @@ func (e *Executor) Execute(ctx context.Context, p Proposal) (*Outcome, error) {
 	if e.opts.Authorizer != nil {
 		rel, err := e.opts.Authorizer.Authorize(ctx, inv)
 		if err != nil {
-			te := asToolError(err, CodeDenied)
-			status := StatusDenied
-			if te.RetryAfter > 0 {
-				status = StatusBlocked
-			}
-			return c.reject(ctx, journal.StateAuthorizationRejected, status, te)
+			return c.reject(ctx, journal.StateAuthorizationRejected, refusedStatus(err), asToolError(err, CodeDenied))
 		}
 		release = rel
 	}
@@ -316,19 +345,31 @@ func (e *Executor) call(ctx context.Context, t Tool, inv *Invocation) (res *Resu
 	return t.Call(ctx, inv)
 }
 
+// refusedStatus is the journal status of a refused call: blocked when
+// waiting helps, denied otherwise.
+func refusedStatus(err error) Status {
+	if asToolError(err, CodeDenied).RetryAfter > 0 {
+		return StatusBlocked
+	}
+	return StatusDenied
+}
+
 func (e *Executor) fail(out *Outcome, status Status, te *Error) {
+	// A message may quote the input (an unknown key, a bad value): it is
+	// bounded so a huge input is not sent back, nor journaled, in full.
+	msg := clip.Message(te.Message)
 	out.Status = status
 	out.IsError = true
 	out.Code = te.Code
-	out.Message = te.Message
+	out.Message = msg
 	out.RetryAfter = te.RetryAfter
 	out.Units = te.Units
 	out.Summary = te.Code
-	out.Text = te.Message
+	out.Text = msg
 	if te.RetryAfter > 0 {
 		out.Text += fmt.Sprintf(" (retry after %d ms)", te.RetryAfter.Milliseconds())
 	}
-	body := map[string]any{"code": te.Code, "message": te.Message}
+	body := map[string]any{"code": te.Code, "message": msg}
 	if te.RetryAfter > 0 {
 		body["retry_after_ms"] = te.RetryAfter.Milliseconds()
 	}

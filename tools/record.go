@@ -1,16 +1,19 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
 	"toolhost/catalog"
+	"toolhost/clip"
 	"toolhost/journal"
 )
 
@@ -39,6 +42,22 @@ func Digest(account, tool, version string, canonicalArgs []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// JournalTruncatedMark ends a value the journal stored only the start of.
+const JournalTruncatedMark = "…[truncated by the journal: %d bytes in all]"
+
+// journalBytes is b as the journal stores it: whole up to limit bytes,
+// else its first limit bytes (cut at a UTF-8 boundary) and the mark.
+func journalBytes(b []byte, limit int) []byte {
+	if len(b) <= limit {
+		return append([]byte(nil), b...)
+	}
+	cut := limit
+	for cut > 0 && cut > limit-4 && !utf8.RuneStart(b[cut]) {
+		cut--
+	}
+	return fmt.Appendf(append([]byte(nil), b[:cut]...), JournalTruncatedMark, len(b))
+}
+
 // callRecord is the journal side of one Execute: the record, its trail of
 // state events and the outcome being built.
 type callRecord struct {
@@ -60,7 +79,7 @@ func (e *Executor) begin(p Proposal) *callRecord {
 		ID: id, AccountID: account, KeyID: p.Caller.KeyID, SessionID: p.Caller.SessionID,
 		FloorID: p.Caller.FloorID, RunID: p.Caller.RunID, Round: p.Caller.Round, CallID: p.CallID,
 		CallerSlot: p.Caller.Slot, ProviderID: "toolhost", ProviderType: "builtin", ToolName: p.Tool,
-		ArgsRaw: append([]byte(nil), p.Args...), IdempotencyKey: p.IdempotencyKey, TraceID: p.Caller.TraceID,
+		ArgsRaw: journalBytes(p.Args, e.opts.JournalArgsBytes), IdempotencyKey: clip.Runes(p.IdempotencyKey, MaxIdempotencyKeyBytes), TraceID: p.Caller.TraceID,
 		Status: journal.StatusRunning, Lifecycle: journal.Opened, Commit: journal.CommitPending,
 		StartedAt: start, CreatedAt: start, DeliveryMode: "inline", AttemptNo: 1,
 	}
@@ -86,7 +105,13 @@ func (c *callRecord) settle(commit journal.Commit) {
 	r.Commit = commit
 	r.State = c.tr.State()
 	r.Result = c.out.Structured
-	r.ResultText = c.out.Text
+	if len(r.Result) > c.e.opts.JournalResultBytes {
+		r.Result = fmt.Appendf(nil, `{"journal_truncated":true,"bytes":%d}`, len(r.Result))
+	}
+	r.ResultText = string(journalBytes([]byte(c.out.Text), c.e.opts.JournalResultBytes))
+	if len(r.Args) > c.e.opts.JournalArgsBytes {
+		r.Args = nil // the REST shape shows the cut args_raw instead
+	}
 	r.Summary = c.out.Summary
 	r.Units = c.out.Units
 	r.Truncated = c.out.Truncated
@@ -238,6 +263,9 @@ func (c *callRecord) replay(ctx context.Context, held journal.Record) error {
 	out.Structured = held.Result
 	out.Text = held.ResultText
 	out.Truncated = held.Truncated
+	if bytes.HasPrefix(held.Result, []byte(`{"journal_truncated":`)) {
+		out.Structured, out.Truncated = nil, true // the journal kept only the start
+	}
 	out.Summary = held.Summary
 	out.Units = 0 // nothing ran, nothing to bill
 	out.ReplayOf = held.ID

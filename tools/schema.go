@@ -13,6 +13,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
+
+	"toolhost/clip"
 )
 
 // Validator identifies the JSON Schema implementation and its settings; it is
@@ -70,6 +72,9 @@ func ratString(r *big.Rat) string {
 	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
+// maxValidationLines bounds the failures one message lists.
+const maxValidationLines = 20
+
 // describeValidation flattens a validation error into one line per failing
 // leaf, "at /sides: maximum: got 2000, want 1000", sorted for stable output.
 func describeValidation(err error) string {
@@ -85,7 +90,7 @@ func describeValidation(err error) string {
 			if len(e.InstanceLocation) == 0 {
 				loc = "the top level"
 			}
-			lines = append(lines, "at "+loc+": "+kindMessage(e.ErrorKind))
+			lines = append(lines, "at "+clip.Echo(loc)+": "+clip.Echo(kindMessage(e.ErrorKind)))
 			return
 		}
 		for _, c := range e.Causes {
@@ -94,6 +99,10 @@ func describeValidation(err error) string {
 	}
 	walk(ve)
 	sort.Strings(lines)
+	if len(lines) > maxValidationLines {
+		more := len(lines) - maxValidationLines
+		lines = append(lines[:maxValidationLines], fmt.Sprintf("and %d more", more))
+	}
 	return strings.Join(lines, "; ")
 }
 

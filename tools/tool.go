@@ -77,7 +77,22 @@ type Invocation struct {
 	Caller   Caller
 	Ref      Reference
 	Deadline time.Time
-	progress ProgressFunc
+	// MaxUnits is the most paid units the call can use, from the tool's
+	// UnitBounder (1 when it has none); the monthly cap holds that much
+	// while the call runs.
+	MaxUnits float64
+	// UnitBudget, when positive, is how many paid units the call may use:
+	// less than MaxUnits when the monthly cap has less left. A tool that
+	// bills by work done (run_code seconds, PDF pages) stops there.
+	UnitBudget float64
+	progress   ProgressFunc
+	admitted   any // what the limit gate admitted (authorize.go)
+}
+
+// UnitBounder is implemented by paid tools whose units per call have an
+// upper bound known from the arguments (run_code: its timeout in seconds).
+type UnitBounder interface {
+	MaxUnits(inv *Invocation) float64
 }
 
 // Decode unmarshals the normalized arguments into v, refusing fields v does
@@ -144,4 +159,10 @@ const (
 	CodeCancelled      = "cancelled"
 	CodeInternal       = "internal_error"
 	CodeResultTooLarge = "result_too_large"
+	// CodeInvalidIdempotencyKey: an idempotency key over
+	// MaxIdempotencyKeyBytes.
+	CodeInvalidIdempotencyKey = "invalid_idempotency_key"
 )
+
+// MaxIdempotencyKeyBytes bounds an idempotency key (as /v1's header).
+const MaxIdempotencyKeyBytes = 255

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"toolhost/sandbox"
+	"toolhost/server"
 	"toolhost/tools/fetchpage"
 	"toolhost/tools/websearch"
 )
@@ -29,6 +30,15 @@ type Config struct {
 		// MaxToolRoundsLimit the largest a request may ask for (32).
 		MaxToolRounds      int `json:"max_tool_rounds"`
 		MaxToolRoundsLimit int `json:"max_tool_rounds_limit"`
+		// MaxBodyBytes caps a /v1 request body (16 MiB); CountTokensMaxBytes
+		// the text count_tokens estimates itself (4 MiB).
+		MaxBodyBytes        int64 `json:"max_body_bytes"`
+		CountTokensMaxBytes int64 `json:"count_tokens_max_bytes"`
+		// IdempotencyMaxBytes and IdempotencyAccountBytes cap the stored
+		// Idempotency-Key responses in all (256 MiB) and per account
+		// (64 MiB).
+		IdempotencyMaxBytes     int64 `json:"idempotency_max_bytes"`
+		IdempotencyAccountBytes int64 `json:"idempotency_account_bytes"`
 		// Routes are the upstream model APIs, tried in order.
 		Routes []RouteConfig `json:"routes"`
 	} `json:"hosted"`
@@ -38,8 +48,16 @@ type Config struct {
 		Stateless bool `json:"stateless"`
 		// JSONResponse answers with application/json instead of SSE.
 		JSONResponse bool `json:"json_response"`
-		// SessionTimeout closes idle sessions ("30m"); empty keeps them.
+		// SessionTimeout closes idle sessions (default "30m"; "-1s" keeps
+		// them until the client deletes them).
 		SessionTimeout Duration `json:"session_timeout"`
+		// SessionsPerKey and Sessions cap open sessions per API key (256)
+		// and in all (4096); MaxClientInfoBytes caps initialize's
+		// clientInfo (8 KiB); MaxBodyBytes one POST body (4 MiB).
+		SessionsPerKey     int   `json:"sessions_per_key"`
+		Sessions           int   `json:"sessions"`
+		MaxClientInfoBytes int   `json:"max_client_info_bytes"`
+		MaxBodyBytes       int64 `json:"max_body_bytes"`
 	} `json:"mcp"`
 	Tools struct {
 		DefaultTimeout Duration `json:"default_timeout"`
@@ -57,14 +75,36 @@ type Config struct {
 	Keys KeysConfig `json:"keys"`
 
 	ShutdownTimeout Duration `json:"shutdown_timeout"`
+	// Server bounds connections: idle and header timeouts, the time to
+	// send a request body, header size, open connections in all and per
+	// client address (server.Limits; -1 turns a connection cap off).
+	Server ServerConfig `json:"server"`
 	// Sandbox holds run_code's limits (memory, output caps, concurrency,
 	// queue, warm pools); see sandbox.Config.
 	Sandbox sandbox.Config `json:"sandbox"`
 }
 
+// ServerConfig is the "server" section of the config file.
+type ServerConfig struct {
+	ReadHeaderTimeout   Duration `json:"read_header_timeout"`
+	IdleTimeout         Duration `json:"idle_timeout"`
+	BodyTimeout         Duration `json:"body_timeout"`
+	MaxHeaderBytes      int      `json:"max_header_bytes"`
+	MaxConnections      int      `json:"max_connections"`
+	MaxConnectionsPerIP int      `json:"max_connections_per_ip"`
+}
+
+func (s ServerConfig) limits() server.Limits {
+	return server.Limits{
+		ReadHeaderTimeout: s.ReadHeaderTimeout.D(), IdleTimeout: s.IdleTimeout.D(), BodyTimeout: s.BodyTimeout.D(),
+		MaxHeaderBytes: s.MaxHeaderBytes, MaxConns: s.MaxConnections, MaxConnsPerIP: s.MaxConnectionsPerIP,
+	}
+}
+
 func defaultConfig() Config {
 	var c Config
 	c.Hosted.Label = "toolhost"
+	c.MCP.SessionTimeout = Duration(30 * time.Minute)
 	c.Tools.DefaultTimeout = Duration(60 * time.Second)
 	c.Tools.MaxResultBytes = 256 << 10
 	c.ShutdownTimeout = Duration(10 * time.Second)

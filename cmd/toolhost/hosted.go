@@ -105,6 +105,9 @@ func hostedRoutes(c *common, exec *tools.Executor, logger *slog.Logger) (map[str
 		DefaultMaxToolRounds: c.cfg.Hosted.MaxToolRounds,
 		MaxToolRoundsLimit:   c.cfg.Hosted.MaxToolRoundsLimit,
 		Rounds:               rounds,
+		MaxBodyBytes:         c.cfg.Hosted.MaxBodyBytes,
+		MaxEstimateBytes:     c.cfg.Hosted.CountTokensMaxBytes,
+		Idempotency:          v1.NewIdempotencyStoreBytes(0, 0, c.cfg.Hosted.IdempotencyMaxBytes, c.cfg.Hosted.IdempotencyAccountBytes),
 		Logger:               logger,
 	})
 	return h.Routes(), nil

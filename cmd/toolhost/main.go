@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -165,11 +166,13 @@ func newExecutor(c *common, logger *slog.Logger) (*tools.Executor, func(), error
 	toolsCleanup := cleanup
 	cleanup = func() { toolsCleanup(); closeJournal() }
 	exec, err := tools.NewExecutor(tools.Options{
-		DefaultTimeout: c.cfg.Tools.DefaultTimeout.D(),
-		MaxResultBytes: c.cfg.Tools.MaxResultBytes,
-		Logger:         logger,
-		Journal:        jr,
-		Authorizer:     c.authorizer,
+		DefaultTimeout:     c.cfg.Tools.DefaultTimeout.D(),
+		MaxResultBytes:     c.cfg.Tools.MaxResultBytes,
+		JournalArgsBytes:   c.cfg.Journal.MaxArgsBytes,
+		JournalResultBytes: c.cfg.Journal.MaxResultBytes,
+		Logger:             logger,
+		Journal:            jr,
+		Authorizer:         c.authorizer,
 	}, ts...)
 	if err != nil {
 		cleanup()
@@ -213,7 +216,17 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		Stateless:      *stateless || c.cfg.MCP.Stateless,
 		JSONResponse:   c.cfg.MCP.JSONResponse,
 		SessionTimeout: c.cfg.MCP.SessionTimeout.D(),
-		Logger:         logger,
+		Limits: mcpface.Limits{
+			MaxBodyBytes: c.cfg.MCP.MaxBodyBytes, MaxClientInfoBytes: c.cfg.MCP.MaxClientInfoBytes,
+			SessionsPerKey: c.cfg.MCP.SessionsPerKey, Sessions: c.cfg.MCP.Sessions,
+		},
+		KeyOf: func(r *http.Request) string {
+			if id := server.IdentityFrom(r.Context()); id != nil {
+				return id.KeyID
+			}
+			return ""
+		},
+		Logger: logger,
 	})
 	// routes: every extra route of the HTTP server (/v1 here; others add
 	// theirs to the same map).
@@ -235,11 +248,17 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		MCP:             mcpHandler(mcpSrv.Handler(), ks, *dev),
 		Routes:          routes,
 		ShutdownTimeout: c.cfg.ShutdownTimeout.D(),
+		Limits:          c.cfg.Server.limits(),
 		Logger:          logger,
 		Health: func() map[string]any {
 			return map[string]any{"run_code": c.sandbox.Status()}
 		},
 	})
+	if n, err := server.RaiseFileLimit(); err != nil {
+		logger.Warn("cannot raise the open-file limit", "err", err)
+	} else {
+		logger.Info("open-file limit", "nofile", n)
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err

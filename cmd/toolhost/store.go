@@ -24,6 +24,11 @@ type JournalConfig struct {
 	// free and a call with it runs as a new call. Expired keys are purged at
 	// start-up; journal records are never deleted.
 	IdempotencyRetention Duration `json:"idempotency_retention"`
+	// MaxArgsBytes and MaxResultBytes bound what one record keeps of a
+	// call's arguments (64 KiB) and result (256 KiB); more is cut and
+	// marked "…[truncated by the journal: N bytes in all]".
+	MaxArgsBytes   int `json:"max_args_bytes"`
+	MaxResultBytes int `json:"max_result_bytes"`
 	// SQLiteSynchronous is NORMAL (default: durable across a killed
 	// process) or FULL (also across a power cut, slower).
 	SQLiteSynchronous string `json:"sqlite_synchronous"`

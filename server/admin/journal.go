@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"toolhost/clip"
 	"toolhost/journal"
 	"toolhost/server"
 )
@@ -55,11 +56,16 @@ func invalid(format string, args ...any) error { return validationError{fmt.Spri
 
 // params reads the query strictly: unknown or repeated parameters are
 // refused so a typo does not silently widen a filter.
+// A query that does not parse (a ';', a bad %-escape) is refused too:
+// url.Query would drop the offending pair and widen the filter.
 func params(r *http.Request, allowed ...string) (url.Values, error) {
-	v := r.URL.Query()
+	v, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, invalid("the query string does not parse: %s", clip.Echo(err.Error()))
+	}
 	for k, vals := range v {
 		if !slices.Contains(allowed, k) {
-			return nil, invalid("unknown query parameter %q; allowed: %s", k, strings.Join(allowed, ", "))
+			return nil, invalid("unknown query parameter %q; allowed: %s", clip.Echo(k), strings.Join(allowed, ", "))
 		}
 		if len(vals) > 1 {
 			return nil, invalid("query parameter %q given %d times", k, len(vals))

@@ -84,6 +84,11 @@ func TestJournalRoutesValidate(t *testing.T) {
 		"/tools/call-records?caller_slot=mcp",
 		"/tools/call-records?floor_id=f&status=timeout",
 		"/tools/call-records?floor_id=f&sort_by=started_at",
+		// A pair that does not parse must not be dropped (it would widen
+		// the filter to every tool).
+		"/tool-executions?session_id=s&tool_name=run_code;",
+		"/tool-executions?session_id=s;tool_name=run_code",
+		"/tool-executions?session_id=s&tool_name=%zz",
 	}
 	for _, u := range bad {
 		code, b := get(t, srv.URL+u)

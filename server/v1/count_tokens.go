@@ -2,11 +2,15 @@ package v1
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"sync"
+	"unicode/utf8"
+
+	"github.com/dlclark/regexp2"
 
 	tiktoken "github.com/pkoukk/tiktoken-go"
 	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
@@ -55,7 +59,15 @@ func (h *Handler) countTokens(w http.ResponseWriter, r *http.Request) {
 		}
 		method = "upstream:" + route.Name
 	} else {
-		n, err = EstimateTokens(req)
+		if size := estimateSize(req); size > h.opts.MaxEstimateBytes {
+			writeMessagesError(w, &requestError{status: http.StatusRequestEntityTooLarge, code: "too_large_to_estimate", reason: "too_large_to_estimate",
+				message: fmt.Sprintf("the request holds %d bytes of text, more than the %d the embedded estimate counts; send less, or use a route that counts upstream", size, h.opts.MaxEstimateBytes)})
+			return
+		}
+		n, err = EstimateTokens(ctx, req)
+		if ctx.Err() != nil {
+			return // the caller has gone; nothing to answer
+		}
 		if err != nil {
 			writeMessagesError(w, &requestError{status: http.StatusInternalServerError, code: "internal_error", reason: "internal_error", message: err.Error()})
 			return
@@ -119,7 +131,24 @@ var (
 	encOnce sync.Once
 	enc     *tiktoken.Tiktoken
 	encErr  error
+	// pieces splits text the way cl100k_base does before its BPE runs. The
+	// pattern is the encoding's own (tiktoken's cl100k_base pre-tokenizer);
+	// we split ourselves so that one piece can be bounded (below).
+	pieces = regexp2.MustCompile(`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`, regexp2.None)
 )
+
+// maxPiece bounds the bytes one BPE run sees. The library's merge loop is
+// quadratic in the length of a piece (80 000 letters in a row took 5 s of
+// CPU); ordinary words are far shorter, so only pathological runs (one
+// character repeated, a long unbroken token) are cut into maxPiece-byte
+// chunks and each chunk is counted on its own. Their count becomes an
+// estimate (a chunk boundary may split what would be one token), which is
+// all count_tokens promises; everything else is counted exactly.
+const maxPiece = 64
+
+// checkEvery is how many pieces are counted between looks at the
+// request's context.
+const checkEvery = 4096
 
 func encoding() (*tiktoken.Tiktoken, error) {
 	encOnce.Do(func() {
@@ -129,29 +158,117 @@ func encoding() (*tiktoken.Tiktoken, error) {
 	return enc, encErr
 }
 
+// counter counts the tokens of texts with a per-request memo of pieces:
+// text repeats words, and a run cut into chunks repeats its chunks.
+type counter struct {
+	ctx   context.Context
+	enc   *tiktoken.Tiktoken
+	memo  map[string]int
+	steps int
+}
+
+func (c *counter) count(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	var n int64
+	m, err := pieces.FindStringMatch(s)
+	for ; m != nil && err == nil; m, err = pieces.FindNextMatch(m) {
+		p := m.String()
+		for len(p) > maxPiece {
+			if err := c.tick(); err != nil {
+				return 0, err
+			}
+			cut := maxPiece
+			for cut > 0 && !utf8.RuneStart(p[cut]) {
+				cut--
+			}
+			if cut == 0 {
+				cut = maxPiece
+			}
+			n += int64(c.piece(p[:cut]))
+			p = p[cut:]
+		}
+		if err := c.tick(); err != nil {
+			return 0, err
+		}
+		n += int64(c.piece(p))
+	}
+	if err != nil {
+		return 0, fmt.Errorf("split text: %w", err)
+	}
+	return n, nil
+}
+
+// tick counts one step of work and looks at the context now and then.
+func (c *counter) tick() error {
+	if c.steps++; c.steps%checkEvery == 0 {
+		return c.ctx.Err()
+	}
+	return nil
+}
+
+func (c *counter) piece(p string) int {
+	if v, ok := c.memo[p]; ok {
+		return v
+	}
+	v := len(c.enc.EncodeOrdinary(p))
+	if len(c.memo) < 1<<16 {
+		c.memo[p] = v
+	}
+	return v
+}
+
+// estimateSize is the number of bytes EstimateTokens would read.
+func estimateSize(req *loop.UpstreamRequest) int64 {
+	var n int64
+	for _, m := range req.Messages {
+		n += int64(len(m.Role) + len(m.Text))
+		for _, tc := range m.ToolCalls {
+			n += int64(len(tc.Name) + len(tc.Args))
+		}
+	}
+	for _, f := range req.Tools {
+		n += int64(len(f.Name) + len(f.Description) + len(f.Parameters))
+	}
+	return n
+}
+
 // EstimateTokens estimates the input tokens of an upstream request with
-// the embedded tokenizer (method above).
-func EstimateTokens(req *loop.UpstreamRequest) (int64, error) {
+// the embedded tokenizer (method above). Its time is linear in the text;
+// it stops with ctx's error when ctx ends.
+func EstimateTokens(ctx context.Context, req *loop.UpstreamRequest) (int64, error) {
 	e, err := encoding()
 	if err != nil {
 		return 0, fmt.Errorf("tokenizer %s: %w", estimateEncoding, err)
 	}
-	count := func(s string) int64 {
-		if s == "" {
-			return 0
-		}
-		return int64(len(e.Encode(s, nil, nil)))
-	}
+	c := &counter{ctx: ctx, enc: e, memo: map[string]int{}}
 	n := int64(perRequest)
+	add := func(s string) error {
+		k, err := c.count(s)
+		n += k
+		return err
+	}
 	for _, m := range req.Messages {
-		n += perMessage + count(string(m.Role)) + count(m.Text)
+		n += perMessage
+		if err := add(string(m.Role)); err != nil {
+			return 0, err
+		}
+		if err := add(m.Text); err != nil {
+			return 0, err
+		}
 		for _, p := range m.Parts {
 			if p.Type == "image" || p.Type == "image_url" {
 				n += perImage
 			}
 		}
-		for _, c := range m.ToolCalls {
-			n += count(c.Name) + count(string(c.Args))
+		for _, tc := range m.ToolCalls {
+			if err := add(tc.Name); err != nil {
+				return 0, err
+			}
+			if err := add(string(tc.Args)); err != nil {
+				return 0, err
+			}
 		}
 	}
 	for _, f := range req.Tools {
@@ -165,7 +282,10 @@ func EstimateTokens(req *loop.UpstreamRequest) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		n += perTool + count(string(b))
+		n += perTool
+		if err := add(string(b)); err != nil {
+			return 0, err
+		}
 	}
 	return n, nil
 }

@@ -129,7 +129,7 @@ func newEnvScript(t *testing.T, label string, script fakeupstream.Script, opts .
 	o.Runner = loop.NewRunner(rec, loop.RunnerOptions{Rounds: store})
 	h := v1.New(o)
 	srv := server.New(server.Options{Routes: h.Routes()})
-	hs := httptest.NewServer(srv.Handler())
+	hs := httptest.NewServer(pinnedRequestIDs(srv.Handler()))
 	t.Cleanup(hs.Close)
 	return &env{t: t, label: label, url: hs.URL, fake: fake, exec: rec, sleep: sl, rounds: store}
 }
@@ -317,4 +317,16 @@ func golden(t *testing.T, name string, got []byte) {
 	if !bytes.Equal(want, got) {
 		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
+}
+
+// pinnedRequestIDs lets a test choose a request's id (for golden files) by
+// its X-Request-Id header: the server itself never trusts that header.
+func pinnedRequestIDs(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id := r.Header.Get("X-Request-Id"); id != "" {
+			r.Header.Del("X-Request-Id")
+			r = r.WithContext(server.WithRequestID(r.Context(), id))
+		}
+		next.ServeHTTP(w, r)
+	})
 }

@@ -1,7 +1,10 @@
 package v1
 
 import (
+	"fmt"
 	"net/http"
+
+	"toolhost/clip"
 
 	"toolhost/server"
 )
@@ -54,19 +57,42 @@ func (e *requestError) body() map[string]any {
 	}
 	details := map[string]any{"reason": e.reason}
 	for k, v := range e.extra {
-		details[k] = v
+		details[k] = clipValue(v)
 	}
 	var param any
 	if e.param != "" {
-		param = e.param
+		param = clip.Echo(e.param)
 	}
 	return map[string]any{"error": map[string]any{
-		"message": e.message,
+		"message": clip.Message(e.message),
 		"type":    typ,
 		"param":   param,
 		"code":    e.code,
 		"details": details,
 	}}
+}
+
+// maxEchoedItems bounds a list of names an error quotes.
+const maxEchoedItems = 20
+
+// clipValue bounds a detail that quotes the request: strings to
+// clip.EchoRunes, lists to maxEchoedItems of those.
+func clipValue(v any) any {
+	switch v := v.(type) {
+	case string:
+		return clip.Echo(v)
+	case []string:
+		out := make([]string, 0, min(len(v), maxEchoedItems+1))
+		for i, s := range v {
+			if i == maxEchoedItems {
+				out = append(out, fmt.Sprintf("…and %d more", len(v)-i))
+				break
+			}
+			out = append(out, clip.Echo(s))
+		}
+		return out
+	}
+	return v
 }
 
 func writeRequestError(w http.ResponseWriter, e *requestError) {

@@ -11,7 +11,9 @@ import (
 
 	"toolhost/catalog"
 	"toolhost/loop"
+	"toolhost/neterr"
 	"toolhost/server"
+	"toolhost/strictjson"
 )
 
 // Options configure the /v1 handlers.
@@ -36,7 +38,11 @@ type Options struct {
 	Idempotency *IdempotencyStore
 	// MaxBodyBytes caps a request body (default 16 MiB).
 	MaxBodyBytes int64
-	Logger       *slog.Logger
+	// MaxEstimateBytes caps the text count_tokens estimates with the
+	// embedded tokenizer (default 4 MiB, about a second of CPU); more is
+	// a 413 too_large_to_estimate.
+	MaxEstimateBytes int64
+	Logger           *slog.Logger
 }
 
 // Handler serves the /v1 routes.
@@ -57,6 +63,9 @@ func New(opts Options) *Handler {
 	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 16 << 20
+	}
+	if opts.MaxEstimateBytes <= 0 {
+		opts.MaxEstimateBytes = 4 << 20
 	}
 	if opts.Idempotency == nil {
 		opts.Idempotency = NewIdempotencyStore(0, 0)
@@ -138,6 +147,11 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *req
 		}
 		return nil, badRequest(ReasonInvalidRequest, "", "reading the body: "+err.Error())
 	}
+	// Duplicate keys ("model":"a","model":"b") and trailing data are
+	// refused at any depth: encoding/json would silently keep the last.
+	if err := strictjson.Check(body); err != nil {
+		return nil, badRequest(ReasonInvalidJSON, "", "the body is not a strict JSON object: "+strings.TrimPrefix(err.Error(), strictjson.ErrNotStrict.Error()+": "))
+	}
 	return body, nil
 }
 
@@ -153,10 +167,13 @@ func (h *Handler) runError(ctx context.Context, err error) *requestError {
 	case errors.As(err, &ue):
 		return &requestError{status: http.StatusBadGateway, code: "upstream_error", reason: "upstream_error", message: upstreamMessage(ue)}
 	case errors.Is(err, loop.ErrInternal):
-		h.opts.Logger.ErrorContext(ctx, "hosted loop failed", "request_id", requestID(ctx), "err", err)
+		h.opts.Logger.ErrorContext(ctx, "hosted loop failed", "request_id", requestID(ctx), "client_request_id", server.ClientRequestIDFrom(ctx), "err", err)
 		return &requestError{status: http.StatusInternalServerError, code: "internal_error", reason: "internal_error", message: "the hosted tool runtime failed; the error was logged with request id " + requestID(ctx)}
 	default:
-		h.opts.Logger.WarnContext(ctx, "upstream call failed", "request_id", requestID(ctx), "err", err)
-		return &requestError{status: http.StatusBadGateway, code: "upstream_error", reason: "upstream_error", message: err.Error()}
+		// The error names the route's URL and the addresses dialled: the
+		// log keeps it, the caller gets the kind of failure.
+		h.opts.Logger.WarnContext(ctx, "upstream call failed", "request_id", requestID(ctx), "client_request_id", server.ClientRequestIDFrom(ctx), "err", err)
+		return &requestError{status: http.StatusBadGateway, code: "upstream_error", reason: "upstream_error",
+			message: "the upstream model API could not be reached (" + neterr.Describe(err) + "); the error was logged with request id " + requestID(ctx)}
 	}
 }

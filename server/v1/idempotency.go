@@ -19,42 +19,72 @@ import (
 type IdempotencyStore struct {
 	ttl time.Duration
 	max int
+	// maxBytes and accountBytes cap the stored responses in all and per
+	// account: a stream can be megabytes, and one account must not evict
+	// every other's keys.
+	maxBytes, accountBytes int64
 
 	mu      sync.Mutex
 	entries map[string]*idemEntry
-	order   []string
+	order   []string // oldest first
+	bytes   int64
+	byAcct  map[string]int64
 }
 
 type idemEntry struct {
+	account  string
 	digest   [32]byte
 	done     bool
 	status   int
 	header   http.Header
 	body     []byte
+	size     int64
 	storedAt time.Time
 }
 
+// Defaults of the idempotency store.
+const (
+	DefaultIdempotencyTTL          = 24 * time.Hour
+	DefaultIdempotencyEntries      = 10000
+	DefaultIdempotencyBytes        = 256 << 20
+	DefaultIdempotencyAccountBytes = 64 << 20
+)
+
 // NewIdempotencyStore keeps up to max responses for ttl (defaults: 24 h,
-// 10 000 responses).
+// 10 000 responses), at most 256 MiB of them in all and 64 MiB per account.
 func NewIdempotencyStore(ttl time.Duration, max int) *IdempotencyStore {
+	return NewIdempotencyStoreBytes(ttl, max, 0, 0)
+}
+
+// NewIdempotencyStoreBytes is NewIdempotencyStore with byte caps (0 takes
+// the defaults).
+func NewIdempotencyStoreBytes(ttl time.Duration, max int, maxBytes, accountBytes int64) *IdempotencyStore {
 	if ttl <= 0 {
-		ttl = 24 * time.Hour
+		ttl = DefaultIdempotencyTTL
 	}
 	if max <= 0 {
-		max = 10000
+		max = DefaultIdempotencyEntries
 	}
-	return &IdempotencyStore{ttl: ttl, max: max, entries: map[string]*idemEntry{}}
+	if maxBytes <= 0 {
+		maxBytes = DefaultIdempotencyBytes
+	}
+	if accountBytes <= 0 {
+		accountBytes = DefaultIdempotencyAccountBytes
+	}
+	accountBytes = min(accountBytes, maxBytes)
+	return &IdempotencyStore{ttl: ttl, max: max, maxBytes: maxBytes, accountBytes: accountBytes,
+		entries: map[string]*idemEntry{}, byAcct: map[string]int64{}}
 }
 
 // begin claims key for a request with digest. It returns the stored entry
 // to replay, or a refusal, or neither (the caller runs the request and then
 // calls end).
-func (s *IdempotencyStore) begin(key string, digest [32]byte) (*idemEntry, *requestError) {
+func (s *IdempotencyStore) begin(account, key string, digest [32]byte) (*idemEntry, *requestError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
 	if e, ok := s.entries[key]; ok && e.done && now.Sub(e.storedAt) > s.ttl {
-		delete(s.entries, key)
+		s.drop(key)
 	}
 	if e, ok := s.entries[key]; ok {
 		if e.digest != digest {
@@ -67,17 +97,46 @@ func (s *IdempotencyStore) begin(key string, digest [32]byte) (*idemEntry, *requ
 		}
 		return e, nil
 	}
-	s.entries[key] = &idemEntry{digest: digest}
+	s.entries[key] = &idemEntry{account: account, digest: digest}
 	s.order = append(s.order, key)
-	for len(s.order) > s.max {
-		delete(s.entries, s.order[0])
-		s.order = s.order[1:]
-	}
+	s.evict(func() bool { return len(s.entries) > s.max }, "")
 	return nil, nil
 }
 
+// drop forgets key (its place in order is skipped later).
+func (s *IdempotencyStore) drop(key string) {
+	e, ok := s.entries[key]
+	if !ok {
+		return
+	}
+	delete(s.entries, key)
+	s.bytes -= e.size
+	if s.byAcct[e.account] -= e.size; s.byAcct[e.account] <= 0 {
+		delete(s.byAcct, e.account)
+	}
+}
+
+// evict drops the oldest entries (of account, or of anyone when "") while
+// over() holds, and compacts order.
+func (s *IdempotencyStore) evict(over func() bool, account string) {
+	kept := s.order[:0]
+	for _, k := range s.order {
+		e, ok := s.entries[k]
+		if !ok {
+			continue // dropped earlier
+		}
+		if over() && (account == "" || e.account == account) && (e.done || len(s.entries) > s.max) {
+			s.drop(k)
+			continue
+		}
+		kept = append(kept, k)
+	}
+	s.order = kept
+}
+
 // end stores the response of key, or forgets key when the response is not
-// worth replaying (a server error or a broken stream), so a retry runs again.
+// worth replaying (a server error or a broken stream, or a response larger
+// than the account's share of the store), so a retry runs again.
 func (s *IdempotencyStore) end(key string, keep bool, status int, header http.Header, body []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -85,11 +144,17 @@ func (s *IdempotencyStore) end(key string, keep bool, status int, header http.He
 	if !ok {
 		return
 	}
-	if !keep {
-		delete(s.entries, key)
+	size := int64(len(body) + len(key) + 256)
+	if !keep || size > s.accountBytes {
+		s.drop(key)
 		return
 	}
-	e.done, e.status, e.header, e.body, e.storedAt = true, status, header, body, time.Now()
+	e.done, e.status, e.header, e.body, e.storedAt, e.size = true, status, header, body, time.Now(), size
+	s.bytes += size
+	s.byAcct[e.account] += size
+	// The account's oldest first, then anyone's, until both caps hold.
+	s.evict(func() bool { return s.byAcct[e.account] > s.accountBytes }, e.account)
+	s.evict(func() bool { return s.bytes > s.maxBytes }, "")
 }
 
 // recorder passes a response through and keeps a copy.
@@ -137,9 +202,10 @@ func (h *Handler) withIdempotency(w http.ResponseWriter, r *http.Request, body [
 		writeRequestError(w, badRequest(ReasonInvalidRequest, "Idempotency-Key", "Idempotency-Key must be at most 255 characters"))
 		return
 	}
-	scoped := fmt.Sprintf("%s\x00%s\x00%s", IdentityFrom(r.Context()).AccountID, r.URL.Path, key)
+	account := IdentityFrom(r.Context()).AccountID
+	scoped := fmt.Sprintf("%s\x00%s\x00%s", account, r.URL.Path, key)
 	digest := sha256.Sum256(body)
-	stored, rerr := h.opts.Idempotency.begin(scoped, digest)
+	stored, rerr := h.opts.Idempotency.begin(account, scoped, digest)
 	if rerr != nil {
 		writeRequestError(w, rerr)
 		return

@@ -84,7 +84,7 @@ func TestHostedCallsLandInJournalUnderRequestID(t *testing.T) {
 			for p, hd := range (&admin.Journal{Store: ex.Journal().Store()}).Routes() {
 				routes[p] = hd
 			}
-			hs := httptest.NewServer(server.New(server.Options{Routes: routes}).Handler())
+			hs := httptest.NewServer(pinnedRequestIDs(server.New(server.Options{Routes: routes}).Handler()))
 			defer hs.Close()
 			e := &env{t: t, label: label, url: hs.URL, fake: fake}
 

@@ -59,7 +59,7 @@ func newProtocolEnv(t *testing.T, label string, protocol loop.Dialect, script fa
 	o.Runner = loop.NewRunner(rec, loop.RunnerOptions{Rounds: store})
 	h := v1.New(o)
 	srv := server.New(server.Options{Routes: h.Routes()})
-	hs := httptest.NewServer(srv.Handler())
+	hs := httptest.NewServer(pinnedRequestIDs(srv.Handler()))
 	t.Cleanup(hs.Close)
 	return &env{t: t, label: label, url: hs.URL, fake: fake, exec: rec, sleep: sl, rounds: store}
 }

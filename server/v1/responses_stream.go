@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"toolhost/clip"
 	"toolhost/loop"
 )
 
@@ -290,5 +291,5 @@ func (s *responsesStream) finish(run *loop.Run, res *loop.Result) {
 // fail ends a started stream with an error event.
 func (s *responsesStream) fail(re *requestError) {
 	inner := re.body()["error"].(map[string]any)
-	_ = s.send("error", map[string]any{"code": re.code, "message": re.message, "param": inner["param"], s.h.opts.Label: map[string]any{"reason": re.reason}})
+	_ = s.send("error", map[string]any{"code": re.code, "message": clip.Message(re.message), "param": inner["param"], s.h.opts.Label: map[string]any{"reason": re.reason}})
 }

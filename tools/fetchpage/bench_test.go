@@ -72,6 +72,28 @@ func BenchmarkExtractMarkdown(b *testing.B) {
 	reportPerCPU(b, n, cpu)
 }
 
+// BenchmarkExtractText is the same path for format=text: parse, find the
+// main content, render it as text.
+func BenchmarkExtractText(b *testing.B) {
+	pages := benchPages(b)
+	var n int64
+	for _, p := range pages {
+		n += int64(len(p))
+	}
+	u, _ := url.Parse("https://example.org/article")
+	b.SetBytes(n)
+	b.ReportAllocs()
+	cpu := cpuTime()
+	for b.Loop() {
+		for _, p := range pages {
+			if _, err := ExtractHTML(p, u, false); err != nil && err != ErrNoContent {
+				b.Fatal(err)
+			}
+		}
+	}
+	reportPerCPU(b, n, cpu)
+}
+
 // BenchmarkConvertMarkdown is the HTML→Markdown conversion alone, on whole
 // pages (no content extraction).
 func BenchmarkConvertMarkdown(b *testing.B) {

@@ -15,10 +15,14 @@ type document struct {
 	ContentType string
 	Title       string
 	Content     string
-	Pages       int  // pages in the PDF, 0 otherwise
-	Extracted   int  // pages extracted (the paid unit)
-	Truncated   bool // PDF page budget hit
+	Pages       int    // pages in the PDF, 0 otherwise
+	Extracted   int    // pages extracted by this call (the paid unit)
+	PageRange   string // PDF pages in Content, e.g. "1-300"
+	NextPages   string // PDF pages to ask for next, when the budget cut
 	FetchedAt   time.Time
+	// pdf is the PDF kept for later calls (cached documents of PDFs hold
+	// only this; pdfDocument builds the content per call).
+	pdf *pdfState
 }
 
 // cache is a small LRU of extracted documents with a TTL and a bound on the
@@ -70,6 +74,9 @@ func (c *cache) put(key string, doc *document) {
 		return
 	}
 	size := int64(len(doc.Content)+len(doc.Title)+len(doc.FinalURL)+len(key)) + 128
+	if doc.pdf != nil {
+		size += doc.pdf.size()
+	}
 	if size > c.maxBytes/2 {
 		return // one page may not evict most of the cache
 	}

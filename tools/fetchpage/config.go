@@ -32,7 +32,16 @@ type Config struct {
 	// MaxRedirects is the redirect limit (default 5).
 	MaxRedirects int `json:"max_redirects"`
 	// PerHostConcurrency limits fetches in flight to one host (default 4).
+	// Hosts are counted by the address they resolve to.
 	PerHostConcurrency int `json:"per_host_concurrency"`
+	// MaxInFlight caps fetches in flight in all (default 16), and
+	// BodyBudgetBytes the page bodies they hold together while downloading
+	// and extracting (default 40 MiB; a fetch reserves its announced length,
+	// else its type's cap). A fetch waits up to QueueTimeout (default 10s)
+	// for both, then answers busy with retry_after_ms.
+	MaxInFlight     int      `json:"max_in_flight"`
+	BodyBudgetBytes int64    `json:"body_budget_bytes"`
+	QueueTimeout    Duration `json:"queue_timeout"`
 	// CacheTTL is how long an extracted page is served from memory
 	// (default 5m; negative disables the cache).
 	CacheTTL Duration `json:"cache_ttl"`
@@ -75,6 +84,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PerHostConcurrency <= 0 {
 		c.PerHostConcurrency = 4
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = 16
+	}
+	if c.BodyBudgetBytes <= 0 {
+		c.BodyBudgetBytes = 40 << 20
+	}
+	if c.QueueTimeout <= 0 {
+		c.QueueTimeout = Duration(10 * time.Second)
 	}
 	if c.CacheTTL == 0 {
 		c.CacheTTL = Duration(5 * time.Minute)

@@ -44,6 +44,9 @@ func newDomainLists(allowed, blocked []string) domainLists {
 		m := map[string]bool{}
 		for _, d := range ds {
 			d = strings.Trim(strings.ToLower(strings.TrimSpace(d)), ".")
+			if n, err := normalizeHost(d); err == nil {
+				d = n // the IDNA form, as hosts are compared
+			}
 			if d != "" {
 				m[d] = true
 			}
@@ -81,6 +84,25 @@ func (t *Tool) checkURL(u *url.URL, lists domainLists) error {
 	if host == "" {
 		return fmt.Errorf("%w: no host", errInvalidURL)
 	}
+	// Check (and then dial) the name the transport would dial, not the
+	// spelling in the URL (hostname.go).
+	norm, err := normalizeHost(host)
+	if err != nil {
+		return fmt.Errorf("%w: %q: %v", errInvalidURL, host, err)
+	}
+	if norm != host {
+		host = norm
+		if strings.Contains(host, ":") {
+			norm = "[" + norm + "]"
+		}
+		if p := u.Port(); p != "" {
+			norm += ":" + p
+		}
+		u.Host = norm
+	}
+	if blockedName(host) && !t.policy.hostAllowed(host) {
+		return fmt.Errorf("%s: %w", host, ErrBlockedAddress)
+	}
 	if !lists.permits(host) {
 		return fmt.Errorf("%s: %w", host, errDomain)
 	}
@@ -105,6 +127,7 @@ const (
 type hopState struct {
 	lists  domainLists
 	robots bool
+	held   int64 // body bytes reserved in the budget (budget.go)
 }
 
 // newClient builds the HTTP client every fetch (and robots.txt) goes through.
@@ -229,6 +252,14 @@ func (t *Tool) get(ctx context.Context, u *url.URL, hs *hopState, progress progr
 	}
 	if resp.ContentLength > limit && resp.Header.Get("Content-Encoding") == "" {
 		return nil, fmt.Errorf("%w: %d bytes announced, cap %d", errTooLarge, resp.ContentLength, limit)
+	}
+	// Reserve the most this body can take before reading it.
+	want := limit
+	if resp.ContentLength >= 0 && resp.Header.Get("Content-Encoding") == "" {
+		want = min(resp.ContentLength, limit)
+	}
+	if err := t.budget.hold(ctx, hs, want); err != nil {
+		return nil, err
 	}
 	body, err := readBody(resp, limit, progress)
 	if err != nil {

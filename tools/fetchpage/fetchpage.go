@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"toolhost/catalog"
+	"toolhost/neterr"
 	"toolhost/tools"
 )
 
@@ -30,8 +31,10 @@ const (
 	CodeHTTPError          = "http_error"
 	CodeUnsupportedContent = "unsupported_content_type"
 	CodeRobotsDisallowed   = "robots_disallowed"
+	CodeBusy               = "busy"
 	CodeExtractionFailed   = "extraction_failed"
 	CodeFetchFailed        = "fetch_failed"
+	CodeInvalidInput       = "invalid_input"
 )
 
 // PaidUnit is what fetch_page bills: one unit per PDF page extracted.
@@ -46,6 +49,7 @@ type Tool struct {
 	client   *http.Client
 	cache    *cache
 	hosts    *hostLimiter
+	budget   *budget
 	robots   *robots
 	now      func() time.Time
 	logger   *slog.Logger
@@ -78,6 +82,7 @@ func New(cfg Config, opts ...Option) (*Tool, error) {
 		now:      time.Now,
 		logger:   slog.Default(),
 		hosts:    newHostLimiter(cfg.PerHostConcurrency),
+		budget:   newBudget(cfg.MaxInFlight, cfg.BodyBudgetBytes, cfg.QueueTimeout.D()),
 	}
 	for _, o := range opts {
 		o(t)
@@ -111,6 +116,7 @@ func (*Tool) Spec() catalog.Spec {
     "max_length": {"type": "integer", "minimum": 1, "maximum": 200000, "default": 20000, "description": "most characters of content to return in this call"},
     "start_index": {"type": "integer", "minimum": 0, "default": 0, "description": "character offset to start from; use next_start_index of the previous result"},
     "format": {"type": "string", "enum": ["markdown", "text", "html"], "default": "markdown", "description": "markdown: main content as Markdown; text: the same without Markdown syntax; html: the raw page"},
+    "pages": {"type": "string", "maxLength": 200, "pattern": "^\\s*[0-9]+(\\s*-\\s*[0-9]+)?(\\s*,\\s*[0-9]+(\\s*-\\s*[0-9]+)?)*\\s*$", "description": "PDF only: the pages to read, e.g. \"5\", \"301-600\" or \"1-3,10\" (default: from the first page); one call returns at most the server's page budget (300 by default) and says in next_pages what to ask for next"},
     "allowed_domains": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 253}, "maxItems": 100, "description": "only these domains (and their subdomains) may be fetched, redirects included"},
     "blocked_domains": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 253}, "maxItems": 100, "description": "these domains (and their subdomains) are never fetched"}
   },
@@ -132,11 +138,27 @@ func (*Tool) Spec() catalog.Spec {
     "truncated": {"type": "boolean", "description": "true when more content follows"},
     "next_start_index": {"type": "integer", "minimum": 0, "description": "start_index for the next part, when truncated"},
     "pages": {"type": "integer", "minimum": 0, "description": "pages in the PDF"},
-    "pages_extracted": {"type": "integer", "minimum": 0, "description": "PDF pages whose text was extracted (the page budget may stop early)"},
+    "pages_extracted": {"type": "integer", "minimum": 0, "description": "PDF pages whose text this call extracted (the paid unit; pages read before are not extracted again)"},
+    "page_range": {"type": "string", "description": "PDF pages whose text is in content, e.g. 1-300"},
+    "next_pages": {"type": "string", "description": "PDF pages to pass as pages in the next call: the rest of the selection when the page budget cut it, else the pages that follow"},
     "cached": {"type": "boolean", "description": "served from the short-lived cache"},
-    "fetched_at": {"type": "string", "format": "date-time"}
+    "fetched_at": {"type": "string", "format": "date-time"},
+    "error": {
+      "type": "object",
+      "description": "present instead of the other fields when the call failed (isError): why, in a stable code",
+      "properties": {
+        "code": {"type": "string", "description": "invalid_url, url_too_long, address_not_allowed, domain_not_allowed, too_many_redirects, timeout, too_large, http_error, unsupported_content_type, robots_disallowed, extraction_failed, fetch_failed, invalid_input, or a code of the pipeline (invalid_arguments, denied, cancelled, internal_error, ...)"},
+        "message": {"type": "string"},
+        "retry_after_ms": {"type": "integer", "minimum": 0},
+        "status": {"type": "integer", "description": "http_error: the HTTP status the site answered"}
+      },
+      "required": ["code", "message"]
+    }
   },
-  "required": ["url", "final_url", "status", "content_type", "title", "content", "start_index", "returned_length", "total_length", "truncated", "fetched_at"],
+  "anyOf": [
+    {"required": ["url", "final_url", "status", "content_type", "title", "content", "start_index", "returned_length", "total_length", "truncated", "fetched_at"]},
+    {"required": ["error"]}
+  ],
   "additionalProperties": false
 }`),
 		Annotations: catalog.Annotations{ReadOnly: true, Idempotent: true, OpenWorld: true},
@@ -151,6 +173,7 @@ type input struct {
 	MaxLength      int      `json:"max_length"`
 	StartIndex     int      `json:"start_index"`
 	Format         string   `json:"format"`
+	Pages          string   `json:"pages"`
 	AllowedDomains []string `json:"allowed_domains"`
 	BlockedDomains []string `json:"blocked_domains"`
 }
@@ -170,6 +193,8 @@ type Output struct {
 	NextStartIndex *int   `json:"next_start_index,omitempty"`
 	Pages          int    `json:"pages,omitempty"`
 	PagesExtracted int    `json:"pages_extracted,omitempty"`
+	PageRange      string `json:"page_range,omitempty"`
+	NextPages      string `json:"next_pages,omitempty"`
 	Cached         bool   `json:"cached,omitempty"`
 	FetchedAt      string `json:"fetched_at"`
 }
@@ -198,8 +223,19 @@ func (t *Tool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, 
 		return nil, t.toolError(err, lang)
 	}
 
+	sel, err := parsePages(in.Pages)
+	if err != nil {
+		return nil, tools.Errorf(CodeInvalidInput, "pages: %v", err)
+	}
+
+	// A PDF is kept under its URL alone (any format), HTML and text under
+	// URL and format.
+	pdfKey := "pdf\x00" + u.String()
 	key := u.String() + "\x00" + in.Format
-	doc, cached := t.cache.get(key)
+	doc, cached := t.cache.get(pdfKey)
+	if !cached {
+		doc, cached = t.cache.get(key)
+	}
 	if cached && !lists.permits(hostOf(doc.FinalURL)) {
 		return nil, tools.Errorf(CodeDomainNotAllowed, "%s redirects to %s, which the domain lists do not allow", u.Redacted(), hostOf(doc.FinalURL))
 	}
@@ -208,15 +244,40 @@ func (t *Tool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, 
 		if err != nil {
 			return nil, t.toolError(err, lang)
 		}
-		t.cache.put(key, doc)
+		if doc.pdf == nil {
+			t.cache.put(key, doc)
+		}
+	}
+	units := 0
+	if base := doc; base.pdf != nil {
+		doc, units, err = t.pdfDocument(ctx, inv, base, sel)
+		if err != nil {
+			return nil, t.toolError(err, lang)
+		}
+		// Re-put: the kept text grew (and the entry's size with it).
+		t.cache.put(pdfKey, base)
 	}
 	res := t.render(u, doc, in.StartIndex, in.MaxLength, lang)
-	if cached {
+	res.Units = float64(units)
+	if cached && units == 0 {
 		res.Structured.(*Output).Cached = true
-	} else {
-		res.Units = float64(doc.Extracted)
 	}
 	return res, nil
+}
+
+// MaxUnits is the most a call can bill: the PDF pages it may extract (the
+// pages input, or the page budget when none is named). The monthly cap
+// holds that much while the call runs; an HTML page settles at 0.
+func (t *Tool) MaxUnits(inv *tools.Invocation) float64 {
+	var in input
+	if inv.Decode(&in) != nil {
+		return 1
+	}
+	n := t.cfg.MaxPDFPages
+	if sel, err := parsePages(in.Pages); err == nil && len(sel) > 0 {
+		n = min(n, len(sel))
+	}
+	return float64(max(n, 1))
 }
 
 func hostOf(raw string) string {
@@ -232,7 +293,12 @@ func hostOf(raw string) string {
 func (t *Tool) fetch(ctx context.Context, inv *tools.Invocation, u *url.URL, lists domainLists, format string) (*document, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.Timeout.D())
 	defer cancel()
-	release, err := t.hosts.acquire(ctx, strings.ToLower(u.Host))
+	land, err := t.budget.flight(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer land()
+	release, err := t.hosts.acquire(ctx, t.hostKey(ctx, u))
 	if err != nil {
 		return nil, fmt.Errorf("wait for a slot for %s: %w", u.Host, err)
 	}
@@ -243,7 +309,9 @@ func (t *Tool) fetch(ctx context.Context, inv *tools.Invocation, u *url.URL, lis
 	if err := t.robots.check(ctx, u); err != nil {
 		return nil, err
 	}
-	resp, err := t.get(ctx, u, &hopState{lists: lists, robots: t.robots != nil}, func(done, total int64) {
+	hs := &hopState{lists: lists, robots: t.robots != nil}
+	defer t.budget.release(hs)
+	resp, err := t.get(ctx, u, hs, func(done, total int64) {
 		msg := fmt.Sprintf("downloaded %d KiB", done>>10)
 		if total > 0 {
 			msg = fmt.Sprintf("downloaded %d of %d KiB", done>>10, total>>10)
@@ -312,16 +380,16 @@ func (t *Tool) extract(ctx context.Context, inv *tools.Invocation, resp *respons
 		if doc.ContentType == "" || doc.ContentType == "application/octet-stream" {
 			doc.ContentType = "application/pdf"
 		}
-		return t.extractPDF(ctx, inv, resp.Body, doc)
+		doc.pdf = &pdfState{data: resp.Body, texts: map[int]string{}}
+		return nil
 	case kindHTML:
 		if doc.ContentType == "" {
 			doc.ContentType = "text/html"
 		}
-		page, err := decodeCharset(resp.Body, resp.RawType)
+		page, _, err := decodeCharset(resp.Body, resp.RawType, true)
 		if err != nil {
 			return fmt.Errorf("%w: %v", errExtraction, err)
 		}
-		page = bytes.ToValidUTF8(page, []byte("\uFFFD"))
 		if format == "html" {
 			doc.Content = string(page)
 			doc.Title = documentTitleBytes(page)
@@ -338,11 +406,11 @@ func (t *Tool) extract(ctx context.Context, inv *tools.Invocation, resp *respons
 		}
 		return nil
 	case kindText:
-		text, err := decodeCharset(resp.Body, resp.RawType)
+		text, _, err := decodeCharset(resp.Body, resp.RawType, false)
 		if err != nil {
 			return fmt.Errorf("%w: %v", errExtraction, err)
 		}
-		doc.Content = string(bytes.ToValidUTF8(text, []byte("\uFFFD")))
+		doc.Content = string(text)
 		return nil
 	}
 	return fmt.Errorf("%w: %q", errUnsupported, resp.ContentType)
@@ -370,6 +438,9 @@ func (t *Tool) toolError(err error, lang catalog.Lang) error {
 			msg = "不允许的地址：该网址指向内网、本机、链路本地或其他非公网地址"
 		}
 		return tools.Errorf(CodeAddressNotAllowed, "%s", msg)
+	case errors.Is(err, errBusy):
+		return &tools.Error{Code: CodeBusy, Message: fmt.Sprintf("%v; retry shortly", err), RetryAfter: 2 * time.Second,
+			Details: map[string]any{"retry_after_ms": 2000}}
 	case errors.Is(err, errURLTooLong):
 		return tools.Errorf(CodeURLTooLong, "%v", err)
 	case errors.Is(err, errScheme), errors.Is(err, errInvalidURL):
@@ -380,6 +451,8 @@ func (t *Tool) toolError(err error, lang catalog.Lang) error {
 		return tools.Errorf(CodeTooManyRedirects, "%v", err)
 	case errors.Is(err, errRobots):
 		return tools.Errorf(CodeRobotsDisallowed, "%v (user agent %s); the site does not allow automated fetching of this page", err, robotsAgent)
+	case isToolErr(err):
+		return err
 	case errors.Is(err, errTooLarge):
 		return tools.Errorf(CodeTooLarge, "%v", err)
 	case errors.Is(err, errUnsupported):
@@ -391,15 +464,18 @@ func (t *Tool) toolError(err error, lang catalog.Lang) error {
 		te.Details = map[string]any{"status": hs.status}
 		return te
 	case isTimeout(err):
-		return tools.Errorf(CodeTimeout, "the fetch did not finish in time: %v", err)
+		t.logger.Info("fetch timed out", "err", err)
+		return tools.Errorf(CodeTimeout, "the fetch did not finish in time (%s)", neterr.Describe(err))
 	case errors.Is(err, context.Canceled):
 		return err
 	}
 	if pe := pdfError(err); pe != nil {
 		return pe
 	}
-	t.logger.Debug("fetch failed", "err", err)
-	return tools.Errorf(CodeFetchFailed, "%v", err)
+	// The error text names the resolver and the addresses dialled: it goes
+	// to the log, the caller gets the kind of failure.
+	t.logger.Info("fetch failed", "err", err)
+	return tools.Errorf(CodeFetchFailed, "the page could not be fetched: %s", neterr.Describe(err))
 }
 
 // render slices one part of doc and builds the result.
@@ -425,6 +501,8 @@ func (t *Tool) render(u *url.URL, doc *document, start, maxLen int, lang catalog
 		Truncated:      start+n < total,
 		Pages:          doc.Pages,
 		PagesExtracted: doc.Extracted,
+		PageRange:      doc.PageRange,
+		NextPages:      doc.NextPages,
 		FetchedAt:      doc.FetchedAt.Format(time.RFC3339),
 	}
 	var b strings.Builder
@@ -433,7 +511,7 @@ func (t *Tool) render(u *url.URL, doc *document, start, maxLen int, lang catalog
 	}
 	fmt.Fprintf(&b, "URL: %s\n", doc.FinalURL)
 	if doc.Pages > 0 {
-		fmt.Fprintf(&b, "PDF pages: %d (text extracted from %d)\n", doc.Pages, doc.Extracted)
+		fmt.Fprintf(&b, "PDF pages: %d (this result: pages %s)\n", doc.Pages, doc.PageRange)
 	}
 	b.WriteString("\n")
 	b.WriteString(part)
@@ -471,4 +549,9 @@ func documentTitleBytes(page []byte) string {
 		return ""
 	}
 	return strings.TrimSpace(collapseSpace(gd.Find("head title").First().Text()))
+}
+
+func isToolErr(err error) bool {
+	var te *tools.Error
+	return errors.As(err, &te)
 }

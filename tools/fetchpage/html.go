@@ -19,7 +19,6 @@ import (
 	"github.com/markusmobius/go-trafilatura"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
-	"golang.org/x/net/html/charset"
 )
 
 // Article is the main content of an HTML page in the forms fetch_page
@@ -41,21 +40,6 @@ const minExtractedRunes = 200
 // refused rather than letting one page take seconds of CPU.
 const maxTreeNodes = 200_000
 
-// decodeCharset converts body to UTF-8 using the charset declared in the
-// Content-Type header, a BOM or a <meta> tag, or sniffed from the bytes.
-func decodeCharset(body []byte, contentType string) ([]byte, error) {
-	r, err := charset.NewReader(bytes.NewReader(body), contentType)
-	if err != nil {
-		// Unknown label: keep the bytes; invalid UTF-8 is replaced later.
-		return body, nil //nolint:nilerr // falling back to the raw bytes is the point
-	}
-	out, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("decode charset: %w", err)
-	}
-	return out, nil
-}
-
 // ExtractHTML finds the main content of an HTML page (already UTF-8) and
 // renders it as plain text and, when markdown is true, as Markdown with
 // links and images. pageURL makes links and images absolute; it may be nil.
@@ -76,6 +60,13 @@ func ExtractHTML(page []byte, pageURL *url.URL, markdown bool) (*Article, error)
 	if n := countNodes(doc, maxTreeNodes+1); n > maxTreeNodes {
 		return nil, fmt.Errorf("page has more than %d elements: %w", maxTreeNodes, ErrNoContent)
 	}
+	if bytes.Contains(page, []byte("<ruby")) {
+		unwrapRuby(doc)
+	}
+	dropOverlays(doc)
+	facts := collectFacts(doc)
+	facts.source = indexSource(doc)
+	spaced := emphasisSpacing(doc)
 	baseURL := documentBase(doc, pageURL)
 	langs := codeLanguages(doc)
 	docTitle := documentTitle(doc)
@@ -84,17 +75,20 @@ func ExtractHTML(page []byte, pageURL *url.URL, markdown bool) (*Article, error)
 	if markdown {
 		absolutize(doc, baseURL)
 	}
+	if site := siteContent(doc); site != nil {
+		return renderArticle(site, docTitle, baseURL, markdown, spaced)
+	}
+	tables := sourceTables(doc)
 
 	res, terr := trafilatura.ExtractDocument(doc, trafilatura.Options{
 		OriginalURL:     pageURL,
 		EnableFallback:  true,
 		ExcludeComments: true,
 		IncludeLinks:    markdown,
-		IncludeImages:   markdown,
+		IncludeImages:   false,
 		HtmlDateMode:    trafilatura.Disabled,
 	})
 	var content *html.Node
-	var text string
 	title := docTitle
 	// On very short pages the extractor's baseline glues the whole page's
 	// text (title and menus included) into one paragraph; the goquery
@@ -105,23 +99,32 @@ func ExtractHTML(page []byte, pageURL *url.URL, markdown bool) (*Article, error)
 			title = res.Metadata.Title
 		}
 		restoreCodeBlocks(content, langs)
+		restoreTables(content, tables)
 		// When the extractor falls back to its baseline it may hand back
 		// the whole document; drop what is never content.
 		goquery.NewDocumentFromNode(content).Find(boilerplate + ", head, title").Remove()
-		// res.ContentText runs every block into one line; render our own
-		// text with a line per block instead.
-		text = plainText(content)
+		if t := normText(res.Metadata.Title); t != "" {
+			facts.titles = append(facts.titles, t)
+		}
+		trimEdges(content, facts)
 	} else {
 		// trafilatura changed the tree; start from the bytes again.
 		content, err = fallbackContent(page)
 		if err != nil {
 			return nil, err
 		}
-		text = plainText(content)
+		trimEdges(content, facts)
 	}
+	return renderArticle(content, title, baseURL, markdown, spaced)
+}
+
+// renderArticle renders the content node as text and, when markdown is
+// true, as Markdown.
+func renderArticle(content *html.Node, title string, baseURL *url.URL, markdown bool, spaced map[string]bool) (*Article, error) {
+	restoreEmphasisSpacing(content, spaced)
 	art := &Article{
 		Title: strings.TrimSpace(collapseSpace(title)),
-		Text:  tidyText(text),
+		Text:  renderMarks(tidyText(plainText(content)), false),
 	}
 	if markdown {
 		absolutize(content, baseURL)
@@ -129,7 +132,7 @@ func ExtractHTML(page []byte, pageURL *url.URL, markdown bool) (*Article, error)
 		if err != nil {
 			return nil, fmt.Errorf("convert to markdown: %w", err)
 		}
-		art.Markdown = strings.TrimSpace(string(md))
+		art.Markdown = renderMarks(strings.TrimSpace(string(md)), true)
 	}
 	if art.Markdown == "" && art.Text == "" {
 		return nil, ErrNoContent
@@ -286,6 +289,13 @@ func absolutize(root *html.Node, baseURL *url.URL) {
 		if n.Type == html.ElementNode {
 			for i := 0; i < len(n.Attr); i++ {
 				a := &n.Attr[i]
+				if a.Key == "title" && n.Data == "a" {
+					// A link's title repeats its text or the target's name;
+					// in Markdown it is noise after every link.
+					n.Attr = append(n.Attr[:i], n.Attr[i+1:]...)
+					i--
+					continue
+				}
 				if a.Key != "href" && a.Key != "src" {
 					continue
 				}

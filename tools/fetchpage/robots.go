@@ -74,7 +74,9 @@ func (r *robots) lookup(ctx context.Context, key string) (*robotstxt.RobotsData,
 		}
 		// No robots check for robots.txt itself; the domain lists still
 		// apply to its redirects through hopState.
-		resp, err := r.t.get(ctx, ru, &hopState{}, nil)
+		hs := &hopState{}
+		defer r.t.budget.release(hs)
+		resp, err := r.t.get(ctx, ru, hs, nil)
 		if err != nil {
 			return nil, fmt.Errorf("robots.txt: %w", err)
 		}

@@ -158,6 +158,9 @@ func publicAddr(a netip.Addr) bool {
 			return false
 		}
 	}
+	if a.Is6() && !publicIPv6.Contains(a) {
+		return false
+	}
 	return a.IsGlobalUnicast()
 }
 
@@ -180,6 +183,9 @@ func (d *dialer) DialContext(ctx context.Context, network, address string) (net.
 		return nil, fmt.Errorf("dial %s: %w", address, err)
 	}
 	exempt := d.policy.hostAllowed(host) || (d.proxyAddr != "" && strings.EqualFold(address, d.proxyAddr))
+	if !exempt && blockedName(host) {
+		return nil, fmt.Errorf("%s: %w", host, ErrBlockedAddress)
+	}
 	var addrs []netip.Addr
 	if a, ok := parseHostAddr(host); ok {
 		addrs = []netip.Addr{a}

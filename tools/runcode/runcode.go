@@ -170,6 +170,17 @@ func (t *Tool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, 
 	if err != nil {
 		return nil, err
 	}
+	// What is left of the key's monthly cap bounds the run: one unit is one
+	// started second.
+	capped := false
+	if b := inv.UnitBudget; b > 0 && time.Duration(b*float64(time.Second)) < req.Timeout {
+		req.Timeout, capped = time.Duration(b*float64(time.Second)), true
+	}
+	// An authenticated account gets its share of the sandbox, not all of
+	// it (development mode and the command line have one user).
+	if inv.Caller.KeyID != "" {
+		req.Account = inv.Caller.AccountID
+	}
 	started := time.Now()
 	req.Progress = func(elapsed time.Duration, msg string) {
 		// Progress is the elapsed time in seconds: it only grows, as MCP
@@ -183,6 +194,12 @@ func (t *Tool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, 
 	out := render(res)
 	units := math.Max(1, math.Ceil(res.Duration.Seconds()))
 	switch {
+	case res.TimedOut && capped:
+		return nil, &tools.Error{
+			Code:    CodeTimeout,
+			Message: fmt.Sprintf("the %s program was stopped after %d ms: that is all the run time left under this API key's monthly cap", res.Language, req.Timeout.Milliseconds()),
+			Units:   units, Details: details(out),
+		}
 	case res.TimedOut:
 		return nil, &tools.Error{
 			Code:    CodeTimeout,
@@ -202,6 +219,20 @@ func (t *Tool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, 
 		Summary:    fmt.Sprintf("%s exit %d, %d ms", out.Language, out.ExitCode, out.DurationMS),
 		Units:      units,
 	}, nil
+}
+
+// MaxUnits is the most a call can bill: its timeout in started seconds
+// (the monthly cap holds that much while it runs).
+func (t *Tool) MaxUnits(inv *tools.Invocation) float64 {
+	var in input
+	if inv.Decode(&in) != nil {
+		return 1
+	}
+	timeout := DefaultTimeout
+	if in.TimeoutMS > 0 {
+		timeout = time.Duration(in.TimeoutMS) * time.Millisecond
+	}
+	return math.Max(1, math.Ceil(timeout.Seconds()))
 }
 
 // request checks the input's sizes and builds the sandbox request.
@@ -277,6 +308,8 @@ func request(in input) (sandbox.Request, error) {
 // runError maps the sandbox's refusals to stable codes.
 func runError(ctx context.Context, err error) error {
 	switch {
+	case errors.Is(err, sandbox.ErrAccountBusy):
+		return &tools.Error{Code: CodeBusy, Message: "this API key's account already holds its share of the run_code slots and queue; wait for its runs to finish", RetryAfter: time.Second}
 	case errors.Is(err, sandbox.ErrBusy):
 		return &tools.Error{Code: CodeBusy, Message: "every run_code slot is taken and the queue is full; try again shortly", RetryAfter: time.Second}
 	case errors.Is(err, sandbox.ErrUnavailable):
@@ -313,7 +346,7 @@ func render(res *sandbox.Result) Output {
 	for _, f := range res.Files {
 		of := OutputFile{Name: f.Name, Size: f.Size, Truncated: f.Truncated}
 		if f.Data != nil || f.Size == 0 {
-			if utf8.Valid(f.Data) {
+			if textual(f.Data) {
 				of.Encoding, of.Content = "text", string(f.Data)
 			} else {
 				of.Encoding, of.Content = "base64", base64.StdEncoding.EncodeToString(f.Data)
@@ -322,6 +355,22 @@ func render(res *sandbox.Result) Output {
 		out.Files = append(out.Files, of)
 	}
 	return out
+}
+
+// textual reports whether a file is returned as text: valid UTF-8 without
+// control characters other than tab, newline and carriage return. JSON
+// escapes each other control byte in six (a 64 KiB file of NUL bytes became
+// 384 KiB and failed with result_too_large); base64 costs a third more.
+func textual(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for _, c := range b {
+		if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // details is the output carried by a timeout or memory_exceeded error.

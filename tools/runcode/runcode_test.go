@@ -70,6 +70,14 @@ func TestResultFieldsFilesAndUnits(t *testing.T) {
 				t.Errorf("binary file %+v", f)
 			}
 		}},
+		{name: "python 64 KiB of NUL bytes comes back as base64", args: py("import os\nos.makedirs('out', exist_ok=True)\nopen('out/zeros', 'wb').write(bytes(65536))"), check: func(t *testing.T, out *tools.Outcome, d decoded) {
+			if out.IsError || len(d.Files) != 1 {
+				t.Fatalf("%s %s %.500s", out.Code, out.Message, out.Structured)
+			}
+			if f := d.Files[0]; f.Encoding != "base64" || f.Size != 65536 || len(f.Content) > 90000 {
+				t.Errorf("file %s: %s, %d bytes, %d of content", f.Name, f.Encoding, f.Size, len(f.Content))
+			}
+		}},
 		{name: "python clock is real", args: py("import time, datetime\nprint(datetime.datetime.now().year >= 2025)"), check: func(t *testing.T, out *tools.Outcome, d decoded) {
 			if d.Stdout != "True\n" {
 				t.Errorf("stdout %q", d.Stdout)
@@ -279,4 +287,62 @@ func TestRunsOfOneAndOfAnotherAccountStartPristine(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestTextualFiles(t *testing.T) {
+	for in, want := range map[string]bool{"a,b\n1,2\r\n\tx": true, "héllo": true, "a\x00b": false, "\x1b[31m": false, "\xff": false, "del\x7f": false} {
+		if got := textual([]byte(in)); got != want {
+			t.Errorf("textual(%q) = %v", in, got)
+		}
+	}
+}
+
+// What is left of the monthly cap bounds a run: with a budget of one unit
+// a run that would take longer is stopped after one second, and says why.
+func TestUnitBudgetBoundsTheRun(t *testing.T) {
+	_, sb, _ := shared(t)
+	tool := New(sb)
+	inv := &tools.Invocation{Spec: tool.Spec(), Args: json.RawMessage(`{"code":"import time\ntime.sleep(5)","timeout_ms":10000}`), UnitBudget: 1}
+	if got := tool.MaxUnits(inv); got != 10 {
+		t.Fatalf("MaxUnits %v, want 10 (the timeout in seconds)", got)
+	}
+	_, err := tool.Call(context.Background(), inv)
+	var te *tools.Error
+	if !errors.As(err, &te) || te.Code != CodeTimeout || !strings.Contains(te.Message, "monthly cap") || te.Units > 2 {
+		t.Fatalf("err %v", err)
+	}
+}
+
+// One account cannot take every run slot and queue place: its share is
+// half the slots (and as much of the queue), so another account still
+// runs while the first one floods.
+func TestOneAccountCannotTakeEverySlot(t *testing.T) {
+	sb := newSandbox(t, sandbox.Config{Concurrency: 2, QueueLength: 8, PythonPool: -1, JavaScriptPool: 2})
+	defer sb.Close()
+	ex := newExecutor(t, sb)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	greedy := tools.Caller{Slot: "mcp", AccountID: "greedy", KeyID: "key_greedy"}
+	var wg sync.WaitGroup
+	codes := make(chan string, 16)
+	for range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, _ := ex.Execute(ctx, tools.Proposal{Tool: "run_code", Caller: greedy,
+				Args: json.RawMessage(`{"language":"javascript","code":"for(;;){}","timeout_ms":60000}`)})
+			codes <- out.Code
+		}()
+	}
+	// The sixth is refused at once: 1 running and 4 waiting is the share.
+	if code := <-codes; code != CodeBusy {
+		t.Fatalf("greedy call over its share: %q, want busy", code)
+	}
+	out, err := ex.Execute(context.Background(), tools.Proposal{Tool: "run_code", Caller: tools.Caller{Slot: "mcp", AccountID: "other", KeyID: "key_other"},
+		Args: json.RawMessage(`{"language":"javascript","code":"1+2"}`)})
+	if err != nil || out.IsError {
+		t.Fatalf("another account: %v %s %s", err, out.Code, out.Message)
+	}
+	cancel()
+	wg.Wait()
 }

@@ -22,7 +22,13 @@ import (
 type cacheEntry struct {
 	Stored   time.Time `json:"stored_at"`
 	Provider string    `json:"provider"`
-	Results  []Item    `json:"results"`
+	// ProviderID is the identity (kind and base URL) of the provider that
+	// answered, so a provider renamed since is named as it is called now.
+	ProviderID string `json:"provider_id,omitempty"`
+	Results    []Item `json:"results"`
+	// Leader is the execution that ran the search (in memory only: which
+	// of several identical calls in flight pays for it).
+	Leader string `json:"-"`
 }
 
 // cache is the query cache: an LRU in memory (bounded by entries, with a TTL
@@ -176,8 +182,9 @@ func (c *cache) prune() {
 }
 
 // cacheKey is a digest of everything that changes the answer: the query
-// (case-folded, whitespace collapsed), the options, and which providers are
-// configured (a new provider list must not be served old answers).
+// (case-folded, whitespace collapsed), the options, and the identities
+// (kind and base URL, not the names) of the configured providers, so a new
+// provider list is not served old answers and a renamed one still is.
 func cacheKey(q query, providers string) string {
 	b, _ := json.Marshal(struct {
 		V         int      `json:"v"`
@@ -189,7 +196,7 @@ func cacheKey(q query, providers string) string {
 		Allowed   []string `json:"allowed"`
 		Blocked   []string `json:"blocked"`
 		Providers string   `json:"providers"`
-	}{1, strings.ToLower(strings.Join(strings.Fields(q.Text), " ")), q.Count, q.Freshness, q.Lang, q.Site, q.Allowed, q.Blocked, providers})
+	}{2, strings.ToLower(strings.Join(strings.Fields(q.Text), " ")), q.Count, q.Freshness, q.Lang, q.Site, q.Allowed, q.Blocked, providers})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

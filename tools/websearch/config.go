@@ -32,6 +32,14 @@ type Config struct {
 	Cache     CacheConfig      `json:"cache"`
 	// UserAgent sent to every engine; empty means "toolhost-websearch/1".
 	UserAgent string `json:"user_agent,omitempty"`
+	// Deadline bounds one whole search, every provider included; default
+	// 10s. See hedge.go.
+	Deadline Duration `json:"deadline,omitempty"`
+	// HedgeDelay is how long the current provider may take before the next
+	// one is asked too (the first good answer wins); default 1.5s, or the
+	// provider's recent p90 once it has answered often enough. Negative
+	// turns hedging off: the next provider is asked only after a failure.
+	HedgeDelay Duration `json:"hedge_delay,omitempty"`
 }
 
 // ProviderConfig configures one engine.
@@ -71,6 +79,8 @@ type CacheConfig struct {
 
 const (
 	defaultTimeout    = 8 * time.Second
+	defaultDeadline   = 10 * time.Second
+	defaultHedgeDelay = 1500 * time.Millisecond
 	defaultCacheTTL   = 10 * time.Minute
 	defaultCacheSize  = 1000
 	defaultUserAgent  = "toolhost-websearch/1"

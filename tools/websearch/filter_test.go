@@ -74,3 +74,23 @@ func TestTavilyGetsDomainListsAndIsStillFiltered(t *testing.T) {
 		t.Errorf("include_domains %v", body.Include)
 	}
 }
+
+// Unicode spellings of a host meet the lists in their IDNA form: fullwidth
+// letters, the ideographic full stop and a trailing dot do not slip past a
+// blocked domain, and a host that does not normalise is dropped.
+func TestDomainFiltersSeeHostsInTheirIDNAForm(t *testing.T) {
+	q := query{Blocked: []string{"blocked.test"}}
+	for _, host := range []string{"ＢＬＯＣＫＥＤ.test", "blocked。test", "blocked.test。", "BLOCKED.TEST.", "www.ｂｌｏｃｋｅｄ．test", "a\u00adb.blocked.test", "bad_host\x00.example"} {
+		if domainAllowed(host, q) {
+			t.Errorf("%q passed blocked_domains [blocked.test]", host)
+		}
+	}
+	if !domainAllowed("example.org", q) {
+		t.Error("example.org was dropped")
+	}
+	for _, d := range []string{"ＢＬＯＣＫＥＤ.test", "blocked。test", "blocked.test。"} {
+		if got, err := normalizeDomain(d); err != nil || got != "blocked.test" {
+			t.Errorf("normalizeDomain(%q) = %q, %v", d, got, err)
+		}
+	}
+}

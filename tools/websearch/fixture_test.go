@@ -59,6 +59,7 @@ const (
 	mode5xx       = "5xx"
 	modeMalformed = "malformed"
 	modeSlow      = "slow"
+	modeDelay     = "delay"     // answer successfully after fixture.delay
 	modeChallenge = "challenge" // html only: 202 bot check
 	modeMixed     = "mixed"     // searxng only: results from many domains
 	modeQuota     = "432"       // tavily only: plan usage limit
@@ -133,6 +134,9 @@ type fixture struct {
 	mode    string
 	headers map[string]string // extra response headers for the next answers
 	last    request
+	delay   time.Duration // modeDelay: answer successfully after this
+	// cancelled counts requests whose client went away before the answer.
+	cancelled atomic.Int64
 }
 
 func readTestdata(t testing.TB, name string) []byte {
@@ -228,6 +232,18 @@ func newFixture(t testing.TB, eng engineFixture, mode string) *fixture {
 		case modeSlow:
 			// Answer only when the client has given up.
 			<-r.Context().Done()
+			f.cancelled.Add(1)
+		case modeDelay:
+			f.mu.Lock()
+			d := f.delay
+			f.mu.Unlock()
+			select {
+			case <-time.After(d):
+				w.Header().Set("Content-Type", eng.contentType)
+				_, _ = w.Write(bodies[modeSuccess])
+			case <-r.Context().Done():
+				f.cancelled.Add(1)
+			}
 		default:
 			http.Error(w, "unknown fixture mode "+mode, http.StatusTeapot)
 		}
@@ -239,6 +255,12 @@ func newFixture(t testing.TB, eng engineFixture, mode string) *fixture {
 func (f *fixture) setMode(m string) {
 	f.mu.Lock()
 	f.mode = m
+	f.mu.Unlock()
+}
+
+func (f *fixture) setDelay(d time.Duration) {
+	f.mu.Lock()
+	f.mode, f.delay = modeDelay, d
 	f.mu.Unlock()
 }
 

@@ -218,11 +218,17 @@ func dedupeKey(u *url.URL) string {
 
 // domainAllowed applies site, allowed_domains and blocked_domains. Domains in
 // q are already lower-case ASCII (normalized); the host is made so too.
+//
+// The host is put through IDNA (UTS #46 lookup) first, as a browser or the
+// HTTP transport would before dialling it, so "ＢＬＯＣＫＥＤ.test" or
+// "blocked。test" meet the lists as "blocked.test". A host that does not
+// normalise is dropped whenever a filter is set.
 func domainAllowed(host string, q query) bool {
-	h := strings.TrimSuffix(strings.ToLower(host), ".")
-	if a, err := idna.Lookup.ToASCII(h); err == nil {
-		h = a
+	h, err := idna.Lookup.ToASCII(strings.ToLower(host))
+	if err != nil {
+		return len(q.Blocked) == 0 && q.Site == "" && len(q.Allowed) == 0
 	}
+	h = strings.TrimSuffix(h, ".")
 	for _, d := range q.Blocked {
 		if isHost(h, d) {
 			return false

@@ -34,6 +34,9 @@ func (*Tool) Normalize(args map[string]any, _ tools.Reference) error {
 		if strings.TrimSpace(s) == "" {
 			delete(args, "site")
 		} else {
+			if err := refuseFilter(s); err != nil {
+				return tools.Errorf(CodeInvalidInput, "site: %v", err)
+			}
 			d, err := normalizeDomain(s)
 			if err != nil {
 				return tools.Errorf(CodeInvalidInput, "site: %v", err)
@@ -50,6 +53,9 @@ func (*Tool) Normalize(args map[string]any, _ tools.Reference) error {
 		var list []string
 		for i, v := range raw {
 			s, _ := v.(string)
+			if err := refuseFilter(s); err != nil {
+				return tools.Errorf(CodeInvalidInput, "%s[%d]: %v", field, i, err)
+			}
 			d, err := normalizeDomain(s)
 			if err != nil {
 				return tools.Errorf(CodeInvalidInput, "%s[%d]: %v", field, i, err)
@@ -85,8 +91,9 @@ func (*Tool) Normalize(args map[string]any, _ tools.Reference) error {
 	return nil
 }
 
-// normalizeDomain accepts "example.com", "https://www.example.com/path",
-// "*.example.com" or an internationalized name and returns the lower-case
+// normalizeDomain accepts "example.com", "https://www.example.com/path"
+// or an internationalized name (refuseFilter has turned away wildcards and
+// IP literals) and returns the lower-case
 // ASCII domain. A leading "www." is dropped: people mean the site.
 func normalizeDomain(s string) (string, error) {
 	d := strings.ToLower(strings.TrimSpace(s))
@@ -107,6 +114,7 @@ func normalizeDomain(s string) (string, error) {
 	d = strings.Trim(d, ".")
 	d = strings.TrimPrefix(d, "www.")
 	a, err := idna.Lookup.ToASCII(d)
+	a = strings.Trim(a, ".") // "example.com。" maps to a trailing dot
 	if err != nil || a == "" || len(a) > 253 {
 		return "", fmt.Errorf("%q is not a domain such as example.com", s)
 	}

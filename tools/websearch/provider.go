@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"toolhost/neterr"
 )
 
 // query is what a provider is asked for: the normalized arguments of a call.
@@ -70,6 +71,9 @@ type failure struct {
 	Status     int
 	RetryAfter time.Duration // rate limits only; 0 when the engine gave none
 	Msg        string
+	// Cause is the transport's own error text for the server log only: it
+	// names the engine's URL and addresses, which callers must not see.
+	Cause string
 }
 
 func (f *failure) Error() string { return f.Msg }
@@ -126,12 +130,11 @@ func classifyTransport(ctx context.Context, err error, secret string) error {
 	if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 		return failf(failTimeout, "no answer within the time limit")
 	}
-	// The URL in a *url.Error is ours and says nothing new; the cause does.
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	return failf(failNetwork, "request failed: %s", scrub(err.Error(), secret))
+	// The message says what kind of failure it was; the error text, which
+	// names the engine's URL and the addresses dialled, goes to the log.
+	f := failf(failNetwork, "request failed: %s", neterr.Describe(err))
+	f.Cause = scrub(err.Error(), secret)
+	return f
 }
 
 // retryAfter reads Retry-After (seconds or an HTTP date, RFC 9110 §10.2.3);

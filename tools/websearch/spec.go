@@ -53,9 +53,23 @@ func (*Tool) Spec() catalog.Spec {
       }
     },
     "took_ms": {"type": "integer", "minimum": 0},
-    "cached": {"type": "boolean"}
+    "cached": {"type": "boolean", "description": "answered from the cache, or by an identical search in flight at the same time (not billed)"},
+    "error": {
+      "type": "object",
+      "description": "present instead of the other fields when the call failed (isError): why, in a stable code",
+      "properties": {
+        "code": {"type": "string", "description": "invalid_input, query_too_long, no_provider_configured, rate_limited, provider_unavailable, timeout, or a code of the pipeline (invalid_arguments, denied, cancelled, internal_error, ...)"},
+        "message": {"type": "string"},
+        "retry_after_ms": {"type": "integer", "minimum": 0, "description": "when to try again (rate_limited, provider_unavailable)"},
+        "providers": {"type": "array", "description": "each provider's reason: provider, reason, status, retry_after_ms", "items": {"type": "object"}}
+      },
+      "required": ["code", "message"]
+    }
   },
-  "required": ["query", "provider", "results", "took_ms", "cached"],
+  "anyOf": [
+    {"required": ["query", "provider", "results", "took_ms", "cached"]},
+    {"required": ["error"]}
+  ],
   "additionalProperties": false
 }`),
 		Annotations: catalog.Annotations{ReadOnly: true, Idempotent: true, OpenWorld: true},

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"toolhost/catalog"
 	"toolhost/tools"
 )
@@ -50,17 +52,22 @@ type Deps struct {
 type Tool struct {
 	slots       []*slot
 	unusable    []string // providers dropped at start-up, with why
-	fingerprint string   // provider list, for cache keys
+	fingerprint string   // provider identities, for cache keys
 	cache       *cache   // nil when disabled
 	logger      *slog.Logger
 	now         func() time.Time
+	deadline    time.Duration // one whole search
+	hedge       time.Duration // default hedge delay; < 0: no hedging
+	flight      singleflight.Group
 }
 
 // slot is one configured provider and its back-off state.
 type slot struct {
 	name    string
+	id      string // kind and base URL: what the answers depend on
 	timeout time.Duration
 	p       provider
+	lat     latencies
 
 	mu           sync.Mutex
 	limitedUntil time.Time // rate limited: not contacted before this
@@ -72,7 +79,13 @@ type slot struct {
 // work (unknown kind, bad base URL); a provider whose key is missing is
 // dropped with a warning so the others still serve.
 func New(cfg Config, deps Deps) (*Tool, error) {
-	t := &Tool{logger: deps.Logger, now: deps.Clock}
+	t := &Tool{logger: deps.Logger, now: deps.Clock, deadline: time.Duration(cfg.Deadline), hedge: time.Duration(cfg.HedgeDelay)}
+	if t.deadline <= 0 {
+		t.deadline = defaultDeadline
+	}
+	if t.hedge == 0 {
+		t.hedge = defaultHedgeDelay
+	}
 	if t.logger == nil {
 		t.logger = slog.New(slog.DiscardHandler)
 	}
@@ -169,8 +182,9 @@ func New(cfg Config, deps Deps) (*Tool, error) {
 				p = &tavily{base: u, key: pc.APIKey, http: client}
 			}
 		}
-		t.slots = append(t.slots, &slot{name: name, timeout: timeout, p: p})
-		fp = append(fp, kind+"="+u.String())
+		id := kind + "=" + u.String()
+		t.slots = append(t.slots, &slot{name: name, id: id, timeout: timeout, p: p})
+		fp = append(fp, id)
 	}
 	t.fingerprint = strings.Join(fp, ",")
 	c, err := newCache(cfg.Cache, t.now, t.logger)
@@ -228,7 +242,7 @@ func (t *Tool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, 
 	key := cacheKey(q, t.fingerprint)
 	if t.cache != nil {
 		if e, ok := t.cache.get(key); ok {
-			out := Output{Query: q.Text, Provider: e.Provider, Results: e.Results, TookMS: time.Since(start).Milliseconds(), Cached: true}
+			out := Output{Query: q.Text, Provider: t.providerName(e), Results: e.Results, TookMS: time.Since(start).Milliseconds(), Cached: true}
 			return t.result(out, lang, 0), nil
 		}
 	}
@@ -240,42 +254,76 @@ func (t *Tool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, 
 		return nil, tools.Errorf(CodeNoProvider, "%s", msg)
 	}
 
-	order, skipped := t.order()
-	var reasons []attempt
-	reasons = append(reasons, skipped...)
-	for i, s := range order {
-		if err := ctx.Err(); err != nil {
-			return nil, t.ctxError(err, reasons)
+	// Identical searches in flight at once make one engine request: the
+	// first caller's search runs for all of them, detached from any one
+	// caller's cancellation but bounded by the search deadline, and only
+	// that caller is billed.
+	ch := t.flight.DoChan(key, func() (any, error) {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.deadline)
+		defer cancel()
+		return t.search(sctx, inv, q, key)
+	})
+	select {
+	case <-ctx.Done():
+		return nil, t.ctxError(ctx.Err(), nil)
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
 		}
-		inv.Progress(float64(i), float64(len(order)), "asking "+s.name)
-		pctx, cancel := context.WithTimeout(ctx, s.timeout)
-		t0 := time.Now()
-		hits, err := s.p.search(pctx, q)
-		cancel()
-		ms := time.Since(t0).Milliseconds()
-		if err != nil {
-			if cerr := ctx.Err(); cerr != nil {
-				return nil, t.ctxError(cerr, reasons)
-			}
-			var f *failure
-			if !errors.As(err, &f) {
-				f = failf(failNetwork, "%v", err)
-			}
-			wait := s.failed(f, t.now())
-			reasons = append(reasons, attempt{name: s.name, f: f, wait: wait})
-			t.logger.WarnContext(ctx, "web_search provider failed", "provider", s.name, "reason", f.Msg, "status", f.Status, "ms", ms, "backoff_ms", wait.Milliseconds(), "execution_id", inv.ID)
+		e := r.Val.(cacheEntry)
+		// The caller whose search ran pays for it; the others shared it.
+		leader := e.Leader == inv.ID
+		out := Output{Query: q.Text, Provider: t.providerName(e), Results: e.Results, TookMS: time.Since(start).Milliseconds(), Cached: !leader}
+		units := 0.0
+		if leader {
+			units = 1
+		}
+		return t.result(out, lang, units), nil
+	}
+}
+
+// search asks the providers (hedged, within ctx's deadline) and caches the
+// answer.
+func (t *Tool) search(ctx context.Context, inv *tools.Invocation, q query, key string) (cacheEntry, error) {
+	order, skipped := t.order()
+	ans, reasons, err := t.race(ctx, q, order, func(i int, name string) {
+		inv.Progress(float64(i), float64(len(order)), "asking "+name)
+	})
+	reasons = append(skipped, reasons...)
+	if err != nil {
+		return cacheEntry{}, t.ctxError(err, reasons)
+	}
+	if ans == nil {
+		return cacheEntry{}, allFailed(reasons)
+	}
+	items := clean(ans.hits, q)
+	t.logger.InfoContext(ctx, "web_search provider answered", "provider", ans.slot.name, "raw", len(ans.hits), "results", len(items), "ms", ans.ms, "execution_id", inv.ID)
+	e := cacheEntry{Stored: t.now(), Provider: ans.slot.name, ProviderID: ans.slot.id, Results: items, Leader: inv.ID}
+	if t.cache != nil {
+		t.cache.put(key, e)
+	}
+	return e, nil
+}
+
+// providerName is the configured name of the provider that produced e: a
+// provider renamed since is named as it is called now.
+func (t *Tool) providerName(e cacheEntry) string {
+	name := ""
+	for _, s := range t.slots {
+		if e.ProviderID == "" || s.id != e.ProviderID {
 			continue
 		}
-		s.succeeded()
-		items := clean(hits, q)
-		t.logger.InfoContext(ctx, "web_search provider answered", "provider", s.name, "raw", len(hits), "results", len(items), "ms", ms, "execution_id", inv.ID)
-		if t.cache != nil {
-			t.cache.put(key, cacheEntry{Stored: t.now(), Provider: s.name, Results: items})
+		if s.name == e.Provider {
+			return s.name // still called so (two may share an endpoint)
 		}
-		out := Output{Query: q.Text, Provider: s.name, Results: items, TookMS: time.Since(start).Milliseconds()}
-		return t.result(out, lang, 1), nil
+		if name == "" {
+			name = s.name
+		}
 	}
-	return nil, allFailed(reasons)
+	if name == "" {
+		return e.Provider
+	}
+	return name
 }
 
 // attempt is why one provider did not answer this call.
@@ -396,7 +444,7 @@ func allFailed(reasons []attempt) error {
 // ctxError reports the call's own deadline or cancellation.
 func (t *Tool) ctxError(err error, reasons []attempt) error {
 	if errors.Is(err, context.DeadlineExceeded) {
-		msg := "the search did not finish within the call's time limit"
+		msg := fmt.Sprintf("the search did not finish within its %s deadline", t.deadline)
 		if len(reasons) > 0 {
 			parts := make([]string, len(reasons))
 			for i, a := range reasons {

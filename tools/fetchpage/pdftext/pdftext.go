@@ -42,6 +42,11 @@ type Options struct {
 	// Progress, when set, is called after each page with the number of pages
 	// done and the number that will be extracted.
 	Progress func(done, total int)
+	// Pages, when not empty, selects the pages to extract: 1-based page
+	// numbers in ascending order without repeats. Numbers past the end of
+	// the document are ignored. MaxPages then bounds how many of the
+	// selected pages are extracted.
+	Pages []int
 }
 
 // Document is the text of a PDF.
@@ -55,6 +60,8 @@ type Document struct {
 	// Truncated reports that the page budget (Options.MaxPages) cut the
 	// extraction short.
 	Truncated bool
+	// Numbers holds the 1-based page number of each entry of Pages.
+	Numbers []int
 }
 
 const (
@@ -84,16 +91,44 @@ func Extract(ctx context.Context, data []byte, opts Options) (doc *Document, err
 	if limit <= 0 || limit > maxPageCount {
 		limit = maxPageCount
 	}
-	pages, count, err := collectPages(ctx, r, limit)
+	walk := limit
+	if len(opts.Pages) > 0 {
+		// Walk the page tree as far as the last selected page.
+		walk = min(opts.Pages[len(opts.Pages)-1], maxPageCount)
+	}
+	pages, count, err := collectPages(ctx, r, walk)
 	if err != nil {
 		return nil, err
 	}
 	doc = &Document{NumPages: count}
-	if doc.NumPages > limit {
-		doc.Truncated = true
-		if len(pages) > limit {
-			pages = pages[:limit]
+	var numbers []int
+	if len(opts.Pages) > 0 {
+		var sel []pageRef
+		for _, n := range opts.Pages {
+			if n >= 1 && n <= len(pages) {
+				sel = append(sel, pages[n-1])
+				numbers = append(numbers, n)
+			}
 		}
+		pages = sel
+		if len(pages) > limit {
+			doc.Truncated = true
+			pages, numbers = pages[:limit], numbers[:limit]
+		}
+	} else {
+		if doc.NumPages > limit {
+			doc.Truncated = true
+			if len(pages) > limit {
+				pages = pages[:limit]
+			}
+		}
+		for i := range pages {
+			numbers = append(numbers, i+1)
+		}
+	}
+	doc.Numbers = numbers
+	if len(pages) == 0 && len(opts.Pages) > 0 && count > 0 {
+		return doc, nil // every selected page is past the end
 	}
 	if len(pages) == 0 {
 		return nil, fmt.Errorf("%w: no pages found (%d declared)", ErrCorrupt, count)

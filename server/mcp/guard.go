@@ -1,0 +1,303 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"toolhost/clip"
+	"toolhost/strictjson"
+)
+
+// Limits bound what MCP clients can make the server hold: request bodies,
+// the clientInfo an initialize carries (kept for the session's life) and
+// the number of sessions per API key and in all. Zero values take the
+// defaults below.
+type Limits struct {
+	// MaxBodyBytes caps one POST body (4 MiB, the go-sdk's default).
+	MaxBodyBytes int64
+	// MaxClientInfoBytes caps the clientInfo of initialize (8 KiB).
+	MaxClientInfoBytes int
+	// SessionsPerKey and Sessions cap open sessions per API key (256) and
+	// in all (4096). At a cap, the key's (or the server's) session idle the
+	// longest is closed to make room; when every one is busy the new
+	// session is refused with 429 too_many_sessions.
+	SessionsPerKey int
+	Sessions       int
+}
+
+// Defaults of Limits.
+const (
+	DefaultMaxBodyBytes       = 4 << 20
+	DefaultMaxClientInfoBytes = 8 << 10
+	DefaultSessionsPerKey     = 256
+	DefaultSessions           = 4096
+	// DefaultSessionTimeout is the idle time after which a session closes.
+	DefaultSessionTimeout = 30 * time.Minute
+	// maxToolNameRunes is MCP's limit on a tool name.
+	maxToolNameRunes = 128
+)
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxBodyBytes <= 0 {
+		l.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if l.MaxClientInfoBytes <= 0 {
+		l.MaxClientInfoBytes = DefaultMaxClientInfoBytes
+	}
+	if l.SessionsPerKey <= 0 {
+		l.SessionsPerKey = DefaultSessionsPerKey
+	}
+	if l.Sessions <= 0 {
+		l.Sessions = DefaultSessions
+	}
+	return l
+}
+
+// JSON-RPC error codes of the guard's refusals.
+const (
+	codeParseError    = -32700
+	codeInvalidParams = -32602
+)
+
+// guard sits in front of the go-sdk handler. It refuses what the SDK would
+// read leniently (trailing data, duplicate keys in the envelope or params:
+// encoding/json keeps the last, so `"name":"roll_dice","name":"get_time"`
+// would run get_time), caps initialize's clientInfo, and keeps the session
+// caps.
+type guard struct {
+	next  http.Handler
+	srv   *sdk.Server
+	lim   Limits
+	keyOf func(*http.Request) string
+
+	mu       sync.Mutex
+	sessions map[string]*session
+}
+
+type session struct {
+	key      string
+	last     time.Time
+	inflight int
+}
+
+func newGuard(next http.Handler, srv *sdk.Server, lim Limits, keyOf func(*http.Request) string) *guard {
+	if keyOf == nil {
+		keyOf = func(*http.Request) string { return "" }
+	}
+	return &guard{next: next, srv: srv, lim: lim.withDefaults(), keyOf: keyOf, sessions: map[string]*session{}}
+}
+
+// envelope is the part of a JSON-RPC message the guard looks at.
+type envelope struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		Name       json.RawMessage `json:"name"`
+		ClientInfo json.RawMessage `json:"clientInfo"`
+	} `json:"params"`
+}
+
+func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	sid := r.Header.Get("Mcp-Session-Id")
+	if r.Method != http.MethodPost {
+		g.track(w, r, sid, false)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.lim.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			rpcError(w, http.StatusRequestEntityTooLarge, nil, codeInvalidParams, fmt.Sprintf("the request body is larger than %d bytes", mbe.Limit))
+			return
+		}
+		rpcError(w, http.StatusBadRequest, nil, codeParseError, "reading the request body: "+clip.Echo(err.Error()))
+		return
+	}
+	// The envelope and its params are strict; the tool arguments inside
+	// are the pipeline's to refuse, as a result the model can read.
+	if err := strictjson.CheckDepth(body, 2); err != nil {
+		rpcError(w, http.StatusBadRequest, nil, codeParseError, "parse error: "+strings.TrimPrefix(err.Error(), strictjson.ErrNotStrict.Error()+": "))
+		return
+	}
+	var msgs []envelope
+	if bytes.HasPrefix(bytes.TrimSpace(body), []byte("[")) {
+		_ = json.Unmarshal(body, &msgs)
+	} else {
+		var m envelope
+		_ = json.Unmarshal(body, &m)
+		msgs = []envelope{m}
+	}
+	initialize := false
+	for _, m := range msgs {
+		switch m.Method {
+		case "initialize":
+			initialize = true
+			if n := len(m.Params.ClientInfo); n > g.lim.MaxClientInfoBytes {
+				rpcError(w, http.StatusBadRequest, m.ID, codeInvalidParams, fmt.Sprintf("clientInfo is %d bytes; at most %d are accepted", n, g.lim.MaxClientInfoBytes))
+				return
+			}
+		case "tools/call":
+			var name string
+			if json.Unmarshal(m.Params.Name, &name) == nil && len([]rune(name)) > maxToolNameRunes {
+				rpcError(w, http.StatusBadRequest, m.ID, codeInvalidParams, fmt.Sprintf("tool name %q is longer than %d characters", clip.Echo(name), maxToolNameRunes))
+				return
+			}
+		}
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	g.track(w, r, sid, initialize && sid == "")
+}
+
+// track serves the request and keeps the session table: a request on a
+// session marks it busy while it runs (an open GET stream too); a new
+// session first makes room under the caps.
+func (g *guard) track(w http.ResponseWriter, r *http.Request, sid string, opens bool) {
+	key := g.keyOf(r)
+	if opens {
+		if !g.makeRoom(key) {
+			rpcError(w, http.StatusTooManyRequests, nil, -32000, fmt.Sprintf("too_many_sessions: every one of the %d sessions allowed (%d per API key) is busy; close one (HTTP DELETE) or retry later", g.lim.Sessions, g.lim.SessionsPerKey))
+			return
+		}
+		sw := &sessionWriter{ResponseWriter: w}
+		g.next.ServeHTTP(sw, r)
+		if id := sw.Header().Get("Mcp-Session-Id"); id != "" && sw.status < 300 {
+			g.mu.Lock()
+			if _, known := g.sessions[id]; !known {
+				g.sessions[id] = &session{key: key, last: time.Now()}
+			}
+			g.mu.Unlock()
+		}
+		return
+	}
+	if sid == "" {
+		g.next.ServeHTTP(w, r)
+		return
+	}
+	g.mu.Lock()
+	s := g.sessions[sid]
+	if s != nil {
+		s.inflight++
+		s.last = time.Now()
+	}
+	g.mu.Unlock()
+	defer func() {
+		if s == nil {
+			return
+		}
+		g.mu.Lock()
+		s.inflight--
+		s.last = time.Now()
+		if r.Method == http.MethodDelete {
+			delete(g.sessions, sid)
+		}
+		g.mu.Unlock()
+	}()
+	g.next.ServeHTTP(w, r)
+}
+
+// makeRoom reports whether a new session of key fits under the caps,
+// closing the longest-idle session of the key (or of anyone, for the total
+// cap) when it is needed.
+func (g *guard) makeRoom(key string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	pruned := false
+	for {
+		perKey := 0
+		for _, s := range g.sessions {
+			if s.key == key {
+				perKey++
+			}
+		}
+		if perKey < g.lim.SessionsPerKey && len(g.sessions) < g.lim.Sessions {
+			return true
+		}
+		if !pruned {
+			// Sessions the SDK closed by itself (idle timeout, shutdown)
+			// leave our table here.
+			g.prune()
+			pruned = true
+			continue
+		}
+		victim := ""
+		var oldest time.Time
+		for id, s := range g.sessions {
+			if s.inflight > 0 || (perKey >= g.lim.SessionsPerKey && s.key != key) {
+				continue
+			}
+			if victim == "" || s.last.Before(oldest) {
+				victim, oldest = id, s.last
+			}
+		}
+		if victim == "" {
+			return false
+		}
+		delete(g.sessions, victim)
+		for ss := range g.srv.Sessions() {
+			if ss.ID() == victim {
+				_ = ss.Close()
+				break
+			}
+		}
+	}
+}
+
+func (g *guard) prune() {
+	live := make(map[string]bool, len(g.sessions))
+	for ss := range g.srv.Sessions() {
+		live[ss.ID()] = true
+	}
+	for id := range g.sessions {
+		if !live[id] {
+			delete(g.sessions, id)
+		}
+	}
+}
+
+// open is the number of sessions the guard counts (tests).
+func (g *guard) open() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.sessions)
+}
+
+// sessionWriter notes the status of the response that creates a session.
+type sessionWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *sessionWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *sessionWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *sessionWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func rpcError(w http.ResponseWriter, status int, id json.RawMessage, code int, msg string) {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg}})
+}

@@ -1,0 +1,116 @@
+package mcp_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	mcpface "toolhost/server/mcp"
+)
+
+// rawPost sends one JSON-RPC body to /mcp as a client would.
+func rawPost(t *testing.T, url, session, body string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+func initBody(clientInfo string) string {
+	return `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":` + clientInfo + `}}`
+}
+
+func initialize(t *testing.T, url, clientInfo string) (string, int) {
+	t.Helper()
+	resp, body := rawPost(t, url, "", initBody(clientInfo))
+	if resp.StatusCode != 200 {
+		return body, resp.StatusCode
+	}
+	sid := resp.Header.Get("Mcp-Session-Id")
+	r2, b2 := rawPost(t, url, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if r2.StatusCode >= 300 {
+		t.Fatalf("initialized: %d %s", r2.StatusCode, b2)
+	}
+	return sid, 200
+}
+
+// /mcp refuses what encoding/json would read leniently: duplicate keys in
+// the envelope or params (the last name would run) and data after the body.
+func TestMCPRefusesDuplicateKeysAndTrailingData(t *testing.T) {
+	e := start(t, mcpface.Options{})
+	sid, _ := initialize(t, e.url, `{"name":"t","version":"1"}`)
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"roll_dice","name":"get_time","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","method":"tools/list","params":{"name":"get_time","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_time","arguments":{}}} trailing`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_time","arguments":{}}}{"jsonrpc":"2.0","id":3,"method":"tools/list"}`,
+	} {
+		resp, out := rawPost(t, e.url, sid, body)
+		if resp.StatusCode != 400 || !strings.Contains(out, "-32700") {
+			t.Errorf("%s: %d %s", body, resp.StatusCode, out)
+		}
+	}
+	// An ordinary call still works.
+	resp, out := rawPost(t, e.url, sid, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"get_time","arguments":{}}}`)
+	if resp.StatusCode != 200 || !strings.Contains(out, "utc") && !strings.Contains(out, "UTC") {
+		t.Errorf("get_time: %d %.300s", resp.StatusCode, out)
+	}
+}
+
+// A huge clientInfo is refused, and sessions are capped per key: the
+// session idle the longest makes room for a new one.
+func TestMCPCapsClientInfoAndSessions(t *testing.T) {
+	e := start(t, mcpface.Options{Limits: mcpface.Limits{SessionsPerKey: 3}})
+	big := fmt.Sprintf(`{"name":"%s","version":"1"}`, strings.Repeat("x", 60<<10))
+	if out, code := initialize(t, e.url, big); code != 400 || !strings.Contains(out, "clientInfo is") {
+		t.Fatalf("60 KB clientInfo: %d %s", code, out)
+	}
+	var ids []string
+	for i := 0; i < 5; i++ {
+		sid, code := initialize(t, e.url, `{"name":"t","version":"1"}`)
+		if code != 200 {
+			t.Fatalf("session %d: %d %s", i, code, sid)
+		}
+		ids = append(ids, sid)
+		time.Sleep(5 * time.Millisecond)
+	}
+	ping := func(sid string) int {
+		resp, _ := rawPost(t, e.url, sid, `{"jsonrpc":"2.0","id":9,"method":"ping"}`)
+		return resp.StatusCode
+	}
+	for i, sid := range ids {
+		want := 200
+		if i < 2 {
+			want = 404 // evicted, oldest first
+		}
+		if got := ping(sid); got != want {
+			t.Errorf("session %d: ping %d, want %d", i, got, want)
+		}
+	}
+}
+
+// Sessions close after the idle timeout by default (30 min); a short one
+// set in the options closes them sooner.
+func TestMCPSessionsExpireWhenIdle(t *testing.T) {
+	e := start(t, mcpface.Options{SessionTimeout: 200 * time.Millisecond})
+	sid, _ := initialize(t, e.url, `{"name":"t","version":"1"}`)
+	time.Sleep(600 * time.Millisecond)
+	resp, _ := rawPost(t, e.url, sid, `{"jsonrpc":"2.0","id":9,"method":"ping"}`)
+	if resp.StatusCode != 404 {
+		t.Fatalf("ping after the idle timeout: %d, want 404", resp.StatusCode)
+	}
+}
