@@ -91,12 +91,22 @@ clean:
 load: build e2e-deps
 	$(GO) run ./bench/mcpload -toolhost $(BIN) -e2e e2e $(LOAD_FLAGS)
 
-# run_code latency on an idle server through MCP (Python print(1), JavaScript
-# 1+2): toolhost serve --dev with the real runtimes, one go-sdk client, each
-# call started once /healthz shows the warm pool full. About a minute.
+# run_code through MCP against toolhost serve --dev with the real runtimes
+# (Python print(1), JavaScript 1+2): latency on an idle server (one go-sdk
+# client, each call started once /healthz shows the warm pool full), then
+# back-to-back with 1 and 8 go-sdk clients (runs/s, p50/p99, server CPU and
+# RSS), then 8 clients running Python memory bombs (peak RSS). About three
+# minutes. LOAD_FLAGS='-idle-only' keeps the first part only.
 .PHONY: load-runcode
 load-runcode: runtimes build
 	$(GO) run ./bench/mcpload -toolhost $(BIN) -runcode $(LOAD_FLAGS)
+
+# A new process as Claude Desktop and the command line meet it: toolhost
+# stdio's first print(1) without and with the compiled cache, and toolhost
+# call roll_dice with a fresh data folder. About a minute.
+.PHONY: load-coldstart
+load-coldstart: runtimes build
+	$(GO) run ./bench/mcpload -toolhost $(BIN) -coldstart $(LOAD_FLAGS)
 
 # Issue 14's hardening figures through toolhost serve --dev on loopback:
 # count_tokens on 1 MB inputs, peak RSS with 32 concurrent 9.5 MB fetches,

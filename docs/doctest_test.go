@@ -501,7 +501,8 @@ func (p *page) run(t *testing.T, b block) {
 		}
 		timeout = d
 	}
-	if _, ok := b.marks["dry-run"]; ok {
+	_, bench := b.marks["bench"] // the older name of dry-run
+	if _, ok := b.marks["dry-run"]; ok || bench {
 		p.dryRun(t, b)
 		return
 	}

@@ -1,13 +1,19 @@
 # The run_code Python bootstrap. It runs before the user's program exists:
 # it imports the common standard-library modules and compiles a warm-up
 # snippet (inside the sandbox both cost hundreds of milliseconds, so they must
-# not be paid per run), then blocks reading "<token> <length>\n" and the
-# program from stdin; the rest of stdin is the program's own. After the
-# program it flushes, writes NUL + token + status to stderr for the host and
-# leaves through os._exit, skipping the interpreter's finalization.
-# sys.__excepthook__ prints tracebacks the way python itself does (C code, at
-# most sys.tracebacklimit frames), fast even after a 100 000-deep recursion.
-import sys, os, builtins, traceback, linecache, select
+# not be paid per run). The host snapshots the interpreter at that point (see
+# the end of this file and sandbox/pysnapshot.go) and drives every restored
+# copy with three calls from C, so no frame of this file sits below the
+# program's: _prepare reads "<token> <length>\n" and the program from stdin
+# (the rest of stdin is the program's own) and returns the program compiled
+# into a function; the host calls it; _finish flushes, writes NUL + token +
+# status to stderr for the host and leaves through os._exit, skipping the
+# interpreter's finalization. The program's module body is wrapped in
+# try/except so an exception it raises is reported by _caught without
+# unwinding into the host. sys.__excepthook__ prints tracebacks the way
+# python itself does (C code, at most sys.tracebacklimit frames), fast even
+# after a 100 000-deep recursion.
+import sys, os, builtins, traceback, linecache, select, types, ast
 import json, math, re, datetime, time, collections, itertools, functools
 import statistics, decimal, fractions, random, string, csv, io, base64
 
@@ -39,52 +45,123 @@ time.sleep = _sleep
 exec(compile("def _w(n):\n    return [i * i for i in range(n) if i % 2]\n_w(8)\n", "<warm-up>", "exec"), {})
 
 
-def _bootstrap():
-    _exit, _write, _stdin = os._exit, os.write, sys.stdin.buffer
-    header = _stdin.readline()
-    if not header:
-        _exit(0)
-    token, size = header.split()
-    src = _stdin.read(int(size))
-    text = src.decode("utf-8", "replace")
-    linecache.cache["main.py"] = (len(text), None, text.splitlines(True), "main.py")
-    sys.argv = ["main.py"]
-    scope = {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
-    status, code = b"ok", 0
+def _report(e):
+    # Print e as python would, without this file's frames: the traceback
+    # starts at the program's own code (none for a SyntaxError).
     try:
-        exec(compile(src, "main.py", "exec"), scope)
-    except SystemExit as e:
+        tb = e.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename != "main.py":
+            tb = tb.tb_next
+        e = e.with_traceback(tb)
+        sys.__excepthook__(type(e), e, tb)
+    except BaseException:
+        pass
+
+
+_run = {"token": b"", "status": b"ok", "code": 0}
+
+
+def _caught(e):
+    # The program raised e (its module body's try/except calls this).
+    if isinstance(e, SystemExit):
         if e.code is None:
-            code = 0
+            _run["code"] = 0
         elif isinstance(e.code, int):
-            code = e.code & 0xFF
+            _run["code"] = e.code & 0xFF
         else:
             try:
                 print(e.code, file=sys.stderr)
             except BaseException:
                 pass
-            code = 1
-    except MemoryError as e:
-        status, code = b"mem", 1
-        try:
-            sys.__excepthook__(type(e), e, e.__traceback__.tb_next)
-        except BaseException:
-            pass
-    except BaseException as e:
-        status, code = b"exc", 1
-        try:
-            sys.__excepthook__(type(e), e, e.__traceback__.tb_next)
-        except BaseException:
-            pass
+            _run["code"] = 1
+        return
+    _run["status"], _run["code"] = (b"mem" if isinstance(e, MemoryError) else b"exc"), 1
+    _report(e)
+
+
+sys.modules["_toolhost"] = _toolhost = types.ModuleType("_toolhost", "run_code's sandbox")
+_toolhost.caught = _caught
+
+
+def _guard(tree):
+    # try: <module body> except BaseException as e: _toolhost.caught(e),
+    # after the docstring and the __future__ imports, which must stay first.
+    body, i = tree.body, 0
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        i = 1
+    while i < len(body) and isinstance(body[i], ast.ImportFrom) and body[i].module == "__future__":
+        i += 1
+    if i == len(body):
+        return tree
+    last = body[-1]
+    at = {"lineno": getattr(last, "end_lineno", last.lineno), "col_offset": 0}
+    name = lambda n, ctx: ast.Name(n, ctx, **at)
+    handler = ast.ExceptHandler(
+        type=name("BaseException", ast.Load()), name="__toolhost_exc",
+        body=[
+            ast.Import([ast.alias("_toolhost", "__toolhost", **at)], **at),
+            ast.Expr(ast.Call(ast.Attribute(name("__toolhost", ast.Load()), "caught", ast.Load(), **at),
+                              [name("__toolhost_exc", ast.Load())], [], **at), **at),
+            ast.Delete([name("__toolhost", ast.Del())], **at),
+        ], **at)
+    guarded = ast.Try(body=body[i:], handlers=[handler], orelse=[], finalbody=[], **at)
+    ast.copy_location(guarded, body[i])
+    tree.body = body[:i] + [guarded]
+    return tree
+
+
+def _finish():
     for f in (sys.stdout, sys.stderr):
         try:
             f.flush()
         except BaseException:
             pass
+    code = _run["code"]
     try:
-        _write(2, b"\0" + token + b" " + status + b" " + str(code).encode() + b"\n")
+        os.write(2, b"\0" + _run["token"] + b" " + _run["status"] + b" " + str(code).encode() + b"\n")
     finally:
-        _exit(code)
+        os._exit(code)
 
 
-_bootstrap()
+def _prepare():
+    random.seed()  # restored interpreters share the template's state
+    header = sys.stdin.buffer.readline()
+    if not header:
+        os._exit(0)
+    token, size = header.split()
+    _run["token"] = token
+    src = sys.stdin.buffer.read(int(size))
+    text = src.decode("utf-8", "replace")
+    linecache.cache["main.py"] = (len(text), None, text.splitlines(True), "main.py")
+    sys.argv = ["main.py"]
+    # The program's module is __main__, as under `python main.py`: pickle,
+    # dataclasses and `import __main__` find what it defines.
+    main = types.ModuleType("__main__")
+    main.__builtins__, main.__file__, main.__cached__ = builtins, "main.py", None
+    sys.modules["__main__"] = main
+    scope = main.__dict__
+    try:
+        tree = compile(src, "main.py", "exec", ast.PyCF_ONLY_AST)
+        return types.FunctionType(compile(_guard(tree), "main.py", "exec"), scope)
+    except BaseException as e:  # SyntaxError, null bytes, too deeply nested
+        _caught(e)
+        return _finish
+
+
+# Warm the path every program takes: parse to a tree, guard, compile.
+compile(_guard(compile("'w'\nfrom __future__ import annotations\nx: int = 1\n", "<warm-up>", "exec",
+                       ast.PyCF_ONLY_AST)), "<warm-up>", "exec")
+
+if sys.argv[-1] == "snapshot":
+    # The host snapshots the interpreter inside a time.time() call made
+    # from C at exit, when no Python frame is on the stack; nothing ever
+    # returns to the template.
+    import atexit
+    os.write(1, b"\0toolhost-handoff %d %d %d %d %d\n" % (
+        id(_prepare), id(_finish), id(_quit), id(type(_prepare)), type(_prepare).__basicsize__))
+    atexit.register(os._exit, 70)
+    atexit.register(time.time)
+else:  # booted for one run, without a snapshot
+    _prepare()()
+    _finish()

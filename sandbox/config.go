@@ -26,8 +26,13 @@ type Config struct {
 	// the queue to the slots, and one more is refused with ErrBusy.
 	// Default half the slots (at least one).
 	PerAccountConcurrency int `json:"per_account_concurrency"`
-	// PythonPool and JavaScriptPool are how many pre-started instances each
-	// language keeps ready. Default 2 and 4; -1 turns the pool off.
+	// PoolMemoryMiB is the memory the warm pools (pre-started instances
+	// waiting for a run) may hold, half for each language. How many a pool
+	// holds within it follows demand (see pool). Default 64.
+	PoolMemoryMiB int `json:"pool_memory_mib"`
+	// PythonPool and JavaScriptPool, when positive, cap how many
+	// pre-started instances each language keeps; 0 lets memory and demand
+	// decide; -1 turns the pool off.
 	PythonPool     int `json:"python_pool"`
 	JavaScriptPool int `json:"javascript_pool"`
 	// WorkDirLimitMiB caps the bytes a run may write into its working
@@ -81,11 +86,8 @@ func (c Config) withDefaults() Config {
 		c.PerAccountConcurrency = max(1, c.Concurrency/2)
 	}
 	c.PerAccountConcurrency = min(c.PerAccountConcurrency, c.Concurrency)
-	if c.PythonPool == 0 {
-		c.PythonPool = 2
-	}
-	if c.JavaScriptPool == 0 {
-		c.JavaScriptPool = 4
+	if c.PoolMemoryMiB <= 0 {
+		c.PoolMemoryMiB = 64
 	}
 	if c.WorkDirLimitMiB <= 0 {
 		c.WorkDirLimitMiB = 64

@@ -3,8 +3,9 @@
 //
 // Python is CPython 3.12 compiled for WASI (python.wasm); JavaScript is
 // QuickJS-NG compiled as a WASI reactor (quickjs.wasm, driven through
-// sandbox/quickjs). Both are compiled once per process, with the machine code
-// cached on disk so a restart does not pay the seconds-long compilation again.
+// sandbox/quickjs). A runtime is loaded on its first use (or at once after
+// Preload) and compiled once per process, with the machine code cached on
+// disk so a restart does not pay the seconds-long compilation again.
 //
 // Invariants every run keeps:
 //   - A fresh WebAssembly instance per run; a pooled instance is used once and
@@ -17,16 +18,20 @@
 //     Bytes written to the directory are counted against a quota.
 //   - Linear memory is capped (WithMemoryLimitPages) and, on Linux, backed by
 //     its own mmap so a growing guest does not make the Go heap balloon with
-//     copies; freeing it returns the pages to the system at once.
+//     copies; freeing it returns the pages to the system at once. A new
+//     instance's memory starts as a private (copy-on-write) mapping of its
+//     language's snapshot image, so it owns only the pages it writes.
 //   - A wall-clock deadline closes the module (WithCloseOnContextDone); host
 //     calls the guest may block in (stdin, sleep) wake up on it too.
 //   - stdout and stderr are capped while the guest writes, never after.
 //   - A concurrency cap with a bounded queue; a full queue answers ErrBusy.
 //
-// Python instances are started ahead of time (the warm pool): the interpreter
-// boots, imports the common standard-library modules, compiles a warm-up
-// snippet and then blocks reading its program from stdin. A run hands it a
-// header and the program, and the bootstrap leaves through os._exit right
-// after the user's code, so the interpreter's finalization never sits on the
-// critical path.
+// A Python instance is restored, not booted (pysnapshot.go): one template
+// interpreter boots, imports the common standard-library modules, warms up,
+// and parks inside a host call at exit; its memory becomes the image every
+// instance maps, and the host drives a restored interpreter with three calls
+// from C (read and compile the program, run it, report and os._exit), so the
+// program's stack is its own and finalization never sits on the critical
+// path. Instances are started ahead of time into warm pools sized by memory
+// and by the recent demand (pool.go).
 package sandbox

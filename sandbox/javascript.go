@@ -19,32 +19,44 @@ type jsEngine struct {
 	s    *Sandbox
 	file runtimeFile
 	mod  *quickjs.Module
-	pool *pool[*jsInstance]
+	// image is the engine's snapshot, mapped copy-on-write into each new
+	// instance where that is possible (else quickjs copies it).
+	image memImage
+	pool  *pool[*jsInstance]
 }
 
 func newJSEngine(s *Sandbox, path string) *jsEngine {
 	e := &jsEngine{s: s, file: runtimeFile{lang: JavaScript, path: path}}
-	e.pool = newPool(s.cfg.JavaScriptPool, e.start, func(j *jsInstance) { j.close() })
+	e.pool = newPool(string(JavaScript), s.cfg.JavaScriptPool, s.cfg.Concurrency, e.start, func(j *jsInstance) { j.close() })
 	e.file.load(s, func(ctx context.Context, wasm []byte) error {
 		m, err := quickjs.Compile(ctx, s.rt, wasm)
 		if err != nil {
 			return err
 		}
 		e.mod = m
+		if img := m.SnapshotImage(); img != nil {
+			if im, err := newMemImage(img); err == nil && im.file != nil {
+				e.image = im
+			} else if err != nil {
+				s.log.Warn("sandbox: JavaScript instances copy their snapshot", "err", err)
+			}
+		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			e.pool.run(s.ctx, s, string(JavaScript))
+			e.pool.run(s.ctx, s, s.poolBudgetKiB())
 		}()
 		return nil
 	})
 	return e
 }
 
-func (e *jsEngine) available(ctx context.Context) error { return e.file.available(ctx) }
+func (e *jsEngine) available(ctx context.Context, progress func(string)) error {
+	return e.file.available(ctx, progress)
+}
 
 func (e *jsEngine) waitReady(ctx context.Context) error {
-	if err := e.file.available(ctx); err != nil {
+	if err := e.file.available(ctx, func(string) {}); err != nil {
 		return err
 	}
 	return e.pool.waitFull(ctx)
@@ -61,7 +73,12 @@ func (e *jsEngine) start(ctx context.Context) (*jsInstance, error) {
 	var seed [16]byte
 	_, _ = rand.Read(seed[:])
 	limit := int64(s.cfg.MemoryLimitMiB) << 20
-	vm, err := e.mod.Instantiate(experimental.WithMemoryAllocator(ctx, newAllocator(nil)), quickjs.Options{
+	alloc := newAllocator(nil)
+	if e.image.file != nil {
+		alloc = newRestoreAllocator(&e.image, nil)
+	}
+	vm, err := e.mod.Instantiate(experimental.WithMemoryAllocator(ctx, alloc), quickjs.Options{
+		Premapped: e.image.file != nil,
 		// The engine's own limit sits below the page cap so it throws a
 		// clean out-of-memory before the allocator itself fails.
 		MemoryLimit: limit - limit/8,

@@ -3,8 +3,15 @@
 package sandbox
 
 import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/tetratelabs/wazero/experimental"
 )
@@ -61,4 +68,78 @@ func (m *mmapMemory) Free() {
 
 func newAllocator(peak *atomic.Uint64) experimental.MemoryAllocator {
 	return mmapAllocator{peak: peak}
+}
+
+// cowAllocator maps an image privately at the start of a fresh
+// reservation: the instance starts with the template's memory, reads share
+// the image's pages with every other instance, and a page is copied only
+// when the instance writes it.
+type cowAllocator struct {
+	im   *memImage
+	peak *atomic.Uint64
+}
+
+func (a cowAllocator) Allocate(capacity, max uint64) experimental.LinearMemory {
+	if max == 0 {
+		max = capacity
+	}
+	n := min(a.im.size, max)
+	buf, err := syscall.Mmap(-1, 0, int(max), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON|syscall.MAP_NORESERVE)
+	if err != nil {
+		buf = make([]byte, max)
+		_, _ = a.im.file.ReadAt(buf[:n], a.im.off)
+		return &mmapMemory{buf: buf, peak: a.peak, heap: true}
+	}
+	if _, err := unix.MmapPtr(int(a.im.file.Fd()), a.im.off, unsafe.Pointer(&buf[0]), uintptr(n),
+		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_FIXED); err != nil {
+		// Not mappable (an odd file system): copy instead.
+		_, _ = a.im.file.ReadAt(buf[:n], a.im.off)
+	}
+	return &mmapMemory{buf: buf, peak: a.peak}
+}
+
+// newRestoreAllocator maps im into each new instance (nil im: the plain
+// reservation of newAllocator).
+func newRestoreAllocator(im *memImage, peak *atomic.Uint64) experimental.MemoryAllocator {
+	if im == nil || im.file == nil {
+		return newAllocator(peak)
+	}
+	return cowAllocator{im: im, peak: peak}
+}
+
+// load readies an image opened from a file: nothing to do here, the file
+// is mapped per instance.
+func (im *memImage) load() error { return nil }
+
+// newMemImage puts image bytes where instances can map them: an
+// anonymous, sealed memory file.
+func newMemImage(img []byte) (memImage, error) {
+	fd, err := unix.MemfdCreate("toolhost-image", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return memImage{}, fmt.Errorf("memfd: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "toolhost-image")
+	if _, err := f.Write(img); err != nil {
+		f.Close()
+		return memImage{}, fmt.Errorf("memfd: %w", err)
+	}
+	_, _ = unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE|unix.F_SEAL_SEAL)
+	return memImage{file: f, size: uint64(len(img))}, nil
+}
+
+// residentKiB is the process's proportional set size: private pages in full,
+// shared ones (a snapshot image mapped by many instances) divided among
+// their mappers.
+func residentKiB() (int64, bool) {
+	b, err := os.ReadFile("/proc/self/smaps_rollup")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "Pss:" {
+			n, err := strconv.ParseInt(f[1], 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
 }

@@ -10,3 +10,24 @@ import (
 
 // newAllocator returns nil elsewhere: wazero's default allocator is used.
 func newAllocator(*atomic.Uint64) experimental.MemoryAllocator { return nil }
+
+// newRestoreAllocator: wazero's default allocator; the image is copied.
+func newRestoreAllocator(*memImage, *atomic.Uint64) experimental.MemoryAllocator { return nil }
+
+// load reads an image opened from a file into memory.
+func (im *memImage) load() error {
+	b := make([]byte, im.size)
+	if _, err := im.file.ReadAt(b, im.off); err != nil {
+		return err
+	}
+	im.copied = b
+	return nil
+}
+
+// newMemImage keeps image bytes in memory.
+func newMemImage(img []byte) (memImage, error) {
+	return memImage{copied: img, size: uint64(len(img))}, nil
+}
+
+// residentKiB is not measured here; pools assume defaultInstanceKiB.
+func residentKiB() (int64, bool) { return 0, false }

@@ -3,73 +3,223 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// runtimeFile is a language runtime being loaded and compiled in the
-// background; available reports the outcome to runs.
+// runtimeFile is a language runtime, loaded and compiled in the background
+// on first need (a run, Ready, or Preload), never before: a process that
+// runs no code pays nothing for it. available reports the outcome to runs.
 type runtimeFile struct {
-	lang Language
-	path string
-	done chan struct{}
-	err  error
+	lang    Language
+	path    string
+	s       *Sandbox
+	compile func(ctx context.Context, wasm []byte) error
+	once    sync.Once
+	started atomic.Bool
+	done    chan struct{}
+	err     error
 }
 
 func (r *runtimeFile) load(s *Sandbox, compile func(ctx context.Context, wasm []byte) error) {
-	r.done = make(chan struct{})
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		defer close(r.done)
-		wasm, err := os.ReadFile(r.path)
-		if err != nil {
-			r.err = s.missingRuntime(r.lang, r.path, err)
-			s.log.Warn("sandbox runtime missing", "language", r.lang, "path", r.path, "err", err)
-			return
-		}
-		start := time.Now()
-		if err := compile(s.ctx, wasm); err != nil {
-			if s.ctx.Err() != nil {
-				r.err = ErrClosed // closed while compiling: nothing is broken
-				return
-			}
-			r.err = fmt.Errorf("%w: the %s runtime %s does not compile: %v", ErrUnavailable, r.lang, r.path, err)
-			s.log.Error("sandbox runtime broken", "language", r.lang, "path", r.path, "err", err)
-			return
-		}
-		s.log.Info("sandbox runtime ready", "language", r.lang, "compile_ms", time.Since(start).Milliseconds())
-	}()
+	r.s, r.compile, r.done = s, compile, make(chan struct{})
 }
 
-func (r *runtimeFile) available(ctx context.Context) error {
+// ensure starts loading the runtime if nothing has yet.
+func (r *runtimeFile) ensure() {
+	r.once.Do(func() {
+		s := r.s
+		r.started.Store(true)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer close(r.done)
+			if s.ctx.Err() != nil {
+				r.err = ErrClosed
+				return
+			}
+			wasm, err := os.ReadFile(r.path)
+			if err != nil {
+				r.err = s.missingRuntime(r.lang, r.path, err)
+				s.log.Warn("sandbox runtime missing", "language", r.lang, "path", r.path, "err", err)
+				return
+			}
+			start := time.Now()
+			if err := r.compile(s.ctx, wasm); err != nil {
+				if s.ctx.Err() != nil {
+					r.err = ErrClosed // closed while compiling: nothing is broken
+					return
+				}
+				r.err = fmt.Errorf("%w: the %s runtime %s does not compile: %v", ErrUnavailable, r.lang, r.path, err)
+				s.log.Error("sandbox runtime broken", "language", r.lang, "path", r.path, "err", err)
+				return
+			}
+			s.log.Info("sandbox runtime ready", "language", r.lang, "load_ms", time.Since(start).Milliseconds())
+		}()
+	})
+}
+
+// available loads the runtime if needed and waits for it; progress hears
+// about the wait twice a second (compiling CPython without the disk cache
+// takes seconds, and a client should hear at least every second, jitter
+// included).
+func (r *runtimeFile) available(ctx context.Context, progress func(string)) error {
+	r.ensure()
 	select {
 	case <-r.done:
 		return r.err
-	case <-ctx.Done():
-		return ctx.Err()
+	default:
+	}
+	msg := fmt.Sprintf("loading the %s runtime (the first start after an upgrade compiles it, which takes seconds)", r.lang)
+	progress(msg)
+	tick := time.NewTicker(progressEvery / 2)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.done:
+			return r.err
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+			progress(msg)
+		}
 	}
 }
 
-// pool keeps up to size pre-started instances. One goroutine refills it, one
-// instance at a time, so warming never takes more than one CPU.
+// pool keeps pre-started instances ready. How many it keeps follows demand
+// and is bounded by memory:
+//
+//   - limit: how many the pool may hold at all, the language's share of
+//     Config.PoolMemoryMiB divided by what one waiting instance was measured
+//     to cost (calibrate), and never more than Config's per-language count
+//     when one is set;
+//   - target: how many it tries to hold now, enough for pooledWindow of the
+//     current demand (an exponentially decaying rate of takes, so a burst
+//     raises it at once and it settles over rateTau), and never fewer than
+//     minWarm, the number of run slots, so a burst of every slot at once
+//     finds instances waiting.
+//
+// One goroutine refills it, one instance at a time, so warming never takes
+// more than one CPU; it starts the next instance as soon as the pool is
+// below target, ahead of the runs that will take them. When demand falls,
+// instances above the target are let go.
 type pool[T any] struct {
-	size    int
+	name    string
+	cap     int // configured most (0: memory decides); <0 off
+	minWarm int
 	items   chan T
 	kick    chan struct{}
 	start   func(ctx context.Context) (T, error)
 	discard func(T)
+
+	limit       atomic.Int64 // most instances by memory and config
+	instanceKiB atomic.Int64 // measured memory of one waiting instance
+	misses      atomic.Int64 // takes that found the pool empty
+	takes       atomic.Int64
+	started     atomic.Int64 // instances the pool started
+
+	mu       sync.Mutex
+	rate     float64 // takes per second, decayed
+	rateAt   time.Time
+	startDur time.Duration // how long the last start took
 }
 
-func newPool[T any](size int, start func(context.Context) (T, error), discard func(T)) *pool[T] {
-	if size < 0 {
+const (
+	poolHardMax  = 256                    // no pool holds more, whatever the memory
+	pooledWindow = 250 * time.Millisecond // the pool covers this much demand
+	rateTau      = 2 * time.Second        // demand estimate's memory
+)
+
+func newPool[T any](name string, count, minWarm int, start func(context.Context) (T, error), discard func(T)) *pool[T] {
+	size := poolHardMax
+	if count > 0 {
+		size = min(count, poolHardMax)
+	}
+	if count < 0 {
 		size = 0
 	}
-	return &pool[T]{size: size, items: make(chan T, size), kick: make(chan struct{}, 1), start: start, discard: discard}
+	return &pool[T]{name: name, cap: count, minWarm: max(1, minWarm), items: make(chan T, size),
+		kick: make(chan struct{}, 1), start: start, discard: discard}
 }
 
+// size is the largest number of instances the pool may hold, 0 when off.
+func (p *pool[T]) size() int { return int(p.limit.Load()) }
+
+// demand is the decayed take rate, per second.
+func (p *pool[T]) demand(now time.Time) float64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.decayed(now)
+}
+
+func (p *pool[T]) decayed(now time.Time) float64 {
+	if p.rateAt.IsZero() {
+		return 0
+	}
+	return p.rate * math.Exp(-now.Sub(p.rateAt).Seconds()/rateTau.Seconds())
+}
+
+// target is how many instances the pool tries to hold now.
+func (p *pool[T]) target() int {
+	limit := p.size()
+	if limit == 0 {
+		return 0
+	}
+	want := int(math.Ceil(p.demand(time.Now()) * pooledWindow.Seconds()))
+	return min(max(want, p.minWarm), limit)
+}
+
+// calibrate measures what one waiting instance costs in memory and sets the
+// pool's limit from the budget. Calibrations of the two languages do not
+// overlap, so neither counts the other's instances.
+func (p *pool[T]) calibrate(ctx context.Context, s *Sandbox, budgetKiB int64) {
+	if p.cap < 0 {
+		return
+	}
+	calibrating.Lock()
+	const n = 4
+	var made []T
+	before, ok := residentKiB()
+	for range n {
+		it, err := p.start(ctx)
+		if err != nil {
+			break
+		}
+		made = append(made, it)
+	}
+	after, ok2 := residentKiB()
+	calibrating.Unlock()
+	per := int64(defaultInstanceKiB)
+	if ok && ok2 && len(made) > 0 {
+		per = max((after-before)/int64(len(made)), 64)
+	}
+	p.instanceKiB.Store(per)
+	limit := int(min(int64(poolHardMax), budgetKiB/per))
+	if p.cap > 0 {
+		limit = min(limit, p.cap)
+	}
+	limit = max(limit, 1)
+	p.limit.Store(int64(limit))
+	s.log.Info("sandbox pool sized", "language", p.name, "instance_kib", per, "most", limit)
+	for _, it := range made { // the first waiting instances
+		select {
+		case p.items <- it:
+		default:
+			p.discard(it)
+		}
+	}
+}
+
+var calibrating sync.Mutex
+
+// defaultInstanceKiB is assumed where resident memory cannot be read.
+const defaultInstanceKiB = 2048
+
 // run refills the pool until ctx ends, then discards what is left.
-func (p *pool[T]) run(ctx context.Context, s *Sandbox, name string) {
+func (p *pool[T]) run(ctx context.Context, s *Sandbox, budgetKiB int64) {
 	defer func() {
 		for {
 			select {
@@ -80,12 +230,16 @@ func (p *pool[T]) run(ctx context.Context, s *Sandbox, name string) {
 			}
 		}
 	}()
-	if p.size == 0 {
+	p.calibrate(ctx, s, budgetKiB)
+	if p.size() == 0 {
 		return
 	}
 	backoff := 100 * time.Millisecond
+	tick := time.NewTicker(pooledWindow)
+	defer tick.Stop()
 	for {
-		for len(p.items) < p.size {
+		for len(p.items) < p.target() {
+			t0 := time.Now()
 			it, err := p.start(ctx)
 			if ctx.Err() != nil {
 				if err == nil {
@@ -94,7 +248,7 @@ func (p *pool[T]) run(ctx context.Context, s *Sandbox, name string) {
 				return
 			}
 			if err != nil {
-				s.log.Error("sandbox pool: start failed", "language", name, "err", err)
+				s.log.Error("sandbox pool: start failed", "language", p.name, "err", err)
 				select {
 				case <-time.After(backoff):
 				case <-ctx.Done():
@@ -103,37 +257,64 @@ func (p *pool[T]) run(ctx context.Context, s *Sandbox, name string) {
 				backoff = min(2*backoff, 10*time.Second)
 				continue
 			}
+			p.started.Add(1)
+			p.mu.Lock()
+			p.startDur = time.Since(t0)
+			p.mu.Unlock()
 			backoff = 100 * time.Millisecond
-			p.items <- it
+			select {
+			case p.items <- it:
+			default:
+				p.discard(it)
+			}
 		}
 		select {
 		case <-p.kick:
+		case <-tick.C:
+			// Demand fell: let one instance above the target go per tick.
+			if len(p.items) > p.target() {
+				select {
+				case it := <-p.items:
+					p.discard(it)
+				default:
+				}
+			}
 		case <-ctx.Done():
 			return
 		}
 	}
 }
 
-// take returns a pre-started instance if one is ready.
+// take returns a pre-started instance if one is ready, and counts the
+// demand either way.
 func (p *pool[T]) take() (T, bool) {
 	var zero T
-	select {
-	case it := <-p.items:
+	now := time.Now()
+	p.mu.Lock()
+	p.rate = p.decayed(now) + 1/rateTau.Seconds()
+	p.rateAt = now
+	p.mu.Unlock()
+	p.takes.Add(1)
+	defer func() {
 		select {
 		case p.kick <- struct{}{}:
 		default:
 		}
+	}()
+	select {
+	case it := <-p.items:
 		return it, true
 	default:
+		p.misses.Add(1)
 		return zero, false
 	}
 }
 
-// waitFull waits until the pool holds size instances.
+// waitFull waits until the pool holds its target.
 func (p *pool[T]) waitFull(ctx context.Context) error {
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
-	for len(p.items) < p.size {
+	for p.cap >= 0 && (p.size() == 0 || len(p.items) < p.target()) {
 		select {
 		case <-t.C:
 		case <-ctx.Done():
@@ -143,9 +324,26 @@ func (p *pool[T]) waitFull(ctx context.Context) error {
 	return nil
 }
 
-// state says where the runtime is without waiting: "loading" while it is
-// read and compiled, "ready", or "unavailable" with the reason.
+// stats is the pool as Status reports it.
+func (p *pool[T]) stats() PoolStatus {
+	p.mu.Lock()
+	startDur := p.startDur
+	p.mu.Unlock()
+	return PoolStatus{
+		Warm: len(p.items), Target: p.target(), Most: p.size(),
+		InstanceKiB: p.instanceKiB.Load(), DemandPerSec: math.Round(p.demand(time.Now())*10) / 10,
+		StartMs: float64(startDur.Microseconds()) / 1000,
+		Takes:   p.takes.Load(), Misses: p.misses.Load(), Started: p.started.Load(),
+	}
+}
+
+// state says where the runtime is without waiting: "idle" until something
+// needs it, "loading" while it is read and compiled, "ready", or
+// "unavailable" with the reason.
 func (r *runtimeFile) state() (string, error) {
+	if !r.started.Load() {
+		return "idle", nil
+	}
 	select {
 	case <-r.done:
 		if r.err != nil {
@@ -156,6 +354,3 @@ func (r *runtimeFile) state() (string, error) {
 		return "loading", nil
 	}
 }
-
-// warm is how many pre-started instances are waiting.
-func (p *pool[T]) warm() int { return len(p.items) }

@@ -15,45 +15,133 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/sys"
+
+	"toolhost/sandbox/internal/wasmedit"
 )
 
 //go:embed bootstrap.py
 var pythonBootstrap string
 
-// pythonEngine runs CPython (a WASI command) one instance per run.
+// pythonEngine runs CPython (a WASI command, rearranged by rearrangePython)
+// one instance per run. Instances are restored from a snapshot of a booted
+// interpreter (see pySnapshot); when no snapshot can be taken, each boots.
 type pythonEngine struct {
 	s        *Sandbox
 	file     runtimeFile
 	compiled wazero.CompiledModule
+	data     []wasmedit.Segment // for booting without a snapshot
+	snap     *pySnapshot        // nil: boot every instance
+	snapErr  error              // why there is no snapshot
 	pool     *pool[*pyInstance]
 }
 
 func newPythonEngine(s *Sandbox, path string) *pythonEngine {
 	e := &pythonEngine{s: s, file: runtimeFile{lang: Python, path: path}}
-	e.pool = newPool(s.cfg.PythonPool, e.start, func(p *pyInstance) { p.discard() })
+	e.pool = newPool(string(Python), s.cfg.PythonPool, s.cfg.Concurrency, e.start, func(p *pyInstance) { p.discard() })
 	e.file.load(s, func(ctx context.Context, wasm []byte) error {
-		cm, err := s.rt.CompileModule(ctx, wasm)
+		module, data, err := rearrangePython(wasm)
 		if err != nil {
 			return err
 		}
-		e.compiled = cm
+		cm, err := s.rt.CompileModule(ctx, module)
+		if err != nil {
+			return err
+		}
+		e.compiled, e.data = cm, data
+		start := time.Now()
+		sn, from, err := e.snapshot(ctx, s.opts.CacheDir, wasm)
+		if err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			e.snapErr = err
+			s.log.Warn("sandbox: no Python snapshot; every interpreter boots from scratch (about half a second of CPU each)", "err", err)
+		} else {
+			e.snap = sn
+			s.log.Info("sandbox: Python snapshot ready", "from", from, "mib", sn.size>>20, "ms", time.Since(start).Milliseconds())
+		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			e.pool.run(s.ctx, s, string(Python))
+			e.pool.run(s.ctx, s, s.poolBudgetKiB())
 		}()
 		return nil
 	})
 	return e
 }
 
-func (e *pythonEngine) available(ctx context.Context) error { return e.file.available(ctx) }
+// snapshot loads the cached snapshot for this runtime and bootstrap, or
+// takes one (and caches it), and checks it runs a program.
+func (e *pythonEngine) snapshot(ctx context.Context, dir string, wasm []byte) (*pySnapshot, string, error) {
+	key := snapshotKey(wasm)
+	if dir != "" {
+		if sn, err := loadSnapshot(dir, key); err == nil {
+			if err := e.check(ctx, sn); err == nil {
+				return sn, "cache", nil
+			} else if ctx.Err() != nil {
+				sn.close()
+				return nil, "", ctx.Err()
+			} else {
+				e.s.log.Warn("sandbox: cached Python snapshot does not run; taking a new one", "err", err)
+			}
+			sn.close()
+		}
+	}
+	sn, img, err := e.takeSnapshot(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	from := "boot"
+	if dir != "" {
+		if err := sn.save(dir, key, img); err != nil {
+			e.s.log.Warn("sandbox: cannot cache the Python snapshot", "dir", dir, "err", err)
+		} else if saved, err := loadSnapshot(dir, key); err == nil {
+			sn = saved
+		}
+	}
+	if sn.file == nil && sn.copied == nil {
+		im, err := newMemImage(img)
+		if err != nil {
+			return nil, "", err
+		}
+		sn.memImage = im
+	}
+	if err := e.check(ctx, sn); err != nil {
+		sn.close()
+		return nil, "", fmt.Errorf("a restored interpreter does not run: %w", err)
+	}
+	return sn, from, nil
+}
+
+// check runs one program in an instance restored from sn.
+func (e *pythonEngine) check(ctx context.Context, sn *pySnapshot) error {
+	p, err := e.startFrom(ctx, sn)
+	if err != nil {
+		return err
+	}
+	defer p.discard()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	res, err := e.runOn(ctx, p, true, &Request{Code: "import sys\nprint(6 * 7, sys.argv)", Timeout: 30 * time.Second}, func(string) {})
+	if err != nil {
+		return err
+	}
+	if got := string(res.Stdout); got != "42 ['main.py']\n" || res.ExitCode != 0 {
+		return fmt.Errorf("printed %q, exit %d, stderr %q", got, res.ExitCode, res.Stderr)
+	}
+	return nil
+}
+
+func (e *pythonEngine) available(ctx context.Context, progress func(string)) error {
+	return e.file.available(ctx, progress)
+}
 
 func (e *pythonEngine) waitReady(ctx context.Context) error {
-	if err := e.file.available(ctx); err != nil {
+	if err := e.file.available(ctx, func(string) {}); err != nil {
 		return err
 	}
 	return e.pool.waitFull(ctx)
@@ -73,8 +161,13 @@ type pyInstance struct {
 	limit          uint64
 }
 
-// start boots an interpreter and waits until it blocks reading its program.
+// start restores an interpreter (or boots one, without a snapshot) and waits
+// until it blocks reading its program.
 func (e *pythonEngine) start(ctx context.Context) (*pyInstance, error) {
+	return e.startFrom(ctx, e.snap)
+}
+
+func (e *pythonEngine) startFrom(ctx context.Context, sn *pySnapshot) (*pyInstance, error) {
 	s := e.s
 	dir, err := newWorkDir(s.cfg.TempDir, int64(s.cfg.WorkDirLimitMiB)<<20)
 	if err != nil {
@@ -93,7 +186,7 @@ func (e *pythonEngine) start(ctx context.Context) (*pyInstance, error) {
 	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(dir.fs(), "/")
 	cfg := wazero.NewModuleConfig().
 		WithName("").
-		WithArgs("python", "-S", "-B", "-c", pythonBootstrap).
+		WithStartFunctions().
 		WithStdin(p.stdin).
 		WithStdout(p.stdout).
 		WithStderr(p.stderr).
@@ -102,12 +195,30 @@ func (e *pythonEngine) start(ctx context.Context) (*pyInstance, error) {
 		WithSysNanotime().
 		WithRandSource(rand.Reader).
 		WithNanosleep(func(ns int64) { sleepCtx(ictx, time.Duration(ns)) })
-	actx := experimental.WithMemoryAllocator(ictx, newAllocator(&p.peak))
+	alloc := newAllocator(&p.peak)
+	if sn != nil {
+		alloc = newRestoreAllocator(&sn.memImage, &p.peak)
+		cfg = cfg.WithArgs("python")
+	} else {
+		cfg = cfg.WithArgs(pythonArgs("run")...)
+	}
+	actx := experimental.WithMemoryAllocator(ictx, alloc)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer close(p.done)
 		mod, err := s.rt.InstantiateModule(actx, e.compiled, cfg)
+		if err == nil {
+			if sn != nil {
+				if err = sn.apply(mod); err == nil {
+					err = sn.enter(ictx, mod)
+				}
+			} else {
+				if err = writeData(mod, e.data); err == nil {
+					_, err = mod.ExportedFunction("_start").Call(ictx)
+				}
+			}
+		}
 		var exit *sys.ExitError
 		switch {
 		case errors.As(err, &exit):
@@ -125,11 +236,58 @@ func (e *pythonEngine) start(ctx context.Context) (*pyInstance, error) {
 	case <-p.done:
 		boot := p.stderr.bootText()
 		p.discard()
-		return nil, fmt.Errorf("python ended while booting (exit %d, %v): %s", p.exitCode, p.err, boot)
+		return nil, fmt.Errorf("python ended while starting (exit %d, %v): %s", p.exitCode, p.err, boot)
 	case <-ctx.Done():
 		p.discard()
 		return nil, ctx.Err()
 	}
+}
+
+// enter drives a restored interpreter through one run: _prepare (which
+// blocks reading the program) returns the program as a function, the host
+// calls it, then _finish, which leaves through proc_exit. A NULL return
+// means an exception escaped the bootstrap's reporting (the program broke
+// it, say by emptying sys.modules).
+func (sn *pySnapshot) enter(ctx context.Context, mod api.Module) error {
+	call := mod.ExportedFunction(pyCallExport)
+	r, err := call.Call(ctx, uint64(sn.call), uint64(sn.prepare), 0, 0, 0)
+	if err != nil {
+		return err
+	}
+	fn := r[0]
+	if fn == 0 {
+		return errLostException
+	}
+	if r, err = call.Call(ctx, uint64(sn.call), fn, 0, 0, 0); err != nil {
+		return err
+	}
+	if r[0] == 0 {
+		return errLostException
+	}
+	_, err = call.Call(ctx, uint64(sn.call), uint64(sn.finish), 0, 0, 0)
+	return err
+}
+
+var errLostException = errors.New("the program disabled the sandbox's exception reporting, so its exception was lost")
+
+// apply makes a fresh instance's memory the snapshot's (already mapped by
+// the restore allocator where it could be) and sets its stack pointer.
+func (sn *pySnapshot) apply(mod api.Module) error {
+	mem := mod.Memory()
+	if cur := uint64(mem.Size()); cur < sn.size {
+		if _, ok := mem.Grow(uint32((sn.size - cur) / 65536)); !ok {
+			return fmt.Errorf("the memory limit is below the snapshot's %d MiB", sn.size>>20)
+		}
+	}
+	if sn.copied != nil && !mem.Write(0, sn.copied) {
+		return errors.New("cannot write the snapshot into memory")
+	}
+	sp, ok := mod.ExportedGlobal(pySPExport).(api.MutableGlobal)
+	if !ok {
+		return errors.New("the module does not export its stack pointer")
+	}
+	sp.Set(sn.sp)
+	return nil
 }
 
 // discard stops the instance and removes its directory.
@@ -159,6 +317,11 @@ func (e *pythonEngine) run(ctx context.Context, req *Request, progress func(stri
 			p.discard()
 		}()
 	}()
+	return e.runOn(ctx, p, warm, req, progress)
+}
+
+// runOn runs one program in p, which the caller discards afterwards.
+func (e *pythonEngine) runOn(ctx context.Context, p *pyInstance, warm bool, req *Request, progress func(string)) (*Result, error) {
 	start := time.Now()
 	if err := p.dir.place(req.Files); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)

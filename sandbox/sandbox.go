@@ -115,10 +115,11 @@ type Sandbox struct {
 	closeOnce sync.Once
 }
 
-// New prepares a sandbox. It returns at once: the runtimes compile in the
-// background (from the disk cache when it has them) and the warm pools fill
-// after that. A missing runtime file is not an error here; runs of that
-// language fail with ErrUnavailable and say which file is missing.
+// New prepares a sandbox. It returns at once and loads nothing: a runtime
+// is read and compiled (from the disk cache when it has it) in the
+// background on its first run, or at once after Preload, and its warm pool
+// fills after that. A missing runtime file is not an error here; runs of
+// that language fail with ErrUnavailable and say which file is missing.
 func New(ctx context.Context, opts Options) (*Sandbox, error) {
 	cfg := opts.Config.withDefaults()
 	logger := opts.Logger
@@ -163,6 +164,9 @@ func New(ctx context.Context, opts Options) (*Sandbox, error) {
 	return s, nil
 }
 
+// poolBudgetKiB is one language's share of the pools' memory.
+func (s *Sandbox) poolBudgetKiB() int64 { return int64(s.cfg.PoolMemoryMiB) << 10 / 2 }
+
 // Config returns the effective limits (defaults filled in).
 func (s *Sandbox) Config() Config { return s.cfg }
 
@@ -172,6 +176,10 @@ func (s *Sandbox) Close() error {
 	s.closeOnce.Do(func() {
 		s.cancel()
 		s.wg.Wait()
+		if s.py.snap != nil {
+			s.py.snap.close()
+		}
+		s.js.image.close()
 		err = s.rt.Close(context.Background())
 		if s.cache != nil {
 			_ = s.cache.Close(context.Background())
@@ -180,7 +188,15 @@ func (s *Sandbox) Close() error {
 	return err
 }
 
-// Ready waits until lang's runtime is compiled and, when a pool is
+// Preload starts loading both runtimes and filling their pools now, so the
+// first run does not wait for them. A server calls it at start-up; a
+// one-shot command does not, and loads only what its call needs.
+func (s *Sandbox) Preload() {
+	s.py.file.ensure()
+	s.js.file.ensure()
+}
+
+// Ready loads lang's runtime if needed and waits until it is compiled and, when a pool is
 // configured, its pool holds at least one instance. Tests and benchmarks use
 // it to measure the warm path; serving never needs to call it.
 func (s *Sandbox) Ready(ctx context.Context, lang Language) error {
@@ -199,25 +215,62 @@ type RuntimeStatus struct {
 	// "unavailable" (Error says why: missing file, broken module).
 	State string `json:"state"`
 	Error string `json:"error,omitempty"`
-	// Warm is the number of pre-started instances waiting in the pool, of
-	// Pool configured; a run that finds none starts one cold.
-	Warm int `json:"warm"`
-	Pool int `json:"pool"`
+	// Snapshot says where Python instances come from: "restored" from a
+	// snapshot of a booted interpreter, or "booted" one by one (then
+	// SnapshotError says why); empty for JavaScript, whose engine always
+	// restores its own.
+	Snapshot      string `json:"snapshot,omitempty"`
+	SnapshotError string `json:"snapshot_error,omitempty"`
+	SnapshotMiB   int64  `json:"snapshot_mib,omitempty"`
+	PoolStatus
+}
+
+// PoolStatus is a language's warm pool: pre-started instances waiting for
+// a run.
+type PoolStatus struct {
+	// Warm instances wait now; Target is how many the pool tries to hold
+	// for the current demand; Most is its bound by memory
+	// (Config.PoolMemoryMiB over InstanceKiB) and configuration.
+	Warm   int `json:"warm"`
+	Target int `json:"pool"`
+	Most   int `json:"pool_most"`
+	// InstanceKiB is the measured memory of one waiting instance.
+	InstanceKiB int64 `json:"instance_kib"`
+	// DemandPerSec is the recent rate of runs (decaying over seconds).
+	DemandPerSec float64 `json:"demand_per_sec"`
+	// StartMs is how long starting the last pooled instance took.
+	StartMs float64 `json:"start_ms"`
+	// Takes counts runs; Misses those that found no warm instance and
+	// started one themselves; Started counts instances the pool started.
+	Takes   int64 `json:"runs"`
+	Misses  int64 `json:"pool_misses"`
+	Started int64 `json:"pool_started"`
 }
 
 // Status reports each language's runtime and warm pool, without waiting.
 func (s *Sandbox) Status() map[Language]RuntimeStatus {
-	st := func(f *runtimeFile, warm, size int) RuntimeStatus {
+	st := func(f *runtimeFile, ps PoolStatus) RuntimeStatus {
 		state, err := f.state()
-		r := RuntimeStatus{State: state, Warm: warm, Pool: size}
+		r := RuntimeStatus{State: state, PoolStatus: ps}
 		if err != nil {
 			r.Error = err.Error()
 		}
 		return r
 	}
+	py := st(&s.py.file, s.py.pool.stats())
+	if py.State == "ready" { // the load has ended: snap and snapErr are set
+		if sn := s.py.snap; sn != nil {
+			py.Snapshot, py.SnapshotMiB = "restored", int64(sn.size>>20)
+		} else {
+			py.Snapshot = "booted"
+			if err := s.py.snapErr; err != nil {
+				py.SnapshotError = err.Error()
+			}
+		}
+	}
 	return map[Language]RuntimeStatus{
-		Python:     st(&s.py.file, s.py.pool.warm(), s.py.pool.size),
-		JavaScript: st(&s.js.file, s.js.pool.warm(), s.js.pool.size),
+		Python:     py,
+		JavaScript: st(&s.js.file, s.js.pool.stats()),
 	}
 }
 
@@ -246,12 +299,12 @@ func (s *Sandbox) Run(ctx context.Context, req Request) (*Result, error) {
 	var run func(context.Context, *Request, func(string)) (*Result, error)
 	switch req.Language {
 	case Python:
-		if err := s.py.available(ctx); err != nil {
+		if err := s.py.available(ctx, progress); err != nil {
 			return nil, err
 		}
 		run = s.py.run
 	case JavaScript:
-		if err := s.js.available(ctx); err != nil {
+		if err := s.js.available(ctx, progress); err != nil {
 			return nil, err
 		}
 		run = s.js.run

@@ -66,6 +66,10 @@ type config struct {
 	maxCalls int64
 	targets  []string
 	runtimes string
+	// sustained: with -runcode, also the back-to-back rows; only, when
+	// set, keeps the rows whose name holds it.
+	sustained bool
+	only      string
 }
 
 func main() {
@@ -78,6 +82,10 @@ func main() {
 		serveFloor = flag.String("serve-floor", "", "internal: serve the go-sdk floor on this loopback address and exit on SIGTERM")
 		runcode    = flag.Bool("runcode", false, "measure run_code latency on an idle toolhost through MCP instead (runcode.go)")
 		rcCalls    = flag.Int("calls", 60, "with -runcode: measured calls per language")
+		idleOnly   = flag.Bool("idle-only", false, "with -runcode: only the idle-server latency, not the back-to-back rows")
+		only       = flag.String("only", "", "with -runcode: only the back-to-back rows whose name holds this (python, javascript, bomb)")
+		coldstart  = flag.Bool("coldstart", false, "measure process start to first result instead: toolhost stdio's first print(1), toolhost call roll_dice (coldstart.go)")
+		launches   = flag.Int("launches", 10, "with -coldstart: launches per row")
 	)
 	flag.StringVar(&cfg.runtimes, "runtimes", "runtimes", "with -runcode: folder holding python.wasm and quickjs.wasm")
 	flag.StringVar(&cfg.toolhost, "toolhost", "bin/toolhost", "toolhost binary")
@@ -113,10 +121,20 @@ func main() {
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
+	if *coldstart {
+		if *launches < 1 || *launches > 100 {
+			log.Fatalf("mcpload: -launches %d out of range (1..100)", *launches)
+		}
+		if err := runColdStart(ctx, cfg, *launches, os.Stdout); err != nil {
+			log.Fatalf("mcpload: %v", err)
+		}
+		return
+	}
 	if *runcode {
 		if *rcCalls < 1 || *rcCalls > 1000 {
 			log.Fatalf("mcpload: -calls %d out of range (1..1000)", *rcCalls)
 		}
+		cfg.sustained, cfg.only = !*idleOnly, *only
 		if err := runRuncode(ctx, cfg, *rcCalls, os.Stdout); err != nil {
 			log.Fatalf("mcpload: %v", err)
 		}
@@ -135,6 +153,8 @@ type target struct {
 	// start launches the server listening on addr; the command is ended by
 	// cancelling ctx.
 	start func(ctx context.Context, addr, tmp string) (*exec.Cmd, error)
+	// check, when set, judges each result of the sdk client.
+	check func(*mcp.CallToolResult) error
 }
 
 type result struct {
@@ -145,6 +165,7 @@ type result struct {
 	calls    int64
 	errors   int64
 	elapsed  time.Duration
+	firstErr error // the first failed call's error, when some failed
 	p50, p99 time.Duration
 	// serverCPU is the server process's CPU time during the measurement;
 	// clientCPU is this process's (the load client's).
@@ -282,11 +303,13 @@ func measure(ctx context.Context, cfg config, hc *http.Client, endpoint string, 
 		if err != nil {
 			return result{}, err
 		}
-		sessions[i] = sdkSession{cs: cs, tool: t.tool, args: t.args}
+		sessions[i] = sdkSession{cs: cs, tool: t.tool, args: t.args, check: t.check}
 	}
 
 	// phase runs every session in a closed loop until the deadline or the
-	// call budget; it returns the latencies of successful calls.
+	// call budget; it returns the latencies of successful calls. firstErr
+	// keeps the first failure of the last phase, for the log.
+	var firstErr error
 	phase := func(d time.Duration, budget int64) ([][]time.Duration, int64, int64, time.Duration, error) {
 		pctx, cancel := context.WithTimeout(ctx, d)
 		defer cancel()
@@ -329,11 +352,20 @@ func measure(ctx context.Context, cfg config, hc *http.Client, endpoint string, 
 		if ok == 0 {
 			return nil, 0, 0, 0, fmt.Errorf("no successful call: %w", errors.Join(errs...))
 		}
+		firstErr = nil
+		for _, e := range errs {
+			if e != nil {
+				firstErr = e
+				break
+			}
+		}
 		return lat, ok, failed.Load(), elapsed, nil
 	}
 
-	if _, _, _, _, err := phase(cfg.warmup, cfg.maxCalls); err != nil {
-		return result{}, fmt.Errorf("warm-up: %w", err)
+	if cfg.warmup > 0 {
+		if _, _, _, _, err := phase(cfg.warmup, cfg.maxCalls); err != nil {
+			return result{}, fmt.Errorf("warm-up: %w", err)
+		}
 	}
 	cpu0, err := cpuTime(pid)
 	if err != nil {
@@ -366,6 +398,7 @@ func measure(ctx context.Context, cfg config, hc *http.Client, endpoint string, 
 		clients:   n,
 		calls:     ok,
 		errors:    failed,
+		firstErr:  firstErr,
 		elapsed:   elapsed,
 		p50:       percentile(merged, 0.50),
 		p99:       percentile(merged, 0.99),

@@ -38,6 +38,9 @@ type sdkSession struct {
 	cs   *mcp.ClientSession
 	tool string
 	args map[string]any
+	// check, when set, judges every result (run_code's output, say) in
+	// place of "not isError".
+	check func(*mcp.CallToolResult) error
 }
 
 func (s sdkSession) call(ctx context.Context) error {
@@ -45,8 +48,11 @@ func (s sdkSession) call(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if s.check != nil {
+		return s.check(res)
+	}
 	if res.IsError {
-		return fmt.Errorf("tool error: %v", res.Content)
+		return fmt.Errorf("tool error: %s", contentText(res))
 	}
 	return nil
 }

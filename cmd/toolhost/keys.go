@@ -83,7 +83,7 @@ func secureRoutes(routes map[string]http.Handler, a server.Authenticator, dev bo
 		switch {
 		case strings.HasPrefix(path, "/v1/"):
 			out[pattern] = server.Auth(a, dev, keys.ScopeHosted, true)(v1Identity(h))
-		case strings.HasPrefix(path, "/admin/"):
+		case strings.HasPrefix(path, "/admin/") || path == "/metrics":
 			out[pattern] = server.Auth(a, dev, keys.ScopeAdmin, false)(h)
 		default:
 			out[pattern] = server.Auth(a, dev, "", false)(h)

@@ -312,6 +312,9 @@ func TestAuthenticationErrors(t *testing.T) {
 		{"mcp without key", "POST", "/mcp", "", 401, "missing_api_key"},
 		{"admin route needs admin scope", "GET", "/admin/keys", "Bearer " + mcpOnly, 403, "insufficient_scope"},
 		{"admin lists keys", "GET", "/admin/keys", "Bearer " + admin, 200, ""},
+		{"metrics need a key", "GET", "/metrics", "", 401, "missing_api_key"},
+		{"metrics need admin scope", "GET", "/metrics", "Bearer " + mcpOnly, 403, "insufficient_scope"},
+		{"admin reads metrics", "GET", "/metrics", "Bearer " + admin, 200, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

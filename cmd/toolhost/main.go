@@ -100,6 +100,9 @@ type common struct {
 	// skipRunCode leaves run_code (and its runtimes) out of the toolset:
 	// toolhost call of another tool.
 	skipRunCode bool
+	// preload: start loading run_code's runtimes as soon as the sandbox
+	// exists (servers), not on the first call (one-shot commands).
+	preload bool
 }
 
 // register defines the flags of the commands that run tools (serve, stdio,
@@ -212,6 +215,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer closeKeys()
 	c.authorizer = tools.KeysAuthorizer(ks)
+	c.preload = true // compile run_code's runtimes and fill the pools now
 	exec, cleanup, err := newExecutor(&c, logger)
 	if err != nil {
 		return startupError{err}
@@ -245,6 +249,9 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	routes = withJournalRoutes(routes, exec)
 	for pattern, h := range keyRoutes(ks) {
+		routes[pattern] = h
+	}
+	for pattern, h := range metricsRoutes(c.sandbox) {
 		routes[pattern] = h
 	}
 	routes = secureRoutes(routes, ks, *dev)
@@ -304,6 +311,9 @@ func cmdStdio(ctx context.Context, args []string, stderr io.Writer) error {
 	// stdout carries the protocol; every log line goes to stderr (which
 	// Claude Desktop keeps in its MCP log file).
 	logger, err := lf.logger(stderr, c.cfg.Log)
+	// A client launches this process to use it: load run_code's runtimes
+	// while it initializes, not on its first call.
+	c.preload = true
 	if err != nil {
 		return err
 	}
@@ -341,8 +351,8 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	// One call: pre-starting run_code's warm pools would only compete
-	// with it for the CPU, and a call of another tool does not touch
-	// run_code's runtimes at all.
+	// with it for the CPU, and a call of another tool does not build
+	// run_code's sandbox at all (run_code loads only its language's runtime).
 	c.cfg.Sandbox.PythonPool, c.cfg.Sandbox.JavaScriptPool = -1, -1
 	c.skipRunCode = tool != runCodeName
 	exec, cleanup, err := newExecutor(&c, logger)

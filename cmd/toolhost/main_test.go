@@ -314,8 +314,8 @@ func TestHealthzReportsRunCodeRuntimes(t *testing.T) {
 	}
 	for _, lang := range []string{"python", "javascript"} {
 		st, ok := body.RunCode[lang]
-		if !ok || st.State != "unavailable" || !strings.Contains(st.Error, "make runtimes") || st.Warm != 0 || st.Pool == 0 {
-			t.Errorf("run_code %s: %+v, want unavailable naming `make runtimes`, a configured pool, nothing warm", lang, st)
+		if !ok || st.State != "unavailable" || !strings.Contains(st.Error, "make runtimes") || st.Warm != 0 {
+			t.Errorf("run_code %s: %+v, want unavailable naming `make runtimes`, nothing warm", lang, st)
 		}
 	}
 }

@@ -25,6 +25,9 @@ func newSandbox(c *common, logger *slog.Logger) (*sandbox.Sandbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("run_code sandbox: %w", err)
 	}
+	if c.preload {
+		sb.Preload() // before the journal and the rest open: it is the long part
+	}
 	return sb, nil
 }
 

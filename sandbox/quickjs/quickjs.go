@@ -15,6 +15,8 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"toolhost/sandbox/internal/wasmedit"
 )
 
 //go:embed prelude.js
@@ -62,7 +64,12 @@ const (
 type Module struct {
 	rt       wazero.Runtime
 	compiled wazero.CompiledModule
-	snap     *snapshot // nil: every instance runs qjs_init and the prelude
+	// data is what instantiation would write into memory: the binary is
+	// compiled without its data segments (wasmedit), so that an instance
+	// whose memory already holds the snapshot (Options.Premapped) does not
+	// get it overwritten; the template gets them written by the host.
+	data []wasmedit.Segment
+	snap *snapshot // nil: every instance runs qjs_init and the prelude
 }
 
 // Compile compiles quickjs.wasm once on rt and defines the host module(s) it
@@ -73,7 +80,11 @@ func Compile(ctx context.Context, rt wazero.Runtime, wasm []byte) (*Module, erro
 	if rt.Module(envModule) != nil {
 		return nil, fmt.Errorf("quickjs: the runtime already has a module named %q", envModule)
 	}
-	compiled, err := rt.CompileModule(ctx, wasm)
+	module, data, err := wasmedit.Apply(wasm, wasmedit.Edit{KeepCustom: true})
+	if err != nil {
+		return nil, fmt.Errorf("quickjs: %w", err)
+	}
+	compiled, err := rt.CompileModule(ctx, module)
 	if err != nil {
 		return nil, fmt.Errorf("quickjs: compile: %w", err)
 	}
@@ -89,7 +100,7 @@ func Compile(ctx context.Context, rt wazero.Runtime, wasm []byte) (*Module, erro
 	if err != nil {
 		return nil, fmt.Errorf("quickjs: define host module: %w", err)
 	}
-	m := &Module{rt: rt, compiled: compiled}
+	m := &Module{rt: rt, compiled: compiled, data: data}
 	if m.snap, err = m.takeSnapshot(ctx); err != nil {
 		// Leave the runtime as it was, so that Compile can be retried.
 		_ = env.Close(context.WithoutCancel(ctx))
@@ -141,6 +152,10 @@ type Options struct {
 	// Seed seeds Math.random (its first 16 bytes); when shorter, the seed is
 	// read from crypto/rand.
 	Seed []byte
+	// Premapped says the instance's linear memory already holds
+	// Module.SnapshotImage from its first byte: the memory allocator in the
+	// context mapped it (copy-on-write), so it is not copied again.
+	Premapped bool
 }
 
 // VM is one instance of the engine with its context, ready to evaluate. It is
@@ -229,16 +244,12 @@ func (m *Module) Instantiate(ctx context.Context, opts Options) (*VM, error) {
 	}
 	// Real clocks and real randomness: wazero's defaults are fake and
 	// deterministic. No arguments, environment or file system. The engine
-	// itself writes to fd 1/2 only on internal failures. The reactor's
-	// _initialize (libc constructors) only matters without a snapshot, which
-	// overwrites all it did.
-	start := []string{"_initialize"}
-	if m.snap != nil {
-		start = nil
-	}
+	// itself writes to fd 1/2 only on internal failures. The data segments
+	// and the reactor's _initialize (libc constructors) only matter without
+	// a snapshot, which overwrites all they did.
 	cfg := wazero.NewModuleConfig().
 		WithName("").
-		WithStartFunctions(start...).
+		WithStartFunctions().
 		WithSysWalltime().
 		WithSysNanotime().
 		WithRandSource(rand.Reader).
@@ -248,12 +259,42 @@ func (m *Module) Instantiate(ctx context.Context, opts Options) (*VM, error) {
 	if err != nil {
 		return nil, callError(ctx, "instantiate", err)
 	}
+	if m.snap == nil {
+		if err := m.initialize(ctx, mod); err != nil {
+			_ = mod.Close(context.WithoutCancel(ctx))
+			return nil, err
+		}
+	}
 	vm := &VM{mod: mod, opts: opts, rejections: map[uint32][2]uint32{}, soft: ctx}
 	if err := vm.setUp(withVM(ctx, vm), m.snap); err != nil {
 		_ = mod.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	return vm, nil
+}
+
+// initialize does what instantiating the original binary would have: write
+// its data segments, run _initialize.
+func (m *Module) initialize(ctx context.Context, mod api.Module) error {
+	for _, d := range m.data {
+		if !mod.Memory().Write(d.Offset, d.Data) {
+			return fmt.Errorf("quickjs: data segment at %d does not fit the memory", d.Offset)
+		}
+	}
+	if _, err := mod.ExportedFunction("_initialize").Call(ctx); err != nil {
+		return callError(ctx, "_initialize", err)
+	}
+	return nil
+}
+
+// SnapshotImage is the linear memory every instance starts from (nil when
+// there is none). A caller may map it into a new instance's memory itself,
+// copy-on-write, and say so with Options.Premapped; it must not change it.
+func (m *Module) SnapshotImage() []byte {
+	if m.snap == nil {
+		return nil
+	}
+	return m.snap.memory
 }
 
 func (vm *VM) setUp(ctx context.Context, snap *snapshot) error {

@@ -29,13 +29,16 @@ const stackPointerGlobal = "__stack_pointer"
 
 // takeSnapshot builds the template instance and copies its memory.
 func (m *Module) takeSnapshot(ctx context.Context) (*snapshot, error) {
-	cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions("_initialize").
+	cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions().
 		WithSysWalltime().WithSysNanotime()
 	mod, err := m.rt.InstantiateModule(ctx, m.compiled, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("quickjs: snapshot: instantiate: %w", err)
 	}
 	defer mod.Close(context.WithoutCancel(ctx))
+	if err := m.initialize(ctx, mod); err != nil {
+		return nil, fmt.Errorf("quickjs: snapshot: %w", err)
+	}
 	vm := &VM{mod: mod, rejections: map[uint32][2]uint32{}, soft: ctx}
 	vctx := withVM(ctx, vm)
 	if err := vm.fn.bind(mod); err != nil {
@@ -65,7 +68,9 @@ func (m *Module) takeSnapshot(ctx context.Context) (*snapshot, error) {
 	}, nil
 }
 
-// restore makes vm's fresh instance a copy of the template.
+// restore makes vm's fresh instance a copy of the template. With
+// Options.Premapped the memory already holds the image (the caller's
+// allocator mapped it) and growing to its size is enough.
 func (s *snapshot) restore(vm *VM) error {
 	mem := vm.mod.Memory()
 	if size := uint32(len(s.memory)); mem.Size() < size {
@@ -73,7 +78,7 @@ func (s *snapshot) restore(vm *VM) error {
 			return fmt.Errorf("%w: cannot grow memory to the snapshot's %d bytes", ErrMemory, size)
 		}
 	}
-	if !mem.Write(0, s.memory) {
+	if !vm.opts.Premapped && !mem.Write(0, s.memory) {
 		return errors.New("quickjs: snapshot: cannot write memory")
 	}
 	sp, ok := vm.mod.ExportedGlobal(stackPointerGlobal).(api.MutableGlobal)

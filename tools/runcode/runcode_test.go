@@ -252,6 +252,48 @@ func TestCancellationThroughThePipeline(t *testing.T) {
 	}
 }
 
+// TestRunsOfOneAndOfAnotherAccountStartPristine: a module attribute, a
+// file, an environment change and a monkey-patched builtin set by one
+// account's run are invisible to the next run of the same account and of
+// another account, in both languages.
+func TestRunsOfOneAndOfAnotherAccountStartPristine(t *testing.T) {
+	ex, _, _ := shared(t)
+	as := func(account string, args map[string]any) decoded {
+		t.Helper()
+		b, _ := json.Marshal(args)
+		out, err := ex.Execute(context.Background(), tools.Proposal{Tool: "run_code", Args: b, CallID: "t",
+			Caller: tools.Caller{Slot: "cli", AccountID: account, KeyID: account + "-key"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return decode(t, out)
+	}
+	langs := []struct {
+		name, dirty, probe, clean string
+	}{
+		{"python",
+			"import json, os, builtins\njson.dumps = lambda *a, **k: 'patched'\nos.environ['PLANTED'] = '1'\nbuiltins.len = lambda x: -1\nopen('planted.txt', 'w').write('x')\nprint('dirty')",
+			"import json, os\nprint(json.dumps(1), os.environ.get('PLANTED'), len('ab'), os.path.exists('planted.txt'))",
+			"1 None 2 False\n"},
+		{"javascript",
+			"JSON.stringify = () => 'patched'; globalThis.planted = 1; Array.prototype.includes = () => true; console.log('dirty')",
+			"console.log(JSON.stringify(1), typeof planted, [].includes(1))",
+			"1 undefined false\n"},
+	}
+	for _, l := range langs {
+		t.Run(l.name, func(t *testing.T) {
+			if d := as("acct-a", args(l.name, l.dirty)); d.Stdout != "dirty\n" {
+				t.Fatalf("dirty run: %+v", d)
+			}
+			for _, account := range []string{"acct-a", "acct-b"} {
+				if d := as(account, args(l.name, l.probe)); d.Stdout != l.clean {
+					t.Errorf("%s sees %q (stderr %q), want %q", account, d.Stdout, d.Stderr, l.clean)
+				}
+			}
+		})
+	}
+}
+
 func TestTextualFiles(t *testing.T) {
 	for in, want := range map[string]bool{"a,b\n1,2\r\n\tx": true, "héllo": true, "a\x00b": false, "\x1b[31m": false, "\xff": false, "del\x7f": false} {
 		if got := textual([]byte(in)); got != want {
