@@ -27,15 +27,15 @@ run: build
 # quality through toolhost serve. Each Go
 # package and each e2e file is reported as it finishes.
 test: build e2e-deps
-	@echo "== go vet ./..."
+	@echo "== $$(date +%T) go vet ./..."
 	@$(MAKE) --no-print-directory vet
-	@echo "== go test -race ./... (each package as it finishes; the doc-test is toolhost/docs)"
+	@echo "== $$(date +%T) go test -race ./... (each package as it finishes; the doc-test is toolhost/docs)"
 	@$(MAKE) --no-print-directory unit
-	@echo "== e2e: real clients against bin/toolhost, file by file"
+	@echo "== $$(date +%T) e2e: real clients against bin/toolhost, file by file"
 	@$(MAKE) --no-print-directory e2e
-	@echo "== quality: fetch_page's extraction through toolhost serve"
+	@echo "== $$(date +%T) quality: fetch_page's extraction through toolhost serve"
 	@$(MAKE) --no-print-directory quality
-	@echo "== make test: all passed"
+	@echo "== $$(date +%T) make test: all passed"
 
 vet:
 	$(GO) vet ./...
