@@ -64,6 +64,7 @@ func ExtractHTML(page []byte, pageURL *url.URL, markdown bool) (*Article, error)
 		unwrapRuby(doc)
 	}
 	dropOverlays(doc)
+	wrapParagraphs(doc)
 	facts := collectFacts(doc)
 	facts.source = indexSource(doc)
 	spaced := emphasisSpacing(doc)
@@ -98,6 +99,7 @@ func ExtractHTML(page []byte, pageURL *url.URL, markdown bool) (*Article, error)
 		if res.Metadata.Title != "" {
 			title = res.Metadata.Title
 		}
+		dropRepeatedBlocks(content)
 		restoreCodeBlocks(content, langs)
 		restoreTables(content, tables)
 		// When the extractor falls back to its baseline it may hand back

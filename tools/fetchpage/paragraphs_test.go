@@ -1,0 +1,115 @@
+package fetchpage
+
+import (
+	"bytes"
+	"net/url"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/html"
+)
+
+func TestExtractHTMLKeepsSentencesOfMixedContainers(t *testing.T) {
+	page, _ := url.Parse("https://example.org/2016/12/post.html")
+	filler := strings.Repeat("<p>Release notes are long and the changes are many, one per line here. </p>", 6)
+	cases := []struct {
+		name    string
+		html    string
+		want    []string
+		notWant []string
+	}{
+		{
+			// Blogger: the post body is bare text, <br>s and links beside
+			// <div>s. The extractor dropped the text before each link, the
+			// paragraph after the first, and the link that ends a sentence.
+			name: "post body of bare text and breaks",
+			html: `<html><body><div class="post-body">Python 3.6.0 is now available! See <a href="https://docs.example.org/whatsnew">the What's New document</a> for more information.<br/><br/>` +
+				`You can download it <a href="/downloads/">here</a>. Also, distributors will follow.<br/><div><br/></div>` +
+				`Maintenance releases will follow at regular intervals.<br/><div>We hope you enjoy Python 3.6.0!</div>` + filler +
+				`<div><div>Please consider supporting the work of <a href="https://psf.example.org/">the Foundation</a>.</div></div></div></body></html>`,
+			want: []string{
+				"Python 3.6.0 is now available! See [the What's New document](https://docs.example.org/whatsnew) for more information.",
+				"You can download it [here](https://example.org/downloads/). Also, distributors will follow.",
+				"Maintenance releases will follow at regular intervals.",
+				"We hope you enjoy Python 3.6.0!",
+				"supporting the work of [the Foundation](https://psf.example.org/).",
+			},
+		},
+		{
+			// CNN: each paragraph is a <div> of text and links; the links
+			// came out as paragraphs of their own, glued to the next word.
+			name: "paragraph divs with links in the sentence",
+			html: `<html><body><article><div class="zn-body__paragraph">Allegations have been splashed across <a href="/media/">newspapers in the United Kingdom</a>.</div>` +
+				`<div class="zn-body__paragraph"><h3>What we learned</h3></div>` + strings.ReplaceAll(filler, "<p>", `<div class="zn-body__paragraph">`) +
+				`<div class="zn-body__paragraph">The pair <a href="/feb/">revealed in February that they were expecting.</a> In November, Meghan <a href="/nov/">revealed a miscarriage.</a></div>` +
+				`<div class="zn-body__paragraph">Harry said that having outdoor space has been a huge benefit during the lockdowns in California.</div></article></body></html>`,
+			want: []string{
+				"splashed across [newspapers in the United Kingdom](https://example.org/media/).",
+				"The pair [revealed in February that they were expecting.](https://example.org/feb/) In November, Meghan [revealed a miscarriage.](https://example.org/nov/)",
+			},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			art, err := ExtractHTML([]byte(c.html), page, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(art.Markdown, w) {
+					t.Errorf("markdown lacks %q:\n%s", w, art.Markdown)
+				}
+			}
+		})
+	}
+}
+
+func TestWrapParagraphsLeavesLayoutCellsAlone(t *testing.T) {
+	// The cells of a comparison grid are phrasing-only <div>s without a
+	// sentence or a link: made paragraphs they would pass the extractor's
+	// threshold for text and come out as a column of one-word lines.
+	src := `<div class="row"><div class="head">Modell</div><div class="cell">Jacke GHJ 12+18V XA</div><div class="cell">3</div></div>` +
+		`<div class="post">Text of its own<br><br>and a second paragraph<div>block</div></div>`
+	doc, err := html.Parse(strings.NewReader(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapParagraphs(doc)
+	var b bytes.Buffer
+	if err := html.Render(&b, doc); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	for _, w := range []string{
+		`<div class="head">Modell</div><div class="cell">Jacke GHJ 12+18V XA</div><div class="cell">3</div>`,
+		`<div class="post"><p>Text of its own</p><p>and a second paragraph</p><p>block</p></div>`,
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("tree lacks %s:\n%s", w, got)
+		}
+	}
+}
+
+func TestDropRepeatedBlocksKeepsOneCopy(t *testing.T) {
+	long := strings.Repeat("Pepe sleeps on the window bench and leaves crumbs every night. ", 3)
+	src := `<div><p>` + long + `</p><h2>Thursday</h2><p>` + long + `</p><p>Repeat Chorus</p><p>Repeat Chorus</p></div>`
+	doc, err := html.Parse(strings.NewReader(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropRepeatedBlocks(doc)
+	var b bytes.Buffer
+	if err := html.Render(&b, doc); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	if n := strings.Count(got, long); n != 1 {
+		t.Errorf("the long paragraph appears %d times, want once:\n%s", n, got)
+	}
+	if !strings.Contains(got, "<h2>Thursday</h2><p>"+long) {
+		t.Errorf("the copy under the heading should stay:\n%s", got)
+	}
+	if n := strings.Count(got, "Repeat Chorus"); n != 2 {
+		t.Errorf("short repeated lines are content; got %d, want 2", n)
+	}
+}
