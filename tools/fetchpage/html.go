@@ -134,7 +134,7 @@ func renderArticle(content *html.Node, title string, baseURL *url.URL, markdown 
 		if err != nil {
 			return nil, fmt.Errorf("convert to markdown: %w", err)
 		}
-		art.Markdown = renderMarks(strings.TrimSpace(string(md)), true)
+		art.Markdown = renderMarks(restoreAngles(strings.TrimSpace(string(md))), true)
 	}
 	if art.Markdown == "" && art.Text == "" {
 		return nil, ErrNoContent
@@ -144,15 +144,70 @@ func renderArticle(content *html.Node, title string, baseURL *url.URL, markdown 
 
 // markdownConverter is safe for concurrent use: conversion state lives in a
 // per-call context.
-var markdownConverter = converter.NewConverter(converter.WithPlugins(
-	base.NewBasePlugin(),
-	commonmark.NewCommonmarkPlugin(
-		commonmark.WithLinkEmptyHrefBehavior(commonmark.LinkBehaviorSkip),
-		commonmark.WithLinkEmptyContentBehavior(commonmark.LinkBehaviorSkip),
-	),
-	table.NewTablePlugin(table.WithSkipEmptyRows(true), table.WithHeaderPromotion(true)),
-	strikethrough.NewStrikethroughPlugin(),
-))
+var markdownConverter = newMarkdownConverter()
+
+func newMarkdownConverter() *converter.Converter {
+	conv := converter.NewConverter(converter.WithPlugins(
+		base.NewBasePlugin(),
+		commonmark.NewCommonmarkPlugin(
+			commonmark.WithLinkEmptyHrefBehavior(commonmark.LinkBehaviorSkip),
+			commonmark.WithLinkEmptyContentBehavior(commonmark.LinkBehaviorSkip),
+		),
+		table.NewTablePlugin(table.WithSkipEmptyRows(true), table.WithHeaderPromotion(true)),
+		strikethrough.NewStrikethroughPlugin(),
+	))
+	conv.Register.TextTransformer(protectAngles, converter.PriorityEarly)
+	return conv
+}
+
+// The converter writes every "<" and ">" of the text as "&lt;" and "&gt;",
+// so a reader of the Markdown saw "a -&gt; b" and "x &lt; 3". Only a "<"
+// that could open an HTML tag needs that, and only a ">" at the start of a
+// line (a quote) needs escaping at all: the others travel through the
+// converter as private-use marks and come back as themselves.
+const (
+	markGT = "\uE003"
+	markLT = "\uE004"
+)
+
+func protectAngles(_ converter.Context, content string) string {
+	if !strings.ContainsAny(content, "<>") {
+		return content
+	}
+	var b strings.Builder
+	for i := 0; i < len(content); i++ {
+		switch c := content[i]; {
+		case c == '>':
+			b.WriteString(markGT)
+		case c == '<' && !opensTag(content[i+1:]):
+			b.WriteString(markLT)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// opensTag reports whether text after a "<" could make it an HTML tag,
+// comment or autolink in CommonMark.
+func opensTag(rest string) bool {
+	if rest == "" {
+		return false
+	}
+	c := rest[0]
+	return c == '/' || c == '!' || c == '?' || (c|0x20 >= 'a' && c|0x20 <= 'z')
+}
+
+var quoteAtLineStart = regexp.MustCompile(`(?m)^([ \t]*)` + markGT)
+
+// restoreAngles turns the marks of protectAngles back into characters.
+func restoreAngles(md string) string {
+	if !strings.Contains(md, markGT) && !strings.Contains(md, markLT) {
+		return md
+	}
+	md = quoteAtLineStart.ReplaceAllString(md, `$1\>`)
+	return strings.NewReplacer(markGT, ">", markLT, "<").Replace(md)
+}
 
 func countNodes(n *html.Node, limit int) int {
 	count := 0

@@ -113,3 +113,33 @@ func TestDropRepeatedBlocksKeepsOneCopy(t *testing.T) {
 		t.Errorf("short repeated lines are content; got %d, want 2", n)
 	}
 }
+
+func TestMarkdownWritesAnglesAsCharacters(t *testing.T) {
+	// Stack Exchange: "Ich wurde ausgeraubt -> I got robbed" came out as
+	// "-&gt;"; FIFA's "CUSTOMISE > GAME SETTINGS" as "&gt;".
+	cases := []struct{ html, want, notWant string }{
+		{`<p>Ich wurde ausgeraubt -&gt; I got robbed.</p>`, `Ich wurde ausgeraubt -> I got robbed.`, "&gt;"},
+		{`<p>Go to CUSTOMISE &gt; GAME SETTINGS when x &lt; 3.</p>`, `Go to CUSTOMISE > GAME SETTINGS when x < 3.`, "&"},
+		// A "<" that would open a tag stays an entity, so a renderer shows
+		// it instead of swallowing "<your name>" as an element.
+		{`<p>She says "Oh, &lt;your name&gt;."</p>`, `"Oh, &lt;your name>."`, ""},
+		// A ">" starting a line would make a quote.
+		{`<p>&gt; not a quote</p>`, `\> not a quote`, ""},
+		{`<blockquote><p>a real quote</p></blockquote>`, `> a real quote`, ""},
+		{`<pre><code>if a &gt; b &amp;&amp; c &lt; d {}</code></pre>`, "if a > b && c < d {}", "\uE003"},
+	}
+	for _, c := range cases {
+		doc, err := html.Parse(strings.NewReader(c.html))
+		if err != nil {
+			t.Fatal(err)
+		}
+		md, err := markdownConverter.ConvertNode(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := restoreAngles(string(md))
+		if !strings.Contains(got, c.want) || (c.notWant != "" && strings.Contains(got, c.notWant)) {
+			t.Errorf("%s\n got %q\nwant %q", c.html, got, c.want)
+		}
+	}
+}
