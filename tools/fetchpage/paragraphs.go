@@ -42,7 +42,10 @@ func wrapParagraphs(n *html.Node) {
 			continue
 		}
 		switch c.DataAtom {
-		case atom.Pre, atom.Table, atom.Script, atom.Style, atom.Template, atom.Noscript, atom.Svg, atom.P:
+		case atom.Pre, atom.Table, atom.Script, atom.Style, atom.Template, atom.Noscript, atom.Svg:
+			continue
+		case atom.A:
+			hoistLinkEmphasis(c)
 			continue
 		}
 		wrapParagraphs(c)
@@ -196,4 +199,51 @@ func phrasingOnly(n *html.Node) bool {
 		}
 	}
 	return true
+}
+
+// hoistLinkEmphasis unwraps the formatting inside a link whose whole text
+// is formatted (<a href><i><span>GitHub</span></i></a>, as WordPress's
+// editor writes them): the extractor keeps the text of such a link but
+// drops its target ("Follow them on *GitHub* or *Twitter*" lost both).
+// The link's target says more than its italics; moving the emphasis out
+// around the link instead made the extractor drop links next to other
+// emphasis.
+func hoistLinkEmphasis(a *html.Node) {
+	for {
+		c := onlyElementChild(a)
+		if c == nil {
+			return
+		}
+		switch c.DataAtom {
+		case atom.Span, atom.Font, atom.I, atom.Em, atom.B, atom.Strong:
+			for g := c.FirstChild; g != nil; {
+				next := g.NextSibling
+				c.RemoveChild(g)
+				a.InsertBefore(g, c)
+				g = next
+			}
+			a.RemoveChild(c)
+		default:
+			return
+		}
+	}
+}
+
+// onlyElementChild is n's one child element when every other child is
+// whitespace, else nil.
+func onlyElementChild(n *html.Node) *html.Node {
+	var only *html.Node
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		switch {
+		case c.Type == html.ElementNode:
+			if only != nil {
+				return nil
+			}
+			only = c
+		case c.Type == html.TextNode && strings.TrimSpace(c.Data) == "":
+		default:
+			return nil
+		}
+	}
+	return only
 }

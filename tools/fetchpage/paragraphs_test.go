@@ -48,6 +48,14 @@ func TestExtractHTMLKeepsSentencesOfMixedContainers(t *testing.T) {
 				"The pair [revealed in February that they were expecting.](https://example.org/feb/) In November, Meghan [revealed a miscarriage.](https://example.org/nov/)",
 			},
 		},
+		{
+			// WordPress: the editor puts the emphasis inside the link; the
+			// extractor kept the text and dropped the target.
+			name: "links whose text is all emphasis",
+			html: `<html><body><article>` + filler + `<p><i><span>Want to know more? Follow them on </span></i><a href="https://github.com/erinspice"><i><span>GitHub</span></i></a>` +
+				`<i><span> or </span></i><a href="https://twitter.com/erinspice"><i><span>Twitter</span></i></a><i><span>. </span></i></p>` + filler + `</article></body></html>`,
+			want: []string{"[GitHub](https://github.com/erinspice)", "[Twitter](https://twitter.com/erinspice)"},
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
