@@ -249,11 +249,19 @@ func documentTitle(doc *html.Node) string {
 
 var langClass = regexp.MustCompile(`(?:^|\s)(?:language|lang|highlight-source|brush:?)-?\s*([A-Za-z0-9_+#.-]+)`)
 
-// codeLanguages maps the normalized text of each <pre> block that declares
-// a language (class="language-go", data-lang, ...) to that language, so the
-// language survives extraction, which strips attributes from code blocks.
-func codeLanguages(doc *html.Node) map[string]string {
-	langs := map[string]string{}
+// sourceCode is what the page says about one of its <pre> blocks.
+type sourceCode struct {
+	lang string // declared language, lower case, or ""
+	text string // the text as the page lays it out, line breaks included
+}
+
+// codeLanguages maps the normalized text of each <pre> block to its
+// declared language (class="language-go", data-lang, ...) and its text
+// with line breaks: extraction strips the attributes from code blocks, and
+// loses the line breaks of highlighted code whose tokens are <span>s
+// (Pygments' codehilite came out as one line).
+func codeLanguages(doc *html.Node) map[string]sourceCode {
+	langs := map[string]sourceCode{}
 	goquery.NewDocumentFromNode(doc).Find("pre").Each(func(_ int, pre *goquery.Selection) {
 		lang := ""
 		for _, s := range []*goquery.Selection{pre, pre.Find("code").First(), pre.Parent()} {
@@ -266,8 +274,9 @@ func codeLanguages(doc *html.Node) map[string]string {
 				break
 			}
 		}
-		if lang != "" {
-			langs[codeKey(pre.Text())] = strings.ToLower(lang)
+		text := nodeText(pre.Get(0))
+		if key := codeKey(text); key != "" {
+			langs[key] = sourceCode{lang: strings.ToLower(lang), text: strings.Trim(text, "\n")}
 		}
 	})
 	return langs
@@ -277,14 +286,14 @@ func codeKey(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // restoreCodeBlocks turns the extractor's block-level <code> elements back
 // into <pre><code class="language-x"> so the Markdown has fenced blocks with
-// their language.
-func restoreCodeBlocks(root *html.Node, langs map[string]string) {
+// their language, and gives every code block the page's line breaks back.
+func restoreCodeBlocks(root *html.Node, langs map[string]sourceCode) {
 	var blocks []*html.Node
 	var walk func(*html.Node)
 	walk = func(n *html.Node) {
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
 			// The extractor builds its elements by name, without DataAtom.
-			if c.Type == html.ElementNode && c.Data == "code" && (c.Parent == root || isBlockParent(c.Parent)) {
+			if c.Type == html.ElementNode && (c.Data == "pre" || c.Data == "code" && (c.Parent == root || isBlockParent(c.Parent))) {
 				blocks = append(blocks, c)
 				continue
 			}
@@ -294,15 +303,24 @@ func restoreCodeBlocks(root *html.Node, langs map[string]string) {
 	walk(root)
 	for _, c := range blocks {
 		txt := nodeText(c)
-		if c.Parent != root && !strings.Contains(txt, "\n") {
+		src, known := langs[codeKey(txt)]
+		if c.Data == "pre" {
+			// Only a <pre> whose line breaks were lost is rebuilt.
+			if !known || strings.Contains(strings.TrimSpace(txt), "\n") || !strings.Contains(src.text, "\n") {
+				continue
+			}
+		} else if c.Parent != root && !strings.Contains(txt, "\n") {
 			continue
+		}
+		if known && strings.Contains(src.text, "\n") {
+			txt = src.text
 		}
 		pre := &html.Node{Type: html.ElementNode, Data: "pre", DataAtom: atom.Pre}
 		c.Parent.InsertBefore(pre, c)
 		c.Parent.RemoveChild(c)
 		code := &html.Node{Type: html.ElementNode, Data: "code", DataAtom: atom.Code}
-		if l := langs[codeKey(txt)]; l != "" {
-			code.Attr = []html.Attribute{{Key: "class", Val: "language-" + l}}
+		if src.lang != "" {
+			code.Attr = []html.Attribute{{Key: "class", Val: "language-" + src.lang}}
 		}
 		code.AppendChild(&html.Node{Type: html.TextNode, Data: txt})
 		pre.AppendChild(code)
