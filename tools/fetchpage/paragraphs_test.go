@@ -151,3 +151,34 @@ func TestMarkdownWritesAnglesAsCharacters(t *testing.T) {
 		}
 	}
 }
+
+func TestExtractHTMLKeepsSpacesAroundInlineElements(t *testing.T) {
+	// In list items the extractor drops the whitespace around inline
+	// elements: "`requirements.txt`with`pip-tools`", "[my referral
+	// link](…)and", "**Stable**channel".
+	page, _ := url.Parse("https://example.org/articles/docker/")
+	filler := strings.Repeat("<p>Docker builds can be slow, and waiting for a build is not how you want to spend time. </p>", 4)
+	src := `<html><body><article>` + filler + `<ul>
+<li>Managing your <code>requirements.txt</code> with <code>pip-tools</code>.</li>
+<li>Separate dependencies (using <code>pip-tools</code>, <code>pipenv</code>, or <code>poetry</code>).</li>
+<li>For bonus points, use <a href="https://example.org/ref">my referral link</a> and we both get credit.</li>
+<li>The <strong>Stable</strong> channel is updated.</li>
+<li>Glued in the page: <code>a</code>b and x<strong>y</strong>.</li>
+</ul>` + filler + `</article></body></html>`
+	art, err := ExtractHTML([]byte(src), page, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{
+		"Managing your `requirements.txt` with `pip-tools`.",
+		"(using `pip-tools`, `pipenv`, or `poetry`)",
+		"use [my referral link](https://example.org/ref) and we both",
+		"The **Stable** channel",
+		// What the page glues stays glued.
+		"`a`b and x**y**.",
+	} {
+		if !strings.Contains(art.Markdown, w) {
+			t.Errorf("markdown lacks %q:\n%s", w, art.Markdown)
+		}
+	}
+}

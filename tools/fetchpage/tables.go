@@ -3,6 +3,7 @@ package fetchpage
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/net/html"
 )
@@ -167,23 +168,25 @@ func trimmedText(n *html.Node) string { return strings.Join(strings.Fields(nodeT
 
 // emphasis and inline are the elements the spacing repair looks at.
 var (
-	emphasisTags = map[string]bool{"b": true, "strong": true, "em": true, "i": true}
+	emphasisTags = map[string]bool{"b": true, "strong": true, "em": true, "i": true, "a": true, "code": true}
 	inlineTags   = map[string]bool{"b": true, "strong": true, "em": true, "i": true, "span": true, "a": true, "code": true, "small": true, "mark": true}
 )
 
-// emphasisSpacing records, for each emphasised phrase of the page and the
-// word after it, whether a reader sees a space between them: whitespace in
-// the source, or a separate element that CSS lays out as its own word
-// (<strong>33%</strong><span>of patients</span>). The extractor drops the
-// whitespace after an emphasis inside list items, and drops the element
-// around the next word, so the Markdown read "**Stable**channel" and
-// "**33%**of".
+// emphasisSpacing records, for each emphasised phrase, link or inline code
+// of the page and the word after it, whether a reader sees a space between
+// them: whitespace in the source, or a separate element that CSS lays out
+// as its own word (<strong>33%</strong><span>of patients</span>); and for
+// the word before it likewise. The extractor drops the whitespace around
+// such elements inside list items, and drops the element around the next
+// word, so the Markdown read "**Stable**channel", "**33%**of",
+// "`requirements.txt`with`pip-tools`" and "[my referral link](…)and".
 func emphasisSpacing(doc *html.Node) map[string]bool {
 	spaced := map[string]bool{}
 	var walk func(n *html.Node)
 	walk = func(n *html.Node) {
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
 			if c.Type == html.ElementNode && emphasisTags[c.Data] {
+				var text string
 				if next := c.NextSibling; next != nil {
 					var after string
 					sep := false
@@ -196,13 +199,24 @@ func emphasisSpacing(doc *html.Node) map[string]bool {
 						sep = true
 					}
 					if sep {
-						if k := spacingKey(nodeText(c), after); k != "" {
+						text = nodeText(c)
+						if k := spacingKey(text, after); k != "" {
+							spaced[k] = true
+						}
+					}
+				}
+				if prev := c.PrevSibling; prev != nil && prev.Type == html.TextNode {
+					if r, _ := utf8.DecodeLastRuneInString(prev.Data); unicode.IsSpace(r) {
+						if text == "" {
+							text = nodeText(c)
+						}
+						if k := spacingBeforeKey(prev.Data, text); k != "" {
 							spaced[k] = true
 						}
 					}
 				}
 			}
-			if c.Type == html.ElementNode && (c.Data == "script" || c.Data == "style") {
+			if c.Type == html.ElementNode && (c.Data == "script" || c.Data == "style" || c.Data == "pre") {
 				continue
 			}
 			walk(c)
@@ -215,15 +229,50 @@ func emphasisSpacing(doc *html.Node) map[string]bool {
 // spacingKey is the emphasised text and the first word after it.
 func spacingKey(emph, after string) string {
 	emph = strings.ToLower(strings.TrimSpace(emph))
-	w := strings.FieldsFunc(strings.ToLower(after), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
-	if emph == "" || len(w) == 0 {
+	w := firstWord(after)
+	if emph == "" || w == "" {
 		return ""
 	}
-	return emph + "\x00" + w[0]
+	return emph + "\x00" + strings.ToLower(w)
 }
 
-// restoreEmphasisSpacing puts back the space after an emphasis that the
-// page showed and the extraction lost.
+// spacingBeforeKey is the last word (or punctuation: "e.g.", ",") before
+// an element and its text.
+func spacingBeforeKey(before, emph string) string {
+	emph = strings.ToLower(strings.TrimSpace(emph))
+	w := lastToken(before)
+	if emph == "" || w == "" {
+		return ""
+	}
+	return "\x01" + strings.ToLower(w) + "\x00" + emph
+}
+
+// firstWord is the first run of letters and digits in s, read only as
+// far as the word.
+func firstWord(s string) string {
+	start := -1
+	for i, r := range s {
+		switch {
+		case wordEdge(r) && start < 0:
+			start = i
+		case !wordEdge(r) && start >= 0:
+			return s[start:i]
+		}
+	}
+	if start < 0 {
+		return ""
+	}
+	return s[start:]
+}
+
+// lastToken is the last run of non-space characters in s.
+func lastToken(s string) string {
+	s = strings.TrimRightFunc(s, unicode.IsSpace)
+	return s[strings.LastIndexFunc(s, unicode.IsSpace)+1:]
+}
+
+// restoreEmphasisSpacing puts back the space around an emphasis, link or
+// inline code that the page showed and the extraction lost.
 func restoreEmphasisSpacing(root *html.Node, spaced map[string]bool) {
 	if len(spaced) == 0 {
 		return
@@ -231,21 +280,28 @@ func restoreEmphasisSpacing(root *html.Node, spaced map[string]bool) {
 	var walk func(n *html.Node)
 	walk = func(n *html.Node) {
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			if c.Type == html.ElementNode && emphasisTags[c.Data] {
+			if c.Type == html.ElementNode && emphasisTags[c.Data] && c.Parent != nil && c.Parent.Data != "pre" {
 				next := c.NextSibling
 				var first rune
 				switch {
 				case next != nil && next.Type == html.TextNode && next.Data != "":
-					first = []rune(next.Data)[0]
+					first, _ = utf8.DecodeRuneInString(next.Data)
 				case next != nil && next.Type == html.ElementNode && inlineTags[next.Data]:
-					if t := []rune(nodeText(next)); len(t) > 0 {
-						first = t[0]
-					}
+					first, _ = utf8.DecodeRuneInString(nodeText(next))
 				}
-				text := []rune(strings.TrimSpace(nodeText(c)))
-				if first != 0 && wordEdge(first) && len(text) > 0 && !unicode.IsSpace(text[len(text)-1]) &&
-					spaced[spacingKey(string(text), nodeText(next))] {
+				raw := nodeText(c)
+				text := strings.TrimSpace(raw)
+				r0, _ := utf8.DecodeRuneInString(text)
+				rN, _ := utf8.DecodeLastRuneInString(raw)
+				if first != 0 && wordEdge(first) && text != "" && !unicode.IsSpace(rN) &&
+					spaced[spacingKey(text, nodeText(next))] {
 					n.InsertBefore(&html.Node{Type: html.TextNode, Data: " "}, next)
+				}
+				if prev := c.PrevSibling; prev != nil && prev.Type == html.TextNode && text != "" && wordEdge(r0) {
+					if last, _ := utf8.DecodeLastRuneInString(prev.Data); (wordEdge(last) || unicode.IsPunct(last) && last != '(' && last != '[' && last != '"' && last != '\'') &&
+						!unicode.IsSpace(last) && spaced[spacingBeforeKey(prev.Data, text)] {
+						prev.Data += " "
+					}
 				}
 			}
 			walk(c)
