@@ -182,3 +182,31 @@ func TestExtractHTMLKeepsSpacesAroundInlineElements(t *testing.T) {
 		}
 	}
 }
+
+func TestTableCellsKeepTheirIconsAltText(t *testing.T) {
+	// docs.docker.com marks supported platforms with <img alt="yes">: the
+	// rows came out with every cell but the first empty. A photo's long
+	// description and a file name are not a cell's word.
+	page, _ := url.Parse("https://docs.example.org/install/")
+	filler := strings.Repeat("<p>Docker Engine is available on a variety of Linux platforms, macOS and Windows. </p>", 4)
+	src := `<html><body><article>` + filler + `<table><thead><tr><th>Platform</th><th>x86_64</th><th>arm64</th><th>s390x</th></tr></thead><tbody>
+<tr><td><a href="/centos/">CentOS</a></td><td><a href="/centos/"><img src="/check.svg" alt="yes"></a></td><td><img src="/check.svg" alt="yes"></td><td> </td></tr>
+<tr><td><a href="/sles/">SLES</a></td><td> </td><td><img src="/p.jpg" alt="A penguin standing on an ice floe at dusk"></td><td><img src="/x.png" alt="Green_check.png"></td></tr>
+</tbody></table>` + filler + `</article></body></html>`
+	art, err := ExtractHTML([]byte(src), page, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{
+		"| [CentOS](https://docs.example.org/centos/) | [yes](https://docs.example.org/centos/) | yes",
+	} {
+		if !strings.Contains(art.Markdown, w) {
+			t.Errorf("markdown lacks %q:\n%s", w, art.Markdown)
+		}
+	}
+	for _, w := range []string{"penguin", "Green_check"} {
+		if strings.Contains(art.Markdown, w) {
+			t.Errorf("markdown has %q:\n%s", w, art.Markdown)
+		}
+	}
+}

@@ -81,7 +81,15 @@ func cleanCopy(n *html.Node) *html.Node {
 		switch ch.Type {
 		case html.ElementNode:
 			switch ch.Data {
-			case "script", "style", "noscript", "template", "svg", "img", "picture", "button", "input", "select", "iframe":
+			case "img":
+				// A check mark or a flag can be all a cell says
+				// (docs.docker.com's platform tables: <img alt="yes">);
+				// its short alt text stands in for it.
+				if alt := iconAlt(ch); alt != "" {
+					c.AppendChild(&html.Node{Type: html.TextNode, Data: alt})
+				}
+				continue
+			case "script", "style", "noscript", "template", "svg", "picture", "button", "input", "select", "iframe":
 				continue
 			}
 		case html.CommentNode:
@@ -90,6 +98,26 @@ func cleanCopy(n *html.Node) *html.Node {
 		c.AppendChild(cleanCopy(ch))
 	}
 	return c
+}
+
+// maxIconAlt is the longest alt text read as an icon's word; longer ones
+// describe a picture.
+const maxIconAlt = 24
+
+// iconAlt is the alt text of an image that stands for a word, or "" (no
+// alt, a description, a file name).
+func iconAlt(img *html.Node) string {
+	alt := strings.Join(strings.Fields(attr(img, "alt")), " ")
+	if alt == "" || utf8.RuneCountInString(alt) > maxIconAlt {
+		return ""
+	}
+	lower := strings.ToLower(alt)
+	for _, ext := range []string{".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp"} {
+		if strings.HasSuffix(lower, ext) {
+			return ""
+		}
+	}
+	return alt
 }
 
 // restoreTables swaps every table in the extracted content for the source
