@@ -158,6 +158,8 @@ var (
 	// A date such as "NOVEMBER 20, 2019 10:43", "05/10/2018", "2019-11-20".
 	datePattern = regexp.MustCompile(`(?i)\b(\d{1,2}[./-]\d{1,2}[./-]\d{2,4}|\d{4}-\d{2}-\d{2}|(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2},? \d{4}|\d{1,2} (jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]* \d{4})\b`)
 	urlOnly     = regexp.MustCompile(`^https?://\S+$`)
+	// "5 min", "Estimated reading time: 6 minutes", "Lesezeit 4 Min."
+	readingTime = regexp.MustCompile(`(?i)^((estimated )?reading time:? ?\d+ ?(min|mins|minutes?)\.?|\d+ ?(min|mins|minutes?)\.?( read| de lecture| lesezeit| lectura| di lettura)?|(temps de |durée de )?lecture ?:? ?\d+ ?min\.?|lesezeit:? ?\d+ ?(min|minuten)\.?)$`)
 	// "... Follow him on Twitter @name." at the end of a bio.
 	followPhrase = regexp.MustCompile(`(?i)\bfollow (us|me|him|her|them|@\w+|[\p{L} .]{2,30}) on (twitter|facebook|instagram|linkedin|youtube|tiktok|x)\b`)
 )
@@ -275,6 +277,13 @@ func trimEdges(root *html.Node, facts pageFacts) {
 		if !tailFurniture(blocks[i], facts) && !teaserDescription(blocks, removed, i) {
 			break
 		}
+		// The only text under a heading is that section's content ("Get
+		// started" / "After setting up Docker, see [Getting started]"),
+		// unless the heading itself announces furniture.
+		if prev := previousKept(blocks, removed, i); prev != nil && headingTags[prev.n.Data] &&
+			!relatedHeading.MatchString(prev.text) && !boilerPhrase.MatchString(prev.text) {
+			break
+		}
 		remove(i)
 	}
 	for i, b := range blocks {
@@ -364,7 +373,7 @@ func headFurniture(b, next *block, facts pageFacts) bool {
 			}
 		}
 	}
-	if urlOnly.MatchString(b.text) {
+	if urlOnly.MatchString(b.text) || readingTime.MatchString(b.text) {
 		return true
 	}
 	if b.words <= 25 {
@@ -561,4 +570,14 @@ func isPostID(tok string) bool {
 		}
 	}
 	return true
+}
+
+// previousKept is the last block before i that is not removed, or nil.
+func previousKept(blocks []*block, removed []bool, i int) *block {
+	for j := i - 1; j >= 0; j-- {
+		if !removed[j] {
+			return blocks[j]
+		}
+	}
+	return nil
 }

@@ -50,24 +50,28 @@ func wrapParagraphs(n *html.Node) {
 		}
 		wrapParagraphs(c)
 	}
-	if n.Type != html.ElementNode || (n.DataAtom != atom.Div && n.DataAtom != atom.Section && n.DataAtom != atom.Article) {
+	if n.Type != html.ElementNode || (n.DataAtom != atom.Div && n.DataAtom != atom.Section && n.DataAtom != atom.Article && n.DataAtom != atom.Main) {
 		return
 	}
-	ownText, hasBlock, hasLink := false, false, false
+	ownText, hasBlock, hasLink, inlineText := false, false, false, false
 	for c := n.FirstChild; c != nil; c = c.NextSibling {
 		switch {
 		case c.Type == html.TextNode && strings.TrimSpace(c.Data) != "":
 			ownText = true
 		case c.Type == html.ElementNode && blockElems[c.DataAtom]:
 			hasBlock = true
-		case c.Type == html.ElementNode && c.DataAtom == atom.A:
-			hasLink = true
+		case c.Type == html.ElementNode:
+			hasLink = hasLink || c.DataAtom == atom.A
+			inlineText = inlineText || (c.DataAtom != atom.Br && strings.TrimSpace(nodeText(c)) != "")
 		}
 	}
 	switch {
 	case hasBlock:
-		// A mixed container is wrapped when it has text of its own.
-		if !ownText {
+		// A mixed container is wrapped when it has text of its own or in
+		// inline elements (a tag list of <span>s and links after the last
+		// paragraph becomes one paragraph, which the edge rules can judge
+		// as a whole, instead of a paragraph per link).
+		if !ownText && !inlineText {
 			return
 		}
 	case !(ownText && hasLink):
