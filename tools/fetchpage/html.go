@@ -130,17 +130,21 @@ func renderArticle(content *html.Node, title string, baseURL *url.URL, markdown 
 	}
 	if markdown {
 		absolutize(content, baseURL)
+		flattenCellBlocks(content)
 		md, err := markdownConverter.ConvertNode(content)
 		if err != nil {
 			return nil, fmt.Errorf("convert to markdown: %w", err)
 		}
-		art.Markdown = renderMarks(restoreAngles(strings.TrimSpace(string(md))), true)
+		art.Markdown = renderMarks(restoreAngles(brRun.ReplaceAllString(strings.TrimSpace(string(md)), "<br>")), true)
 	}
 	if art.Markdown == "" && art.Text == "" {
 		return nil, ErrNoContent
 	}
 	return art, nil
 }
+
+// brRun is a run of line breaks the table plugin writes in a cell.
+var brRun = regexp.MustCompile(`(?:[ \t]*<br />[ \t]*)+`)
 
 // markdownConverter is safe for concurrent use: conversion state lives in a
 // per-call context.
@@ -153,7 +157,12 @@ func newMarkdownConverter() *converter.Converter {
 			commonmark.WithLinkEmptyHrefBehavior(commonmark.LinkBehaviorSkip),
 			commonmark.WithLinkEmptyContentBehavior(commonmark.LinkBehaviorSkip),
 		),
-		table.NewTablePlugin(table.WithSkipEmptyRows(true), table.WithHeaderPromotion(true)),
+		// A cell with a list or line breaks in it (a wiki's gift table:
+		// "All Universal Loves" as a list in a row) keeps its table, its
+		// lines joined with <br> as GFM tables write them; skipped, the
+		// whole table came out as loose lines without columns.
+		table.NewTablePlugin(table.WithSkipEmptyRows(true), table.WithHeaderPromotion(true),
+			table.WithNewlineBehavior(table.NewlineBehaviorPreserve)),
 		strikethrough.NewStrikethroughPlugin(),
 	))
 	conv.Register.TextTransformer(protectAngles, converter.PriorityEarly)

@@ -210,3 +210,34 @@ func TestTableCellsKeepTheirIconsAltText(t *testing.T) {
 		}
 	}
 }
+
+func TestTablesWithListsInCellsStayTables(t *testing.T) {
+	// A wiki's gift table has "All Universal Loves" as a list in one
+	// row; the converter refused the table and its rows came out as
+	// loose lines. Items with their own bullet get no second one.
+	src := `<table><tr><th>Name</th><th>Notes</th></tr>
+<tr><td colspan="2"><ul><li><b>All Universal Loves</b></li></ul></td></tr>
+<tr><td>Diamond</td><td><ul><li>Mining</li><li>Gem <i>Node</i></li></ul></td></tr>
+<tr><td>2008</td><td><ul><li>▪ 2008-03 香港</li><li>▪ 2008-7 台湾</li></ul></td></tr>
+<tr><td><h4>Ball</h4><p>Which ball is used.</p></td><td>Friends:<br><br><br>Maru</td></tr></table>`
+	doc, err := html.Parse(strings.NewReader(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flattenCellBlocks(doc)
+	md, err := markdownConverter.ConvertNode(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := brRun.ReplaceAllString(string(md), "<br>")
+	for _, w := range []string{
+		"| **All Universal Loves** |",
+		"| Diamond | • Mining<br>• Gem *Node* |",
+		"| 2008 | ▪ 2008-03 香港<br>▪ 2008-7 台湾 |",
+		"| **Ball**<br>Which ball is used. | Friends:<br>Maru |",
+	} {
+		if !strings.Contains(strings.Join(strings.Fields(got), " "), w) {
+			t.Errorf("markdown lacks %q:\n%s", w, got)
+		}
+	}
+}

@@ -369,3 +369,78 @@ func unwrapRuby(n *html.Node) {
 		c = next
 	}
 }
+
+// flattenCellBlocks rewrites what a Markdown table cannot hold inside the
+// cells of content's tables: a list becomes its items on lines of their
+// own ("• " before each when there are several), a heading or a quote its
+// text, a rule nothing. The converter leaves a table with any of them
+// unconverted, and its rows came out as loose lines without columns (a
+// wiki's gift table with "All Universal Loves" as a list in one row).
+func flattenCellBlocks(root *html.Node) {
+	var cells []*html.Node
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			if c.Type != html.ElementNode {
+				continue
+			}
+			if c.Data == "td" || c.Data == "th" {
+				cells = append(cells, c)
+			}
+			walk(c)
+		}
+	}
+	walk(root)
+	for _, cell := range cells {
+		flattenIn(cell)
+	}
+}
+
+func flattenIn(n *html.Node) {
+	for c := n.FirstChild; c != nil; {
+		next := c.NextSibling
+		if c.Type == html.ElementNode {
+			switch c.Data {
+			case "table":
+				// A nested table is left to the converter's fallback.
+			case "ul", "ol":
+				var items []*html.Node
+				for li := c.FirstChild; li != nil; li = li.NextSibling {
+					if li.Type == html.ElementNode && li.Data == "li" {
+						items = append(items, li)
+					}
+				}
+				for i, li := range items {
+					if i > 0 {
+						n.InsertBefore(&html.Node{Type: html.ElementNode, Data: "br"}, c)
+					}
+					if first, _ := utf8.DecodeRuneInString(strings.TrimSpace(nodeText(li))); len(items) > 1 && !strings.ContainsRune("•▪·◦●■-*–", first) {
+						n.InsertBefore(&html.Node{Type: html.TextNode, Data: "• "}, c)
+					}
+					flattenIn(li)
+					span := &html.Node{Type: html.ElementNode, Data: "span"}
+					for g := li.FirstChild; g != nil; {
+						gn := g.NextSibling
+						li.RemoveChild(g)
+						span.AppendChild(g)
+						g = gn
+					}
+					n.InsertBefore(span, c)
+				}
+				n.RemoveChild(c)
+			case "h1", "h2", "h3", "h4", "h5", "h6", "blockquote":
+				flattenIn(c)
+				if c.Data == "blockquote" {
+					c.Data = "span"
+				} else {
+					c.Data = "strong"
+				}
+			case "hr":
+				n.RemoveChild(c)
+			default:
+				flattenIn(c)
+			}
+		}
+		c = next
+	}
+}
