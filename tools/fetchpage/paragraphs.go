@@ -42,7 +42,15 @@ func wrapParagraphs(n *html.Node) {
 			continue
 		}
 		switch c.DataAtom {
-		case atom.Pre, atom.Table, atom.Script, atom.Style, atom.Template, atom.Noscript, atom.Svg:
+		case atom.Pre:
+			// A <pre> around tables and headings (an old results page
+			// laid out in one) is not code: as code its tables came out
+			// as one line each.
+			if !containsElem(c, atom.Table) {
+				continue
+			}
+			c.Data, c.DataAtom = "div", atom.Div
+		case atom.Table, atom.Script, atom.Style, atom.Template, atom.Noscript, atom.Svg:
 			continue
 		case atom.A:
 			hoistLinkEmphasis(c)
@@ -250,4 +258,14 @@ func onlyElementChild(n *html.Node) *html.Node {
 		}
 	}
 	return only
+}
+
+// containsElem reports whether an element a is below n.
+func containsElem(n *html.Node, a atom.Atom) bool {
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type == html.ElementNode && (c.DataAtom == a || containsElem(c, a)) {
+			return true
+		}
+	}
+	return false
 }

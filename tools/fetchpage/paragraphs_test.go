@@ -241,3 +241,23 @@ func TestTablesWithListsInCellsStayTables(t *testing.T) {
 		}
 	}
 }
+
+func TestPreAroundTablesIsNotCode(t *testing.T) {
+	// An old results page lays its tables out inside one <pre>; as code
+	// every table came out as one line in a fence.
+	page, _ := url.Parse("https://results.example.org/2007/")
+	rows := strings.Repeat(`<table><tr><td>1.</td><td>DJK Ellwangen</td><td>53,09</td><td>sec.</td></tr></table> `, 12)
+	src := `<html><body><h3>Regionalmeisterschaften</h3><p>` + strings.Repeat("Ergebnisse der Regionalmeisterschaften der Schülerinnen. ", 6) +
+		`</p><pre><span><h3>Schülerinnen A</h3> ` + rows + `</span></pre><pre>for i in range(3):
+    print(i)</pre></body></html>`
+	art, err := ExtractHTML([]byte(src), page, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(art.Markdown, "| 1\\. | DJK Ellwangen | 53,09 | sec. |") {
+		t.Errorf("the results are not a table:\n%s", art.Markdown)
+	}
+	if !strings.Contains(art.Markdown, "```\nfor i in range(3):\n    print(i)\n```") {
+		t.Errorf("real code lost its fence:\n%s", art.Markdown)
+	}
+}
