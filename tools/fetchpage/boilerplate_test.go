@@ -31,6 +31,12 @@ func TestFurnitureLeavesTheArticle(t *testing.T) {
 			gone: []string{"Subscribe to our newsletters", "Follow us on Twitter", "gophers, burrows, meadows", "Moles are not gophers", "Where voles go", "You may also like"},
 		},
 		{
+			// Baidu Baike's toggle under its reference list.
+			name: "a collapse toggle",
+			tail: `<p>收起</p>`,
+			gone: []string{"收起"},
+		},
+		{
 			name: "comments are closed",
 			tail: `<p>Comments are closed.</p>`,
 			gone: []string{"Comments are closed"},
