@@ -261,3 +261,36 @@ func TestPreAroundTablesIsNotCode(t *testing.T) {
 		t.Errorf("real code lost its fence:\n%s", art.Markdown)
 	}
 }
+
+func TestTableWithBlocksInCellsIsRestoredWhole(t *testing.T) {
+	// FIFA's settings tables: a heading and a paragraph in the first cell,
+	// a list of values in the second. The extractor dropped the lists, and
+	// its copy of the first cell ("BallWhich…", the blocks joined) did not
+	// match the page's, so the page's table was not put back.
+	page, _ := url.Parse("https://www.example.org/fifa-21/settings")
+	row := func(name, desc string, values ...string) string {
+		return `<tr><td>
+<h5>` + name + `</h5>
+<p>` + desc + `</p>
+</td><td><ul><li>` + strings.Join(values, "</li><li>") + `</li></ul></td></tr>`
+	}
+	src := `<html><body><article><p>` + strings.Repeat("You are able to customise and adjust the settings in FIFA 21. ", 6) + `</p>
+<table class="table"><thead><tr><th>Option</th><th>Value</th></tr></thead><tbody>` +
+		row("Half Length", "Choose how many minutes you want each half to last.", "4 minutes", "5 minutes") +
+		row("Difficulty Level", "Based on your skill, set the difficulty level of your opponent.", "Beginner", "Amateur") +
+		row("Ball", "Determine which match ball will be used during the match.", "Adidas", "Nike") +
+		`</tbody></table><p>` + strings.Repeat("Here is the complete list of the game settings. ", 6) + `</p></article></body></html>`
+	art, err := ExtractHTML([]byte(src), page, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat := strings.Join(strings.Fields(art.Markdown), " ")
+	for _, w := range []string{
+		"| **Half Length**<br>Choose how many minutes you want each half to last. | • 4 minutes<br>• 5 minutes |",
+		"| **Ball**<br>Determine which match ball will be used during the match. | • Adidas<br>• Nike |",
+	} {
+		if !strings.Contains(flat, w) {
+			t.Errorf("markdown lacks %q:\n%s", w, art.Markdown)
+		}
+	}
+}

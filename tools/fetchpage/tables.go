@@ -179,7 +179,11 @@ func cellSet(t *html.Node) map[string]bool {
 	walk = func(n *html.Node) {
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
 			if c.Type == html.ElementNode && (c.Data == "td" || c.Data == "th") {
-				if k := normText(nodeText(c)); k != "" {
+				// Without spaces: the extractor's copy of a cell
+				// "<h5>Ball</h5><p>Which…</p>" joins the blocks without the
+				// page's line break ("BallWhich…"), and the cell must still
+				// match its source.
+				if k := strings.ReplaceAll(normText(nodeText(c)), " ", ""); k != "" {
 					set[k] = true
 				}
 				continue
