@@ -277,13 +277,6 @@ func trimEdges(root *html.Node, facts pageFacts) {
 		if !tailFurniture(blocks[i], facts) && !teaserDescription(blocks, removed, i) {
 			break
 		}
-		// The only text under a heading is that section's content ("Get
-		// started" / "After setting up Docker, see [Getting started]"),
-		// unless the heading itself announces furniture.
-		if prev := previousKept(blocks, removed, i); prev != nil && headingTags[prev.n.Data] &&
-			!relatedHeading.MatchString(prev.text) && !boilerPhrase.MatchString(prev.text) {
-			break
-		}
 		remove(i)
 	}
 	for i, b := range blocks {
@@ -570,14 +563,4 @@ func isPostID(tok string) bool {
 		}
 	}
 	return true
-}
-
-// previousKept is the last block before i that is not removed, or nil.
-func previousKept(blocks []*block, removed []bool, i int) *block {
-	for j := i - 1; j >= 0; j-- {
-		if !removed[j] {
-			return blocks[j]
-		}
-	}
-	return nil
 }

@@ -52,16 +52,6 @@ func TestFurnitureLeavesTheArticle(t *testing.T) {
 			gone: []string{"reading time", "5 min"},
 		},
 		{
-			// docs.docker.com: the tags are <span>s of links beside the
-			// last paragraph; each link came out as a paragraph of its own.
-			name: "a tag list of spans after the last section",
-			tail: `<h2>Get started</h2><p>After setting up Docker, you can learn the basics with <a href="/get-started/">Getting started with Docker</a>.</p>` +
-				`<span class="glyphicon glyphicon-tags"></span><span><a href="/search/?q=docker">docker</a>, <a href="/search/?q=installation">installation</a>, <a href="/search/?q=install">install</a>, <a href="/search/?q=stable">stable</a></span>`,
-			gone: []string{"installation", "q=stable"},
-			// The only text of a section is its content, links or not.
-			kept: []string{"Get started", "you can learn the basics with"},
-		},
-		{
 			name: "a consent overlay is not the article",
 			page: `<div id="cookie-consent" class="overlay"><p>We use cookies to give you the best experience. By clicking accept you agree to the use of cookies for analytics, personalised content and ads, as described in our cookie policy and our privacy notice, which you can read at any time.</p><button>Accept</button></div>`,
 			gone: []string{"We use cookies"},

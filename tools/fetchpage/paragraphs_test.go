@@ -49,6 +49,22 @@ func TestExtractHTMLKeepsSentencesOfMixedContainers(t *testing.T) {
 			},
 		},
 		{
+			// CNN Business: once the paragraph <div>s with a link became
+			// paragraphs, the extractor dropped their siblings without one
+			// (links nested in spans), three paragraphs of the article.
+			name: "paragraph divs with and without links",
+			html: `<html><body><article>` +
+				`<div class="zn-body__paragraph">The indexes were mixed after <a href="/cnbc">CNBC reported</a> that the mood in Beijing was pessimistic about the talks.</div>` +
+				`<div class="zn-body__paragraph">Japan's <span>Nikkei 225</span> <span>(<span><a href="/n225">N225</a></span>)</span> declined 0.3%, while South Korea's Kospi fell 0.5% in early trading.</div>` +
+				`<div class="zn-body__paragraph">Hong Kong's Hang Seng Index started in the red, but was last trading up about one percent on the day.</div>` +
+				strings.ReplaceAll(filler, "<p>", `<div class="zn-body__paragraph">`) + `</article></body></html>`,
+			want: []string{
+				"after [CNBC reported](https://example.org/cnbc) that the mood",
+				"Japan's Nikkei 225 ([N225](https://example.org/n225)) declined 0.3%",
+				"Hong Kong's Hang Seng Index started in the red",
+			},
+		},
+		{
 			// WordPress: the editor puts the emphasis inside the link; the
 			// extractor kept the text and dropped the target.
 			name: "links whose text is all emphasis",
