@@ -115,8 +115,9 @@ func TestWrapParagraphsLeavesLayoutCellsAlone(t *testing.T) {
 }
 
 func TestDropRepeatedBlocksKeepsOneCopy(t *testing.T) {
-	long := strings.Repeat("Pepe sleeps on the window bench and leaves crumbs every night. ", 3)
-	src := `<div><p>` + long + `</p><h2>Thursday</h2><p>` + long + `</p><p>Repeat Chorus</p><p>Repeat Chorus</p></div>`
+	long := strings.Repeat("Pepe sleeps on the window bench and leaves crumbs every night. ", 7)
+	meal := "Asian Chicken Zoodles [1 cup zucchini noodles (sauteed using nonstick spray), 4 oz. cooked chicken, half a cup edamame, 1 tsp. sesame oil, 1 tsp. soy sauce]"
+	src := `<div><p>` + long + `</p><h2>Thursday</h2><p>` + long + `</p><p>Repeat Chorus</p><p>Repeat Chorus</p><p>` + meal + `</p><p>` + meal + `</p></div>`
 	doc, err := html.Parse(strings.NewReader(src))
 	if err != nil {
 		t.Fatal(err)
@@ -135,6 +136,9 @@ func TestDropRepeatedBlocksKeepsOneCopy(t *testing.T) {
 	}
 	if n := strings.Count(got, "Repeat Chorus"); n != 2 {
 		t.Errorf("short repeated lines are content; got %d, want 2", n)
+	}
+	if n := strings.Count(got, meal); n != 2 {
+		t.Errorf("a meal plan's repeated lines are content; got %d, want 2", n)
 	}
 }
 
