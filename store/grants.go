@@ -58,8 +58,12 @@ func (d *DB) Client(ctx context.Context, id string) (*grants.Client, error) {
 	return &c, nil
 }
 
-// CreateRequest stores a pending authorization request.
+// CreateRequest stores a pending authorization request, and drops the
+// requests that expired over an hour ago.
 func (d *DB) CreateRequest(ctx context.Context, r grants.Request) error {
+	if _, err := d.db.ExecContext(ctx, d.q(`DELETE FROM oauth_requests WHERE expires_at < ?`), msOf(r.CreatedAt.Add(-time.Hour))); err != nil {
+		return fmt.Errorf("purge oauth requests: %w", err)
+	}
 	_, err := d.db.ExecContext(ctx, d.q(`INSERT INTO oauth_requests (id, client_id, request, created_at, expires_at)
 		VALUES (?, ?, ?, ?, ?)`), r.ID, r.ClientID, string(r.Data), msOf(r.CreatedAt), msOf(r.ExpiresAt))
 	if err != nil {
@@ -144,9 +148,11 @@ func (d *DB) ConsumeCode(ctx context.Context, codeHash string, now time.Time) (*
 	return r, nil
 }
 
-// DeleteRequest removes a request (its code can no longer be used).
+// DeleteRequest removes a request whose code was not used. A used code's
+// request stays until it expires, so a replay of the code is recognised
+// (and its grant revoked) rather than taken for an unknown code.
 func (d *DB) DeleteRequest(ctx context.Context, id string) error {
-	if _, err := d.db.ExecContext(ctx, d.q(`DELETE FROM oauth_requests WHERE id = ?`), id); err != nil {
+	if _, err := d.db.ExecContext(ctx, d.q(`DELETE FROM oauth_requests WHERE id = ? AND code_used = 0`), id); err != nil {
 		return fmt.Errorf("delete oauth request: %w", err)
 	}
 	return nil

@@ -38,6 +38,7 @@ CREATE TABLE oauth_requests (
     created_at BIGINT NOT NULL,
     expires_at BIGINT NOT NULL
 );
+CREATE INDEX oauth_requests_expires ON oauth_requests(expires_at);
 
 -- Access token ids (the jti of the JWT) and refresh tokens, hashed.
 CREATE TABLE oauth_tokens (
