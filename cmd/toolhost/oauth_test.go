@@ -475,3 +475,67 @@ func freeAddr(t *testing.T) string {
 	defer ln.Close()
 	return ln.Addr().String()
 }
+
+// TestOAuthExternalIssuer runs toolhost A with toolhost B as its external
+// authorization server: A validates B's JWTs (JWKS discovered from B's
+// metadata), requires aud = A's resource and maps sub to A's account.
+func TestOAuthExternalIssuer(t *testing.T) {
+	bin := buildBinary(t)
+	addrA := freeAddr(t)
+	resourceA := "http://" + addrA + "/mcp"
+	b, adminB := oauthReplica(t, bin, map[string]any{"extra_resources": []string{resourceA}})
+	baseB := "http://" + b.addr
+	a, adminA := oauthReplica(t, bin, map[string]any{"issuer": baseB}, "--addr", addrA)
+	baseA := "http://" + a.addr
+
+	prm := apiJSON(t, "GET", baseA+"/.well-known/oauth-protected-resource/mcp", "", nil, 200)
+	if fmt.Sprint(prm["authorization_servers"]) != "["+baseB+"]" || prm["resource"] != resourceA {
+		t.Fatalf("A's resource metadata = %v", prm)
+	}
+	// A runs no authorization server of its own.
+	if resp, err := http.Get(baseA + "/.well-known/oauth-authorization-server"); err != nil || resp.StatusCode != 404 {
+		t.Fatalf("A's own AS metadata = %v %v", resp.StatusCode, err)
+	}
+	keyB := createKey(t, b, adminB, "acme", nil)
+	createKey(t, a, adminA, "acme", nil)
+	strangerB := createKey(t, b, adminB, "stranger", nil)
+	cfg := oauthClient(t, baseB, "http://127.0.0.1:9/cb", "mcp")
+	exchange := func(t *testing.T, key string, opts ...oauth2.AuthCodeOption) *oauth2.Token {
+		back, verifier := authorizeWith(t, cfg, key, opts...)
+		tok, err := cfg.Exchange(context.Background(), back.Query().Get("code"), append([]oauth2.AuthCodeOption{oauth2.VerifierOption(verifier)}, opts...)...)
+		if err != nil {
+			t.Fatalf("exchange: %v", err)
+		}
+		return tok
+	}
+	forA := oauth2.SetAuthURLParam("resource", resourceA)
+
+	tok := exchange(t, keyB, forA)
+	cs := mcpSession(t, a.addr, tok.AccessToken)
+	ctx := context.Background()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "roll_dice", Arguments: map[string]any{"sides": 6}})
+	if err != nil || res.IsError {
+		t.Fatalf("call on A with B's token: %v %+v", err, res)
+	}
+
+	// A token B bound to itself (no resource: B's own /mcp) is for another
+	// audience.
+	own := exchange(t, keyB)
+	resp := rawMCP(t, baseA, own.AccessToken)
+	if resp.StatusCode != 401 || !strings.Contains(resp.Header.Get("WWW-Authenticate"), `error="invalid_token"`) {
+		t.Fatalf("wrong audience on A = %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+	if resp := rawMCP(t, baseB, own.AccessToken); resp.StatusCode != 200 {
+		t.Fatalf("B's own token on B = %d", resp.StatusCode)
+	}
+	// An account A does not know has no key there to act under.
+	if resp := rawMCP(t, baseA, exchange(t, strangerB, forA).AccessToken); resp.StatusCode != 401 {
+		t.Fatalf("unknown account on A = %d", resp.StatusCode)
+	}
+	// A forged token (signed by nobody B knows) is refused.
+	parts := strings.Split(tok.AccessToken, ".")
+	forged := parts[0] + "." + parts[1] + "." + strings.Repeat("A", len(parts[2]))
+	if resp := rawMCP(t, baseA, forged); resp.StatusCode != 401 {
+		t.Fatalf("forged signature on A = %d", resp.StatusCode)
+	}
+}
