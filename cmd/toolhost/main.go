@@ -292,6 +292,9 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	auth := "off (--dev: every caller is the local account)"
 	if !*dev {
 		auth = "on: send Authorization: Bearer <API key>; the first admin key is printed once when the store is created, more with `toolhost keys create`"
+		if _, ok := authn.(server.TokenAuthenticator); ok {
+			auth += "; OAuth for remote MCP clients (docs/oauth.md)"
+		}
 	}
 	logger.Info("toolhost serving", "addr", ln.Addr().String(), "version", version, "dev", *dev, "tools", len(exec.Catalog().List()),
 		"mcp_url", base+"/mcp", "health_url", base+"/healthz", "auth", auth, "data", c.data)

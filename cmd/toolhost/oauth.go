@@ -55,6 +55,10 @@ func setupOAuth(ctx context.Context, cfg OAuthConfig, ks *keys.Service, listen n
 	base := strings.TrimRight(cfg.PublicURL, "/")
 	if base == "" {
 		base = "http://" + listen.String()
+		if ta, ok := listen.(*net.TCPAddr); ok && !ta.IP.IsLoopback() {
+			logger.Warn("OAuth clients are told to use "+base+", the listen address; set auth.oauth.public_url to the URL they reach this server at",
+				"doc", "docs/oauth.md")
+		}
 	}
 	resource := base + "/mcp"
 	st, ok := ks.Store().(grants.Store)
