@@ -93,10 +93,10 @@ func TestAuthAnswersWithTheRFC6750AndRFC9728Challenge(t *testing.T) {
 
 func TestHeaderSafeKeepsQuotedStringsValid(t *testing.T) {
 	for in, want := range map[string]string{
-		`plain text`:              `plain text`,
-		`say "hi" \ there`:        `say hi  there`,
-		"line\r\nbreak\x00":       `linebreak`,
-		"\u202eevil\u200b":        `evil`,
+		`plain text`:             `plain text`,
+		`say "hi" \ there`:       `say hi  there`,
+		"line\r\nbreak\x00":      `linebreak`,
+		"\u202eevil\u200b":       `evil`,
 		strings.Repeat("a", 500): strings.Repeat("a", 200),
 	} {
 		if got := headerSafe(in); got != want {
