@@ -178,6 +178,29 @@ func TestOAuthGoSDKClientAuthorizesRefreshesAndIsRevoked(t *testing.T) {
 	if code, _ := errorCode(call()); code != "rate_limited" {
 		t.Fatalf("third call in a minute on a 2/min key: code %q, want rate_limited", code)
 	}
+	// The calls are in the journal under the account and key of the grant,
+	// and the token reads that account's journal (and only it).
+	current, err := ts.Token()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyList := apiJSON(t, "GET", base+"/admin/keys?account=acme", admin, nil, 200)
+	keyID := keyList["data"].([]any)[0].(map[string]any)["id"].(string)
+	recs := apiJSON(t, "GET", base+"/tool-executions?session_id="+url.QueryEscape(cs.ID()), current.AccessToken, nil, 200)
+	rows, _ := recs["data"].([]any)
+	if len(rows) < 2 {
+		t.Fatalf("journal of the OAuth session = %v", recs)
+	}
+	for _, row := range rows {
+		rec := row.(map[string]any)
+		if rec["account_id"] != "acme" || rec["key_id"] != keyID || rec["caller_slot"] != "mcp" {
+			t.Fatalf("journal record = %v, want account acme, key %s", rec, keyID)
+		}
+	}
+	if other := apiJSON(t, "GET", base+"/tool-executions?session_id="+url.QueryEscape(cs.ID()), admin, nil, 200); len(other["data"].([]any)) != 0 {
+		t.Fatalf("the admin account sees acme's records: %v", other)
+	}
+
 	// The grant is listed and, once revoked, refused at once.
 	list := apiJSON(t, "GET", base+"/admin/grants?account=acme", admin, nil, 200)
 	data, _ := list["data"].([]any)
