@@ -83,6 +83,9 @@ type Token struct {
 // Store is the durable state the authorization server needs.
 type Store interface {
 	CreateClient(ctx context.Context, c Client) error
+	// PutClient stores or replaces a client described by a Client ID
+	// Metadata Document (its id is the document's URL).
+	PutClient(ctx context.Context, c Client) error
 	// Client returns ErrNotFound when there is no such client.
 	Client(ctx context.Context, id string) (*Client, error)
 

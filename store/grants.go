@@ -36,6 +36,23 @@ func (d *DB) CreateClient(ctx context.Context, c grants.Client) error {
 	return nil
 }
 
+// PutClient inserts or replaces a client (Client ID Metadata Documents).
+func (d *DB) PutClient(ctx context.Context, c grants.Client) error {
+	uris, err := json.Marshal(c.RedirectURIs)
+	if err != nil {
+		return fmt.Errorf("client redirect URIs: %w", err)
+	}
+	_, err = d.db.ExecContext(ctx, d.q(`INSERT INTO oauth_clients
+		(id, name, secret_hash, auth_method, redirect_uris, native, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET name = excluded.name, auth_method = excluded.auth_method,
+		redirect_uris = excluded.redirect_uris, native = excluded.native`),
+		c.ID, c.Name, c.SecretHash, c.AuthMethod, string(uris), boolInt(c.Native), msOf(c.CreatedAt))
+	if err != nil {
+		return fmt.Errorf("put oauth client: %w", err)
+	}
+	return nil
+}
+
 // Client returns a registered client or grants.ErrNotFound.
 func (d *DB) Client(ctx context.Context, id string) (*grants.Client, error) {
 	var c grants.Client

@@ -93,6 +93,17 @@ func TestGrantsStoreCodesAndRefreshTokensAreSingleUse(t *testing.T) {
 			if l, _ := db.ListGrants(ctx, "other"); len(l) != 0 {
 				t.Fatalf("another account sees %d grants", len(l))
 			}
+			doc := grants.Client{ID: "https://app.example/client.json", Name: "v1", AuthMethod: "none", RedirectURIs: []string{"https://app.example/cb"}, CreatedAt: now}
+			if err := db.PutClient(ctx, doc); err != nil {
+				t.Fatal(err)
+			}
+			doc.Name, doc.RedirectURIs = "v2", []string{"https://app.example/cb2"}
+			if err := db.PutClient(ctx, doc); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := db.Client(ctx, doc.ID); err != nil || got.Name != "v2" || got.RedirectURIs[0] != "https://app.example/cb2" {
+				t.Fatalf("replaced client = %+v, %v", got, err)
+			}
 			p1, err := db.SigningKey(ctx, "k1", "first", now)
 			p2, err2 := db.SigningKey(ctx, "k1", "second", now)
 			if err != nil || err2 != nil || p1 != "first" || p2 != "first" {

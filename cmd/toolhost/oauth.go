@@ -34,6 +34,9 @@ type OAuthConfig struct {
 	// of the embedded server's tokens.
 	AccessTokenTTL  Duration `json:"access_token_ttl"`
 	RefreshTokenTTL Duration `json:"refresh_token_ttl"`
+	// ClientMetadataPrivateHosts lets Client ID Metadata Documents be
+	// fetched from private and loopback addresses (default: public only).
+	ClientMetadataPrivateHosts bool `json:"client_metadata_private_hosts"`
 	// ExtraResources are other resource URLs the embedded server may bind
 	// tokens to (other toolhost servers using this one as their issuer).
 	ExtraResources []string `json:"extra_resources"`
@@ -76,7 +79,7 @@ func setupOAuth(ctx context.Context, cfg OAuthConfig, ks *keys.Service, listen n
 	} else {
 		p, err := oauth.NewProvider(ctx, oauth.Options{
 			Issuer: base, Resource: resource, ExtraResources: cfg.ExtraResources,
-			Store: st, Keys: ks, KeyStore: ks.Store(),
+			Store: st, Keys: ks, KeyStore: ks.Store(), ClientMetadataPrivateHosts: cfg.ClientMetadataPrivateHosts,
 			AccessTokenTTL: cfg.AccessTokenTTL.D(), RefreshTokenTTL: cfg.RefreshTokenTTL.D(), Logger: logger,
 		})
 		if err != nil {

@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -560,5 +562,109 @@ func TestOAuthExternalIssuer(t *testing.T) {
 	forged := parts[0] + "." + parts[1] + "." + strings.Repeat("A", len(parts[2]))
 	if resp := rawMCP(t, baseA, forged); resp.StatusCode != 401 {
 		t.Fatalf("forged signature on A = %d", resp.StatusCode)
+	}
+}
+
+// TestOAuthClientIDMetadataDocument: the go-sdk client uses an https URL
+// as its client_id (MCP 2025-11-25) instead of registering; the server
+// fetches the document, checks it names itself, and shows its name.
+func TestOAuthClientIDMetadataDocument(t *testing.T) {
+	bin := buildBinary(t)
+	const redirect = "http://127.0.0.1:9/callback"
+	var docURL string
+	docs := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := docURL
+		if r.URL.Path == "/liar.json" {
+			id = "https://elsewhere.example/client.json"
+		}
+		json.NewEncoder(w).Encode(map[string]any{"client_id": id, "client_name": "CIMD client",
+			"redirect_uris": []string{redirect}, "token_endpoint_auth_method": "none", "grant_types": []string{"authorization_code", "refresh_token"}})
+	}))
+	defer docs.Close()
+	docURL = docs.URL + "/client.json"
+	// The server under test trusts the document server's certificate.
+	certFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: docs.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SSL_CERT_FILE", certFile)
+
+	r, admin := oauthReplica(t, bin, map[string]any{"client_metadata_private_hosts": true})
+	base := "http://" + r.addr
+	meta := apiJSON(t, "GET", base+"/.well-known/oauth-authorization-server", "", nil, 200)
+	if meta["client_id_metadata_document_supported"] != true {
+		t.Fatalf("metadata = %v", meta)
+	}
+	userKey := createKey(t, r, admin, "acme", nil)
+	handler, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
+		ClientIDMetadataDocumentConfig: &auth.ClientIDMetadataDocumentConfig{URL: docURL},
+		RedirectURL:                    redirect,
+		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+			q := consent(t, args.URL, userKey).Query()
+			if q.Get("error") != "" {
+				return nil, fmt.Errorf("authorization refused: %s %s", q.Get("error"), q.Get("error_description"))
+			}
+			return &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "cimd-e2e", Version: "1"}, nil).
+		Connect(ctx, &sdk.StreamableClientTransport{Endpoint: base + "/mcp", OAuthHandler: handler}, nil)
+	if err != nil {
+		t.Fatalf("connect with a client metadata document: %v", err)
+	}
+	defer cs.Close()
+	if res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "roll_dice", Arguments: map[string]any{"sides": 6}}); err != nil || res.IsError {
+		t.Fatalf("call: %v %+v", err, res)
+	}
+	list := apiJSON(t, "GET", base+"/admin/grants?account=acme", admin, nil, 200)
+	g := list["data"].([]any)[0].(map[string]any)
+	if g["client_id"] != docURL || g["client_name"] != "CIMD client" {
+		t.Fatalf("grant = %v", g)
+	}
+
+	// A document that names another client_id is refused before any page.
+	authURL := base + "/oauth/authorize?" + url.Values{"client_id": {docs.URL + "/liar.json"}, "redirect_uri": {redirect},
+		"response_type": {"code"}, "scope": {"mcp"}, "code_challenge": {oauth2.S256ChallengeFromVerifier(oauth2.GenerateVerifier())},
+		"code_challenge_method": {"S256"}}.Encode()
+	resp, err := noRedirect().Get(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if loc, _ := resp.Location(); loc != nil && strings.Contains(loc.Path, "consent") || resp.StatusCode == 200 {
+		t.Fatalf("a lying document = %d %v", resp.StatusCode, loc)
+	}
+}
+
+// Without client_metadata_private_hosts, a document on a loopback address
+// is never fetched (the fetch is an SSRF surface).
+func TestOAuthClientMetadataDocumentsOnPrivateAddressesAreRefused(t *testing.T) {
+	bin := buildBinary(t)
+	fetched := make(chan struct{}, 1)
+	docs := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fetched <- struct{}{}
+	}))
+	defer docs.Close()
+	r, _ := oauthReplica(t, bin, map[string]any{})
+	authURL := "http://" + r.addr + "/oauth/authorize?" + url.Values{"client_id": {docs.URL + "/client.json"},
+		"redirect_uri": {"http://127.0.0.1:9/cb"}, "response_type": {"code"}, "scope": {"mcp"},
+		"code_challenge": {oauth2.S256ChallengeFromVerifier(oauth2.GenerateVerifier())}, "code_challenge_method": {"S256"}}.Encode()
+	resp, err := noRedirect().Get(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode < 400 {
+		t.Fatalf("a document on loopback = %d", resp.StatusCode)
+	}
+	select {
+	case <-fetched:
+		t.Fatal("the server fetched a document from a loopback address")
+	default:
 	}
 }

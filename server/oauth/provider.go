@@ -3,6 +3,7 @@ package oauth
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -43,6 +44,9 @@ type Options struct {
 	Store          grants.Store
 	Keys           KeyAuthenticator
 	KeyStore       KeyStore
+	// ClientMetadataPrivateHosts lets Client ID Metadata Documents live on
+	// private and loopback addresses (an intranet; tests). Off: public only.
+	ClientMetadataPrivateHosts bool
 	// AccessTokenTTL (default 1 h) and RefreshTokenTTL (default 30 days).
 	AccessTokenTTL  time.Duration
 	RefreshTokenTTL time.Duration
@@ -89,6 +93,7 @@ func NewProvider(ctx context.Context, opts Options) (*Provider, error) {
 		resources: append([]string{opts.Resource}, opts.ExtraResources...),
 		accessTTL: opts.AccessTokenTTL, refreshTTL: opts.RefreshTokenTTL, requestTTL: 10 * time.Minute,
 		signing: key, signingID: kid, now: opts.Now, logger: opts.Logger,
+		cimd: newCIMD(opts.Store, opts.ClientMetadataPrivateHosts, opts.Now),
 	}
 	// The code encryption key and the CSRF key derive from the signing key,
 	// so every replica shares them without another secret to configure.
@@ -154,8 +159,20 @@ func (p *Provider) metadata(w http.ResponseWriter, r *http.Request) {
 	d.RevocationEndpointAuthMethodsSupported = d.TokenEndpointAuthMethodsSupported
 	d.IntrospectionEndpoint, d.UserinfoEndpoint, d.EndSessionEndpoint, d.DeviceAuthorizationEndpoint = "", "", "", ""
 	d.IntrospectionEndpointAuthMethodsSupported, d.IntrospectionEndpointAuthSigningAlgValuesSupported, d.ClaimsSupported = nil, nil, nil
+	// The library's document has no field for Client ID Metadata Document
+	// support (MCP 2025-11-25); add it.
+	b, err := json.Marshal(d)
+	var doc map[string]any
+	if err == nil {
+		err = json.Unmarshal(b, &doc)
+	}
+	if err != nil {
+		server.WriteError(w, http.StatusInternalServerError, "internal_error", "cannot encode the metadata")
+		return
+	}
+	doc["client_id_metadata_document_supported"] = true
 	w.Header().Set("Access-Control-Allow-Origin", "*")
-	server.WriteJSON(w, http.StatusOK, d)
+	server.WriteJSON(w, http.StatusOK, doc)
 }
 
 // withResource checks the RFC 8707 resource parameter: absent means this

@@ -68,33 +68,17 @@ func (p *Provider) register(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	name := strings.TrimSpace(m.ClientName)
-	if utf8.RuneCountInString(name) > maxClientNameRunes || strings.IndexFunc(name, func(r rune) bool {
-		return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) // bidi overrides, zero-width tricks
-	}) >= 0 {
-		regError(w, "invalid_client_metadata", "client_name must be at most 100 characters with no control or format characters")
-		return
-	}
-	if name == "" {
-		name = "unnamed client"
-	}
-	if len(m.RedirectURIs) == 0 || len(m.RedirectURIs) > maxRedirectURIs {
-		regError(w, "invalid_redirect_uri", "register between 1 and 8 redirect_uris")
-		return
-	}
-	native := false
-	for _, u := range m.RedirectURIs {
-		kind, msg := redirectKind(u)
-		if msg != "" {
-			regError(w, "invalid_redirect_uri", msg)
-			return
+	c, refusal := clientFromMetadata(m)
+	if refusal != "" {
+		code := "invalid_redirect_uri"
+		if strings.HasPrefix(refusal, "client_name") {
+			code = "invalid_client_metadata"
 		}
-		native = native || kind != "https"
+		regError(w, code, refusal)
+		return
 	}
-	c := grants.Client{
-		ID: keys.NewID("client"), Name: name, AuthMethod: method, RedirectURIs: m.RedirectURIs,
-		Native: native, CreatedAt: p.opts.Now().UTC(),
-	}
+	c.ID, c.AuthMethod, c.CreatedAt = keys.NewID("client"), method, p.opts.Now().UTC()
+	name := c.Name
 	var secret string
 	if method != "none" {
 		if secret, err = randomToken(); err != nil {
@@ -103,7 +87,7 @@ func (p *Provider) register(w http.ResponseWriter, r *http.Request) {
 		}
 		c.SecretHash = grants.Hash(secret)
 	}
-	if err := p.opts.Store.CreateClient(r.Context(), c); err != nil {
+	if err := p.opts.Store.CreateClient(r.Context(), *c); err != nil {
 		p.opts.Logger.Error("register oauth client", "err", err)
 		server.WriteError(w, http.StatusServiceUnavailable, "store_unavailable", "cannot register the client right now; retry shortly")
 		return
@@ -113,6 +97,15 @@ func (p *Provider) register(w http.ResponseWriter, r *http.Request) {
 	resp := &oauthex.ClientRegistrationResponse{ClientRegistrationMetadata: m, ClientID: c.ID, ClientSecret: secret, ClientIDIssuedAt: c.CreatedAt}
 	w.Header().Set("Cache-Control", "no-store")
 	server.WriteJSON(w, http.StatusCreated, resp)
+}
+
+func checkClientName(name string) string {
+	if utf8.RuneCountInString(name) > maxClientNameRunes || strings.IndexFunc(name, func(r rune) bool {
+		return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) // bidi overrides, zero-width tricks
+	}) >= 0 {
+		return "client_name must be at most 100 characters with no control or format characters"
+	}
+	return ""
 }
 
 // redirectKind classifies a redirect URI: "https", "loopback" or

@@ -41,6 +41,7 @@ type storage struct {
 	signingID  string
 	now        func() time.Time
 	logger     *slog.Logger
+	cimd       *cimd
 }
 
 // authRequest is an authorization request as stored (JSON) between
@@ -392,6 +393,14 @@ func (s *storage) KeySet(context.Context) ([]op.Key, error) {
 }
 
 func (s *storage) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
+	if isClientIDURL(id) {
+		c, err := s.cimd.lookup(ctx, id)
+		if err != nil {
+			s.logger.Info("client metadata document refused", "client_id", id, "err", err)
+			return nil, err
+		}
+		return &client{c: c, login: s.login}, nil
+	}
 	c, err := s.st.Client(ctx, id)
 	if err != nil {
 		return nil, err
