@@ -381,6 +381,25 @@ func TestOAuthRefusals(t *testing.T) {
 			t.Fatalf("wrong verifier = %d %q", status, e)
 		}
 	})
+	t.Run("the user denies", func(t *testing.T) {
+		c := noRedirect()
+		resp, _ := c.Get(cfg.AuthCodeURL("st-deny", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())))
+		resp.Body.Close()
+		loc, _ := resp.Location()
+		resp, _ = c.Get(loc.String())
+		page, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		resp, err := c.PostForm(base+"/oauth/consent", url.Values{"id": {string(hiddenID.FindSubmatch(page)[1])},
+			"csrf": {string(hiddenCSRF.FindSubmatch(page)[1])}, "action": {"deny"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		back, _ := resp.Location()
+		if back == nil || !strings.HasPrefix(back.String(), redirect) || back.Query().Get("error") != "access_denied" || back.Query().Get("state") != "st-deny" {
+			t.Fatalf("deny = %d %v", resp.StatusCode, back)
+		}
+	})
 	t.Run("CSRF token missing", func(t *testing.T) {
 		c := noRedirect()
 		resp, _ := c.Get(cfg.AuthCodeURL("s", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())))
