@@ -479,6 +479,26 @@ func TestOAuthRefusals(t *testing.T) {
 			t.Fatalf("/v1 with an mcp-only token = %d %q", resp.StatusCode, h)
 		}
 	})
+	t.Run("a token with the hosted scope reaches /v1", func(t *testing.T) {
+		both := oauthClient(t, base, redirect, "mcp", "hosted")
+		back, verifier := authorizeWith(t, both, mcpKey)
+		tok, err := both.Exchange(ctx, back.Query().Get("code"), oauth2.VerifierOption(verifier))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(`{}`))
+		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		// Past authentication: the empty request itself is what is refused.
+		if resp.StatusCode != 400 || strings.Contains(string(body), "scope") {
+			t.Fatalf("/v1 with a hosted token = %d %s", resp.StatusCode, body)
+		}
+	})
 	t.Run("hostile registrations", func(t *testing.T) {
 		for name, body := range map[string]string{
 			"duplicate key":     `{"redirect_uris":["http://127.0.0.1/cb"],"redirect_uris":["https://evil.example/cb"]}`,
