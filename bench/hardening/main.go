@@ -210,7 +210,7 @@ func fetches(ctx context.Context, bin string) error {
 	go pages.Serve(ln)
 	defer pages.Close()
 
-	s, err := start(ctx, bin, `{"fetch":{"allow_private":["127.0.0.1"],"ignore_robots":true,"cache_ttl":"-1s","timeout":"120s","per_host_concurrency":64,"queue_timeout":"300s"`+comma(fetchExtra)+`},
+	s, err := start(ctx, bin, `{"fetch":{"allow_private":["127.0.0.1"],"ignore_robots":true,"cache_ttl":"-1s","timeout":"300s","per_host_concurrency":64,"queue_timeout":"300s"`+comma(fetchExtra)+`},
 		"tools":{"default_timeout":"300s"}}`)
 	if err != nil {
 		return err
