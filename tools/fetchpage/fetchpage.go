@@ -397,10 +397,7 @@ func (t *Tool) extract(ctx context.Context, inv *tools.Invocation, resp *respons
 			doc.Title = documentTitleBytes(page)
 			return nil
 		}
-		page, doc.Cut, err = boundText(page, t.cfg.MaxExtractTextBytes)
-		if err != nil {
-			return fmt.Errorf("%w: %v", errExtraction, err)
-		}
+		page, doc.Cut = boundText(page, t.cfg.MaxExtractTextBytes)
 		art, err := ExtractHTML(page, resp.FinalURL, format == "markdown")
 		if err != nil {
 			return fmt.Errorf("%w: %v", errExtraction, err)

@@ -2,7 +2,6 @@ package fetchpage
 
 import (
 	"bytes"
-	"fmt"
 	"strings"
 	"unicode/utf8"
 
@@ -18,62 +17,56 @@ type textCut struct {
 }
 
 // boundText keeps the extractor's input to at most limit bytes of text
-// (the text of the page, outside <script>, <style> and the like, in
-// document order): it returns the page unchanged when it holds no more,
-// else the page cut after its first limit bytes of text, rendered back to
-// HTML, and what was cut.
+// (the text of the page outside <script>, <style> and the like, counted as
+// written): it returns the page unchanged when it holds no more, else the
+// page's bytes up to the point where its text reaches limit, and what was
+// cut. The parser closes what the cut leaves open.
 //
 // go-trafilatura's work grows with the square of a page's paragraph text
 // (it joins every paragraph's text into one string, one += at a time):
 // 256 KiB of text allocate 0.3 GiB, 1 MiB 3.7 GiB, and one 9.5 MB page of
 // paragraphs took the server to 5.8 GiB of RSS. Cutting the text, not the
 // bytes, keeps pages whose head is mostly scripts and styles whole, and a
-// page whose bytes are within limit is never even parsed here, so ordinary
+// page whose bytes are within limit is not even read here, so ordinary
 // pages (and the extraction-quality corpus) reach the extractor as they
-// came. The work here is linear: one parse, one walk, one render.
-func boundText(page []byte, limit int) ([]byte, *textCut, error) {
+// came. The work here is one pass of the tokenizer, which builds no tree.
+func boundText(page []byte, limit int) ([]byte, *textCut) {
 	if limit <= 0 || len(page) <= limit {
-		return page, nil, nil
+		return page, nil
 	}
-	doc, err := html.Parse(bytes.NewReader(page))
-	if err != nil {
-		return nil, nil, fmt.Errorf("parse html: %w", err)
-	}
-	total := 0
-	var at *html.Node // the text node at which the budget runs out
-	keepInAt := 0     // bytes of at's text to keep
-	var walk func(*html.Node)
-	walk = func(n *html.Node) {
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			switch {
-			case c.Type == html.TextNode:
-				if at == nil && total+len(c.Data) > limit {
-					at, keepInAt = c, limit-total
+	z := html.NewTokenizer(bytes.NewReader(page))
+	offset, total := 0, 0
+	cutAt, kept := -1, 0
+	raw := false // the previous token opened a raw-text element
+	for {
+		tt := z.Next()
+		if tt == html.ErrorToken {
+			break // io.EOF: the tokenizer reads every input to its end
+		}
+		n := len(z.Raw())
+		switch tt {
+		case html.TextToken:
+			if !raw {
+				if cutAt < 0 && total+n > limit {
+					text := z.Raw()
+					keep := runeStart(string(text), limit-total)
+					cutAt, kept = offset+keep, total+keep
 				}
-				total += len(c.Data)
-			case c.Type == html.ElementNode && rawTextElement(c.DataAtom):
-				// Script and style text is never content.
-			default:
-				walk(c)
+				total += n
 			}
+			raw = false
+		case html.StartTagToken:
+			name, _ := z.TagName()
+			raw = rawTextElement(atom.Lookup(name))
+		default:
+			raw = false
 		}
+		offset += n
 	}
-	walk(doc)
-	if at == nil {
-		return page, nil, nil
+	if cutAt < 0 {
+		return page, nil
 	}
-	at.Data = at.Data[:runeStart(at.Data, keepInAt)]
-	for n := at; n != nil && n != doc; n = n.Parent {
-		for n.NextSibling != nil {
-			n.Parent.RemoveChild(n.NextSibling)
-		}
-	}
-	var out bytes.Buffer
-	out.Grow(limit * 2)
-	if err := html.Render(&out, doc); err != nil {
-		return nil, nil, fmt.Errorf("render the cut page: %w", err)
-	}
-	return out.Bytes(), &textCut{Kept: limit - keepInAt + len(at.Data), Total: total}, nil
+	return page[:cutAt], &textCut{Kept: kept, Total: total}
 }
 
 // rawTextElement reports elements whose text is code or markup, not
