@@ -96,7 +96,7 @@ type ServerConfig struct {
 	MaxConnections      int      `json:"max_connections"`
 	MaxConnectionsPerIP int      `json:"max_connections_per_ip"`
 	// MemoryLimitMiB is serve's soft memory limit (Go's GOMEMLIMIT): 0
-	// takes the default (512 MiB), -1 sets none. See tuneGC.
+	// takes the default (384 MiB), -1 sets none. See tuneGC.
 	MemoryLimitMiB int64 `json:"memory_limit_mib"`
 }
 

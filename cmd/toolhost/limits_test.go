@@ -23,7 +23,7 @@ func TestDefaultConfigExpiresIdleMCPSessions(t *testing.T) {
 
 // serve runs under a soft memory limit: at GOGC=400 a burst of garbage (a
 // large page's extraction, thousands of refused initialize bodies) took
-// RSS to gigabytes. server.memory_limit_mib sets it (default 512 MiB, -1
+// RSS to gigabytes. server.memory_limit_mib sets it (default 384 MiB, -1
 // none); GOMEMLIMIT in the environment wins.
 func TestTuneGCAppliesTheMemoryLimit(t *testing.T) {
 	prevLimit := debug.SetMemoryLimit(-1)
@@ -41,7 +41,7 @@ func TestTuneGCAppliesTheMemoryLimit(t *testing.T) {
 		want    int64
 		wantErr bool
 	}{
-		{name: "default", config: 0, want: 512 << 20},
+		{name: "default", config: 0, want: 384 << 20},
 		{name: "configured", config: 300, want: 300 << 20},
 		{name: "none", config: -1, want: math.MaxInt64},
 		{name: "too small to run", config: 64, wantErr: true},

@@ -490,12 +490,15 @@ func tuneGC(logger *slog.Logger, limitMiB int64) error {
 }
 
 // defaultMemoryLimitMiB is serve's soft memory limit: several times the
-// heap of a busy server (a few tens of MiB live; fetch_page's body budget
-// and extraction budget bound what fetches add), and small beside any
-// machine it runs on. minMemoryLimitMiB refuses limits the idle server
-// alone would exceed, where the collector would run without pause.
+// heap of a busy server (30-90 MiB live; fetch_page's body and extraction
+// budgets bound what fetches add), so that with run_code's compiled
+// runtimes and warm pools (about 100 MiB, mapped outside the Go heap) the
+// process stays near 500 MiB under any load that does not hold more. A
+// server that keeps thousands of MCP sessions open (each holds about
+// 150 KiB) needs a higher one. minMemoryLimitMiB refuses limits the idle
+// server alone would exceed, where the collector would run without pause.
 const (
-	defaultMemoryLimitMiB = 512
+	defaultMemoryLimitMiB = 384
 	minMemoryLimitMiB     = 128
 )
 

@@ -173,19 +173,25 @@ func (g *guard) initializeCap() int64 { return int64(g.lim.MaxClientInfoBytes) +
 
 // readBody reads a POST body under MaxBodyBytes. A POST without a session
 // may be an initialize, whose body is small: it is read up to
-// initializeCap first, and when there is more and the method (read from
-// that start) is initialize, the rest is never read. Thousands of
-// initialize calls with a 60 KB clientInfo otherwise cost reading and
-// checking every byte before the clientInfo cap refused them.
+// initializeCap first (only its first KiB when it announces more), and
+// when there is more and the method read from that start is initialize,
+// the rest is never read. Thousands of initialize calls with a 60 KB
+// clientInfo otherwise cost reading and checking every byte before the
+// clientInfo cap refused them.
 func (g *guard) readBody(w http.ResponseWriter, r *http.Request, sid string) ([]byte, error) {
 	body := http.MaxBytesReader(w, r.Body, g.lim.MaxBodyBytes)
 	if sid != "" {
 		return io.ReadAll(body)
 	}
-	head, err := io.ReadAll(io.LimitReader(body, g.initializeCap()+1))
-	if err != nil || int64(len(head)) <= g.initializeCap() {
+	peek := g.initializeCap()
+	if r.ContentLength > peek {
+		peek = 1 << 10
+	}
+	head, err := io.ReadAll(io.LimitReader(body, peek+1))
+	if err != nil || int64(len(head)) <= peek {
 		return head, err
 	}
+	// Larger than an initialize may be.
 	if leadingMethod(head) == "initialize" {
 		return nil, errInitializeTooLarge
 	}

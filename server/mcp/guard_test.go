@@ -122,9 +122,23 @@ func TestMCPSessionsExpireWhenIdle(t *testing.T) {
 func TestMCPRefusesALargeInitializeFromItsStart(t *testing.T) {
 	e := start(t, mcpface.Options{})
 	head := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"version":"1","name":"`
-	resp, out := rawPost(t, e.url, "", head+strings.Repeat("x", 64<<10)+strings.Repeat("\x00}}{[", 100_000))
+	body := head + strings.Repeat("x", 64<<10) + strings.Repeat("\x00}}{[", 100_000)
+	resp, out := rawPost(t, e.url, "", body)
 	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(out, "an initialize request is larger than 24576 bytes") || !strings.Contains(out, "-32602") {
 		t.Fatalf("%d %.300s", resp.StatusCode, out)
+	}
+	// The same without a Content-Length (chunked): read up to the cap.
+	req, _ := http.NewRequest("POST", e.url, io.MultiReader(strings.NewReader(body)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	chunked, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(chunked.Body)
+	chunked.Body.Close()
+	if chunked.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(b), "an initialize request is larger") {
+		t.Fatalf("chunked: %d %.300s", chunked.StatusCode, b)
 	}
 
 	// A clientInfo over its cap in a body under the initialize cap is
