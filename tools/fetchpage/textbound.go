@@ -69,11 +69,11 @@ func boundText(page []byte, limit int) ([]byte, *textCut) {
 	return page[:cutAt], &textCut{Kept: kept, Total: total}
 }
 
-// rawTextElement reports elements whose text is code or markup, not
-// content.
+// rawTextElement reports the elements the tokenizer reads as raw text
+// that is code or markup, not content (<title> and <textarea> are content).
 func rawTextElement(a atom.Atom) bool {
 	switch a {
-	case atom.Script, atom.Style, atom.Noscript, atom.Template, atom.Textarea, atom.Xmp, atom.Iframe, atom.Noembed, atom.Noframes:
+	case atom.Script, atom.Style, atom.Noscript, atom.Xmp, atom.Iframe, atom.Noembed, atom.Noframes:
 		return true
 	}
 	return false
