@@ -73,13 +73,18 @@ type Config struct {
 	// Keys configures API-key limits and metering (keys.go in this folder).
 	Keys KeysConfig `json:"keys"`
 
+	// Auth configures OAuth for remote MCP clients (oauth.go in this
+	// folder, docs/oauth.md).
+	Auth AuthConfig `json:"auth"`
+
 	// Log configures the per-call log lines (logging.go in this folder).
 	Log LogConfig `json:"log"`
 
 	ShutdownTimeout Duration `json:"shutdown_timeout"`
 	// Server bounds connections: idle and header timeouts, the time to
 	// send a request body, header size, open connections in all and per
-	// client address (server.Limits; -1 turns a connection cap off).
+	// client address (server.Limits; -1 turns a connection cap off); and
+	// the process's soft memory limit.
 	Server ServerConfig `json:"server"`
 	// Sandbox holds run_code's limits (memory, output caps, concurrency,
 	// queue, warm pools); see sandbox.Config.
@@ -94,6 +99,9 @@ type ServerConfig struct {
 	MaxHeaderBytes      int      `json:"max_header_bytes"`
 	MaxConnections      int      `json:"max_connections"`
 	MaxConnectionsPerIP int      `json:"max_connections_per_ip"`
+	// MemoryLimitMiB is serve's soft memory limit (Go's GOMEMLIMIT): 0
+	// takes the default (384 MiB), -1 sets none. See tuneGC.
+	MemoryLimitMiB int64 `json:"memory_limit_mib"`
 }
 
 func (s ServerConfig) limits() server.Limits {
