@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"toolhost/loop"
+	"toolhost/loop/upstream/openai"
 )
 
 // chatRequest is a checked Chat Completions request.
@@ -60,7 +61,7 @@ func (h *Handler) parseChat(body []byte) (*chatRequest, error) {
 		return nil, badRequest(ReasonInvalidRequest, "messages", "messages is required and must be a non-empty list")
 	}
 	for i, raw := range msgs {
-		m, err := loop.DecodeOpenAIMessage(raw)
+		m, err := openai.DecodeMessage(raw)
 		if err != nil {
 			return nil, badRequest(ReasonInvalidRequest, fmt.Sprintf("messages[%d]", i), err.Error())
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"toolhost/loop"
+	"toolhost/loop/upstream/anthropic"
 	"toolhost/server"
 )
 
@@ -135,7 +136,7 @@ func messagesStop(res *loop.Result) (string, any) {
 			return s, seq
 		}
 	}
-	return loop.StopReason(res.FinishReason), nil
+	return anthropic.StopReason(res.FinishReason), nil
 }
 
 // modelBlocks are the content blocks of an upstream answer: the raw blocks

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"toolhost/loop"
+	"toolhost/loop/upstream/anthropic"
 )
 
 // MCPBeta is the anthropic-beta value that declares the MCP connector
@@ -209,7 +210,7 @@ func (h *Handler) parseMessages(r *http.Request, body []byte) (*messagesRequest,
 			return nil, err
 		}
 		for _, em := range expanded {
-			ms, err := loop.DecodeAnthropicMessage(em)
+			ms, err := anthropic.DecodeMessage(em)
 			if err != nil {
 				return nil, badRequest(ReasonInvalidRequest, param, err.Error())
 			}
@@ -328,7 +329,7 @@ func (h *Handler) expandContinuation(raw json.RawMessage, param string) ([]json.
 	}
 	ours := false
 	for _, b := range blocks {
-		t := blockTypeOf(b)
+		t := anthropic.BlockType(b)
 		if t == "mcp_tool_use" || t == "mcp_tool_result" {
 			ours = true
 			break
@@ -358,7 +359,7 @@ func (h *Handler) expandContinuation(raw json.RawMessage, param string) ([]json.
 	}
 	for i, b := range blocks {
 		bp := fmt.Sprintf("%s.content[%d]", param, i)
-		switch blockTypeOf(b) {
+		switch anthropic.BlockType(b) {
 		case "mcp_tool_use":
 			var u struct {
 				ID         string          `json:"id"`
@@ -413,12 +414,4 @@ func (h *Handler) expandContinuation(raw json.RawMessage, param string) ([]json.
 		return nil, err
 	}
 	return out, nil
-}
-
-func blockTypeOf(b json.RawMessage) string {
-	var h struct {
-		Type string `json:"type"`
-	}
-	_ = json.Unmarshal(b, &h)
-	return h.Type
 }

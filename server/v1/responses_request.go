@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"toolhost/loop"
+	"toolhost/loop/upstream/openai"
 )
 
 // Reasons of 400 answers specific to the Responses format.
@@ -397,7 +398,7 @@ func chatMessage(role string, content json.RawMessage) (loop.Message, error) {
 	var s string
 	if json.Unmarshal(content, &s) == nil {
 		raw, _ := marshal(map[string]any{"role": role, "content": s})
-		return loop.DecodeOpenAIMessage(raw)
+		return openai.DecodeMessage(raw)
 	}
 	var parts []map[string]json.RawMessage
 	if err := json.Unmarshal(content, &parts); err != nil {
@@ -432,7 +433,7 @@ func chatMessage(role string, content json.RawMessage) (loop.Message, error) {
 		}
 	}
 	raw, _ := marshal(map[string]any{"role": role, "content": out})
-	return loop.DecodeOpenAIMessage(raw)
+	return openai.DecodeMessage(raw)
 }
 
 // assistantText joins the text of an assistant message's content.
