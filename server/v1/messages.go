@@ -69,7 +69,7 @@ func (h *Handler) serveMessages(w http.ResponseWriter, r *http.Request, body []b
 		server.WriteJSON(w, http.StatusOK, h.messagesResponse(mr, run, res))
 		return
 	}
-	ms := &messagesStream{h: h, w: w, mr: mr, textOpen: -1, thinkOpen: -1}
+	ms := &messagesStream{h: h, sseWriter: sseWriter{w: w}, mr: mr, textOpen: -1, thinkOpen: -1}
 	run.Sink = ms.event
 	res, err := h.opts.Runner.Run(ctx, run)
 	if err != nil {
