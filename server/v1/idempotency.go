@@ -10,9 +10,8 @@ import (
 )
 
 // IdempotencyStore remembers whole /v1 responses by Idempotency-Key, scoped
-// to the caller's account, for a while. It lives in memory: a key is honoured
-// by the replica that first saw it (a shared store comes with the keys and
-// journal storage).
+// to the caller's account, for a while. It lives in memory only: a key is
+// honoured by the replica that first saw it, and forgotten on restart.
 //
 // This is not a response cache: a hosted-tool answer is never served to a
 // different request, only replayed to a retry of the same one.
