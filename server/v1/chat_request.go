@@ -93,7 +93,6 @@ func (h *Handler) parseChat(body []byte) (*chatRequest, error) {
 	}
 
 	// tools: the caller's functions and our declaration.
-	var enabled []string
 	enabledSet := map[string]bool{}
 	if t, ok := top["tools"]; ok && string(t) != "null" {
 		var items []json.RawMessage
@@ -130,10 +129,7 @@ func (h *Handler) parseChat(body []byte) (*chatRequest, error) {
 			}
 			cr.declared = true
 			for _, n := range names {
-				if !enabledSet[n] {
-					enabledSet[n] = true
-					enabled = append(enabled, n)
-				}
+				enabledSet[n] = true
 			}
 		}
 	}
