@@ -1,6 +1,8 @@
-// Package admin serves the tools REST API of the seed (tools-api): for now
-// the execution journal (/tool-executions, /floors/{id}/tool-executions, the
-// events of one execution) and its legacy projection (/tools/call-records).
+// Package admin serves the REST API of toolhost: the execution journal of
+// the seed's tools API (/tool-executions, /floors/{id}/tool-executions, the
+// events of one execution) and its legacy projection (/tools/call-records)
+// in journal.go; API keys and usage for the admin scope (/admin/keys,
+// /admin/usage) in keys.go.
 package admin
 
 import (

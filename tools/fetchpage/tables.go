@@ -195,9 +195,6 @@ func cellSet(t *html.Node) map[string]bool {
 	return set
 }
 
-// trimmedText is the text of n with its whitespace collapsed.
-func trimmedText(n *html.Node) string { return strings.Join(strings.Fields(nodeText(n)), " ") }
-
 // emphasis and inline are the elements the spacing repair looks at.
 var (
 	emphasisTags = map[string]bool{"b": true, "strong": true, "em": true, "i": true, "a": true, "code": true}
