@@ -70,13 +70,20 @@ type callRecord struct {
 	start time.Time
 }
 
+// Account is the account whose journal a caller's calls land in: its own,
+// or the executor's default account when it names none. Readers of the
+// journal (the MCP resources) use it to see exactly what was written.
+func (e *Executor) Account(c Caller) string {
+	if c.AccountID != "" {
+		return c.AccountID
+	}
+	return e.opts.AccountID
+}
+
 func (e *Executor) begin(p Proposal) *callRecord {
 	start := time.Now()
 	id := uuid.Must(uuid.NewV7()).String()
-	account := p.Caller.AccountID
-	if account == "" {
-		account = e.opts.AccountID
-	}
+	account := e.Account(p.Caller)
 	rec := journal.Record{
 		ID: id, AccountID: account, KeyID: p.Caller.KeyID, SessionID: p.Caller.SessionID,
 		FloorID: p.Caller.FloorID, RunID: p.Caller.RunID, Round: p.Caller.Round, CallID: p.CallID,
