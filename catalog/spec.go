@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"strings"
 )
 
 // SideEffect classifies what a call may change outside the process.
@@ -113,18 +112,3 @@ const (
 	Chinese Lang = "zh"
 	English Lang = "en"
 )
-
-// LangFromAcceptLanguage picks the language for an Accept-Language header:
-// English when it starts with "en", Chinese otherwise (the seed's rule).
-// fallback is used when the header is empty or "*": "*" states no preference,
-// and Node's fetch (so every TypeScript MCP client) sends it by default.
-func LangFromAcceptLanguage(header string, fallback Lang) Lang {
-	h := strings.TrimSpace(header)
-	if h == "" || h == "*" {
-		return fallback
-	}
-	if len(h) >= 2 && strings.EqualFold(h[:2], "en") {
-		return English
-	}
-	return Chinese
-}

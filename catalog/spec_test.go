@@ -6,30 +6,6 @@ import (
 	"testing"
 )
 
-func TestLangFromAcceptLanguage(t *testing.T) {
-	tests := []struct {
-		header   string
-		fallback Lang
-		want     Lang
-	}{
-		{"", English, English},
-		{"", Chinese, Chinese},
-		{"*", English, English}, // no preference: Node's fetch default
-		{"*", Chinese, Chinese},
-		{"en", Chinese, English},
-		{"en-US,en;q=0.9", Chinese, English},
-		{"EN-gb", Chinese, English},
-		{"zh-CN", English, Chinese},
-		{"fr-FR", English, Chinese}, // the seed: anything not starting with en is Chinese
-		{"  en-US", Chinese, English},
-	}
-	for _, tt := range tests {
-		if got := LangFromAcceptLanguage(tt.header, tt.fallback); got != tt.want {
-			t.Errorf("LangFromAcceptLanguage(%q, %s) = %s, want %s", tt.header, tt.fallback, got, tt.want)
-		}
-	}
-}
-
 func valid() Spec {
 	return Spec{
 		Name: "get_time", Version: "1.0.0",

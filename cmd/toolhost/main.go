@@ -228,7 +228,6 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	mcpSrv := mcpface.New(exec, mcpface.Options{
 		Identify:       mcpCaller,
 		Version:        version,
-		Lang:           catalog.English,
 		Stateless:      *stateless || c.cfg.MCP.Stateless,
 		JSONResponse:   c.cfg.MCP.JSONResponse,
 		SessionTimeout: c.cfg.MCP.SessionTimeout.D(),
@@ -324,7 +323,7 @@ func cmdStdio(ctx context.Context, args []string, stderr io.Writer) error {
 	c.register(fs)
 	var lf logFlags
 	lf.register(fs, "warn")
-	lang := fs.String("lang", "en", "`LANGUAGE` of tool descriptions: en or zh")
+	lang := fs.String("lang", string(catalog.FaceMCP.DefaultLang()), "`LANGUAGE` of tool descriptions: en or zh")
 	if err := parseFlags(ctx, fs, args, &c); err != nil {
 		return err
 	}

@@ -16,13 +16,13 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"toolhost/catalog"
+	"toolhost/server"
 	"toolhost/tools"
 )
 
@@ -34,8 +34,9 @@ const IdempotencyMetaKey = "toolhost/idempotency-key"
 type Options struct {
 	Name    string
 	Version string
-	// Lang is the language of tool text when a request says nothing
-	// (stdio always; HTTP without Accept-Language).
+	// Lang is the language of requests that carry no HTTP header (stdio:
+	// toolhost stdio --lang); default catalog.FaceMCP's. HTTP requests
+	// follow catalog.RequestLang.
 	Lang catalog.Lang
 	// Stateless selects the go-sdk stateless streamable mode: no sessions, so
 	// any replica can answer any request, at the price of server-to-client
@@ -71,7 +72,7 @@ func New(exec *tools.Executor, opts Options) *Server {
 		opts.Name = "toolhost"
 	}
 	if opts.Lang == "" {
-		opts.Lang = catalog.English
+		opts.Lang = catalog.FaceMCP.DefaultLang()
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -150,6 +151,15 @@ func sdkTool(spec catalog.Spec, lang catalog.Lang) *sdk.Tool {
 
 func ptr[T any](v T) *T { return &v }
 
+// requestLang is the language of a request: catalog.RequestLang over
+// HTTP, Options.Lang without a header (stdio).
+func (s *Server) requestLang(extra *sdk.RequestExtra) catalog.Lang {
+	if extra == nil || extra.Header == nil {
+		return s.opts.Lang
+	}
+	return catalog.RequestLang(catalog.FaceMCP, extra.Header.Get("Accept-Language"))
+}
+
 // localize rewrites tools/list answers into the language the HTTP request
 // asked for. The registered tools stay untouched; copies are returned.
 func (s *Server) localize(next sdk.MethodHandler) sdk.MethodHandler {
@@ -162,10 +172,7 @@ func (s *Server) localize(next sdk.MethodHandler) sdk.MethodHandler {
 		if !ok {
 			return res, err
 		}
-		lang := s.opts.Lang
-		if ex := req.GetExtra(); ex != nil && ex.Header != nil {
-			lang = catalog.LangFromAcceptLanguage(ex.Header.Get("Accept-Language"), s.opts.Lang)
-		}
+		lang := s.requestLang(req.GetExtra())
 		if lang == s.opts.Lang {
 			return res, nil
 		}
@@ -213,9 +220,9 @@ func (s *Server) handler(name string, structuredErrors bool) sdk.ToolHandler {
 		p.Caller.Slot = "mcp"
 		p.Caller.SessionID = req.Session.ID()
 		p.Caller.FloorID = p.CallID
-		if extra != nil && extra.Header != nil {
-			p.Lang = catalog.LangFromAcceptLanguage(extra.Header.Get("Accept-Language"), s.opts.Lang)
-			if tid := TraceID(extra.Header.Get("traceparent")); tid != "" {
+		p.Lang = s.requestLang(extra)
+		if extra != nil {
+			if tid := server.TraceID(extra.Header); tid != "" {
 				p.Caller.TraceID = tid
 			}
 		}
@@ -290,18 +297,4 @@ func errorBody(out *tools.Outcome) map[string]any {
 		body["retry_after_ms"] = out.RetryAfter.Milliseconds()
 	}
 	return body
-}
-
-// TraceID extracts the trace id from a W3C traceparent header, or "".
-func TraceID(traceparent string) string {
-	parts := strings.Split(strings.TrimSpace(traceparent), "-")
-	if len(parts) != 4 || len(parts[0]) != 2 || len(parts[1]) != 32 || parts[1] == strings.Repeat("0", 32) {
-		return ""
-	}
-	for _, c := range parts[1] {
-		if !strings.ContainsRune("0123456789abcdef", c) {
-			return ""
-		}
-	}
-	return parts[1]
 }

@@ -259,17 +259,4 @@ func TestCrossOriginRequestsRefused(t *testing.T) {
 	}
 }
 
-func TestTraceID(t *testing.T) {
-	for in, want := range map[string]string{
-		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01": "4bf92f3577b34da6a3ce929d0e0e4736",
-		"00-00000000000000000000000000000000-00f067aa0ba902b7-01": "",
-		"garbage": "",
-		"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01": "",
-	} {
-		if got := mcpface.TraceID(in); got != want {
-			t.Errorf("TraceID(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 var _ = httptest.NewServer

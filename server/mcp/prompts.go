@@ -16,8 +16,7 @@ import (
 
 // Prompts are ready-made user messages that put toolhost's tools to work.
 // Their text is in both languages, like the tools': prompts/list and
-// prompts/get answer in the language of the request (Accept-Language over
-// HTTP, Options.Lang otherwise).
+// prompts/get answer in the language of the request (requestLang).
 
 // promptArg is one argument of a prompt.
 type promptArg struct {
@@ -232,15 +231,6 @@ func (p prompt) argNames() string {
 		names[i] = a.name
 	}
 	return strings.Join(names, ", ")
-}
-
-// requestLang is the language of a request: Accept-Language over HTTP,
-// the server's default otherwise.
-func (s *Server) requestLang(extra *sdk.RequestExtra) catalog.Lang {
-	if extra != nil && extra.Header != nil {
-		return catalog.LangFromAcceptLanguage(extra.Header.Get("Accept-Language"), s.opts.Lang)
-	}
-	return s.opts.Lang
 }
 
 // serveExtras is the receiving middleware of prompts and resources:

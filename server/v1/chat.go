@@ -51,7 +51,7 @@ func (h *Handler) serveChat(w http.ResponseWriter, r *http.Request, body []byte)
 			AccountID:      id.AccountID,
 			KeyID:          id.KeyID,
 			Scopes:         id.Scopes,
-			TraceID:        traceID(r),
+			TraceID:        server.TraceID(r.Header),
 			IdempotencyKey: r.Header.Get("Idempotency-Key"),
 			Metadata:       cr.metadata,
 		},

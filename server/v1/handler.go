@@ -124,18 +124,9 @@ func requestID(ctx context.Context) string {
 	return "req_" + strings.ReplaceAll(id, "-", "")
 }
 
-// traceID is the trace id of a W3C traceparent header, if well formed.
-func traceID(r *http.Request) string {
-	parts := strings.Split(r.Header.Get("traceparent"), "-")
-	if len(parts) == 4 && len(parts[1]) == 32 {
-		return parts[1]
-	}
-	return ""
-}
-
-// lang: Accept-Language starting with en → English, otherwise Chinese.
+// lang is the language of a /v1 request (catalog.RequestLang decides).
 func lang(r *http.Request) catalog.Lang {
-	return catalog.LangFromAcceptLanguage(r.Header.Get("Accept-Language"), catalog.Chinese)
+	return catalog.RequestLang(catalog.FaceHosted, r.Header.Get("Accept-Language"))
 }
 
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *requestError) {

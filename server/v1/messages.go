@@ -52,7 +52,7 @@ func (h *Handler) serveMessages(w http.ResponseWriter, r *http.Request, body []b
 			AccountID:      id.AccountID,
 			KeyID:          id.KeyID,
 			Scopes:         id.Scopes,
-			TraceID:        traceID(r),
+			TraceID:        server.TraceID(r.Header),
 			IdempotencyKey: r.Header.Get("Idempotency-Key"),
 			Metadata:       mr.metadata,
 		},

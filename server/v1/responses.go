@@ -59,7 +59,7 @@ func (h *Handler) serveResponses(w http.ResponseWriter, r *http.Request, body []
 			AccountID:      id.AccountID,
 			KeyID:          id.KeyID,
 			Scopes:         id.Scopes,
-			TraceID:        traceID(r),
+			TraceID:        server.TraceID(r.Header),
 			IdempotencyKey: r.Header.Get("Idempotency-Key"),
 			Metadata:       rq.metadata,
 		},
