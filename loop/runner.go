@@ -21,8 +21,8 @@ import (
 // MaxParallel is how many hosted calls of one round run at once (seed rule 2).
 const MaxParallel = 4
 
-// CallerSlot is the journal caller_slot of hosted calls.
-const CallerSlot = "hosted"
+// Face is the journal face of hosted calls.
+const Face = "hosted"
 
 // ErrInternal marks a failure of the tool runtime itself (not of a tool):
 // the round's other calls were cancelled and the request fails.
@@ -323,7 +323,8 @@ func (r *Runner) execute(ctx context.Context, run *Run, runID string, calls []Ca
 				Args:   c.Args,
 				CallID: c.ID,
 				Caller: tools.Caller{
-					Slot:      CallerSlot,
+					Face:      Face,
+					Slot:      run.Caller.Slot,
 					SessionID: run.Caller.SessionID,
 					FloorID:   run.Caller.RequestID,
 					RunID:     runID,

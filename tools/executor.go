@@ -18,6 +18,7 @@ import (
 	"toolhost/catalog"
 	"toolhost/clip"
 	"toolhost/journal"
+	"toolhost/session"
 )
 
 // Status is the journal status of a finished call.
@@ -99,6 +100,13 @@ type Options struct {
 	// succeed, and the fraction LogSample (0–1) of those that did.
 	LogCalls  bool
 	LogSample float64
+	// Slots are the caller slots a call may declare (Caller.Slot);
+	// default session.DefaultSlots.
+	Slots []string
+	// Sessions, when set, makes sessions entities: a call naming a session
+	// creates it when new, and its tool permissions are enforced in the
+	// authorize step (sessions.go).
+	Sessions session.Store
 }
 
 type entry struct {
@@ -114,6 +122,7 @@ type Executor struct {
 	catalog *catalog.Registry
 	tools   map[string]*entry
 	journal *journal.Journal
+	turns   turns
 }
 
 // NewExecutor builds an executor and its catalog from tool constructors'
@@ -146,6 +155,9 @@ func NewExecutor(opts Options, ts ...Tool) (*Executor, error) {
 	}
 	if opts.AccountID == "" {
 		opts.AccountID = LocalAccount
+	}
+	if len(opts.Slots) == 0 {
+		opts.Slots = session.DefaultSlots
 	}
 	e := &Executor{opts: opts, catalog: catalog.NewRegistry(), tools: map[string]*entry{}, journal: opts.Journal}
 	if e.journal == nil {
@@ -205,6 +217,9 @@ func (e *Executor) Execute(ctx context.Context, p Proposal) (*Outcome, error) {
 			"the idempotency key is %d bytes; at most %d are allowed", len(p.IdempotencyKey), MaxIdempotencyKeyBytes))
 	}
 
+	if te := e.checkSlot(p.Caller.Slot); te != nil {
+		return c.reject(ctx, journal.StateParseRejected, StatusError, te)
+	}
 	ent, ok := e.tools[p.Tool]
 	if !ok {
 		return c.reject(ctx, journal.StateParseRejected, StatusError, Errorf(CodeUnknownTool, "unknown tool %q; available tools: %s", clip.Echo(p.Tool), strings.Join(e.names(), ", ")))
@@ -269,7 +284,17 @@ func (e *Executor) Execute(ctx context.Context, p Proposal) (*Outcome, error) {
 		inv.Free = cp.Free(inv)
 	}
 
-	// Authorize.
+	// Authorize: the session's permissions, then the key's limits (a call
+	// the session refuses reserves nothing).
+	te, err := e.checkSession(ctx, c.rec.AccountID, inv)
+	if err != nil {
+		e.opts.Logger.ErrorContext(ctx, "session check failed", "tool", p.Tool, "execution_id", c.rec.ID, "err", err)
+		return c.reject(ctx, journal.StateAuthorizationRejected, StatusError, Errorf(CodeSessionUnavailable,
+			"the session store did not answer, so the session's tool permissions could not be checked; retry shortly"))
+	}
+	if te != nil {
+		return c.reject(ctx, journal.StateAuthorizationRejected, StatusDenied, te)
+	}
 	var release func(Outcome)
 	if e.opts.Authorizer != nil {
 		rel, err := e.opts.Authorizer.Authorize(ctx, inv)

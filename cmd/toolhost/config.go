@@ -61,6 +61,10 @@ type Config struct {
 	Tools struct {
 		DefaultTimeout Duration `json:"default_timeout"`
 		MaxResultBytes int      `json:"max_result_bytes"`
+		// Slots are the caller slots a call may declare (MCP _meta
+		// toolhost/slot, X-Toolhost-Slot, toolhost call --slot); default
+		// narrator, director, verifier, memory.
+		Slots []string `json:"slots"`
 	} `json:"tools"`
 	// Search configures web_search: the ordered provider list and the cache.
 	Search websearch.Config `json:"search"`

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -316,6 +317,28 @@ func mcpCaller(_ context.Context, extra *sdk.RequestExtra) tools.Caller {
 		}
 	}
 	return tools.Caller{AccountID: server.DevIdentity.AccountID, Scopes: server.DevIdentity.Scopes}
+}
+
+// withSlotCheck refuses a /v1 request whose X-Toolhost-Slot names no
+// configured slot with a 400, before any upstream round is spent on it.
+func withSlotCheck(routes map[string]http.Handler, slots []string) map[string]http.Handler {
+	for pattern, h := range routes {
+		if _, path, _ := strings.Cut(pattern, " "); !strings.HasPrefix(path, "/v1/") {
+			continue
+		}
+		routes[pattern] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			vals := r.Header.Values(v1.SlotHeader)
+			if len(vals) > 1 || (len(vals) == 1 && !slices.Contains(slots, vals[0])) {
+				server.WriteJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{
+					"type": "invalid_request_error", "code": "invalid_slot", "param": v1.SlotHeader,
+					"message": fmt.Sprintf("%s must be one of %s (once)", v1.SlotHeader, strings.Join(slots, ", ")),
+				}})
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+	return routes
 }
 
 // v1Identity hands the identity Auth established to the /v1 handlers.

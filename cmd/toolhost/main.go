@@ -28,6 +28,7 @@ import (
 	"toolhost/sandbox"
 	"toolhost/server"
 	mcpface "toolhost/server/mcp"
+	"toolhost/session"
 	"toolhost/tools"
 	"toolhost/tools/runcode"
 )
@@ -103,6 +104,9 @@ type common struct {
 	// preload: start loading run_code's runtimes as soon as the sandbox
 	// exists (servers), not on the first call (one-shot commands).
 	preload bool
+	// sessions is the session store (with its cache) once openJournal
+	// opened the store; the REST API and the pipeline share it.
+	sessions session.Store
 }
 
 // register defines the flags of the commands that run tools (serve, stdio,
@@ -157,6 +161,8 @@ func newExecutor(c *common, logger *slog.Logger) (*tools.Executor, func(), error
 		Authorizer:         c.authorizer,
 		LogCalls:           true,
 		LogSample:          c.cfg.Log.callSample(),
+		Slots:              c.cfg.Tools.Slots,
+		Sessions:           c.sessions,
 	}, ts...)
 	if err != nil {
 		cleanup()
@@ -248,6 +254,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	routes = withJournalRoutes(routes, exec)
+	routes = withSlotCheck(routes, exec.Slots())
 	for pattern, h := range keyRoutes(ks) {
 		routes[pattern] = h
 	}
@@ -337,6 +344,8 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c.register(fs)
 	lang := fs.String("lang", "en", "`LANGUAGE` of tool messages: en or zh")
 	idem := fs.String("idempotency-key", "", "idempotency `KEY` for this call: a repeat with the same key and arguments returns the stored result")
+	slot := fs.String("slot", "", "caller `SLOT` this call declares (narrator, director, verifier, memory, or tools.slots of the config)")
+	sess := fs.String("session", "", "session `ID` the call belongs to: its tool permissions apply, and it is created when new")
 	if err := parseFlags(ctx, fs, args, &c); err != nil {
 		return exitCodeOf(err, stderr, "call")
 	}
@@ -382,7 +391,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Tool:           tool,
 		Args:           json.RawMessage(argJSON),
 		CallID:         "cli",
-		Caller:         tools.Caller{Slot: "cli"},
+		Caller:         tools.Caller{Face: "cli", Slot: *slot, SessionID: *sess},
 		IdempotencyKey: *idem,
 		Lang:           catalog.Lang(*lang),
 		Progress: func(p, total float64, msg string) {
@@ -439,7 +448,16 @@ func callOutput(out *tools.Outcome) map[string]any {
 		m["structuredContent"] = json.RawMessage(out.Structured)
 	}
 	if out.IsError {
-		m["error"] = map[string]any{"code": out.Code, "message": out.Message}
+		// The error object as MCP's _meta carries it: code, message and
+		// the details (the rule of a permission_denied, retry_after_ms).
+		var body struct {
+			Error map[string]any `json:"error"`
+		}
+		if json.Unmarshal(out.Structured, &body) == nil && body.Error != nil {
+			m["error"] = body.Error
+		} else {
+			m["error"] = map[string]any{"code": out.Code, "message": out.Message}
+		}
 	}
 	if out.Truncated {
 		m["truncated"] = true

@@ -12,6 +12,7 @@ import (
 
 	"toolhost/journal"
 	"toolhost/server/admin"
+	"toolhost/session"
 	"toolhost/store"
 	"toolhost/tools"
 )
@@ -108,6 +109,7 @@ func openJournal(c *common, logger *slog.Logger) (*journal.Journal, func(), erro
 		opts.WaitForStore = c.cfg.Journal.WaitForStore
 	}
 	j := journal.New(db, opts)
+	c.sessions = session.NewCache(db, time.Second)
 	closeAll := func() {
 		j.Close()
 		if err := db.Close(); err != nil {
@@ -133,6 +135,12 @@ func withJournalRoutes(routes map[string]http.Handler, exec *tools.Executor) map
 	jr := &admin.Journal{Store: exec.Journal().Store(), Account: accountOf}
 	for pattern, h := range jr.Routes() {
 		routes[pattern] = h
+	}
+	if st := exec.Sessions(); st != nil {
+		ss := &admin.Sessions{Store: st, Slots: exec.Slots(), Account: accountOf}
+		for pattern, h := range ss.Routes() {
+			routes[pattern] = h
+		}
 	}
 	return routes
 }

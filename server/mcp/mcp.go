@@ -28,6 +28,27 @@ import (
 // idempotency key.
 const IdempotencyMetaKey = "toolhost/idempotency-key"
 
+// SlotMetaKey is the _meta key of tools/call declaring the caller slot
+// (narrator, director, …); FloorMetaKey names the turn the call belongs to,
+// which max_calls_per_turn counts (else every call is its own turn).
+const (
+	SlotMetaKey  = "toolhost/slot"
+	FloorMetaKey = "toolhost/floor-id"
+)
+
+// metaString is a _meta value as a slot name: a string as is, anything
+// else rendered as JSON so the refusal can quote it.
+func metaString(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, _ := json.Marshal(v)
+	if len(b) == 0 || string(b) == `""` {
+		return "(invalid)"
+	}
+	return string(b)
+}
+
 // Options configure the MCP server.
 type Options struct {
 	Name    string
@@ -201,9 +222,17 @@ func (s *Server) handler(name string, structuredErrors bool) sdk.ToolHandler {
 		if s.opts.Identify != nil {
 			p.Caller = s.opts.Identify(ctx, extra)
 		}
-		p.Caller.Slot = "mcp"
+		p.Caller.Face = "mcp"
 		p.Caller.SessionID = req.Session.ID()
 		p.Caller.FloorID = p.CallID
+		// The caller's slot and turn, when it declares them; a non-string
+		// value is an unknown slot, refused by the pipeline like any other.
+		if v, ok := req.Params.Meta[SlotMetaKey]; ok {
+			p.Caller.Slot = metaString(v)
+		}
+		if f, ok := req.Params.Meta[FloorMetaKey].(string); ok && f != "" && len(f) <= 128 {
+			p.Caller.FloorID = f
+		}
 		if extra != nil && extra.Header != nil {
 			p.Lang = catalog.LangFromAcceptLanguage(extra.Header.Get("Accept-Language"), s.opts.Lang)
 			if tid := TraceID(extra.Header.Get("traceparent")); tid != "" {

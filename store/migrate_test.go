@@ -1,0 +1,95 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// unmigrated opens stores of both dialects without migrating them.
+func unmigrated(t *testing.T) map[string]*DB {
+	t.Helper()
+	out := map[string]*DB{}
+	lite, err := openSQLite(filepath.Join(t.TempDir(), "old.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lite.Close() })
+	out[SQLite] = lite
+	if base := os.Getenv("TOOLHOST_TEST_POSTGRES"); base != "" {
+		schema := fmt.Sprintf("migrate_test_%d", time.Now().UnixNano())
+		u, _ := url.Parse(base)
+		q := u.Query()
+		q.Set("search_path", schema)
+		u.RawQuery = q.Encode()
+		pg, err := openPostgres(context.Background(), u.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			pg.SQL().ExecContext(context.Background(), `DROP SCHEMA `+schema+` CASCADE`)
+			pg.Close()
+		})
+		out[Postgres] = pg
+	}
+	return out
+}
+
+// A journal written before 0004 keeps every row: the face its caller_slot
+// held moves to face, and the slot becomes empty (nobody could declare one).
+func TestMigration0004MovesTheFaceOutOfCallerSlot(t *testing.T) {
+	ctx := context.Background()
+	for name, d := range unmigrated(t) {
+		t.Run(name, func(t *testing.T) {
+			ms, err := loadMigrations(d.dialect)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := d.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+				version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range ms[:3] {
+				if err := d.apply(ctx, m, 3); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i, slot := range []string{"mcp", "hosted", "cli", ""} {
+				if _, err := d.db.ExecContext(ctx, d.q(`INSERT INTO tool_executions (id, account_id, caller_slot, tool_name, status,
+					lifecycle_state, commit_outcome, state, started_at, created_at, args_raw)
+					VALUES (?, 'local', ?, 'get_time', 'success', 'finished', 'committed', 'observed', ?, ?, ?)`),
+					fmt.Sprint("old", i), slot, 1000+i, 1000+i, []byte(`{}`)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := d.migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			rows, err := d.db.QueryContext(ctx, `SELECT id, caller_slot, face FROM tool_executions ORDER BY id`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			var got []string
+			for rows.Next() {
+				var id, slot, face string
+				if err := rows.Scan(&id, &slot, &face); err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, id+":"+slot+":"+face)
+			}
+			want := "[old0::mcp old1::hosted old2::cli old3::]"
+			if fmt.Sprint(got) != want {
+				t.Errorf("rows after 0004: %v, want %s", got, want)
+			}
+			// The new tables answer.
+			if _, err := d.GetSession(ctx, "local", "nope"); err == nil {
+				t.Error("a session that was never created was found")
+			}
+		})
+	}
+}
