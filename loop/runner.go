@@ -35,6 +35,12 @@ type Executor interface {
 	Catalog() *catalog.Registry
 }
 
+// stepLimiter is implemented by executors that know a session's
+// max_steps_per_generation (tools.Executor with sessions).
+type stepLimiter interface {
+	MaxSteps(ctx context.Context, accountID, sessionID string) (int, bool)
+}
+
 // Runner runs hosted-tool loops. One Runner serves every request.
 type Runner struct {
 	exec   Executor
@@ -156,9 +162,17 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 	fns := append(append([]Function(nil), req.Tools...), defs...)
 	choice := req.ToolChoice
 	hostedRounds := 0
+	// The session's max_steps_per_generation caps the hosted rounds as
+	// max_tool_rounds does: then the model answers without tools.
+	maxRounds := run.Hosted.MaxToolRounds
+	if sl, ok := r.exec.(stepLimiter); ok && run.Caller.SessionID != "" {
+		if n, ok := sl.MaxSteps(ctx, run.Caller.AccountID, run.Caller.SessionID); ok && n < maxRounds {
+			maxRounds = n
+		}
+	}
 
 	for round := 0; ; round++ {
-		final := len(hosted) > 0 && (hostedRounds >= run.Hosted.MaxToolRounds || (run.MaxCost > 0 && res.Cost >= run.MaxCost))
+		final := len(hosted) > 0 && (hostedRounds >= maxRounds || (run.MaxCost > 0 && res.Cost >= run.MaxCost))
 		tc := choice
 		if final {
 			tc = ToolChoice{Mode: ToolChoiceNone}

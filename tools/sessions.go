@@ -60,6 +60,24 @@ func (e *Executor) checkSession(ctx context.Context, account string, inv *Invoca
 	return nil, nil
 }
 
+// MaxSteps returns the session's max_steps_per_generation when it sets
+// one: the hosted loop runs at most that many tool rounds (loop.Runner).
+// A session store that does not answer sets no limit here; each call is
+// still checked in the authorize step.
+func (e *Executor) MaxSteps(ctx context.Context, accountID, sessionID string) (int, bool) {
+	if e.opts.Sessions == nil || sessionID == "" {
+		return 0, false
+	}
+	if accountID == "" {
+		accountID = e.opts.AccountID
+	}
+	s, err := e.opts.Sessions.TouchSession(ctx, accountID, sessionID, time.Now())
+	if err != nil || s.Permissions.MaxStepsPerGeneration == nil {
+		return 0, false
+	}
+	return *s.Permissions.MaxStepsPerGeneration, true
+}
+
 func denial(d *session.Denial) *Error {
 	return &Error{Code: CodePermissionDenied, Message: d.Message, Details: map[string]any{"rule": d.Rule}}
 }
