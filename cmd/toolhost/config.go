@@ -65,6 +65,10 @@ type Config struct {
 		// toolhost/slot, X-Toolhost-Slot, toolhost call --slot); default
 		// narrator, director, verifier, memory.
 		Slots []string `json:"slots"`
+		// EnableUnsafeScriptHandler lets tool definitions carry script
+		// handlers (also ENABLE_UNSAFE_SCRIPT_HANDLER=true in the
+		// environment). Off by default, as the seed says.
+		EnableUnsafeScriptHandler bool `json:"enable_unsafe_script_handler"`
 	} `json:"tools"`
 	// Search configures web_search: the ordered provider list and the cache.
 	Search websearch.Config `json:"search"`

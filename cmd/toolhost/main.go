@@ -29,6 +29,7 @@ import (
 	"toolhost/server"
 	mcpface "toolhost/server/mcp"
 	"toolhost/session"
+	"toolhost/tooldef"
 	"toolhost/tools"
 	"toolhost/tools/runcode"
 )
@@ -107,6 +108,8 @@ type common struct {
 	// sessions is the session store (with its cache) once openJournal
 	// opened the store; the REST API and the pipeline share it.
 	sessions session.Store
+	// defs is the tool definitions store, opened with sessions.
+	defs tooldef.Store
 }
 
 // register defines the flags of the commands that run tools (serve, stdio,
@@ -254,6 +257,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	routes = withJournalRoutes(routes, exec)
+	routes = withDefinitionRoutes(routes, &c, exec)
 	routes = withSlotCheck(routes, exec.Slots())
 	for pattern, h := range keyRoutes(ks) {
 		routes[pattern] = h

@@ -5,16 +5,21 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
 
+	"toolhost/catalog"
 	"toolhost/journal"
 	"toolhost/server/admin"
 	"toolhost/session"
 	"toolhost/store"
+	"toolhost/tooldef"
 	"toolhost/tools"
+	"toolhost/tools/sleep"
 )
 
 // JournalConfig is the "journal" section of the config file.
@@ -110,6 +115,7 @@ func openJournal(c *common, logger *slog.Logger) (*journal.Journal, func(), erro
 	}
 	j := journal.New(db, opts)
 	c.sessions = session.NewCache(db, time.Second)
+	c.defs = db
 	closeAll := func() {
 		j.Close()
 		if err := db.Close(); err != nil {
@@ -125,6 +131,52 @@ func openJournal(c *common, logger *slog.Logger) (*journal.Journal, func(), erro
 	}
 	logger.Info("journal ready", "store", db.Dialect(), "instance_id", j.InstanceID(), "reconciled", n)
 	return j, closeAll, nil
+}
+
+// scriptsEnabled reports whether tool definitions may carry script
+// handlers: ENABLE_UNSAFE_SCRIPT_HANDLER=true or the config key.
+func scriptsEnabled(c *common) bool {
+	return c.cfg.Tools.EnableUnsafeScriptHandler || os.Getenv("ENABLE_UNSAFE_SCRIPT_HANDLER") == "true"
+}
+
+// sessionBuiltins are the seed's builtins that need a session; their
+// names are reserved for them.
+var sessionBuiltins = []string{"get_variable", "set_variable", "query_memory", "get_character_info"}
+
+// withDefinitionRoutes adds GET /tools/builtin and the definitions CRUD.
+func withDefinitionRoutes(routes map[string]http.Handler, c *common, exec *tools.Executor) map[string]http.Handler {
+	if c.defs == nil {
+		return routes
+	}
+	test := map[string]bool{}
+	for _, t := range []tools.Tool{sleep.New(), sleep.NewEffect()} {
+		test[t.Spec().Name] = true
+	}
+	var builtins []catalog.Spec
+	for _, s := range exec.Catalog().List() {
+		if !test[s.Name] {
+			builtins = append(builtins, s)
+		}
+	}
+	scripts := scriptsEnabled(c)
+	d := &admin.Definitions{
+		Store:    c.defs,
+		Builtins: func() []catalog.Spec { return builtins },
+		Rules: tooldef.Rules{
+			Slots: exec.Slots(),
+			Reserved: func(name string) bool {
+				_, ok := exec.Catalog().Lookup(name)
+				return ok || slices.Contains(sessionBuiltins, name)
+			},
+			CheckSchema: func(raw []byte) error { return tools.CheckSchema("definition", raw) },
+		},
+		ScriptsEnabled: func() bool { return scripts },
+		Account:        accountOf,
+	}
+	for pattern, h := range d.Routes() {
+		routes[pattern] = h
+	}
+	return routes
 }
 
 // withJournalRoutes adds the journal's REST routes to routes.

@@ -187,3 +187,25 @@ func TestSessionPermissionsFollowTheSeed(t *testing.T) {
 		})
 	}
 }
+
+type httptestServer = httptest.Server
+
+// doRaw returns the whole decoded body of a 200 answer.
+func doRaw(t *testing.T, srv *httptest.Server, method, path, body string) map[string]any {
+	t.Helper()
+	req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b map[string]any
+	raw, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(raw, &b); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, raw)
+	}
+	return b
+}

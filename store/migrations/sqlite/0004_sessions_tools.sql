@@ -17,3 +17,24 @@ CREATE TABLE sessions (
     updated_at       INTEGER NOT NULL,
     PRIMARY KEY (account_id, id)
 );
+
+-- Tool definitions of the tools API. A null source_id is stored as '' so
+-- that (name, source, source_id) is unique per account with or without one.
+CREATE TABLE tool_definitions (
+    id                TEXT PRIMARY KEY,
+    account_id        TEXT NOT NULL,
+    name              TEXT NOT NULL,
+    description       TEXT NOT NULL DEFAULT '',
+    parameters        TEXT NOT NULL,
+    side_effect_level TEXT NOT NULL DEFAULT 'none',
+    allowed_slots     TEXT NOT NULL DEFAULT '[]',
+    source            TEXT NOT NULL DEFAULT 'custom',
+    source_id         TEXT NOT NULL DEFAULT '',
+    enabled           INTEGER NOT NULL,
+    handler_type      TEXT NOT NULL DEFAULT '',
+    handler           TEXT,
+    created_at        INTEGER NOT NULL,
+    updated_at        INTEGER NOT NULL,
+    UNIQUE (account_id, name, source, source_id)
+);
+CREATE INDEX tool_definitions_account ON tool_definitions (account_id, updated_at);
