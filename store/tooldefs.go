@@ -160,4 +160,3 @@ func scanDefs(rows *sql.Rows) ([]tooldef.Definition, error) {
 	}
 	return out, nil
 }
-
