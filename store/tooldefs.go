@@ -66,6 +66,10 @@ func (d *DB) GetDefinition(ctx context.Context, account, id string) (tooldef.Def
 func (d *DB) ListDefinitions(ctx context.Context, q tooldef.Query) ([]tooldef.Definition, int, error) {
 	where := ` WHERE account_id = ?`
 	args := []any{q.AccountID}
+	if q.Name != "" {
+		where += ` AND name = ?`
+		args = append(args, q.Name)
+	}
 	if q.Source != "" {
 		where += ` AND source = ?`
 		args = append(args, q.Source)

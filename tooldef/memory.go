@@ -53,7 +53,7 @@ func (s *MemStore) ListDefinitions(_ context.Context, q Query) ([]Definition, in
 	s.mu.Lock()
 	var all []Definition
 	for _, d := range s.m {
-		if d.AccountID != q.AccountID || (q.Source != "" && d.Source != q.Source) ||
+		if d.AccountID != q.AccountID || (q.Name != "" && d.Name != q.Name) || (q.Source != "" && d.Source != q.Source) ||
 			(q.HasSourceID && d.SourceID != q.SourceID) || (q.Enabled != nil && d.Enabled != *q.Enabled) {
 			continue
 		}

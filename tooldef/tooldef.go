@@ -63,6 +63,7 @@ const (
 // Query filters, sorts and pages an account's definitions.
 type Query struct {
 	AccountID   string
+	Name        string
 	Source      string
 	SourceID    string
 	HasSourceID bool

@@ -19,6 +19,7 @@ import (
 	"toolhost/clip"
 	"toolhost/journal"
 	"toolhost/session"
+	"toolhost/tooldef"
 )
 
 // Status is the journal status of a finished call.
@@ -107,6 +108,12 @@ type Options struct {
 	// creates it when new, and its tool permissions are enforced in the
 	// authorize step (sessions.go).
 	Sessions session.Store
+	// Definitions, when set, makes an account's enabled custom tool
+	// definitions callable (custom.go); Scripts runs their script
+	// handlers, which only run when ScriptsEnabled.
+	Definitions    tooldef.Store
+	Scripts        ScriptRunner
+	ScriptsEnabled bool
 }
 
 type entry struct {
@@ -123,6 +130,7 @@ type Executor struct {
 	tools   map[string]*entry
 	journal *journal.Journal
 	turns   turns
+	schemas compiled
 }
 
 // NewExecutor builds an executor and its catalog from tool constructors'
@@ -221,8 +229,18 @@ func (e *Executor) Execute(ctx context.Context, p Proposal) (*Outcome, error) {
 		return c.reject(ctx, journal.StateParseRejected, StatusError, te)
 	}
 	ent, ok := e.tools[p.Tool]
+	var custom *customEntry
 	if !ok {
-		return c.reject(ctx, journal.StateParseRejected, StatusError, Errorf(CodeUnknownTool, "unknown tool %q; available tools: %s", clip.Echo(p.Tool), strings.Join(e.names(), ", ")))
+		var err error
+		if custom, err = e.customTool(ctx, c.rec.AccountID, p.Tool); err != nil {
+			e.opts.Logger.ErrorContext(ctx, "tool definition lookup failed", "tool", p.Tool, "execution_id", c.rec.ID, "err", err)
+			return c.reject(ctx, journal.StateParseRejected, StatusError, Errorf(CodeInternal, "the tool definitions could not be read; the error was logged with execution id %s", c.rec.ID))
+		}
+		if custom == nil {
+			return c.reject(ctx, journal.StateParseRejected, StatusError, Errorf(CodeUnknownTool, "unknown tool %q; available tools: %s", clip.Echo(p.Tool), strings.Join(e.names(), ", ")))
+		}
+		ent = &custom.entry
+		c.rec.ProviderType, c.rec.ProviderID = "custom", "tooldef:"+custom.def.ID
 	}
 	out.Version = ent.spec.Version
 	c.rec.ToolVersion = ent.spec.Version
@@ -286,6 +304,14 @@ func (e *Executor) Execute(ctx context.Context, p Proposal) (*Outcome, error) {
 
 	// Authorize: the session's permissions, then the key's limits (a call
 	// the session refuses reserves nothing).
+	if custom != nil {
+		if te := e.definitionDenial(custom.def); te != nil {
+			return c.reject(ctx, journal.StateAuthorizationRejected, StatusDenied, te)
+		}
+		if d := slotDenial(p.Tool, p.Caller.Slot, custom.def.AllowedSlots); d != nil {
+			return c.reject(ctx, journal.StateAuthorizationRejected, StatusDenied, denial(d))
+		}
+	}
 	te, err := e.checkSession(ctx, c.rec.AccountID, inv)
 	if err != nil {
 		e.opts.Logger.ErrorContext(ctx, "session check failed", "tool", p.Tool, "execution_id", c.rec.ID, "err", err)
@@ -316,7 +342,7 @@ func (e *Executor) Execute(ctx context.Context, p Proposal) (*Outcome, error) {
 	// record is written together with the key's claim, or the call is
 	// answered from the call that holds the key.
 	if p.IdempotencyKey != "" {
-		if done, err := e.claim(ctx, c, timeout); done || err != nil {
+		if done, err := e.claim(ctx, c, ent.spec, timeout); done || err != nil {
 			return out, err
 		}
 	} else {

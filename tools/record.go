@@ -225,8 +225,7 @@ func (c *callRecord) finish(ctx context.Context, spec catalog.Spec, ran, toolErr
 // returns done=false when the key was claimed and the opened record written
 // (the caller executes the tool), or done=true with c.out set from the call
 // that holds the key (replayed, rejected as key reuse, or still running).
-func (e *Executor) claim(ctx context.Context, c *callRecord, timeout time.Duration) (bool, error) {
-	spec := e.tools[c.rec.ToolName].spec
+func (e *Executor) claim(ctx context.Context, c *callRecord, spec catalog.Spec, timeout time.Duration) (bool, error) {
 	key := c.rec.IdempotencyKey
 	// A holder that ended before any effect frees the key, so a second
 	// attempt can claim it; more than that means churn, not a bug.

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -166,6 +167,9 @@ func newExecutor(c *common, logger *slog.Logger) (*tools.Executor, func(), error
 		LogSample:          c.cfg.Log.callSample(),
 		Slots:              c.cfg.Tools.Slots,
 		Sessions:           c.sessions,
+		Definitions:        c.defs,
+		Scripts:            scriptRunner(c),
+		ScriptsEnabled:     scriptsEnabled(c),
 	}, ts...)
 	if err != nil {
 		cleanup()
@@ -367,7 +371,9 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// with it for the CPU, and a call of another tool does not build
 	// run_code's sandbox at all (run_code loads only its language's runtime).
 	c.cfg.Sandbox.PythonPool, c.cfg.Sandbox.JavaScriptPool = -1, -1
-	c.skipRunCode = tool != runCodeName
+	// A tool that is not a builtin may be a definition with a script
+	// handler, which runs in run_code's sandbox.
+	c.skipRunCode = tool != runCodeName && slices.Contains(builtinNames, tool)
 	exec, cleanup, err := newExecutor(&c, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolhost call: %v\n", err)
@@ -378,7 +384,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitStartup
 	}
 	defer cleanup()
-	if _, ok := exec.Catalog().Lookup(tool); !ok {
+	if _, ok := exec.Catalog().Lookup(tool); !ok && !exec.HasDefinition(ctx, tools.LocalAccount, tool) {
 		names := []string{}
 		for _, s := range exec.Catalog().List() {
 			names = append(names, s.Name)

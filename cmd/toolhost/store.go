@@ -19,6 +19,7 @@ import (
 	"toolhost/store"
 	"toolhost/tooldef"
 	"toolhost/tools"
+	"toolhost/tools/runcode"
 	"toolhost/tools/sleep"
 )
 
@@ -138,6 +139,19 @@ func openJournal(c *common, logger *slog.Logger) (*journal.Journal, func(), erro
 func scriptsEnabled(c *common) bool {
 	return c.cfg.Tools.EnableUnsafeScriptHandler || os.Getenv("ENABLE_UNSAFE_SCRIPT_HANDLER") == "true"
 }
+
+// scriptRunner runs script handlers in run_code's sandbox when the
+// toolset built one.
+func scriptRunner(c *common) tools.ScriptRunner {
+	if c.sandbox == nil {
+		return nil
+	}
+	return runcode.NewScripts(c.sandbox)
+}
+
+// builtinNames are the tools toolhost call knows without reading the
+// store: anything else may be a tool definition.
+var builtinNames = []string{"get_time", "roll_dice", "random_choice", "web_search", "fetch_page", "run_code"}
 
 // sessionBuiltins are the seed's builtins that need a session; their
 // names are reserved for them.
