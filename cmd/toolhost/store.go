@@ -203,7 +203,10 @@ func withJournalRoutes(routes map[string]http.Handler, exec *tools.Executor) map
 		routes[pattern] = h
 	}
 	if st := exec.Sessions(); st != nil {
-		ss := &admin.Sessions{Store: st, Slots: exec.Slots(), Account: accountOf}
+		ss := &admin.Sessions{Store: st, Slots: exec.Slots(), Account: accountOf,
+			Runtime: func(ctx context.Context, account, id, slot string) (any, error) {
+				return exec.Runtime(ctx, account, id, slot)
+			}}
 		for pattern, h := range ss.Routes() {
 			routes[pattern] = h
 		}

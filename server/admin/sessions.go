@@ -1,13 +1,17 @@
 package admin
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
+	"toolhost/clip"
 	"toolhost/server"
 	"toolhost/session"
 )
@@ -21,6 +25,9 @@ type Sessions struct {
 	Slots   []string
 	Account func(*http.Request) string
 	Now     func() time.Time
+	// Runtime builds a session's runtime tool catalog for a slot ("" for
+	// none); session.ErrNotFound when the account has no such session.
+	Runtime func(ctx context.Context, accountID, sessionID, slot string) (any, error)
 }
 
 // Routes returns the routes for server.Options.Routes.
@@ -32,6 +39,7 @@ func (s *Sessions) Routes() map[string]http.Handler {
 		"GET /sessions/{id}/tool-permissions":   http.HandlerFunc(s.permissions),
 		"PUT /sessions/{id}/tool-permissions":   http.HandlerFunc(s.setPermissions),
 		"PATCH /sessions/{id}/tool-permissions": http.HandlerFunc(s.setPermissions),
+		"GET /sessions/{id}/tools/runtime":      http.HandlerFunc(s.runtime),
 	}
 }
 
@@ -161,6 +169,27 @@ func (s *Sessions) setPermissions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	server.WriteJSON(w, http.StatusOK, map[string]any{"data": p})
+}
+
+// runtime serves GET /sessions/{id}/tools/runtime?slot=.
+func (s *Sessions) runtime(w http.ResponseWriter, r *http.Request) {
+	v, err := params(r, "slot")
+	if err == nil && v.Has("slot") && !slices.Contains(s.slots(), v.Get("slot")) {
+		err = fieldError("slot", "unknown slot %q; slots: %s", clip.Echo(v.Get("slot")), strings.Join(s.slots(), ", "))
+	}
+	if err == nil && s.Runtime == nil {
+		err = session.ErrNotFound
+	}
+	if err != nil {
+		writeSessionErr(w, err)
+		return
+	}
+	cat, err := s.Runtime(r.Context(), s.account(r), r.PathValue("id"), v.Get("slot"))
+	if err != nil {
+		writeSessionErr(w, err)
+		return
+	}
+	server.WriteJSON(w, http.StatusOK, map[string]any{"data": cat})
 }
 
 func (s *Sessions) slots() []string {

@@ -1,6 +1,7 @@
 package admin_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 
 	"toolhost/server/admin"
 	"toolhost/session"
+	"toolhost/tools"
+	"toolhost/tools/builtin"
 )
 
 // sessionStores are the three session stores every handler test runs on.
@@ -208,4 +211,54 @@ func doRaw(t *testing.T, srv *httptest.Server, method, path, body string) map[st
 		t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, raw)
 	}
 	return b
+}
+
+// GET /sessions/{id}/tools/runtime on every store: the seed's fields,
+// 404 for another account's session, 400 for an unknown slot.
+func TestRuntimeCatalogRoute(t *testing.T) {
+	for name, db := range sqlStores(t) {
+		t.Run(name, func(t *testing.T) {
+			ex, err := tools.NewExecutor(tools.Options{Sessions: db, Definitions: db}, builtin.All()...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ss := &admin.Sessions{Store: db, Account: accountHeader,
+				Runtime: func(ctx context.Context, a, id, slot string) (any, error) { return ex.Runtime(ctx, a, id, slot) }}
+			off := false
+			var changed []string
+			srv := tenantServer(t, ss.Routes())
+			defs := defsServer(t, db, &off, &changed)
+			do(t, srv, call{method: "POST", path: "/sessions", body: `{"id":"sess_001"}`, status: 201})
+			do(t, defs, call{method: "POST", path: "/tools/definitions", body: `{"name":"lookup_npc","allowed_slots":["narrator"]}`, status: 201})
+			do(t, srv, call{method: "PUT", path: "/sessions/sess_001/tool-permissions", body: `{"slot_deny_list":{"verifier":["roll_dice"]}}`, status: 200})
+			cat := do(t, srv, call{method: "GET", path: "/sessions/sess_001/tools/runtime?slot=verifier", status: 200})
+			if cat["session_id"] != "sess_001" || cat["generated_at"] == nil || cat["conflicts"] == nil {
+				t.Fatalf("catalog %v", cat)
+			}
+			byName := map[string]map[string]any{}
+			for _, it := range cat["tools"].([]any) {
+				m := it.(map[string]any)
+				byName[m["name"].(string)] = m
+			}
+			roll, npc := byName["roll_dice"], byName["lookup_npc"]
+			if roll["availability"] != "unavailable" || roll["availability_reason"] == nil || npc["availability"] != "unavailable" ||
+				byName["get_time"]["availability"] != "available" || byName["get_time"]["availability_reason"] != nil {
+				t.Errorf("availability: roll %v, npc %v", roll, npc)
+			}
+			want := []string{"name", "provider_id", "provider_type", "source", "side_effect_level", "allowed_slots", "availability",
+				"availability_reason", "async_capability", "default_delivery_mode", "catalog_source", "replay_safety", "result_visibility",
+				"side_effect_level_basis", "allowed_slots_basis", "parameter_schema_basis", "replay_safety_basis", "metadata_basis_detail"}
+			for _, f := range want {
+				if _, ok := npc[f]; !ok {
+					t.Errorf("field %s missing", f)
+				}
+			}
+			if len(npc) != len(want) || npc["provider_type"] != "custom" || npc["catalog_source"] != nil || npc["allowed_slots_basis"] != "tool_declared" {
+				t.Errorf("lookup_npc entry %v", npc)
+			}
+			do(t, srv, call{method: "GET", path: "/sessions/sess_001/tools/runtime", account: "acme", status: 404, code: "not_found"})
+			do(t, srv, call{method: "GET", path: "/sessions/sess_001/tools/runtime?slot=villain", status: 400, code: "validation_error"})
+			do(t, srv, call{method: "GET", path: "/sessions/sess_001/tools/runtime?slot=narrator&slot=director", status: 400, code: "validation_error"})
+		})
+	}
 }
