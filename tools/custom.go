@@ -105,6 +105,28 @@ func (e *Executor) customTool(ctx context.Context, account, name string) (*custo
 	return &customEntry{entry: entry{tool: &scriptTool{e: e, def: def}, spec: definitionSpec(def), schema: sch, props: props}, def: def}, nil
 }
 
+// CustomSpecs returns the specs of the account's enabled custom tools
+// that a call can reach (a definition shadowed by a builtin is left out),
+// for the MCP face's tools/list.
+func (e *Executor) CustomSpecs(ctx context.Context, account string) ([]catalog.Spec, error) {
+	if e.opts.Definitions == nil {
+		return nil, nil
+	}
+	on := true
+	defs, _, err := e.opts.Definitions.ListDefinitions(ctx, tooldef.Query{AccountID: account, Source: tooldef.SourceCustom,
+		Enabled: &on, SortBy: tooldef.SortName, Asc: true})
+	if err != nil {
+		return nil, fmt.Errorf("custom tools of %s: %w", account, err)
+	}
+	var out []catalog.Spec
+	for _, d := range defs {
+		if _, builtin := e.tools[d.Name]; !builtin {
+			out = append(out, definitionSpec(d))
+		}
+	}
+	return out, nil
+}
+
 // HasDefinition reports whether the account has an enabled custom tool
 // of that name.
 func (e *Executor) HasDefinition(ctx context.Context, account, name string) bool {

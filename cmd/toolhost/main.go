@@ -246,6 +246,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 			MaxBodyBytes: c.cfg.MCP.MaxBodyBytes, MaxClientInfoBytes: c.cfg.MCP.MaxClientInfoBytes,
 			SessionsPerKey: c.cfg.MCP.SessionsPerKey, Sessions: c.cfg.MCP.Sessions,
 		},
+		AccountOf: accountOf,
 		KeyOf: func(r *http.Request) string {
 			if id := server.IdentityFrom(r.Context()); id != nil {
 				return id.KeyID
@@ -261,7 +262,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	routes = withJournalRoutes(routes, exec)
-	routes = withDefinitionRoutes(routes, &c, exec)
+	routes = withDefinitionRoutes(routes, &c, exec, mcpSrv.DefinitionsChanged)
 	routes = withSlotCheck(routes, exec.Slots())
 	for pattern, h := range keyRoutes(ks) {
 		routes[pattern] = h

@@ -158,7 +158,7 @@ var builtinNames = []string{"get_time", "roll_dice", "random_choice", "web_searc
 var sessionBuiltins = []string{"get_variable", "set_variable", "query_memory", "get_character_info"}
 
 // withDefinitionRoutes adds GET /tools/builtin and the definitions CRUD.
-func withDefinitionRoutes(routes map[string]http.Handler, c *common, exec *tools.Executor) map[string]http.Handler {
+func withDefinitionRoutes(routes map[string]http.Handler, c *common, exec *tools.Executor, changed func(account string)) map[string]http.Handler {
 	if c.defs == nil {
 		return routes
 	}
@@ -185,6 +185,7 @@ func withDefinitionRoutes(routes map[string]http.Handler, c *common, exec *tools
 			CheckSchema: func(raw []byte) error { return tools.CheckSchema("definition", raw) },
 		},
 		ScriptsEnabled: func() bool { return scripts },
+		Changed:        changed,
 		Account:        accountOf,
 	}
 	for pattern, h := range d.Routes() {
