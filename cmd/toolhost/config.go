@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
 	"time"
 
 	"toolhost/sandbox"
@@ -135,8 +136,17 @@ func loadConfig(path string) (Config, error) {
 	if err := dec.Decode(&c); err != nil {
 		return c, fmt.Errorf("config %s: %w", path, err)
 	}
+	seen := map[string]bool{}
+	for _, s := range c.Tools.Slots {
+		if !slotPattern.MatchString(s) || seen[s] {
+			return c, fmt.Errorf("config %s: tools.slots: %q is not a slot name (1 to 32 of a-z 0-9 _ -, starting with a letter, once each)", path, s)
+		}
+		seen[s] = true
+	}
 	return c, nil
 }
+
+var slotPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
 
 // Duration is a time.Duration written as "30s" in JSON.
 type Duration time.Duration

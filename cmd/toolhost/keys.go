@@ -86,11 +86,24 @@ func secureRoutes(routes map[string]http.Handler, a server.Authenticator, dev bo
 			out[pattern] = server.Auth(a, dev, keys.ScopeHosted, true)(v1Identity(h))
 		case strings.HasPrefix(path, "/admin/") || path == "/metrics":
 			out[pattern] = server.Auth(a, dev, keys.ScopeAdmin, false)(h)
+		case toolsWrite(pattern):
+			out[pattern] = server.Auth(a, dev, keys.ScopeTools, false)(h)
 		default:
 			out[pattern] = server.Auth(a, dev, "", false)(h)
 		}
 	}
 	return out
+}
+
+// toolsWrite reports the routes that change an account's tools API state
+// (definitions, sessions, permissions): they need the tools scope; reading
+// them needs any key of the account, like the journal.
+func toolsWrite(pattern string) bool {
+	method, path, _ := strings.Cut(pattern, " ")
+	if method == http.MethodGet || method == "" {
+		return false
+	}
+	return strings.HasPrefix(path, "/tools/definitions") || strings.HasPrefix(path, "/sessions")
 }
 
 // accountOf is the journal's account for a request: the caller's own.
