@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"toolhost/journal"
+	"toolhost/sandbox"
 	"toolhost/tooldef"
 	"toolhost/tools"
 )
@@ -110,4 +111,45 @@ func TestScriptToolDeniedWhileScriptsAreOff(t *testing.T) {
 	if out.Code != tools.CodeScriptsDisabled || rec.Status != journal.StatusDenied {
 		t.Errorf("code %q status %s", out.Code, rec.Status)
 	}
+}
+
+// BenchmarkScriptTool is a trivial script tool through the whole pipeline
+// (parse, schema, journal in memory, the QuickJS sandbox), without a
+// transport, on an idle sandbox: each call waits, untimed, until the warm
+// pool is full again, as BenchmarkLatency does for run_code.
+//
+//	go test -run '^$' -bench 'ScriptTool|Latency/javascript/warm' -benchtime 300x ./tools/runcode/
+func BenchmarkScriptTool(b *testing.B) {
+	_, sb, _ := shared(b)
+	st := tooldef.NewMemStore()
+	d := tooldef.New()
+	now := time.Now()
+	d.ID, d.AccountID, d.Name, d.HandlerType, d.Handler, d.CreatedAt, d.UpdatedAt = "tooldef_b", tools.LocalAccount, "lookup_npc", tooldef.HandlerScript,
+		json.RawMessage(`{"script":"return { found: true, info: args.name };"}`), now, now
+	if err := st.CreateDefinition(context.Background(), d); err != nil {
+		b.Fatal(err)
+	}
+	ex, err := tools.NewExecutor(tools.Options{Definitions: st, Scripts: NewScripts(sb), ScriptsEnabled: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	args := json.RawMessage(`{"name":"Ayla"}`)
+	lat := make([]time.Duration, 0, b.N)
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		if err := sb.Ready(ctx, sandbox.JavaScript); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		start := time.Now()
+		out, err := ex.Execute(ctx, tools.Proposal{Tool: "lookup_npc", Args: args})
+		if err != nil || out.IsError {
+			b.Fatalf("%v %+v", err, out)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	percentiles(b, lat)
 }
