@@ -1,6 +1,10 @@
-// Package admin serves the tools REST API of the seed (tools-api): for now
-// the execution journal (/tool-executions, /floors/{id}/tool-executions, the
-// events of one execution) and its legacy projection (/tools/call-records).
+// Package admin serves the tools REST API of the seed (tools-api): the
+// execution journal (/tool-executions, /floors/{id}/tool-executions, the
+// events of one execution) and its legacy projection (/tools/call-records);
+// sessions, their tool permissions and runtime catalog (/sessions…);
+// /tools/builtin and the tool definitions CRUD (/tools/definitions…); and
+// key management (/admin/…). Every route is scoped to the caller's account:
+// another account's object is a 404, never a 403.
 package admin
 
 import (
