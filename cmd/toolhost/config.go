@@ -88,7 +88,8 @@ type Config struct {
 	ShutdownTimeout Duration `json:"shutdown_timeout"`
 	// Server bounds connections: idle and header timeouts, the time to
 	// send a request body, header size, open connections in all and per
-	// client address (server.Limits; -1 turns a connection cap off).
+	// client address (server.Limits; -1 turns a connection cap off); and
+	// the process's soft memory limit.
 	Server ServerConfig `json:"server"`
 	// Sandbox holds run_code's limits (memory, output caps, concurrency,
 	// queue, warm pools); see sandbox.Config.
@@ -103,6 +104,9 @@ type ServerConfig struct {
 	MaxHeaderBytes      int      `json:"max_header_bytes"`
 	MaxConnections      int      `json:"max_connections"`
 	MaxConnectionsPerIP int      `json:"max_connections_per_ip"`
+	// MemoryLimitMiB is serve's soft memory limit (Go's GOMEMLIMIT): 0
+	// takes the default (384 MiB), -1 sets none. See tuneGC.
+	MemoryLimitMiB int64 `json:"memory_limit_mib"`
 }
 
 func (s ServerConfig) limits() server.Limits {

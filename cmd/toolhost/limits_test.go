@@ -1,6 +1,14 @@
 package main
 
 import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
 	"testing"
 	"time"
 )
@@ -11,4 +19,77 @@ func TestDefaultConfigExpiresIdleMCPSessions(t *testing.T) {
 	if got := defaultConfig().MCP.SessionTimeout.D(); got != 30*time.Minute {
 		t.Fatalf("default mcp.session_timeout %s, want 30m", got)
 	}
+}
+
+// serve runs under a soft memory limit: at GOGC=400 a burst of garbage (a
+// large page's extraction, thousands of refused initialize bodies) took
+// RSS to gigabytes. server.memory_limit_mib sets it (default 384 MiB, -1
+// none); GOMEMLIMIT in the environment wins.
+func TestTuneGCAppliesTheMemoryLimit(t *testing.T) {
+	prevLimit := debug.SetMemoryLimit(-1)
+	prevGC := debug.SetGCPercent(100)
+	debug.SetGCPercent(prevGC)
+	t.Cleanup(func() {
+		debug.SetMemoryLimit(prevLimit)
+		debug.SetGCPercent(prevGC)
+	})
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, tc := range []struct {
+		name    string
+		config  int64
+		env     string
+		want    int64
+		wantErr bool
+	}{
+		{name: "default", config: 0, want: 384 << 20},
+		{name: "configured", config: 300, want: 300 << 20},
+		{name: "none", config: -1, want: math.MaxInt64},
+		{name: "too small to run", config: 64, wantErr: true},
+		{name: "GOMEMLIMIT wins", config: 300, env: "1GiB", want: 12345 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("GOMEMLIMIT", tc.env)
+			if tc.env == "" {
+				os.Unsetenv("GOMEMLIMIT")
+			}
+			debug.SetMemoryLimit(12345 << 20) // what the runtime took from the environment
+			err := tuneGC(logger, tc.config)
+			if tc.wantErr {
+				if err == nil || !strings.Contains(err.Error(), "server.memory_limit_mib") {
+					t.Fatalf("err %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := debug.SetMemoryLimit(-1); got != tc.want {
+				t.Fatalf("memory limit %d MiB, want %d MiB", got>>20, tc.want>>20)
+			}
+		})
+	}
+}
+
+// The limit reaches serve from the config file.
+func TestServeTakesTheMemoryLimitFromConfig(t *testing.T) {
+	t.Setenv("GOMEMLIMIT", "") // restored after the test
+	os.Unsetenv("GOMEMLIMIT")  // it would win over the config
+	cfg := filepath.Join(t.TempDir(), "c.json")
+	if err := os.WriteFile(cfg, []byte(`{"server":{"memory_limit_mib":300},"sandbox":{"python_pool":-1,"javascript_pool":-1}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, _ := startServe(t, buildBinary(t), "serve", "--dev", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--config", cfg)
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		var rec struct {
+			Msg string `json:"msg"`
+			MiB int64  `json:"mib"`
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "memory limit" {
+			if rec.MiB != 300 {
+				t.Fatalf("serve logged a limit of %d MiB", rec.MiB)
+			}
+			return
+		}
+	}
+	t.Fatalf("serve logged no memory limit:\n%s", stderr.String())
 }

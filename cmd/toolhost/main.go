@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -221,7 +222,9 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	} else {
 		logger.Info("open-file limit", "nofile", n)
 	}
-	tuneGC(logger)
+	if err := tuneGC(logger, c.cfg.Server.MemoryLimitMiB); err != nil {
+		return usageError{err}
+	}
 	ks, closeKeys, err := setupKeys(ctx, &c, *dev, logger, stderr)
 	if err != nil {
 		return startupError{err}
@@ -483,14 +486,50 @@ func callOutput(out *tools.Outcome) map[string]any {
 // short-lived JSON (the MCP SDK decodes each message with a fresh decoder),
 // and at Go's default GOGC=100 the collector took about a quarter of the CPU
 // under load while the live heap stays a few tens of MiB. GOGC=400 keeps
-// the heap small in absolute terms. An explicit GOGC in the environment wins.
-func tuneGC(logger *slog.Logger) {
-	if _, set := os.LookupEnv("GOGC"); set {
-		return
+// the heap small in absolute terms — until a burst of garbage: the heap may
+// grow to five times what is live before a collection, so a large page's
+// extraction or thousands of refused initialize bodies took RSS to
+// gigabytes. A soft memory limit (limitMiB, server.memory_limit_mib) caps
+// that: near it the collector runs as often as it must (at most half the
+// CPU, Go's GC limiter), and it never fails an allocation. run_code's
+// linear memories are mapped outside the Go heap and do not count against
+// it. GOGC and GOMEMLIMIT in the environment win.
+func tuneGC(logger *slog.Logger, limitMiB int64) error {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(400)
+		logger.Debug("GOGC set to 400 for serve")
 	}
-	debug.SetGCPercent(400)
-	logger.Debug("GOGC set to 400 for serve")
+	if v, set := os.LookupEnv("GOMEMLIMIT"); set {
+		logger.Info("memory limit from GOMEMLIMIT", "GOMEMLIMIT", v)
+		return nil
+	}
+	switch {
+	case limitMiB == 0:
+		limitMiB = defaultMemoryLimitMiB
+	case limitMiB < 0:
+		debug.SetMemoryLimit(math.MaxInt64)
+		logger.Info("no memory limit (server.memory_limit_mib < 0)")
+		return nil
+	case limitMiB < minMemoryLimitMiB:
+		return fmt.Errorf("server.memory_limit_mib is %d; it must be at least %d (or -1 for no limit)", limitMiB, minMemoryLimitMiB)
+	}
+	debug.SetMemoryLimit(limitMiB << 20)
+	logger.Info("memory limit", "mib", limitMiB)
+	return nil
 }
+
+// defaultMemoryLimitMiB is serve's soft memory limit: several times the
+// heap of a busy server (30-90 MiB live; fetch_page's body and extraction
+// budgets bound what fetches add), so that with run_code's compiled
+// runtimes and warm pools (about 100 MiB, mapped outside the Go heap) the
+// process stays near 500 MiB under any load that does not hold more. A
+// server that keeps thousands of MCP sessions open (each holds about
+// 150 KiB) needs a higher one. minMemoryLimitMiB refuses limits the idle
+// server alone would exceed, where the collector would run without pause.
+const (
+	defaultMemoryLimitMiB = 384
+	minMemoryLimitMiB     = 128
+)
 
 func isLoopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)

@@ -113,7 +113,11 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.track(w, r, sid, false)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.lim.MaxBodyBytes))
+	body, err := g.readBody(w, r, sid)
+	if errors.Is(err, errInitializeTooLarge) {
+		rpcError(w, http.StatusRequestEntityTooLarge, nil, codeInvalidParams, fmt.Sprintf("an initialize request is larger than %d bytes (clientInfo may have at most %d)", g.initializeCap(), g.lim.MaxClientInfoBytes))
+		return
+	}
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -157,6 +161,72 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	g.track(w, r, sid, initialize && sid == "")
+}
+
+// initializeSlack is what an initialize body may hold besides clientInfo
+// (the envelope, protocolVersion, capabilities).
+const initializeSlack = 16 << 10
+
+// errInitializeTooLarge: an initialize body over initializeCap.
+var errInitializeTooLarge = errors.New("initialize request too large")
+
+func (g *guard) initializeCap() int64 { return int64(g.lim.MaxClientInfoBytes) + initializeSlack }
+
+// readBody reads a POST body under MaxBodyBytes. A POST without a session
+// may be an initialize, whose body is small: it is read up to
+// initializeCap first (only its first KiB when it announces more), and
+// when there is more and the method read from that start is initialize,
+// the rest is never read. Thousands of initialize calls with a 60 KB
+// clientInfo otherwise cost reading and checking every byte before the
+// clientInfo cap refused them.
+func (g *guard) readBody(w http.ResponseWriter, r *http.Request, sid string) ([]byte, error) {
+	body := http.MaxBytesReader(w, r.Body, g.lim.MaxBodyBytes)
+	if sid != "" {
+		return io.ReadAll(body)
+	}
+	peek := g.initializeCap()
+	if r.ContentLength > peek {
+		peek = 1 << 10
+	}
+	head, err := io.ReadAll(io.LimitReader(body, peek+1))
+	if err != nil || int64(len(head)) <= peek {
+		return head, err
+	}
+	// Larger than an initialize may be.
+	if leadingMethod(head) == "initialize" {
+		return nil, errInitializeTooLarge
+	}
+	rest, err := io.ReadAll(body)
+	return append(head, rest...), err
+}
+
+// leadingMethod is the "method" of the JSON-RPC object that starts with
+// head, when it comes before anything head cuts short ("" otherwise, and
+// for a batch). Clients write the method before the params.
+func leadingMethod(head []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(head))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		if key, _ := t.(string); key == "method" {
+			v, err := dec.Token()
+			if err != nil {
+				return ""
+			}
+			m, _ := v.(string)
+			return m
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return ""
+		}
+	}
+	return ""
 }
 
 // track serves the request and keeps the session table: a request on a

@@ -76,7 +76,7 @@ func TestMCPRefusesDuplicateKeysAndTrailingData(t *testing.T) {
 func TestMCPCapsClientInfoAndSessions(t *testing.T) {
 	e := start(t, mcpface.Options{Limits: mcpface.Limits{SessionsPerKey: 3}})
 	big := fmt.Sprintf(`{"name":"%s","version":"1"}`, strings.Repeat("x", 60<<10))
-	if out, code := initialize(t, e.url, big); code != 400 || !strings.Contains(out, "clientInfo is") {
+	if out, code := initialize(t, e.url, big); code != 413 || !strings.Contains(out, "an initialize request is larger") {
 		t.Fatalf("60 KB clientInfo: %d %s", code, out)
 	}
 	var ids []string
@@ -112,5 +112,48 @@ func TestMCPSessionsExpireWhenIdle(t *testing.T) {
 	resp, _ := rawPost(t, e.url, sid, `{"jsonrpc":"2.0","id":9,"method":"ping"}`)
 	if resp.StatusCode != 404 {
 		t.Fatalf("ping after the idle timeout: %d, want 404", resp.StatusCode)
+	}
+}
+
+// An initialize body over its cap (clientInfo's cap + 16 KiB) is refused
+// from its start: the rest is never read nor parsed (here it is not even
+// JSON; net/http discards what the client sends). Before, the server read
+// and checked whole bodies (up to 4 MiB) before refusing the clientInfo.
+func TestMCPRefusesALargeInitializeFromItsStart(t *testing.T) {
+	e := start(t, mcpface.Options{})
+	head := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"version":"1","name":"`
+	body := head + strings.Repeat("x", 64<<10) + strings.Repeat("\x00}}{[", 100_000)
+	resp, out := rawPost(t, e.url, "", body)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(out, "an initialize request is larger than 24576 bytes") || !strings.Contains(out, "-32602") {
+		t.Fatalf("%d %.300s", resp.StatusCode, out)
+	}
+	// The same without a Content-Length (chunked): read up to the cap.
+	req, _ := http.NewRequest("POST", e.url, io.MultiReader(strings.NewReader(body)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	chunked, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(chunked.Body)
+	chunked.Body.Close()
+	if chunked.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(b), "an initialize request is larger") {
+		t.Fatalf("chunked: %d %.300s", chunked.StatusCode, b)
+	}
+
+	// A clientInfo over its cap in a body under the initialize cap is
+	// refused as before; other sessionless bodies larger than that cap are
+	// read whole and served.
+	big := fmt.Sprintf(`{"name":"%s","version":"1"}`, strings.Repeat("x", 12<<10))
+	if out, code := initialize(t, e.url, big); code != 400 || !strings.Contains(out, "clientInfo is") {
+		t.Fatalf("12 KB clientInfo: %d %s", code, out)
+	}
+	params := fmt.Sprintf(`{"protocolVersion":"2025-06-18","capabilities":{"experimental":{"pad":"%s"}},"clientInfo":{"name":"t","version":"1"}}`, strings.Repeat("x", 30<<10))
+	if _, out := rawPost(t, e.url, "", `{"params":`+params+`,"jsonrpc":"2.0","id":1,"method":"initialize"}`); strings.Contains(out, "an initialize request is larger") {
+		t.Fatalf("a body whose method comes after its params is read whole: %s", out)
+	}
+	resp, out = rawPost(t, e.url, "", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_time","arguments":{},"_meta":{"pad":"`+strings.Repeat("x", 40<<10)+`"}}}`)
+	if resp.StatusCode == http.StatusRequestEntityTooLarge || strings.Contains(out, "initialize request") {
+		t.Fatalf("a sessionless tools/call of 40 KiB: %d %.300s", resp.StatusCode, out)
 	}
 }

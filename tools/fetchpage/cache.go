@@ -20,6 +20,8 @@ type document struct {
 	PageRange   string // PDF pages in Content, e.g. "1-300"
 	NextPages   string // PDF pages to ask for next, when the budget cut
 	FetchedAt   time.Time
+	// Cut is set when the extraction budget cut an HTML page's text.
+	Cut *textCut
 	// pdf is the PDF kept for later calls (cached documents of PDFs hold
 	// only this; pdfDocument builds the content per call).
 	pdf *pdfState

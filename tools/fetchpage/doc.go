@@ -12,5 +12,8 @@
 //   - Proxies from the environment are never used.
 //   - Bodies are read through size caps after decompression, so a
 //     compression bomb costs at most the cap.
+//   - The extractor reads at most Config.MaxExtractTextBytes of a page's
+//     text (its work grows with the square of it); a page cut there says
+//     so in the result (page_cut).
 //   - Page text is returned as untrusted data, never as instructions.
 package fetchpage

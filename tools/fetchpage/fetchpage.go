@@ -141,6 +141,7 @@ func (*Tool) Spec() catalog.Spec {
     "pages_extracted": {"type": "integer", "minimum": 0, "description": "PDF pages whose text this call extracted (the paid unit; pages read before are not extracted again)"},
     "page_range": {"type": "string", "description": "PDF pages whose text is in content, e.g. 1-300"},
     "next_pages": {"type": "string", "description": "PDF pages to pass as pages in the next call: the rest of the selection when the page budget cut it, else the pages that follow"},
+    "page_cut": {"type": "boolean", "description": "true when the HTML page had more text than the server extracts (fetch.max_extract_text_bytes): content covers only its start; format html returns the whole page"},
     "cached": {"type": "boolean", "description": "served from the short-lived cache"},
     "fetched_at": {"type": "string", "format": "date-time"},
     "error": {
@@ -195,6 +196,7 @@ type Output struct {
 	PagesExtracted int    `json:"pages_extracted,omitempty"`
 	PageRange      string `json:"page_range,omitempty"`
 	NextPages      string `json:"next_pages,omitempty"`
+	PageCut        bool   `json:"page_cut,omitempty"`
 	Cached         bool   `json:"cached,omitempty"`
 	FetchedAt      string `json:"fetched_at"`
 }
@@ -395,6 +397,7 @@ func (t *Tool) extract(ctx context.Context, inv *tools.Invocation, resp *respons
 			doc.Title = documentTitleBytes(page)
 			return nil
 		}
+		page, doc.Cut = boundText(page, t.cfg.MaxExtractTextBytes)
 		art, err := ExtractHTML(page, resp.FinalURL, format == "markdown")
 		if err != nil {
 			return fmt.Errorf("%w: %v", errExtraction, err)
@@ -503,6 +506,7 @@ func (t *Tool) render(u *url.URL, doc *document, start, maxLen int, lang catalog
 		PagesExtracted: doc.Extracted,
 		PageRange:      doc.PageRange,
 		NextPages:      doc.NextPages,
+		PageCut:        doc.Cut != nil,
 		FetchedAt:      doc.FetchedAt.Format(time.RFC3339),
 	}
 	var b strings.Builder
@@ -512,6 +516,13 @@ func (t *Tool) render(u *url.URL, doc *document, start, maxLen int, lang catalog
 	fmt.Fprintf(&b, "URL: %s\n", doc.FinalURL)
 	if doc.Pages > 0 {
 		fmt.Fprintf(&b, "PDF pages: %d (this result: pages %s)\n", doc.Pages, doc.PageRange)
+	}
+	if c := doc.Cut; c != nil {
+		if lang == catalog.English {
+			fmt.Fprintf(&b, "[Page cut: the page has %d bytes of text; only its first %d were extracted. format \"html\" returns the whole page.]\n", c.Total, c.Kept)
+		} else {
+			fmt.Fprintf(&b, "[页面已截断：页面正文共 %d 字节，只提取了前 %d 字节。format 设为 \"html\" 可取得完整页面。]\n", c.Total, c.Kept)
+		}
 	}
 	b.WriteString("\n")
 	b.WriteString(part)
