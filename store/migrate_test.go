@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -53,8 +54,12 @@ func TestMigration0004MovesTheFaceOutOfCallerSlot(t *testing.T) {
 				version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
 				t.Fatal(err)
 			}
+			known := map[int]bool{}
+			for _, m := range ms {
+				known[m.version] = true
+			}
 			for _, m := range ms[:3] {
-				if err := d.apply(ctx, m, 3); err != nil {
+				if err := d.apply(ctx, m, known); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -91,5 +96,39 @@ func TestMigration0004MovesTheFaceOutOfCallerSlot(t *testing.T) {
 				t.Error("a session that was never created was found")
 			}
 		})
+	}
+}
+
+// A database that got a later migration before an earlier one (branches
+// land in any order) still gets the earlier one when it arrives, and a
+// version the binary does not know is refused.
+func TestMigrationsApplyBySetNotByHighestVersion(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "toolhost.db")
+	db, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Undo 0003 (journal_replicas) while later versions stay applied.
+	for _, q := range []string{`DELETE FROM schema_migrations WHERE version = 3`, `DROP TABLE journal_replicas`} {
+		if _, err := db.SQL().ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	db, err = Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatalf("reopen with a gap: %v", err)
+	}
+	var n int
+	if err := db.SQL().QueryRowContext(ctx, `SELECT COUNT(*) FROM journal_replicas`).Scan(&n); err != nil {
+		t.Fatalf("the missing migration was not applied: %v", err)
+	}
+	if _, err := db.SQL().ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, 'future', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := Open(ctx, path, Options{}); err == nil || !strings.Contains(err.Error(), "does not know") {
+		t.Fatalf("a version from a newer binary: %v", err)
 	}
 }

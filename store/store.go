@@ -212,8 +212,8 @@ func loadMigrations(dialect string) ([]migration, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
 	for i, m := range out {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migrations of %s: want version %d, found %d (%s)", dialect, i+1, m.version, m.name)
+		if m.version < 1 || (i > 0 && m.version == out[i-1].version) {
+			return nil, fmt.Errorf("migrations of %s: version %d (%s) is not a unique positive number", dialect, m.version, m.name)
 		}
 	}
 	return out, nil
@@ -230,8 +230,12 @@ func (d *DB) migrate(ctx context.Context) error {
 		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
 		return fmt.Errorf("migrations table: %w", err)
 	}
+	known := map[int]bool{}
 	for _, m := range ms {
-		if err := d.apply(ctx, m, len(ms)); err != nil {
+		known[m.version] = true
+	}
+	for _, m := range ms {
+		if err := d.apply(ctx, m, known); err != nil {
 			return fmt.Errorf("migration %04d_%s (%s): %w", m.version, m.name, d.dialect, err)
 		}
 	}
@@ -239,7 +243,12 @@ func (d *DB) migrate(ctx context.Context) error {
 }
 
 // apply runs one migration unless it already ran, in one transaction.
-func (d *DB) apply(ctx context.Context, m migration, known int) error {
+// Versions are applied by set, not by the highest one recorded: branches
+// land their numbered migrations in any order (0005 may reach a database
+// before 0004), and a database migrated past a gap still gets the missing
+// version when it arrives. A recorded version this binary does not know
+// means a newer binary migrated the database: refused.
+func (d *DB) apply(ctx context.Context, m migration, known map[int]bool) error {
 	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -251,14 +260,28 @@ func (d *DB) apply(ctx context.Context, m migration, known int) error {
 			return err
 		}
 	}
-	var newest sql.NullInt64
-	if err := tx.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&newest); err != nil {
+	rows, err := tx.QueryContext(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
 		return err
 	}
-	if int(newest.Int64) > known {
-		return fmt.Errorf("the database is at schema version %d but this binary knows only %d; upgrade the binary", newest.Int64, known)
+	applied := false
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			rows.Close()
+			return err
+		}
+		if !known[v] {
+			rows.Close()
+			return fmt.Errorf("the database has schema version %d, which this binary does not know; upgrade the binary", v)
+		}
+		applied = applied || v == m.version
 	}
-	if int(newest.Int64) >= m.version {
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if applied {
 		return nil
 	}
 	if _, err := tx.ExecContext(ctx, m.sql); err != nil {

@@ -82,6 +82,10 @@ type Config struct {
 	// Keys configures API-key limits and metering (keys.go in this folder).
 	Keys KeysConfig `json:"keys"`
 
+	// Auth configures OAuth for remote MCP clients (oauth.go in this
+	// folder, docs/oauth.md).
+	Auth AuthConfig `json:"auth"`
+
 	// Log configures the per-call log lines (logging.go in this folder).
 	Log LogConfig `json:"log"`
 

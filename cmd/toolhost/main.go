@@ -273,11 +273,28 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	for pattern, h := range metricsRoutes(c.sandbox) {
 		routes[pattern] = h
 	}
-	routes = secureRoutes(routes, ks, *dev)
+	// OAuth for remote MCP clients beside the API keys (oauth.go); never
+	// in --dev, where nothing is authenticated.
+	var authn server.Authenticator = ks
+	var oauthPublic map[string]http.Handler
+	if !*dev {
+		var oauthAdmin map[string]http.Handler
+		authn, oauthAdmin, oauthPublic, err = setupOAuth(ctx, c.cfg.Auth.OAuth, ks, ln.Addr(), logger)
+		if err != nil {
+			return startupError{err}
+		}
+		for pattern, h := range oauthAdmin {
+			routes[pattern] = h
+		}
+	}
+	routes = secureRoutes(routes, authn, *dev)
+	for pattern, h := range oauthPublic {
+		routes[pattern] = h
+	}
 	srv := server.New(server.Options{
 		Addr:            *addr,
 		Version:         version,
-		MCP:             mcpHandler(mcpSrv.Handler(), ks, *dev),
+		MCP:             mcpHandler(mcpSrv.Handler(), authn, *dev),
 		Routes:          routes,
 		ShutdownTimeout: c.cfg.ShutdownTimeout.D(),
 		Limits:          c.cfg.Server.limits(),
@@ -294,6 +311,9 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	auth := "off (--dev: every caller is the local account)"
 	if !*dev {
 		auth = "on: send Authorization: Bearer <API key>; the first admin key is printed once when the store is created, more with `toolhost keys create`"
+		if _, ok := authn.(server.TokenAuthenticator); ok {
+			auth += "; OAuth for remote MCP clients (docs/oauth.md)"
+		}
 	}
 	logger.Info("toolhost serving", "addr", ln.Addr().String(), "version", version, "dev", *dev, "tools", len(exec.Catalog().List()),
 		"mcp_url", base+"/mcp", "health_url", base+"/healthz", "auth", auth, "data", c.data)

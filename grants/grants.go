@@ -1,0 +1,127 @@
+// Package grants holds the durable state of toolhost's embedded OAuth 2.1
+// authorization server: registered clients, grants (one consent each: the
+// holder of an API key let a client act for the key's account with at
+// most the key's scopes), pending authorization requests and issued
+// tokens.
+//
+// Invariants: no secret is ever stored in clear — client secrets,
+// authorization codes, access-token ids and refresh tokens are kept as
+// their SHA-256 hash (Hash); an authorization code is consumed once
+// (ConsumeCode is atomic); a refresh token is rotated once (UseRefresh is
+// atomic); a revoked grant revokes every token issued under it.
+package grants
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"time"
+)
+
+// Errors callers decide on.
+var (
+	ErrNotFound = errors.New("not found")
+	// ErrUsed is a single-use secret (code, refresh token) presented again.
+	ErrUsed = errors.New("already used")
+)
+
+// Token kinds.
+const (
+	KindAccess  = "access"
+	KindRefresh = "refresh"
+)
+
+// Client is a registered OAuth client (RFC 7591).
+type Client struct {
+	ID           string    `json:"client_id"`
+	Name         string    `json:"client_name"`
+	SecretHash   string    `json:"-"`
+	AuthMethod   string    `json:"token_endpoint_auth_method"`
+	RedirectURIs []string  `json:"redirect_uris"`
+	Native       bool      `json:"native"`
+	CreatedAt    time.Time `json:"created_at"`
+}
+
+// Grant is one consent.
+type Grant struct {
+	ID         string     `json:"id"`
+	AccountID  string     `json:"account_id"`
+	KeyID      string     `json:"key_id"`
+	ClientID   string     `json:"client_id"`
+	ClientName string     `json:"client_name"`
+	Scopes     []string   `json:"scopes"`
+	Resource   string     `json:"resource"`
+	CreatedAt  time.Time  `json:"created_at"`
+	RevokedAt  *time.Time `json:"revoked_at"`
+}
+
+// Request is an authorization request between /authorize and the code
+// exchange. Data is the request as the authorization server encoded it.
+type Request struct {
+	ID        string
+	ClientID  string
+	Data      []byte
+	GrantID   string // set when the user consented
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+// Token is an issued access token (by its id) or refresh token.
+type Token struct {
+	Hash      string
+	Kind      string
+	GrantID   string
+	ClientID  string
+	Scopes    []string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	UsedAt    *time.Time
+	RevokedAt *time.Time
+}
+
+// Store is the durable state the authorization server needs.
+type Store interface {
+	CreateClient(ctx context.Context, c Client) error
+	// PutClient stores or replaces a client described by a Client ID
+	// Metadata Document (its id is the document's URL).
+	PutClient(ctx context.Context, c Client) error
+	// Client returns ErrNotFound when there is no such client.
+	Client(ctx context.Context, id string) (*Client, error)
+
+	CreateRequest(ctx context.Context, r Request) error
+	Request(ctx context.Context, id string) (*Request, error)
+	// Approve stores g and binds the request to it.
+	Approve(ctx context.Context, requestID string, g Grant) error
+	// SetCode records the hash of the code issued for a consented request.
+	SetCode(ctx context.Context, requestID, codeHash string) error
+	// ConsumeCode returns the request the code was issued for and marks the
+	// code used, atomically: a second call gets ErrUsed.
+	ConsumeCode(ctx context.Context, codeHash string, now time.Time) (*Request, error)
+	DeleteRequest(ctx context.Context, id string) error
+
+	Grant(ctx context.Context, id string) (*Grant, error)
+	// ListGrants lists the grants of an account ("" = every account),
+	// newest first.
+	ListGrants(ctx context.Context, accountID string) ([]Grant, error)
+	// RevokeGrant revokes a grant and every token issued under it.
+	RevokeGrant(ctx context.Context, id string, at time.Time) error
+
+	CreateToken(ctx context.Context, t Token) error
+	Token(ctx context.Context, hash string) (*Token, error)
+	// UseRefresh marks a refresh token rotated away, atomically: a second
+	// call gets ErrUsed (and the caller should revoke the grant: reuse of a
+	// rotated refresh token means it leaked).
+	UseRefresh(ctx context.Context, hash string, now time.Time) (*Token, error)
+	RevokeToken(ctx context.Context, hash string, at time.Time) error
+
+	// SigningKey returns the PEM private key with id, storing pemIfNone
+	// first when no key with that id exists (so replicas agree on one).
+	SigningKey(ctx context.Context, id, pemIfNone string, now time.Time) (string, error)
+}
+
+// Hash is the stored form of a secret.
+func Hash(secret string) string {
+	h := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(h[:])
+}

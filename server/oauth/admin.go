@@ -1,0 +1,55 @@
+package oauth
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"toolhost/grants"
+	"toolhost/server"
+)
+
+// GrantRoutes are the admin API of grants: list (of one account with
+// ?account=, else all) and revoke. Revoking takes effect at once: every
+// request checks its token's grant in the store. Mount behind the admin
+// scope.
+func GrantRoutes(st grants.Store, now func() time.Time) map[string]http.Handler {
+	if now == nil {
+		now = time.Now
+	}
+	one := func(w http.ResponseWriter, r *http.Request) {
+		g, err := st.Grant(r.Context(), r.PathValue("id"))
+		if errors.Is(err, grants.ErrNotFound) {
+			server.WriteError(w, http.StatusNotFound, "grant_not_found", "no grant with id "+r.PathValue("id"))
+			return
+		}
+		if err != nil {
+			server.WriteError(w, http.StatusServiceUnavailable, "store_unavailable", "cannot read grants right now; retry shortly")
+			return
+		}
+		server.WriteJSON(w, http.StatusOK, g)
+	}
+	return map[string]http.Handler{
+		"GET /admin/grants": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			gs, err := st.ListGrants(r.Context(), r.URL.Query().Get("account"))
+			if err != nil {
+				server.WriteError(w, http.StatusServiceUnavailable, "store_unavailable", "cannot read grants right now; retry shortly")
+				return
+			}
+			server.WriteJSON(w, http.StatusOK, map[string]any{"data": gs})
+		}),
+		"GET /admin/grants/{id}": http.HandlerFunc(one),
+		"DELETE /admin/grants/{id}": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			err := st.RevokeGrant(r.Context(), r.PathValue("id"), now())
+			if errors.Is(err, grants.ErrNotFound) {
+				server.WriteError(w, http.StatusNotFound, "grant_not_found", "no grant with id "+r.PathValue("id"))
+				return
+			}
+			if err != nil {
+				server.WriteError(w, http.StatusServiceUnavailable, "store_unavailable", "cannot revoke grants right now; retry shortly")
+				return
+			}
+			one(w, r)
+		}),
+	}
+}

@@ -1,0 +1,234 @@
+package oauth
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/zitadel/oidc/v3/pkg/oidc"
+	"github.com/zitadel/oidc/v3/pkg/op"
+
+	"toolhost/grants"
+	"toolhost/keys"
+	"toolhost/server"
+)
+
+// KeyStore finds API keys by id (a grant lives only while its key does).
+type KeyStore interface {
+	KeyByID(ctx context.Context, id string) (*keys.Key, error)
+}
+
+// KeyAuthenticator resolves the API key a user signs in with on the
+// consent page.
+type KeyAuthenticator interface {
+	Authenticate(ctx context.Context, secret string) (*keys.Key, error)
+}
+
+// Options configure the embedded authorization server.
+type Options struct {
+	// Issuer is the public base URL ("https://tools.example.com"): the
+	// issuer identifier and the base of every endpoint.
+	Issuer string
+	// Resource is this server's resource URL (Issuer + "/mcp").
+	Resource string
+	// ExtraResources are other resource servers tokens may be bound to
+	// (RFC 8707), e.g. toolhost replicas that use this one as their issuer.
+	ExtraResources []string
+	Store          grants.Store
+	Keys           KeyAuthenticator
+	KeyStore       KeyStore
+	// ClientMetadataPrivateHosts lets Client ID Metadata Documents live on
+	// private and loopback addresses (an intranet; tests). Off: public only.
+	ClientMetadataPrivateHosts bool
+	// AccessTokenTTL (default 1 h) and RefreshTokenTTL (default 30 days).
+	AccessTokenTTL  time.Duration
+	RefreshTokenTTL time.Duration
+	Now             func() time.Time
+	Logger          *slog.Logger
+}
+
+// Provider is the embedded authorization server: zitadel/oidc's OpenID
+// Provider for /authorize, /oauth/token, /revoke and /keys, plus what the
+// library does not provide: RFC 8414 metadata with S256 only, dynamic
+// client registration (RFC 7591), the resource indicator (RFC 8707) and
+// the consent page.
+type Provider struct {
+	opts     Options
+	op       *op.Provider
+	storage  *storage
+	csrfKey  []byte
+	verifier *op.AccessTokenVerifier
+}
+
+// NewProvider loads (or creates) the signing key and builds the provider.
+func NewProvider(ctx context.Context, opts Options) (*Provider, error) {
+	if opts.AccessTokenTTL <= 0 {
+		opts.AccessTokenTTL = time.Hour
+	}
+	if opts.RefreshTokenTTL <= 0 {
+		opts.RefreshTokenTTL = 30 * 24 * time.Hour
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	opts.Issuer = strings.TrimRight(opts.Issuer, "/")
+	key, kid, err := loadSigningKey(ctx, opts.Store, opts.Now())
+	if err != nil {
+		return nil, err
+	}
+	p := &Provider{opts: opts}
+	p.storage = &storage{
+		st: opts.Store, keyStore: opts.KeyStore, issuer: opts.Issuer,
+		login:     func(id string) string { return opts.Issuer + "/oauth/consent?id=" + url.QueryEscape(id) },
+		resources: append([]string{opts.Resource}, opts.ExtraResources...),
+		accessTTL: opts.AccessTokenTTL, refreshTTL: opts.RefreshTokenTTL, requestTTL: 10 * time.Minute,
+		signing: key, signingID: kid, now: opts.Now, logger: opts.Logger,
+		cimd: newCIMD(opts.Store, opts.ClientMetadataPrivateHosts, opts.Now),
+	}
+	// The code encryption key and the CSRF key derive from the signing key,
+	// so every replica shares them without another secret to configure.
+	der := key.D.Bytes()
+	crypto := sha256.Sum256(append([]byte("toolhost-oauth-code:"), der...))
+	csrf := sha256.Sum256(append([]byte("toolhost-oauth-csrf:"), der...))
+	p.csrfKey = csrf[:]
+	cfg := &op.Config{
+		CryptoKey:             crypto,
+		CodeMethodS256:        true,
+		AuthMethodPost:        true,
+		GrantTypeRefreshToken: true,
+		SupportedScopes:       grantableScopes,
+	}
+	var popts []op.Option
+	if u, err := url.Parse(opts.Issuer); err == nil && u.Scheme == "http" {
+		popts = append(popts, op.WithAllowInsecure())
+	}
+	popts = append(popts, op.WithLogger(opts.Logger),
+		op.WithCustomAuthEndpoint(op.NewEndpoint("oauth/authorize")),
+		op.WithCustomRevocationEndpoint(op.NewEndpoint("oauth/revoke")),
+		op.WithCustomKeysEndpoint(op.NewEndpoint("oauth/keys")))
+	prov, err := op.NewProvider(cfg, p.storage, op.StaticIssuer(opts.Issuer), popts...)
+	if err != nil {
+		return nil, fmt.Errorf("authorization server: %w", err)
+	}
+	p.op = prov
+	p.verifier = op.NewAccessTokenVerifier(opts.Issuer, localKeySet{key: &key.PublicKey})
+	return p, nil
+}
+
+// Routes are the authorization server's endpoints, to mount on the main
+// mux without authentication.
+func (p *Provider) Routes() map[string]http.Handler {
+	meta := http.HandlerFunc(p.metadata)
+	lib := p.op // the library's router, on the paths set in NewProvider
+	return map[string]http.Handler{
+		"GET /.well-known/oauth-authorization-server": meta,
+		"GET /.well-known/openid-configuration":       meta,
+		"/oauth/authorize":                            p.withResource(lib, true),
+		"GET /oauth/authorize/callback":               lib,
+		"POST /oauth/token":                           p.withResource(lib, false),
+		"POST /oauth/revoke":                          lib,
+		"GET /oauth/keys":                             lib,
+		"POST /oauth/register":                        http.HandlerFunc(p.register),
+		"GET /oauth/consent":                          http.HandlerFunc(p.consentPage),
+		"POST /oauth/consent":                         http.HandlerFunc(p.consentSubmit),
+	}
+}
+
+// metadata is RFC 8414 (also served as the OpenID configuration): the
+// library's discovery document with S256 as the only PKCE method and the
+// registration endpoint it does not know about.
+func (p *Provider) metadata(w http.ResponseWriter, r *http.Request) {
+	ctx := op.ContextWithIssuer(r.Context(), p.opts.Issuer)
+	d := op.CreateDiscoveryConfig(ctx, p.op, p.storage)
+	d.CodeChallengeMethodsSupported = []oidc.CodeChallengeMethod{oidc.CodeChallengeMethodS256}
+	d.RegistrationEndpoint = p.opts.Issuer + "/oauth/register"
+	d.ScopesSupported = append(slices.Clone(grantableScopes), oidc.ScopeOfflineAccess)
+	d.ResponseTypesSupported = []string{string(oidc.ResponseTypeCode)}
+	d.GrantTypesSupported = []oidc.GrantType{oidc.GrantTypeCode, oidc.GrantTypeRefreshToken}
+	d.TokenEndpointAuthMethodsSupported = []oidc.AuthMethod{oidc.AuthMethodNone, oidc.AuthMethodBasic, oidc.AuthMethodPost}
+	d.RevocationEndpointAuthMethodsSupported = d.TokenEndpointAuthMethodsSupported
+	d.IntrospectionEndpoint, d.UserinfoEndpoint, d.EndSessionEndpoint, d.DeviceAuthorizationEndpoint = "", "", "", ""
+	d.IntrospectionEndpointAuthMethodsSupported, d.IntrospectionEndpointAuthSigningAlgValuesSupported, d.ClaimsSupported = nil, nil, nil
+	// The library's document has no field for Client ID Metadata Document
+	// support (MCP 2025-11-25); add it.
+	b, err := json.Marshal(d)
+	var doc map[string]any
+	if err == nil {
+		err = json.Unmarshal(b, &doc)
+	}
+	if err != nil {
+		server.WriteError(w, http.StatusInternalServerError, "internal_error", "cannot encode the metadata")
+		return
+	}
+	doc["client_id_metadata_document_supported"] = true
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	server.WriteJSON(w, http.StatusOK, doc)
+}
+
+// withResource checks the RFC 8707 resource parameter: absent means this
+// server; present it must name this server or a configured extra resource,
+// else invalid_target. /authorize hands it on to CreateAuthRequest; the
+// token endpoint checks it against the grant's resource.
+func (p *Provider) withResource(next http.Handler, authorize bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+		if err := r.ParseForm(); err != nil {
+			oauthError(w, http.StatusBadRequest, "invalid_request", "the request body is not a valid form (at most 64 KiB)")
+			return
+		}
+		res := r.Form["resource"]
+		if len(res) > 1 {
+			oauthError(w, http.StatusBadRequest, "invalid_target", "send at most one resource")
+			return
+		}
+		resource := ""
+		if len(res) == 1 {
+			resource = strings.TrimRight(res[0], "/")
+			if !slices.Contains(p.storage.resources, resource) {
+				oauthError(w, http.StatusBadRequest, "invalid_target", "this authorization server issues no tokens for that resource")
+				return
+			}
+		}
+		if authorize {
+			r = r.WithContext(withResource(r.Context(), resource))
+		} else if resource != "" && !p.tokenResourceMatches(r, resource) {
+			oauthError(w, http.StatusBadRequest, "invalid_target", "the resource differs from the one the grant was given for")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// tokenResourceMatches reports whether a token request's resource is the
+// one its refresh token's grant was bound to (code exchanges are checked
+// when the token is issued: the code carries the resource).
+func (p *Provider) tokenResourceMatches(r *http.Request, resource string) bool {
+	if r.Form.Get("grant_type") != string(oidc.GrantTypeRefreshToken) {
+		return true
+	}
+	t, err := p.opts.Store.Token(r.Context(), grants.Hash(r.Form.Get("refresh_token")))
+	if err != nil {
+		return true // the library answers invalid_grant
+	}
+	g, err := p.opts.Store.Grant(r.Context(), t.GrantID)
+	return err != nil || g.Resource == resource
+}
+
+func oauthError(w http.ResponseWriter, status int, code, desc string) {
+	w.Header().Set("Cache-Control", "no-store")
+	server.WriteJSON(w, status, map[string]string{"error": code, "error_description": desc})
+}
+
+// ErrInvalidToken is a token refused: unknown, expired, revoked, for
+// another audience or issuer, badly signed.
+var ErrInvalidToken = server.ErrInvalidToken
