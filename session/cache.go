@@ -77,3 +77,8 @@ func (c *Cache) SetSessionPermissions(ctx context.Context, account, id string, p
 	defer c.forget(account, id)
 	return c.Store.SetSessionPermissions(ctx, account, id, p, now)
 }
+
+func (c *Cache) SetSessionCharacter(ctx context.Context, account, id string, ch *Character, now time.Time) error {
+	defer c.forget(account, id)
+	return c.Store.SetSessionCharacter(ctx, account, id, ch, now)
+}

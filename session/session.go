@@ -24,8 +24,10 @@ type Session struct {
 	// Permissions are the base tool permissions; the zero value of a
 	// session that never set any is Default().
 	Permissions Permissions
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// Character is the character the session plays; nil when none.
+	Character *Character
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Store keeps sessions. Every method is scoped to an account.
@@ -43,6 +45,9 @@ type Store interface {
 	// SetSessionPermissions replaces a session's permissions (ErrNotFound
 	// when it does not exist).
 	SetSessionPermissions(ctx context.Context, accountID, id string, p Permissions, now time.Time) error
+	// SetSessionCharacter replaces a session's character; nil removes it
+	// (ErrNotFound when the session does not exist).
+	SetSessionCharacter(ctx context.Context, accountID, id string, c *Character, now time.Time) error
 }
 
 // MaxIDLength bounds a session id (MCP session ids and X-Session-Id values

@@ -132,3 +132,49 @@ func TestMigrationsApplyBySetNotByHighestVersion(t *testing.T) {
 		t.Fatalf("a version from a newer binary: %v", err)
 	}
 }
+
+// Sessions written before 0006 keep their rows: no character, no
+// variables, permissions as they were.
+func TestMigration0006KeepsSessions(t *testing.T) {
+	ctx := context.Background()
+	for name, d := range unmigrated(t) {
+		t.Run(name, func(t *testing.T) {
+			ms, err := loadMigrations(d.dialect)
+			if err != nil {
+				t.Fatal(err)
+			}
+			known := map[int]bool{}
+			for _, m := range ms {
+				known[m.version] = true
+			}
+			if _, err := d.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+				version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range ms {
+				if m.version < 6 {
+					if err := d.apply(ctx, m, known); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if _, err := d.db.ExecContext(ctx, d.q(`INSERT INTO sessions (account_id, id, metadata, tool_permissions, created_at, updated_at)
+				VALUES ('a', 'old', '{"k":1}', '{"enabled":false}', 1000, 1000)`)); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			s, err := d.GetSession(ctx, "a", "old")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Character != nil || string(s.Metadata) != `{"k":1}` || s.Permissions.Enabled {
+				t.Errorf("session after 0006: %+v", s)
+			}
+			if _, err := d.GetVariable(ctx, "a", "old", "x"); err == nil {
+				t.Error("a variable nobody set was found")
+			}
+		})
+	}
+}

@@ -114,6 +114,9 @@ type Options struct {
 	Definitions    tooldef.Store
 	Scripts        ScriptRunner
 	ScriptsEnabled bool
+	// Variables keeps session variables for get_variable and set_variable
+	// (sessiontools.go); they exist only with Sessions and Variables set.
+	Variables session.VariableStore
 }
 
 type entry struct {
@@ -128,9 +131,11 @@ type Executor struct {
 	opts    Options
 	catalog *catalog.Registry
 	tools   map[string]*entry
-	journal *journal.Journal
-	turns   turns
-	schemas compiled
+	// sessionTools are the builtins that need a session (sessiontools.go).
+	sessionTools map[string]*entry
+	journal      *journal.Journal
+	turns        turns
+	schemas      compiled
 }
 
 // NewExecutor builds an executor and its catalog from tool constructors'
@@ -172,22 +177,37 @@ func NewExecutor(opts Options, ts ...Tool) (*Executor, error) {
 		e.journal = journal.New(journal.NewMemStore(), journal.Options{InstanceID: uuid.NewString(), Logger: opts.Logger})
 	}
 	for _, t := range ts {
-		spec := t.Spec()
-		if err := e.catalog.Add(spec); err != nil {
+		if err := e.catalog.Add(t.Spec()); err != nil {
 			return nil, err
 		}
-		sch, err := compileSchema(spec.Name, spec.Input)
+		ent, err := newEntry(t)
 		if err != nil {
 			return nil, err
 		}
-		schemaDoc, err := ParseArgs(spec.Input)
-		if err != nil {
-			return nil, fmt.Errorf("schema of %s: %w", spec.Name, err)
-		}
-		props, _ := schemaDoc["properties"].(map[string]any)
-		e.tools[spec.Name] = &entry{tool: t, spec: spec, schema: sch, props: props}
+		e.tools[ent.spec.Name] = ent
+	}
+	if err := e.addSessionTools(); err != nil {
+		return nil, err
 	}
 	return e, nil
+}
+
+// newEntry compiles a tool's input schema.
+func newEntry(t Tool) (*entry, error) {
+	spec := t.Spec()
+	if err := spec.Check(); err != nil {
+		return nil, err
+	}
+	sch, err := compileSchema(spec.Name, spec.Input)
+	if err != nil {
+		return nil, err
+	}
+	schemaDoc, err := ParseArgs(spec.Input)
+	if err != nil {
+		return nil, fmt.Errorf("schema of %s: %w", spec.Name, err)
+	}
+	props, _ := schemaDoc["properties"].(map[string]any)
+	return &entry{tool: t, spec: spec, schema: sch, props: props}, nil
 }
 
 // Journal returns the journal the executor records into.
@@ -229,6 +249,9 @@ func (e *Executor) Execute(ctx context.Context, p Proposal) (*Outcome, error) {
 		return c.reject(ctx, journal.StateParseRejected, StatusError, te)
 	}
 	ent, ok := e.tools[p.Tool]
+	if !ok {
+		ent, ok = e.sessionTools[p.Tool]
+	}
 	var custom *customEntry
 	if !ok {
 		var err error

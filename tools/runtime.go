@@ -141,7 +141,7 @@ func (e *Executor) Runtime(ctx context.Context, account, sessionID, slot string)
 			t.unavailable("max_calls_per_turn is 0: no call may run in any turn")
 		}
 	}
-	for _, spec := range e.catalog.List() {
+	for _, spec := range append(e.catalog.List(), e.SessionSpecs()...) {
 		t := runtimeTool(spec, "toolhost", "builtin", "builtin", nil, basisPlatform, basisDeclared)
 		common(&t)
 		cat.Tools = append(cat.Tools, t)

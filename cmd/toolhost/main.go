@@ -112,6 +112,8 @@ type common struct {
 	sessions session.Store
 	// defs is the tool definitions store, opened with sessions.
 	defs tooldef.Store
+	// variables keeps session variables, opened with sessions.
+	variables session.VariableStore
 }
 
 // register defines the flags of the commands that run tools (serve, stdio,
@@ -169,6 +171,7 @@ func newExecutor(c *common, logger *slog.Logger) (*tools.Executor, func(), error
 		Slots:              c.cfg.Tools.Slots,
 		Sessions:           c.sessions,
 		Definitions:        c.defs,
+		Variables:          c.variables,
 		Scripts:            scriptRunner(c),
 		ScriptsEnabled:     scriptsEnabled(c),
 	}, ts...)
@@ -408,7 +411,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitStartup
 	}
 	defer cleanup()
-	if _, ok := exec.Catalog().Lookup(tool); !ok && !exec.HasDefinition(ctx, tools.LocalAccount, tool) {
+	if _, ok := exec.Catalog().Lookup(tool); !ok && !slices.Contains(tools.SessionToolNames, tool) && !exec.HasDefinition(ctx, tools.LocalAccount, tool) {
 		names := []string{}
 		for _, s := range exec.Catalog().List() {
 			names = append(names, s.Name)

@@ -116,6 +116,7 @@ func openJournal(c *common, logger *slog.Logger) (*journal.Journal, func(), erro
 	}
 	j := journal.New(db, opts)
 	c.sessions = session.NewCache(db, time.Second)
+	c.variables = db
 	c.defs = db
 	closeAll := func() {
 		j.Close()
@@ -155,7 +156,7 @@ var builtinNames = []string{"get_time", "roll_dice", "random_choice", "web_searc
 
 // sessionBuiltins are the seed's builtins that need a session; their
 // names are reserved for them.
-var sessionBuiltins = []string{"get_variable", "set_variable", "query_memory", "get_character_info"}
+var sessionBuiltins = append([]string{"query_memory"}, tools.SessionToolNames...)
 
 // withDefinitionRoutes adds GET /tools/builtin and the definitions CRUD.
 func withDefinitionRoutes(routes map[string]http.Handler, c *common, exec *tools.Executor, changed func(account string)) map[string]http.Handler {
@@ -169,6 +170,13 @@ func withDefinitionRoutes(routes map[string]http.Handler, c *common, exec *tools
 	var builtins []catalog.Spec
 	for _, s := range exec.Catalog().List() {
 		if !test[s.Name] {
+			builtins = append(builtins, s)
+		}
+	}
+	// Of the session builtins, GET /tools/builtin lists the one the seed
+	// names there; the variables appear in the runtime catalog only.
+	for _, s := range exec.SessionSpecs() {
+		if s.Name == "get_character_info" {
 			builtins = append(builtins, s)
 		}
 	}

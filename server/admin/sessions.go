@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,6 +37,7 @@ func (s *Sessions) Routes() map[string]http.Handler {
 		"POST /sessions":                        http.HandlerFunc(s.create),
 		"GET /sessions/{id}":                    http.HandlerFunc(s.one),
 		"DELETE /sessions/{id}":                 http.HandlerFunc(s.delete),
+		"PATCH /sessions/{id}":                  http.HandlerFunc(s.patch),
 		"GET /sessions/{id}/tool-permissions":   http.HandlerFunc(s.permissions),
 		"PUT /sessions/{id}/tool-permissions":   http.HandlerFunc(s.setPermissions),
 		"PATCH /sessions/{id}/tool-permissions": http.HandlerFunc(s.setPermissions),
@@ -62,8 +64,9 @@ const MaxMetadataBytes = 64 << 10
 
 func (s *Sessions) create(w http.ResponseWriter, r *http.Request) {
 	var in struct {
-		ID       *string         `json:"id"`
-		Metadata json.RawMessage `json:"metadata"`
+		ID        *string         `json:"id"`
+		Metadata  json.RawMessage `json:"metadata"`
+		Character *characterIn    `json:"character"`
 	}
 	if err := noQuery(r); err != nil {
 		writeSessionErr(w, err)
@@ -93,8 +96,13 @@ func (s *Sessions) create(w http.ResponseWriter, r *http.Request) {
 		}
 		md = in.Metadata
 	}
+	char, err := in.Character.check()
+	if err != nil {
+		writeSessionErr(w, err)
+		return
+	}
 	now := s.now()
-	se := session.Session{ID: id, AccountID: s.account(r), Metadata: md, Permissions: session.Default(), CreatedAt: now, UpdatedAt: now}
+	se := session.Session{ID: id, AccountID: s.account(r), Metadata: md, Permissions: session.Default(), Character: char, CreatedAt: now, UpdatedAt: now}
 	if err := s.Store.CreateSession(r.Context(), se); err != nil {
 		writeSessionErr(w, err)
 		return
@@ -132,6 +140,77 @@ func (s *Sessions) delete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	server.WriteJSON(w, http.StatusOK, map[string]any{"data": map[string]any{"id": id, "deleted": true}})
+}
+
+// characterIn is a character as POST and PATCH /sessions take it; id is
+// optional (char_<uuid> when absent).
+type characterIn struct {
+	ID          *string         `json:"id"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Attributes  json.RawMessage `json:"attributes"`
+}
+
+// check validates a character; nil in, nil out.
+func (c *characterIn) check() (*session.Character, error) {
+	if c == nil {
+		return nil, nil
+	}
+	out := &session.Character{Name: c.Name, Description: c.Description, Attributes: c.Attributes}
+	if c.ID != nil {
+		out.ID = *c.ID
+	} else {
+		out.ID = "char_" + uuid.Must(uuid.NewV7()).String()
+	}
+	if field, err := session.CheckCharacter(out); err != nil {
+		return nil, fieldError(field, "%s", err.Error())
+	}
+	return out, nil
+}
+
+// patch is PATCH /sessions/{id}: {"character": {...}} sets the session's
+// character, {"character": null} removes it.
+func (s *Sessions) patch(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Character json.RawMessage `json:"character"`
+	}
+	if err := noQuery(r); err != nil {
+		writeSessionErr(w, err)
+		return
+	}
+	if err := readBody(r, &in); err != nil {
+		writeSessionErr(w, err)
+		return
+	}
+	if len(in.Character) == 0 {
+		writeSessionErr(w, invalid("send at least one field to change; the fields are: character"))
+		return
+	}
+	var c *characterIn
+	if string(in.Character) != "null" {
+		dec := json.NewDecoder(bytes.NewReader(in.Character))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&c); err != nil {
+			writeSessionErr(w, fieldError("character", "want an object {id?, name, description?, attributes?} or null: %s", clip.Echo(err.Error())))
+			return
+		}
+	}
+	char, err := c.check()
+	if err != nil {
+		writeSessionErr(w, err)
+		return
+	}
+	se, ok := s.get(w, r)
+	if !ok {
+		return
+	}
+	now := s.now()
+	if err := s.Store.SetSessionCharacter(r.Context(), se.AccountID, se.ID, char, now); err != nil {
+		writeSessionErr(w, err)
+		return
+	}
+	se.Character, se.UpdatedAt = char, now
+	server.WriteJSON(w, http.StatusOK, map[string]any{"data": SessionView(se)})
 }
 
 func (s *Sessions) permissions(w http.ResponseWriter, r *http.Request) {
@@ -202,7 +281,7 @@ func (s *Sessions) slots() []string {
 // SessionView is a session in the REST shape.
 func SessionView(se session.Session) map[string]any {
 	return map[string]any{"id": se.ID, "metadata": se.Metadata, "tool_permissions": se.Permissions,
-		"created_at": se.CreatedAt.UnixMilli(), "updated_at": se.UpdatedAt.UnixMilli()}
+		"character": se.Character, "created_at": se.CreatedAt.UnixMilli(), "updated_at": se.UpdatedAt.UnixMilli()}
 }
 
 func noQuery(r *http.Request) error {

@@ -262,3 +262,66 @@ func TestRuntimeCatalogRoute(t *testing.T) {
 		})
 	}
 }
+
+// A session's character: set on POST, replaced and removed with PATCH,
+// checked field by field, and another account's session is 404.
+func TestSessionCharacters(t *testing.T) {
+	at := time.UnixMilli(1_735_689_600_000)
+	for name, st := range sessionStores(t) {
+		t.Run(name, func(t *testing.T) {
+			srv := tenantServer(t, (&admin.Sessions{Store: st, Account: accountHeader, Now: func() time.Time { return at }}).Routes())
+			wantChar := func(id, name string) func(*testing.T, map[string]any) {
+				return func(t *testing.T, d map[string]any) {
+					c, _ := d["character"].(map[string]any)
+					if c == nil || c["name"] != name || (id != "" && c["id"] != id) {
+						t.Errorf("character: %v, want %s %s", d["character"], id, name)
+					}
+					if id == "" && !strings.HasPrefix(c["id"].(string), "char_") {
+						t.Errorf("generated character id: %v", c["id"])
+					}
+					if _, ok := c["attributes"].(map[string]any); !ok {
+						t.Errorf("attributes: %v", c["attributes"])
+					}
+				}
+			}
+			calls := []call{
+				{method: "POST", path: "/sessions", body: `{"id":"s1","character":{"id":"char_ella","name":"艾拉","description":"游侠","attributes":{"hp":12}}}`, status: 201, check: wantChar("char_ella", "艾拉")},
+				{method: "GET", path: "/sessions/s1", status: 200, check: wantChar("char_ella", "艾拉")},
+				{method: "POST", path: "/sessions", body: `{"id":"s2"}`, status: 201, check: func(t *testing.T, d map[string]any) {
+					if v, ok := d["character"]; !ok || v != nil {
+						t.Errorf("a session without a character: %v", d)
+					}
+				}},
+				{method: "PATCH", path: "/sessions/s2", body: `{"character":{"name":"Bram"}}`, status: 200, check: wantChar("", "Bram")},
+				{method: "PATCH", path: "/sessions/s1", body: `{"character":null}`, status: 200, check: func(t *testing.T, d map[string]any) {
+					if d["character"] != nil {
+						t.Errorf("removed character: %v", d["character"])
+					}
+				}},
+				{method: "GET", path: "/sessions/s1", status: 200, check: func(t *testing.T, d map[string]any) {
+					if d["character"] != nil {
+						t.Errorf("removed character came back: %v", d["character"])
+					}
+				}},
+				// Cross-account: 404.
+				{method: "PATCH", path: "/sessions/s2", account: "stranger", body: `{"character":null}`, status: 404, code: "not_found"},
+				{method: "PATCH", path: "/sessions/nope", body: `{"character":null}`, status: 404, code: "not_found"},
+				// Hostile and wrong bodies.
+				{method: "PATCH", path: "/sessions/s2", body: `{}`, status: 400, code: "validation_error"},
+				{method: "PATCH", path: "/sessions/s2", body: `{"metadata":{}}`, status: 400, code: "validation_error"},
+				{method: "PATCH", path: "/sessions/s2", body: `{"character":{"name":""}}`, status: 400, code: "validation_error"},
+				{method: "PATCH", path: "/sessions/s2", body: `{"character":{"name":"a","name":"b"}}`, status: 400, code: "validation_error"},
+				{method: "PATCH", path: "/sessions/s2", body: `{"character":{"name":"a","power":9000}}`, status: 400, code: "validation_error"},
+				{method: "PATCH", path: "/sessions/s2", body: `{"character":{"name":"a","attributes":[1]}}`, status: 400, code: "validation_error"},
+				{method: "PATCH", path: "/sessions/s2", body: `{"character":{"name":"a","id":"char\u202e1"}}`, status: 400, code: "validation_error"},
+				{method: "PATCH", path: "/sessions/s2", body: `{"character":"Bram"}`, status: 400, code: "validation_error"},
+				{method: "PATCH", path: "/sessions/s2", body: `{"character":{"name":"` + strings.Repeat("名", 201) + `"}}`, status: 400, code: "validation_error"},
+				{method: "POST", path: "/sessions", body: `{"character":{"name":"a","attributes":{"x":"` + strings.Repeat("a", 70<<10) + `"}}}`, status: 400, code: "validation_error"},
+				{method: "GET", path: "/sessions/s2", status: 200, check: wantChar("", "Bram")},
+			}
+			for _, c := range calls {
+				do(t, srv, c)
+			}
+		})
+	}
+}

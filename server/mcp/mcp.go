@@ -132,7 +132,7 @@ func (s *Server) newSDKServer() *sdk.Server {
 		HasPrompts:   true,
 		HasResources: true,
 	})
-	for _, spec := range s.exec.Catalog().List() {
+	for _, spec := range append(s.exec.Catalog().List(), s.exec.SessionSpecs()...) {
 		srv.AddTool(sdkTool(spec, s.opts.Lang), s.handler(spec.Name, declaresError(spec.Output)))
 	}
 	srv.AddReceivingMiddleware(s.localize)
