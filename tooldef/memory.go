@@ -60,6 +60,12 @@ func (s *MemStore) ListDefinitions(_ context.Context, q Query) ([]Definition, in
 		all = append(all, clone(d))
 	}
 	s.mu.Unlock()
+	out, total := page(all, q)
+	return out, total, nil
+}
+
+// page sorts definitions as q says (ties by id) and cuts q's page.
+func page(all []Definition, q Query) ([]Definition, int) {
 	sort.Slice(all, func(i, j int) bool {
 		a, b := all[i], all[j]
 		c := 0
@@ -82,7 +88,7 @@ func (s *MemStore) ListDefinitions(_ context.Context, q Query) ([]Definition, in
 	if q.Limit > 0 {
 		hi = min(lo+q.Limit, total)
 	}
-	return all[lo:hi], total, nil
+	return all[lo:hi], total
 }
 
 func (s *MemStore) UpdateDefinition(_ context.Context, d Definition) error {

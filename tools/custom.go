@@ -81,21 +81,45 @@ func definitionSpec(def tooldef.Definition) catalog.Spec {
 	}
 }
 
-// customTool looks up an enabled definition of the account by name.
+// callable picks, of an account's enabled definitions of one name, the one
+// a call runs: a preset (the operator's) over the account's custom one.
+// Definitions of source character are not callable here.
+func callable(defs []tooldef.Definition) (tooldef.Definition, bool) {
+	var best tooldef.Definition
+	found := false
+	for _, d := range defs {
+		switch {
+		case d.Source == tooldef.SourcePreset:
+			return d, true
+		case d.Source == tooldef.SourceCustom && !found:
+			best, found = d, true
+		}
+	}
+	return best, found
+}
+
+// providerOf is the journal's and the catalog's provider of a definition.
+func providerOf(def tooldef.Definition) (typ, id string) {
+	if def.Source == tooldef.SourcePreset {
+		return "preset", "preset:" + def.Name
+	}
+	return "custom", "tooldef:" + def.ID
+}
+
+// customTool looks up the enabled definition a call of name runs.
 func (e *Executor) customTool(ctx context.Context, account, name string) (*customEntry, error) {
 	if e.opts.Definitions == nil {
 		return nil, nil
 	}
 	on := true
-	defs, _, err := e.opts.Definitions.ListDefinitions(ctx, tooldef.Query{AccountID: account, Name: name,
-		Source: tooldef.SourceCustom, Enabled: &on, Limit: 1})
+	defs, _, err := e.opts.Definitions.ListDefinitions(ctx, tooldef.Query{AccountID: account, Name: name, Enabled: &on})
 	if err != nil {
 		return nil, fmt.Errorf("look up tool definition %s: %w", name, err)
 	}
-	if len(defs) == 0 {
+	def, ok := callable(defs)
+	if !ok {
 		return nil, nil
 	}
-	def := defs[0]
 	sch, err := e.schemas.get(def)
 	if err != nil {
 		return nil, fmt.Errorf("schema of definition %s: %w", def.ID, err)
@@ -105,22 +129,33 @@ func (e *Executor) customTool(ctx context.Context, account, name string) (*custo
 	return &customEntry{entry: entry{tool: &scriptTool{e: e, def: def}, spec: definitionSpec(def), schema: sch, props: props}, def: def}, nil
 }
 
-// CustomSpecs returns the specs of the account's enabled custom tools
-// that a call can reach (a definition shadowed by a builtin is left out),
-// for the MCP face's tools/list.
+// CustomSpecs returns the specs of the account's enabled custom and
+// preset tools that a call can reach (one per name, a preset before a
+// custom one; a definition shadowed by a builtin is left out), for the MCP
+// face's tools/list.
 func (e *Executor) CustomSpecs(ctx context.Context, account string) ([]catalog.Spec, error) {
 	if e.opts.Definitions == nil {
 		return nil, nil
 	}
 	on := true
-	defs, _, err := e.opts.Definitions.ListDefinitions(ctx, tooldef.Query{AccountID: account, Source: tooldef.SourceCustom,
+	defs, _, err := e.opts.Definitions.ListDefinitions(ctx, tooldef.Query{AccountID: account,
 		Enabled: &on, SortBy: tooldef.SortName, Asc: true})
 	if err != nil {
 		return nil, fmt.Errorf("custom tools of %s: %w", account, err)
 	}
-	var out []catalog.Spec
+	byName := map[string][]tooldef.Definition{}
+	var names []string
 	for _, d := range defs {
-		if _, builtin := e.tools[d.Name]; !builtin {
+		if _, ok := byName[d.Name]; !ok {
+			names = append(names, d.Name)
+		}
+		byName[d.Name] = append(byName[d.Name], d)
+	}
+	var out []catalog.Spec
+	for _, n := range names {
+		_, builtin := e.tools[n]
+		_, session := e.sessionTools[n]
+		if d, ok := callable(byName[n]); ok && !builtin && !session {
 			out = append(out, definitionSpec(d))
 		}
 	}

@@ -263,7 +263,7 @@ func (e *Executor) Execute(ctx context.Context, p Proposal) (*Outcome, error) {
 			return c.reject(ctx, journal.StateParseRejected, StatusError, Errorf(CodeUnknownTool, "unknown tool %q; available tools: %s", clip.Echo(p.Tool), strings.Join(e.names(), ", ")))
 		}
 		ent = &custom.entry
-		c.rec.ProviderType, c.rec.ProviderID = "custom", "tooldef:"+custom.def.ID
+		c.rec.ProviderType, c.rec.ProviderID = providerOf(custom.def)
 	}
 	out.Version = ent.spec.Version
 	c.rec.ToolVersion = ent.spec.Version

@@ -150,17 +150,34 @@ func (e *Executor) Runtime(ctx context.Context, account, sessionID, slot string)
 		return cat, nil
 	}
 	on := true
-	defs, _, err := e.opts.Definitions.ListDefinitions(ctx, tooldef.Query{AccountID: account, Source: tooldef.SourceCustom,
+	defs, _, err := e.opts.Definitions.ListDefinitions(ctx, tooldef.Query{AccountID: account,
 		Enabled: &on, SortBy: tooldef.SortName, Asc: true})
 	if err != nil {
 		return cat, fmt.Errorf("runtime catalog: %w", err)
 	}
+	byName := map[string][]tooldef.Definition{}
+	for _, d := range defs {
+		byName[d.Name] = append(byName[d.Name], d)
+	}
 	for _, def := range defs {
-		t := runtimeTool(definitionSpec(def), "tooldef:"+def.ID, "custom", def.Source, def.AllowedSlots, basisDeclared, basisInferred)
-		if _, builtin := e.tools[def.Name]; builtin {
+		if def.Source != tooldef.SourceCustom && def.Source != tooldef.SourcePreset {
+			continue
+		}
+		typ, id := providerOf(def)
+		t := runtimeTool(definitionSpec(def), id, typ, def.Source, def.AllowedSlots, basisDeclared, basisInferred)
+		_, builtin := e.tools[def.Name]
+		_, sessionTool := e.sessionTools[def.Name]
+		winner, _ := callable(byName[def.Name])
+		switch {
+		case builtin || sessionTool:
 			reason := fmt.Sprintf("the builtin %s has this name; a call runs the builtin", def.Name)
 			t.Availability, t.AvailabilityReason = InConflict, &reason
 			cat.Conflicts = append(cat.Conflicts, Conflict{Name: def.Name, Winner: "toolhost", Shadowed: []string{t.ProviderID}, Reason: reason})
+		case winner.ID != def.ID:
+			wt, wid := providerOf(winner)
+			reason := fmt.Sprintf("the %s definition %s has this name; a call runs it", wt, def.Name)
+			t.Availability, t.AvailabilityReason = InConflict, &reason
+			cat.Conflicts = append(cat.Conflicts, Conflict{Name: def.Name, Winner: wid, Shadowed: []string{t.ProviderID}, Reason: reason})
 		}
 		if t.Availability == Available {
 			if te := e.definitionDenial(def); te != nil {

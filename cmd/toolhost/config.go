@@ -11,6 +11,7 @@ import (
 
 	"toolhost/sandbox"
 	"toolhost/server"
+	"toolhost/tooldef"
 	"toolhost/tools/fetchpage"
 	"toolhost/tools/websearch"
 )
@@ -70,6 +71,11 @@ type Config struct {
 		// handlers (also ENABLE_UNSAFE_SCRIPT_HANDLER=true in the
 		// environment). Off by default, as the seed says.
 		EnableUnsafeScriptHandler bool `json:"enable_unsafe_script_handler"`
+		// Presets are the operator's tool definitions (source preset):
+		// every account sees and may call them, nobody changes them over
+		// the API. Each takes the fields of POST /tools/definitions
+		// except source and source_id.
+		Presets []tooldef.Input `json:"presets"`
 	} `json:"tools"`
 	// Search configures web_search: the ordered provider list and the cache.
 	Search websearch.Config `json:"search"`

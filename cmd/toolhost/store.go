@@ -117,13 +117,18 @@ func openJournal(c *common, logger *slog.Logger) (*journal.Journal, func(), erro
 	j := journal.New(db, opts)
 	c.sessions = session.NewCache(db, time.Second)
 	c.variables = db
-	c.defs = db
 	closeAll := func() {
 		j.Close()
 		if err := db.Close(); err != nil {
 			logger.Warn("closing the journal store", "err", err)
 		}
 	}
+	presets, err := presetDefinitions(c)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	c.defs = tooldef.WithPresets(db, presets)
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	n, err := j.Start(sctx)
@@ -157,6 +162,23 @@ var builtinNames = []string{"get_time", "roll_dice", "random_choice", "web_searc
 // sessionBuiltins are the seed's builtins that need a session; their
 // names are reserved for them.
 var sessionBuiltins = append([]string{"query_memory"}, tools.SessionToolNames...)
+
+// presetDefinitions checks the config's tools.presets with the rules of
+// POST /tools/definitions.
+func presetDefinitions(c *common) ([]tooldef.Definition, error) {
+	slots := c.cfg.Tools.Slots
+	if len(slots) == 0 {
+		slots = session.DefaultSlots
+	}
+	rules := tooldef.Rules{
+		Slots: slots,
+		Reserved: func(name string) bool {
+			return slices.Contains(builtinNames, name) || slices.Contains(sessionBuiltins, name)
+		},
+		CheckSchema: func(raw []byte) error { return tools.CheckSchema("preset", raw) },
+	}
+	return rules.Presets(c.cfg.Tools.Presets, time.Now())
+}
 
 // withDefinitionRoutes adds GET /tools/builtin and the definitions CRUD.
 func withDefinitionRoutes(routes map[string]http.Handler, c *common, exec *tools.Executor, changed func(account string)) map[string]http.Handler {

@@ -226,6 +226,9 @@ func (d *Definitions) toggle(w http.ResponseWriter, r *http.Request) {
 
 func (d *Definitions) update(w http.ResponseWriter, r *http.Request, edit func(*tooldef.Definition) error) {
 	def, err := d.Store.GetDefinition(r.Context(), d.account(r), r.PathValue("id"))
+	if err == nil && def.Source == tooldef.SourcePreset {
+		err = tooldef.ErrReadOnly
+	}
 	if err != nil {
 		writeDefErr(w, err)
 		return
@@ -285,6 +288,9 @@ func writeDefErr(w http.ResponseWriter, err error) {
 		server.WriteError(w, http.StatusForbidden, "tool_script_handler_disabled", err.Error())
 	case errors.Is(err, tooldef.ErrNotFound):
 		server.WriteError(w, http.StatusNotFound, "not_found", "no such tool definition")
+	case errors.Is(err, tooldef.ErrReadOnly):
+		server.WriteError(w, http.StatusForbidden, "tool_definition_read_only",
+			"preset tool definitions come from the server's config file (tools.presets) and cannot be changed over the API")
 	case errors.Is(err, tooldef.ErrConflict):
 		server.WriteError(w, http.StatusConflict, "tool_definition_conflict",
 			"this account already has a tool definition with the same name, source and source_id")

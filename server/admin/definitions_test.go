@@ -2,6 +2,7 @@ package admin_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -237,5 +238,65 @@ func TestBuiltinListFollowsTheSeed(t *testing.T) {
 	}
 	if len(b) != 1 {
 		t.Errorf("envelope %v: want data only", b)
+	}
+}
+
+// Presets from the config: every account lists and reads them, nobody
+// writes them, and the filters of the list see them as source preset.
+func TestPresetDefinitionsAreReadOnlyAndShared(t *testing.T) {
+	rules := tooldef.Rules{Slots: session.DefaultSlots,
+		Reserved:    func(n string) bool { return n == "roll_dice" },
+		CheckSchema: func(raw []byte) error { return tools.CheckSchema("preset", raw) }}
+	name, desc := "lookup_npc", "operator's NPC lookup"
+	presets, err := rules.Presets([]tooldef.Input{{Name: &name, Description: &desc}}, time.UnixMilli(1_735_689_600_000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for sname, st := range defStores(t) {
+		t.Run(sname, func(t *testing.T) {
+			scripts := true
+			var changed []string
+			srv := defsServer(t, tooldef.WithPresets(st, presets), &scripts, &changed)
+			pid := tooldef.PresetID("lookup_npc")
+			do(t, srv, call{method: "POST", path: "/tools/definitions", body: `{"name":"lookup_npc"}`, status: 201})
+			do(t, srv, call{method: "POST", path: "/tools/definitions", body: `{"name":"mine"}`, status: 201})
+			for _, account := range []string{"", "acme"} {
+				one := do(t, srv, call{method: "GET", path: "/tools/definitions/" + pid, account: account, status: 200})
+				if one["source"] != "preset" || one["description"] != desc || one["source_id"] != nil {
+					t.Errorf("preset as %q: %v", account, one)
+				}
+			}
+			list := doRaw(t, srv, "GET", "/tools/definitions?source=preset", "")
+			if m := mask(t, list["meta"]); !strings.Contains(m, `"total":1`) {
+				t.Errorf("source=preset: %s", mask(t, list))
+			}
+			all := doRaw(t, srv, "GET", "/tools/definitions?sort_by=name&sort_order=asc&limit=2", "")
+			var names []string
+			for _, d := range all["data"].([]any) {
+				m := d.(map[string]any)
+				names = append(names, m["name"].(string)+"/"+m["source"].(string))
+			}
+			if fmt.Sprint(names) != "[lookup_npc/preset lookup_npc/custom]" || all["meta"].(map[string]any)["total"] != float64(3) {
+				t.Errorf("list with presets: %v %v", names, all["meta"])
+			}
+			if n := doRaw(t, srv, "GET", "/tools/definitions?source=custom", ""); n["meta"].(map[string]any)["total"] != float64(2) {
+				t.Errorf("source=custom: %v", n["meta"])
+			}
+			if n := doRaw(t, srv, "GET", "/tools/definitions?source_id=x", ""); n["meta"].(map[string]any)["total"] != float64(0) {
+				t.Errorf("source_id=x: %v", n["meta"])
+			}
+			for _, c := range []call{
+				{method: "PATCH", path: "/tools/definitions/" + pid, body: `{"description":"mine now"}`, status: 403, code: "tool_definition_read_only"},
+				{method: "PATCH", path: "/tools/definitions/" + pid + "/toggle", body: `{"enabled":false}`, status: 403, code: "tool_definition_read_only"},
+				{method: "DELETE", path: "/tools/definitions/" + pid, status: 403, code: "tool_definition_read_only"},
+				{method: "DELETE", path: "/tools/definitions/" + pid, account: "acme", status: 403, code: "tool_definition_read_only"},
+				{method: "POST", path: "/tools/definitions", body: `{"name":"x","source":"preset"}`, status: 400, code: "validation_error"},
+			} {
+				do(t, srv, c)
+			}
+			if one := do(t, srv, call{method: "GET", path: "/tools/definitions/" + pid, status: 200}); one["description"] != desc || one["enabled"] != true {
+				t.Errorf("a refused write changed the preset: %v", one)
+			}
+		})
 	}
 }

@@ -38,8 +38,13 @@ func TestRuntimeCatalogIsWhatACallMayRun(t *testing.T) {
 			add("any_slot", "none", nil, `"return 1;"`)
 			add("launch", "irreversible", nil, `"return 1;"`)
 			add("no_handler", "none", nil, "")
-			add("roll_dice", "none", nil, `"return 1;"`) // shadowed by the builtin
-			ex, err := tools.NewExecutor(tools.Options{Sessions: sessions, Definitions: defs, Scripts: NewScripts(sb), ScriptsEnabled: scripts}, builtin.All()...)
+			add("roll_dice", "none", nil, `"return 1;"`)               // shadowed by the builtin
+			add("oracle", "none", nil, `"return { from: 'custom' };"`) // shadowed by the preset
+			preset := tooldef.New()
+			preset.ID, preset.Name, preset.Source, preset.CreatedAt, preset.UpdatedAt = tooldef.PresetID("oracle"), "oracle", tooldef.SourcePreset, now, now
+			preset.HandlerType, preset.Handler = tooldef.HandlerScript, json.RawMessage(`{"script":"return { from: 'preset' };"}`)
+			ex, err := tools.NewExecutor(tools.Options{Sessions: sessions, Variables: sessions, Definitions: tooldef.WithPresets(defs, []tooldef.Definition{preset}),
+				Scripts: NewScripts(sb), ScriptsEnabled: scripts}, builtin.All()...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -53,7 +58,7 @@ func TestRuntimeCatalogIsWhatACallMayRun(t *testing.T) {
 			if err := sessions.SetSessionPermissions(ctx, tools.LocalAccount, "sess", p, now); err != nil {
 				t.Fatal(err)
 			}
-			args := map[string]string{"random_choice": `{"options":["a","b"]}`}
+			args := map[string]string{"random_choice": `{"options":["a","b"]}`, "get_variable": `{"name":"v"}`, "set_variable": `{"name":"v","value":[1]}`}
 			refused := map[string]bool{tools.CodePermissionDenied: true, tools.CodeScriptsDisabled: true, tools.CodeNoHandler: true}
 			calls := 0
 			for _, slot := range []string{"", "narrator", "director", "verifier", "memory"} {
@@ -65,7 +70,7 @@ func TestRuntimeCatalogIsWhatACallMayRun(t *testing.T) {
 				for _, tl := range cat.Tools {
 					seen[tl.Name]++
 					if tl.Availability == tools.InConflict {
-						if tl.Name != "roll_dice" || len(cat.Conflicts) != 1 {
+						if (tl.Name != "roll_dice" && tl.Name != "oracle") || len(cat.Conflicts) != 2 {
 							t.Errorf("conflict %+v, conflicts %+v", tl, cat.Conflicts)
 						}
 						continue
@@ -84,14 +89,17 @@ func TestRuntimeCatalogIsWhatACallMayRun(t *testing.T) {
 					if ran != (tl.Availability == tools.Available) {
 						t.Errorf("slot %q, %s: catalog says %s (%v), the call says %q %s", slot, tl.Name, tl.Availability, deref(tl.AvailabilityReason), out.Code, out.Message)
 					}
-					if ran && out.IsError {
+					if ran && out.IsError && out.Code != tools.CodeNoCharacter {
 						t.Errorf("slot %q, %s ran and failed: %s %s", slot, tl.Name, out.Code, out.Message)
+					}
+					if tl.Name == "oracle" && ran && (tl.ProviderType != "preset" || string(out.Structured) != `{"from":"preset"}`) {
+						t.Errorf("oracle: catalog %s %s, call %s", tl.ProviderType, tl.ProviderID, out.Structured)
 					}
 					if (tl.AvailabilityReason == nil) != (tl.Availability == tools.Available) {
 						t.Errorf("%s: availability %s with reason %v", tl.Name, tl.Availability, deref(tl.AvailabilityReason))
 					}
 				}
-				if seen["roll_dice"] != 2 || seen["no_handler"] != 1 || seen["lookup_npc"] != 1 {
+				if seen["roll_dice"] != 2 || seen["no_handler"] != 1 || seen["lookup_npc"] != 1 || seen["oracle"] != 2 || seen["set_variable"] != 1 {
 					t.Errorf("slot %q: tools %v", slot, seen)
 				}
 			}
