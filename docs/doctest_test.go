@@ -320,13 +320,12 @@ func setup(t *testing.T, root string) *env {
 
 // page is one Markdown file's run: its scratch checkout, data, server.
 type page struct {
-	e       *env
-	name    string
-	dir     string // the scratch checkout, the blocks' working directory
-	envv    []string
-	mu      sync.Mutex
-	server  string // host:port once started
-	srvLogs *bytes.Buffer
+	e      *env
+	name   string
+	dir    string // the scratch checkout, the blocks' working directory
+	envv   []string
+	mu     sync.Mutex
+	server string // host:port once started
 }
 
 func (e *env) newPage(t *testing.T, name string) *page {

@@ -20,9 +20,9 @@ const Window = time.Minute
 type Limiter interface {
 	// TakeCall admits one call under a limit of perMinute calls per Window.
 	TakeCall(ctx context.Context, keyID string, perMinute int) (ok bool, retryAfter time.Duration, err error)
-	// Acquire takes one of max concurrency slots for lease until ttl passes
+	// Acquire takes one of limit concurrency slots for lease until ttl passes
 	// (so a crashed replica's slots come back by themselves).
-	Acquire(ctx context.Context, keyID, lease string, max int, ttl time.Duration) (bool, error)
+	Acquire(ctx context.Context, keyID, lease string, limit int, ttl time.Duration) (bool, error)
 	// Release gives the slot back.
 	Release(ctx context.Context, keyID, lease string) error
 }

@@ -3,20 +3,24 @@
 // tools.Executor as the MCP face, feeds the results back and repeats until
 // the model answers, following the numbered rules of the hosted-tools seed.
 //
-// The loop knows nothing about the wire format the caller spoke. A wire
-// format (server/v1: Chat Completions, Messages, Responses) translates its
-// request into a canonical Request, receives format-neutral Events while the
-// loop runs (for streaming), and renders the Result. Upstream clients
-// (OpenAI-compatible here; Anthropic next) translate the canonical
-// conversation into their protocol. Where the caller's format and the
-// upstream protocol are the same dialect, whatever the loop does not read
-// travels verbatim (Message.Raw, Request.Options, Usage.Detail); where they
-// differ, the upstream client translates the canonical fields.
+// The loop knows nothing about the wire format the caller spoke nor about
+// the upstream's protocol. A wire format (server/v1: Chat Completions,
+// Messages, Responses) translates its request into a canonical Request,
+// receives format-neutral Events while the loop runs (for streaming), and
+// renders the Result. An Upstream (loop/upstream/openai for
+// OpenAI-compatible Chat Completions, loop/upstream/anthropic for Messages,
+// both on the shared transport of loop/upstream) translates the canonical
+// conversation into its protocol; this package never imports them. Where
+// the caller's format and the upstream protocol are the same dialect,
+// whatever the loop does not read travels verbatim (Message.Raw,
+// Request.Options, Usage.Detail); where they differ, the upstream client
+// translates the canonical fields.
 //
 // Invariants:
 //   - hosted tool definitions are appended after the caller's functions;
 //   - a round whose calls are all hosted runs them (at most MaxParallel at
-//     a time) and appends the results in the model's order;
+//     a time: an errgroup with that limit) and appends the results in
+//     the model's order;
 //   - a round with any caller function ends the loop; its hosted calls are
 //     skipped;
 //   - after a hosted round a forced tool choice becomes auto;

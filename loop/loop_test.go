@@ -12,6 +12,8 @@ import (
 	"toolhost/catalog"
 	"toolhost/loop"
 	"toolhost/loop/fakeupstream"
+	"toolhost/loop/upstream"
+	"toolhost/loop/upstream/openai"
 	"toolhost/session"
 	"toolhost/tools"
 	"toolhost/tools/builtin"
@@ -35,12 +37,12 @@ func fakeRoute(t testing.TB, rounds ...fakeupstream.Round) (*loop.Route, *fakeup
 	}
 	t.Cleanup(func() { _ = fake.Close() })
 	return &loop.Route{Name: "fake", Protocol: loop.DialectOpenAI, SupportsTools: true,
-		Upstream: loop.NewOpenAI(loop.OpenAIConfig{Name: "fake", BaseURL: fake.URL()})}, fake
+		Upstream: openai.New(openai.Config{Name: "fake", BaseURL: fake.URL()})}, fake
 }
 
 func userRequest(text string, stream bool) loop.Request {
 	raw, _ := json.Marshal(map[string]string{"role": "user", "content": text})
-	m, _ := loop.DecodeOpenAIMessage(raw)
+	m, _ := openai.DecodeMessage(raw)
 	return loop.Request{Model: "fake-1", Messages: []loop.Message{m}, Stream: stream, OptionsDialect: loop.DialectOpenAI}
 }
 
@@ -276,12 +278,12 @@ func TestRunnerBudgetEndsLoopEarly(t *testing.T) {
 func TestOpenAIClientTimeouts(t *testing.T) {
 	cases := []struct {
 		name     string
-		timeouts loop.Timeouts
+		timeouts upstream.Timeouts
 		stream   bool
 	}{
-		{"header", loop.Timeouts{Header: 50 * time.Millisecond}, false},
-		{"total", loop.Timeouts{Total: 50 * time.Millisecond}, true},
-		{"idle", loop.Timeouts{Idle: 50 * time.Millisecond}, true},
+		{"header", upstream.Timeouts{Header: 50 * time.Millisecond}, false},
+		{"total", upstream.Timeouts{Total: 50 * time.Millisecond}, true},
+		{"idle", upstream.Timeouts{Idle: 50 * time.Millisecond}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -294,7 +296,7 @@ func TestOpenAIClientTimeouts(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer fake.Close()
-			up := loop.NewOpenAI(loop.OpenAIConfig{Name: "slow", BaseURL: fake.URL(), Timeouts: tc.timeouts})
+			up := openai.New(openai.Config{Name: "slow", BaseURL: fake.URL(), Timeouts: tc.timeouts})
 			req := userRequest("x", tc.stream)
 			_, err = up.Call(context.Background(), &loop.UpstreamRequest{Model: "m", Messages: req.Messages, Stream: tc.stream}, nil)
 			if err == nil || !strings.Contains(err.Error(), "upstream slow") || (tc.name == "idle" && !strings.Contains(err.Error(), "idle timeout")) {

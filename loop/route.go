@@ -6,7 +6,6 @@ import (
 	"math"
 	"path"
 	"strings"
-	"time"
 )
 
 // ErrModelUnavailable: no configured route serves the model with tool
@@ -174,27 +173,4 @@ func (r *Router) Status() []RouteStatus {
 		out = append(out, st)
 	}
 	return out
-}
-
-// Timeouts bound an upstream client.
-type Timeouts struct {
-	// Header: from sending the request to the response headers.
-	Header time.Duration
-	// Idle: the longest gap between two stream chunks.
-	Idle time.Duration
-	// Total: one whole upstream call.
-	Total time.Duration
-}
-
-func (t Timeouts) withDefaults() Timeouts {
-	if t.Header <= 0 {
-		t.Header = 60 * time.Second
-	}
-	if t.Idle <= 0 {
-		t.Idle = 120 * time.Second
-	}
-	if t.Total <= 0 {
-		t.Total = 10 * time.Minute
-	}
-	return t
 }

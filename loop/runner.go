@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
 
 	"toolhost/catalog"
 	"toolhost/tools"
@@ -210,40 +211,11 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 		res.Usage = res.Usage.Add(resp.Usage)
 		res.Cost += rr.Cost
 
-		// Give every call an id (some upstreams omit them) and classify.
-		calls := resp.Message.ToolCalls
-		var hostedCalls []Call
-		callerCalls := 0
-		idsAdded := false
-		for i := range calls {
-			if calls[i].ID == "" {
-				calls[i].ID = newCallID()
-				idsAdded = true
-			}
-			if hosted[calls[i].Name] {
-				hostedCalls = append(hostedCalls, Call{Round: round, Index: i, ID: calls[i].ID, Name: calls[i].Name, Args: calls[i].Args})
-			} else {
-				callerCalls++
-			}
-		}
-
+		calls, hostedCalls, callerCalls, idsAdded := classify(resp, round, hosted)
 		if len(hostedCalls) == 0 || callerCalls > 0 || final {
 			// Rules 3 and 5: the loop ends; hosted calls of this round are
 			// not executed.
-			for i := range hostedCalls {
-				hostedCalls[i].Status = StatusSkipped
-				hostedCalls[i].Summary = skippedSummary(run.Lang, final)
-			}
-			rr.Calls = hostedCalls
-			res.Calls = append(res.Calls, hostedCalls...)
-			res.Rounds = append(res.Rounds, rr)
-			res.Final = resp
-			res.Message, res.FinishReason, res.HostedRemoved = withoutHosted(resp, hosted)
-			r.record(ctx, run, res, rr)
-			if err := emit(Event{Kind: EventRoundEnd, Round: round, Final: final, Usage: rr.Usage, Cost: rr.Cost, Calls: hostedCalls}); err != nil {
-				return nil, err
-			}
-			return res, nil
+			return r.end(ctx, run, res, rr, hosted, hostedCalls, emit)
 		}
 
 		// Rule 2: run the hosted calls, results in the model's order.
@@ -258,19 +230,7 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 		if err := emit(Event{Kind: EventHostedCallsDone, Round: round, Calls: cloneCalls(hostedCalls)}); err != nil {
 			return nil, err
 		}
-		assistant := resp.Message
-		assistant.ToolCalls = calls
-		if idsAdded {
-			// The raw message lacks the ids the results refer to.
-			assistant.Raw = nil
-		}
-		if assistant.Role == "" {
-			assistant.Role = RoleAssistant
-		}
-		msgs = append(msgs, assistant)
-		for _, c := range hostedCalls {
-			msgs = append(msgs, Message{Role: RoleTool, ToolCallID: c.ID, Text: c.Result, IsError: c.IsError})
-		}
+		msgs = appendRound(msgs, resp.Message, calls, idsAdded, hostedCalls)
 		hostedRounds++
 		// Rule 4: a forced choice is relaxed once hosted tools have run.
 		if choice.Mode == ToolChoiceRequired || choice.Mode == ToolChoiceFunction {
@@ -286,87 +246,136 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 	}
 }
 
-// execute runs calls through the executor, at most MaxParallel at a time,
-// filling each Call in place. An error of the runtime cancels the others.
-func (r *Runner) execute(ctx context.Context, run *Run, runID string, calls []Call, emit Sink) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	sem := make(chan struct{}, MaxParallel)
-	var (
-		wg      sync.WaitGroup
-		emitMu  sync.Mutex
-		firstMu sync.Mutex
-		first   error
-	)
-	fail := func(err error) {
-		firstMu.Lock()
-		if first == nil {
-			first = err
-			cancel(err)
+// classify gives every call of the answer an id (some upstreams omit
+// them) and sorts them: the hosted ones as Calls of the round, the
+// caller's counted.
+func classify(resp *UpstreamResponse, round int, hosted map[string]bool) (calls []ToolCall, hostedCalls []Call, callerCalls int, idsAdded bool) {
+	calls = resp.Message.ToolCalls
+	for i := range calls {
+		if calls[i].ID == "" {
+			calls[i].ID = newCallID()
+			idsAdded = true
 		}
-		firstMu.Unlock()
+		if hosted[calls[i].Name] {
+			hostedCalls = append(hostedCalls, Call{Round: round, Index: i, ID: calls[i].ID, Name: calls[i].Name, Args: calls[i].Args})
+		} else {
+			callerCalls++
+		}
 	}
-	send := func(ev Event) {
+	return calls, hostedCalls, callerCalls, idsAdded
+}
+
+// end finishes a run on its last round: the round's hosted calls are
+// skipped, the final message loses them.
+func (r *Runner) end(ctx context.Context, run *Run, res *Result, rr RoundResult, hosted map[string]bool, hostedCalls []Call, emit Sink) (*Result, error) {
+	for i := range hostedCalls {
+		hostedCalls[i].Status = StatusSkipped
+		hostedCalls[i].Summary = skippedSummary(run.Lang, rr.Final)
+	}
+	rr.Calls = hostedCalls
+	res.Calls = append(res.Calls, hostedCalls...)
+	res.Rounds = append(res.Rounds, rr)
+	res.Final = rr.Response
+	res.Message, res.FinishReason, res.HostedRemoved = withoutHosted(rr.Response, hosted)
+	r.record(ctx, run, res, rr)
+	if err := emit(Event{Kind: EventRoundEnd, Round: rr.Round, Final: rr.Final, Usage: rr.Usage, Cost: rr.Cost, Calls: hostedCalls}); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// appendRound adds a hosted round to the conversation: the assistant
+// message with every call (ids filled in) and one tool message per hosted
+// result, in the model's order.
+func appendRound(msgs []Message, assistant Message, calls []ToolCall, idsAdded bool, hostedCalls []Call) []Message {
+	assistant.ToolCalls = calls
+	if idsAdded {
+		// The raw message lacks the ids the results refer to.
+		assistant.Raw = nil
+	}
+	if assistant.Role == "" {
+		assistant.Role = RoleAssistant
+	}
+	msgs = append(msgs, assistant)
+	for _, c := range hostedCalls {
+		msgs = append(msgs, Message{Role: RoleTool, ToolCallID: c.ID, Text: c.Result, IsError: c.IsError})
+	}
+	return msgs
+}
+
+// execute runs calls through the executor, at most MaxParallel at a time,
+// filling each Call in place. An error of the runtime, or of the sink,
+// cancels the others and is returned.
+func (r *Runner) execute(ctx context.Context, run *Run, runID string, calls []Call, emit Sink) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(MaxParallel)
+	var emitMu sync.Mutex
+	send := func(ev Event) error {
 		emitMu.Lock()
 		defer emitMu.Unlock()
-		if err := emit(ev); err != nil {
-			fail(err)
-		}
+		return emit(ev)
 	}
 	for i := range calls {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
+		c := &calls[i]
+		// g.Go returns once the call has a slot; the call then waits for
+		// its start notice, which goes out from here so that notices come
+		// in the model's order.
+		started := make(chan error, 1)
+		g.Go(func() error {
+			if err := <-started; err != nil {
+				return err
+			}
+			if err := r.executeOne(gctx, run, runID, c); err != nil {
+				return err
+			}
+			cc := *c
+			return send(Event{Kind: EventHostedCallFinished, Round: c.Round, Call: &cc})
+		})
+		if err := gctx.Err(); err != nil {
+			started <- err
 			break
 		}
-		// Start notices go out from here, so they come in the model's order.
-		c := &calls[i]
-		send(Event{Kind: EventHostedCallStarted, Round: c.Round, Call: &Call{Round: c.Round, Index: c.Index, ID: c.ID, Name: c.Name, Args: c.Args}})
-		wg.Add(1)
-		go func(c *Call) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			key := ""
-			if run.Caller.IdempotencyKey != "" {
-				key = run.Caller.IdempotencyKey + "/" + strconv.Itoa(c.Round) + "/" + c.ID
-			}
-			out, err := r.exec.Execute(ctx, tools.Proposal{
-				Tool:   c.Name,
-				Args:   c.Args,
-				CallID: c.ID,
-				Caller: tools.Caller{
-					Face:      Face,
-					Slot:      run.Caller.Slot,
-					SessionID: run.Caller.SessionID,
-					FloorID:   run.Caller.RequestID,
-					RunID:     runID,
-					Round:     c.Round,
-					AccountID: run.Caller.AccountID,
-					KeyID:     run.Caller.KeyID,
-					TraceID:   run.Caller.TraceID,
-					Scopes:    run.Caller.Scopes,
-				},
-				IdempotencyKey: key,
-				Lang:           run.Lang,
-			})
-			if err != nil {
-				fail(fmt.Errorf("%w: hosted call %s (%s): %w", ErrInternal, c.ID, c.Name, err))
-				return
-			}
-			fillCall(c, out, run.Lang)
-			cc := *c
-			send(Event{Kind: EventHostedCallFinished, Round: c.Round, Call: &cc})
-		}(c)
+		err := send(Event{Kind: EventHostedCallStarted, Round: c.Round, Call: &Call{Round: c.Round, Index: c.Index, ID: c.ID, Name: c.Name, Args: c.Args}})
+		started <- err
+		if err != nil {
+			break
+		}
 	}
-	wg.Wait()
-	if first != nil {
-		return first
-	}
-	if err := context.Cause(ctx); err != nil {
+	if err := g.Wait(); err != nil {
 		return err
 	}
+	return context.Cause(ctx)
+}
+
+// executeOne runs one hosted call through the executor.
+func (r *Runner) executeOne(ctx context.Context, run *Run, runID string, c *Call) error {
+	key := ""
+	if run.Caller.IdempotencyKey != "" {
+		key = run.Caller.IdempotencyKey + "/" + strconv.Itoa(c.Round) + "/" + c.ID
+	}
+	out, err := r.exec.Execute(ctx, tools.Proposal{
+		Tool:   c.Name,
+		Args:   c.Args,
+		CallID: c.ID,
+		Caller: tools.Caller{
+			Face:      Face,
+			Slot:      run.Caller.Slot,
+			SessionID: run.Caller.SessionID,
+			FloorID:   run.Caller.RequestID,
+			RunID:     runID,
+			Round:     c.Round,
+			AccountID: run.Caller.AccountID,
+			KeyID:     run.Caller.KeyID,
+			TraceID:   run.Caller.TraceID,
+			Scopes:    run.Caller.Scopes,
+		},
+		IdempotencyKey: key,
+		Lang:           run.Lang,
+	})
+	if err != nil {
+		return fmt.Errorf("%w: hosted call %s (%s): %w", ErrInternal, c.ID, c.Name, err)
+	}
+	fillCall(c, out, run.Lang)
 	return nil
 }
 

@@ -14,6 +14,12 @@ type Upstream interface {
 	Call(ctx context.Context, req *UpstreamRequest, onDelta func(Delta) error) (*UpstreamResponse, error)
 }
 
+// TokenCounter is an upstream that can count the input tokens of a request
+// itself (the Anthropic count_tokens endpoint).
+type TokenCounter interface {
+	CountTokens(ctx context.Context, req *UpstreamRequest) (int64, error)
+}
+
 // UpstreamRequest is one model call in canonical form.
 type UpstreamRequest struct {
 	Model          string

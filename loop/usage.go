@@ -117,8 +117,9 @@ func cloneValue(v any) any {
 	return v
 }
 
-// decodeDetail reads a usage object keeping numbers exact.
-func decodeDetail(raw json.RawMessage) (map[string]any, error) {
+// DecodeUsageDetail reads an upstream usage object for Usage.Detail,
+// keeping numbers exact (json.Number).
+func DecodeUsageDetail(raw json.RawMessage) (map[string]any, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
@@ -131,7 +132,8 @@ func decodeDetail(raw json.RawMessage) (map[string]any, error) {
 	return m, nil
 }
 
-func numberField(m map[string]any, key string) int64 {
+// UsageNumber is the integer at key of a usage detail (0 when absent).
+func UsageNumber(m map[string]any, key string) int64 {
 	if n, ok := m[key].(json.Number); ok {
 		if v, err := n.Int64(); err == nil {
 			return v

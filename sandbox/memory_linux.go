@@ -25,15 +25,15 @@ type mmapAllocator struct {
 	peak *atomic.Uint64 // largest size the guest asked for, for diagnosis
 }
 
-func (a mmapAllocator) Allocate(capacity, max uint64) experimental.LinearMemory {
-	if max == 0 {
-		max = capacity
+func (a mmapAllocator) Allocate(capacity, maxSize uint64) experimental.LinearMemory {
+	if maxSize == 0 {
+		maxSize = capacity
 	}
-	buf, err := syscall.Mmap(-1, 0, int(max), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON|syscall.MAP_NORESERVE)
+	buf, err := syscall.Mmap(-1, 0, int(maxSize), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON|syscall.MAP_NORESERVE)
 	if err != nil {
 		// Out of address space is unlikely on 64-bit hosts; fall back to a
 		// Go slice rather than failing the instantiation.
-		return &mmapMemory{buf: make([]byte, max), peak: a.peak, heap: true}
+		return &mmapMemory{buf: make([]byte, maxSize), peak: a.peak, heap: true}
 	}
 	return &mmapMemory{buf: buf, peak: a.peak}
 }
@@ -79,14 +79,14 @@ type cowAllocator struct {
 	peak *atomic.Uint64
 }
 
-func (a cowAllocator) Allocate(capacity, max uint64) experimental.LinearMemory {
-	if max == 0 {
-		max = capacity
+func (a cowAllocator) Allocate(capacity, maxSize uint64) experimental.LinearMemory {
+	if maxSize == 0 {
+		maxSize = capacity
 	}
-	n := min(a.im.size, max)
-	buf, err := syscall.Mmap(-1, 0, int(max), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON|syscall.MAP_NORESERVE)
+	n := min(a.im.size, maxSize)
+	buf, err := syscall.Mmap(-1, 0, int(maxSize), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON|syscall.MAP_NORESERVE)
 	if err != nil {
-		buf = make([]byte, max)
+		buf = make([]byte, maxSize)
 		_, _ = a.im.file.ReadAt(buf[:n], a.im.off)
 		return &mmapMemory{buf: buf, peak: a.peak, heap: true}
 	}

@@ -196,7 +196,10 @@ func (sn *pySnapshot) save(dir, key string, mem []byte) error {
 	defer os.Remove(tmp.Name())
 	head := make([]byte, snapshotImgOffset)
 	copy(head, h)
-	if _, err := tmp.Write(head); err == nil {
+	// A failed write of the memory image was lost here before (the err of
+	// the if's own scope): a short snapshot could be renamed into place.
+	_, err = tmp.Write(head)
+	if err == nil {
 		_, err = tmp.Write(mem)
 	}
 	if err == nil {
@@ -223,7 +226,7 @@ func (e *pythonEngine) takeSnapshot(ctx context.Context) (*pySnapshot, []byte, e
 	if err != nil {
 		return nil, nil, err
 	}
-	defer dir.remove()
+	defer func() { _ = dir.remove() }() // best effort: the folder is a temporary one
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -273,10 +276,13 @@ func (e *pythonEngine) takeSnapshot(ctx context.Context) (*pySnapshot, []byte, e
 		return nil, nil, fmt.Errorf("the template interpreter ended before the hand-off (%v): %s%s", err, stderr.bootText(), handoff.text())
 	case <-ctx.Done():
 		cancel()
-		<-done
+		<-done //nolint:errcheck // the guest ends because it was cancelled; ctx.Err() says so
 		return nil, nil, ctx.Err()
 	}
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		<-done //nolint:errcheck // waiting for the cancelled guest to end; its error is the cancellation
+	}()
 
 	// The guest is parked in the wall clock: its memory is quiet.
 	ids, err := handoff.ids()

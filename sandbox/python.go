@@ -80,14 +80,15 @@ func (e *pythonEngine) snapshot(ctx context.Context, dir string, wasm []byte) (*
 	key := snapshotKey(wasm)
 	if dir != "" {
 		if sn, err := loadSnapshot(dir, key); err == nil {
-			if err := e.check(ctx, sn); err == nil {
+			err := e.check(ctx, sn)
+			if err == nil {
 				return sn, "cache", nil
-			} else if ctx.Err() != nil {
+			}
+			if ctx.Err() != nil {
 				sn.close()
 				return nil, "", ctx.Err()
-			} else {
-				e.s.log.Warn("sandbox: cached Python snapshot does not run; taking a new one", "err", err)
 			}
+			e.s.log.Warn("sandbox: cached Python snapshot does not run; taking a new one", "err", err)
 			sn.close()
 		}
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // fixedAuth knows one API key and one OAuth token.
-type fixedAuth struct{ oauth bool }
+type fixedAuth struct{}
 
 func (fixedAuth) Authenticate(_ context.Context, secret string) (*keys.Key, error) {
 	if secret == "th_good" {

@@ -239,7 +239,6 @@ func TestRequestIDIsNeverTheCallers(t *testing.T) {
 // instead of locking it out.
 func TestIdleSocketsAtTheTotalCapMakeRoom(t *testing.T) {
 	addr := serveForTest(t, Limits{MaxConns: 50, MaxConnsPerIP: -1}, nil)
-	var conns []net.Conn
 	for i := 0; i < 50; i++ {
 		c, err := dialFrom(fmt.Sprintf("127.0.%d.2", 1+i/10), addr)
 		if err != nil {
@@ -253,7 +252,6 @@ func TestIdleSocketsAtTheTotalCapMakeRoom(t *testing.T) {
 			t.Fatalf("socket %d: %v %v", i, err, resp)
 		}
 		resp.Body.Close()
-		conns = append(conns, c)
 	}
 	for i := 0; i < 5; i++ {
 		c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}

@@ -1,5 +1,5 @@
-// Package store implements the storage interfaces that journal (and later
-// keys and catalog) declare, on SQLite (the embedded default: one file, WAL,
+// Package store implements the storage interfaces that journal and keys
+// declare, on SQLite (the embedded default: one file, WAL,
 // the pure-Go driver modernc.org/sqlite, no cgo) and on PostgreSQL (pgx,
 // shared by replicas; replicas.go carries the journal's read barrier).
 //
@@ -26,13 +26,13 @@
 //	migrations/sqlite/0001_journal.sql
 //	migrations/postgres/0001_journal.sql
 //
-// To add, for example, accounts, api_keys and usage for the keys package:
+// This is how the keys package's accounts, api_keys and usage came in:
 //
-//  1. Write migrations/sqlite/0002_keys.sql and migrations/postgres/0002_keys.sql
+//  1. Write migrations/sqlite/NNNN_name.sql and migrations/postgres/NNNN_name.sql
 //     (same number and name in both; never edit a migration that shipped).
-//  2. Implement the keys package's storage interface as methods on *DB in a
-//     new file (store/keys.go), using db.q for placeholders and db.pg for
-//     dialect branches, with every query scoped by account.
+//  2. Implement the package's storage interface as methods on *DB in a
+//     file of its own (store/keys.go), using db.q for placeholders and db.pg
+//     for dialect branches, with every query scoped by account.
 //  3. Run the same test suite against both dialects (see journal_test.go:
 //     SQLite in t.TempDir(), PostgreSQL in a fresh schema when
 //     TOOLHOST_TEST_POSTGRES is set).

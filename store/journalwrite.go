@@ -66,7 +66,7 @@ func (w *sqliteWriter) discard() {
 	if w.conn == nil {
 		return
 	}
-	w.closeStmts()
+	_ = w.closeStmts() // the connection is dropped below; a statement that will not close goes with it
 	_ = w.conn.Raw(func(any) error { return driver.ErrBadConn })
 	w.conn.Close()
 	w.conn = nil

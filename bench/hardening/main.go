@@ -175,12 +175,14 @@ func (s *serve) rss() (cur, peak float64) {
 	for _, line := range strings.Split(string(b), "\n") {
 		var kb float64
 		if strings.HasPrefix(line, "VmRSS:") {
-			fmt.Sscanf(strings.TrimPrefix(line, "VmRSS:"), "%f", &kb)
-			cur = kb / 1024
+			if _, err := fmt.Sscanf(strings.TrimPrefix(line, "VmRSS:"), "%f", &kb); err == nil {
+				cur = kb / 1024
+			}
 		}
 		if strings.HasPrefix(line, "VmHWM:") {
-			fmt.Sscanf(strings.TrimPrefix(line, "VmHWM:"), "%f", &kb)
-			peak = kb / 1024
+			if _, err := fmt.Sscanf(strings.TrimPrefix(line, "VmHWM:"), "%f", &kb); err == nil {
+				peak = kb / 1024
+			}
 		}
 	}
 	return
@@ -256,7 +258,7 @@ func fetches(ctx context.Context, bin string) error {
 	if err != nil {
 		return err
 	}
-	go pages.Serve(ln)
+	go func() { _ = pages.Serve(ln) }() // ends with ErrServerClosed at Close
 	defer pages.Close()
 
 	s, err := start(ctx, bin, `{"fetch":{"allow_private":["127.0.0.1"],"ignore_robots":true,"cache_ttl":"-1s","timeout":"300s","per_host_concurrency":64,"queue_timeout":"300s"`+comma(fetchExtra)+`},
@@ -315,7 +317,7 @@ func initialize(hc *http.Client, base string, infoBytes int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	io.Copy(io.Discard, resp.Body)
+	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	sid := resp.Header.Get("Mcp-Session-Id")
 	if resp.StatusCode == 200 && sid != "" {
@@ -325,7 +327,7 @@ func initialize(hc *http.Client, base string, infoBytes int) (int, error) {
 		req.Header.Set("Mcp-Session-Id", sid)
 		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
 		if r2, err := hc.Do(req); err == nil {
-			io.Copy(io.Discard, r2.Body)
+			_, _ = io.Copy(io.Discard, r2.Body)
 			r2.Body.Close()
 		}
 	}
@@ -426,7 +428,7 @@ func idle(ctx context.Context, bin string) error {
 			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 			if err == nil {
-				io.Copy(io.Discard, resp.Body)
+				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 				if resp.StatusCode == 200 {
 					served++

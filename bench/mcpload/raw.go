@@ -99,7 +99,7 @@ func connectRaw(ctx context.Context, hc *http.Client, endpoint, name, tool strin
 	if err != nil {
 		return nil, fmt.Errorf("notifications/initialized: %w", err)
 	}
-	io.Copy(io.Discard, resp.Body)
+	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		return nil, fmt.Errorf("notifications/initialized: HTTP %d", resp.StatusCode)
@@ -169,7 +169,7 @@ func (s *rawSession) close() error {
 	if err != nil {
 		return err
 	}
-	io.Copy(io.Discard, resp.Body)
+	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.Body.Close()
 }
 
@@ -201,7 +201,7 @@ func readResponse(resp *http.Response, idTag []byte) ([]byte, error) {
 		case len(line) == 0: // end of an event
 			if bytes.Contains(data, idTag) {
 				// Drain the rest so the connection can be reused.
-				io.Copy(io.Discard, r)
+				_, _ = io.Copy(io.Discard, r)
 				return data, nil
 			}
 			data = data[:0]

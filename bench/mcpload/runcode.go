@@ -208,11 +208,11 @@ func sustainedCases(clients []int) []sustainedCase {
 }
 
 type sustainedResult struct {
-	c               sustainedCase
-	r               result
-	rssMiB, hwmMiB  int64
-	instanceKiB     int64
-	poolMost, calls int
+	c              sustainedCase
+	r              result
+	rssMiB, hwmMiB int64
+	instanceKiB    int64
+	poolMost       int
 }
 
 func runSustained(ctx context.Context, cfg config, srv *server) ([]sustainedResult, error) {

@@ -7,6 +7,9 @@ import (
 	"os"
 
 	"toolhost/loop"
+	"toolhost/loop/upstream"
+	"toolhost/loop/upstream/anthropic"
+	"toolhost/loop/upstream/openai"
 	v1 "toolhost/server/v1"
 	"toolhost/tools"
 )
@@ -60,11 +63,11 @@ func hostedRoutes(c *common, exec *tools.Executor, logger *slog.Logger) (map[str
 		var up loop.Upstream
 		switch rc.Protocol {
 		case "openai", "":
-			up = loop.NewOpenAI(loop.OpenAIConfig{
+			up = openai.New(openai.Config{
 				Name:    rc.Name,
 				BaseURL: rc.BaseURL,
 				APIKey:  key,
-				Timeouts: loop.Timeouts{
+				Timeouts: upstream.Timeouts{
 					Header: rc.HeaderTimeout.D(),
 					Idle:   rc.IdleTimeout.D(),
 					Total:  rc.RequestTimeout.D(),
@@ -72,11 +75,11 @@ func hostedRoutes(c *common, exec *tools.Executor, logger *slog.Logger) (map[str
 			})
 		case "anthropic":
 			// The Messages API; /messages is appended to base_url.
-			up = loop.NewAnthropic(loop.AnthropicConfig{
+			up = anthropic.New(anthropic.Config{
 				Name:    rc.Name,
 				BaseURL: rc.BaseURL,
 				APIKey:  key,
-				Timeouts: loop.Timeouts{
+				Timeouts: upstream.Timeouts{
 					Header: rc.HeaderTimeout.D(),
 					Idle:   rc.IdleTimeout.D(),
 					Total:  rc.RequestTimeout.D(),

@@ -59,8 +59,8 @@ func runtimeDirs(c *common) []string {
 		dirs = append(dirs, d)
 	}
 	if exe, err := os.Executable(); err == nil {
-		if real, err := filepath.EvalSymlinks(exe); err == nil {
-			exe = real
+		if resolved, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = resolved
 		}
 		add(filepath.Join(filepath.Dir(exe), "runtimes"))
 		add(filepath.Join(filepath.Dir(exe), "..", "runtimes"))

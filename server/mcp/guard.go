@@ -335,13 +335,6 @@ func (g *guard) prune() {
 	}
 }
 
-// open is the number of sessions the guard counts (tests).
-func (g *guard) open() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return len(g.sessions)
-}
-
 // sessionWriter notes the status of the response that creates a session.
 type sessionWriter struct {
 	http.ResponseWriter

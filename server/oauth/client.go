@@ -49,7 +49,7 @@ func (c *client) ApplicationType() op.ApplicationType {
 
 func (c *client) AuthMethod() oidc.AuthMethod { return oidc.AuthMethod(c.c.AuthMethod) }
 
-func (c *client) RestrictAdditionalIdTokenScopes() func([]string) []string {
+func (c *client) RestrictAdditionalIdTokenScopes() func([]string) []string { //nolint:revive // the name is zitadel/oidc op.Client's
 	return func(s []string) []string { return s }
 }
 

@@ -69,7 +69,7 @@ func (h *Handler) serveChat(w http.ResponseWriter, r *http.Request, body []byte)
 		server.WriteJSON(w, http.StatusOK, h.chatResponse(cr, run, res))
 		return
 	}
-	sw := &chatStream{h: h, w: w, cr: cr, requestID: run.Caller.RequestID}
+	sw := &chatStream{h: h, sseWriter: sseWriter{w: w}, cr: cr, requestID: run.Caller.RequestID}
 	run.Sink = sw.event
 	res, err := h.opts.Runner.Run(ctx, run)
 	if err != nil {
@@ -229,43 +229,17 @@ func upstreamMessage(ue *loop.UpstreamError) string {
 
 // chatStream renders loop events as chat.completion.chunk SSE events.
 type chatStream struct {
-	h         *Handler
-	w         http.ResponseWriter
+	h *Handler
+	sseWriter
 	cr        *chatRequest
 	requestID string
 
-	started  bool // headers written
 	meta     loop.Meta
 	haveMeta bool
 	roleSent bool
 }
 
-func (s *chatStream) start() {
-	if s.started {
-		return
-	}
-	s.started = true
-	hd := s.w.Header()
-	hd.Set("Content-Type", "text/event-stream; charset=utf-8")
-	hd.Set("Cache-Control", "no-cache")
-	hd.Set("X-Accel-Buffering", "no")
-	s.w.WriteHeader(http.StatusOK)
-}
-
-func (s *chatStream) send(v any) error {
-	s.start()
-	b, err := marshal(v)
-	if err != nil {
-		return err
-	}
-	if _, err := s.w.Write(append(append([]byte("data: "), b...), '\n', '\n')); err != nil {
-		return err
-	}
-	if err := http.NewResponseController(s.w).Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return err
-	}
-	return nil
-}
+func (s *chatStream) send(v any) error { return s.write("", v) }
 
 func (s *chatStream) chunk(choices any) map[string]any {
 	return map[string]any{"id": s.meta.ID, "object": "chat.completion.chunk", "created": s.meta.Created, "model": s.meta.Model, "choices": choices}
@@ -349,7 +323,5 @@ func (s *chatStream) finish(run *loop.Run, res *loop.Result) {
 	if s.send(s.ext(s.h.extension(s.cr, run, res))) != nil {
 		return
 	}
-	s.start()
-	_, _ = s.w.Write([]byte("data: [DONE]\n\n"))
-	_ = http.NewResponseController(s.w).Flush()
+	_ = s.writeRaw("", []byte("[DONE]"))
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"toolhost/loop"
+	"toolhost/loop/upstream/openai"
 )
 
 // chatRequest is a checked Chat Completions request.
@@ -60,7 +61,7 @@ func (h *Handler) parseChat(body []byte) (*chatRequest, error) {
 		return nil, badRequest(ReasonInvalidRequest, "messages", "messages is required and must be a non-empty list")
 	}
 	for i, raw := range msgs {
-		m, err := loop.DecodeOpenAIMessage(raw)
+		m, err := openai.DecodeMessage(raw)
 		if err != nil {
 			return nil, badRequest(ReasonInvalidRequest, fmt.Sprintf("messages[%d]", i), err.Error())
 		}
@@ -92,49 +93,9 @@ func (h *Handler) parseChat(body []byte) (*chatRequest, error) {
 	}
 
 	// tools: the caller's functions and our declaration.
-	var enabled []string
-	enabledSet := map[string]bool{}
-	if t, ok := top["tools"]; ok && string(t) != "null" {
-		var items []json.RawMessage
-		if err := json.Unmarshal(t, &items); err != nil {
-			return nil, badRequest(ReasonInvalidRequest, "tools", "tools must be a list")
-		}
-		for i, item := range items {
-			var head struct {
-				Type     string `json:"type"`
-				Name     string `json:"name"`
-				Function struct {
-					Name        string          `json:"name"`
-					Description string          `json:"description"`
-					Parameters  json.RawMessage `json:"parameters"`
-				} `json:"function"`
-			}
-			if err := json.Unmarshal(item, &head); err != nil {
-				return nil, badRequest(ReasonInvalidRequest, fmt.Sprintf("tools[%d]", i), "each tool must be an object")
-			}
-			if head.Type != "mcp" {
-				name := head.Function.Name
-				if name == "" {
-					name = head.Name
-				}
-				cr.loop.Tools = append(cr.loop.Tools, loop.Function{
-					Name: name, Description: head.Function.Description, Parameters: head.Function.Parameters,
-					Dialect: loop.DialectOpenAI, Raw: item,
-				})
-				continue
-			}
-			names, err := h.parseDeclaration(item, fmt.Sprintf("tools[%d]", i))
-			if err != nil {
-				return nil, err
-			}
-			cr.declared = true
-			for _, n := range names {
-				if !enabledSet[n] {
-					enabledSet[n] = true
-					enabled = append(enabled, n)
-				}
-			}
-		}
+	enabledSet, err := h.parseChatTools(top["tools"], cr)
+	if err != nil {
+		return nil, err
 	}
 	// Publishing order, whatever order the declarations named them in.
 	if err := h.applyHosted(&cr.hosted, cr.declared, enabledSet, cr.loop.Tools, top[label], label,
@@ -160,6 +121,54 @@ func (h *Handler) parseChat(body []byte) (*chatRequest, error) {
 		cr.loop.ToolChoice = choice
 	}
 	return cr, nil
+}
+
+// parseChatTools reads tools: the caller's functions go to the loop
+// request, each {"type":"mcp"} item declares hosted tools; it returns the
+// hosted tools enabled.
+func (h *Handler) parseChatTools(t json.RawMessage, cr *chatRequest) (map[string]bool, error) {
+	enabledSet := map[string]bool{}
+	if len(t) == 0 || string(t) == "null" {
+		return enabledSet, nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(t, &items); err != nil {
+		return nil, badRequest(ReasonInvalidRequest, "tools", "tools must be a list")
+	}
+	for i, item := range items {
+		var head struct {
+			Type     string `json:"type"`
+			Name     string `json:"name"`
+			Function struct {
+				Name        string          `json:"name"`
+				Description string          `json:"description"`
+				Parameters  json.RawMessage `json:"parameters"`
+			} `json:"function"`
+		}
+		if err := json.Unmarshal(item, &head); err != nil {
+			return nil, badRequest(ReasonInvalidRequest, fmt.Sprintf("tools[%d]", i), "each tool must be an object")
+		}
+		if head.Type != "mcp" {
+			name := head.Function.Name
+			if name == "" {
+				name = head.Name
+			}
+			cr.loop.Tools = append(cr.loop.Tools, loop.Function{
+				Name: name, Description: head.Function.Description, Parameters: head.Function.Parameters,
+				Dialect: loop.DialectOpenAI, Raw: item,
+			})
+			continue
+		}
+		names, err := h.parseDeclaration(item, fmt.Sprintf("tools[%d]", i))
+		if err != nil {
+			return nil, err
+		}
+		cr.declared = true
+		for _, n := range names {
+			enabledSet[n] = true
+		}
+	}
+	return enabledSet, nil
 }
 
 // parseDeclaration checks one {"type":"mcp",...} tools item and returns the

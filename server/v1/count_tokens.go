@@ -13,7 +13,6 @@ import (
 	"github.com/dlclark/regexp2"
 
 	tiktoken "github.com/pkoukk/tiktoken-go"
-	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
 
 	"toolhost/catalog"
 	"toolhost/loop"
@@ -110,7 +109,8 @@ func (h *Handler) countRequest(mr *messagesRequest, l catalog.Lang) (*loop.Upstr
 
 // The embedded estimate.
 //
-// Method: the BPE encoding cl100k_base (embedded, no download) counts the
+// Method: the BPE encoding cl100k_base (embedded, tokenizer.go; no
+// download) counts the
 // text the model reads: every message's role and text, each tool call's
 // name and argument bytes, each tool result's text, and each tool
 // definition as compact JSON {"name","description","input_schema"}; plus
@@ -152,7 +152,7 @@ const checkEvery = 4096
 
 func encoding() (*tiktoken.Tiktoken, error) {
 	encOnce.Do(func() {
-		tiktoken.SetBpeLoader(tiktokenloader.NewOfflineLoader())
+		tiktoken.SetBpeLoader(rankLoader{})
 		enc, encErr = tiktoken.GetEncoding(estimateEncoding)
 	})
 	return enc, encErr

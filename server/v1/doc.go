@@ -1,6 +1,6 @@
 // Package v1 is the hosted face's wire formats: it reads a /v1 request in
-// the caller's format (Chat Completions here; Messages and Responses on the
-// same pattern), checks the hosted-tool declaration and the extension field
+// the caller's format (Chat Completions, Responses, Messages and its
+// count_tokens), checks the hosted-tool declaration and the extension field
 // against the seed's 400 rules, runs the loop (package loop) and renders the
 // result or the stream of loop events back in the caller's format.
 //
@@ -8,5 +8,7 @@
 // SSE chunk shapes, error bodies), the extension field named by the
 // configured label, whole-request idempotency (Idempotency-Key) and the
 // round-log endpoint. The loop sees only canonical requests and emits
-// format-neutral events.
+// format-neutral events; the upstream clients (loop/upstream/openai and
+// loop/upstream/anthropic) also decode the caller's messages of their
+// dialect. The three streams share one SSE writer (sse.go).
 package v1

@@ -19,6 +19,7 @@ import (
 
 	"toolhost/loop"
 	"toolhost/loop/fakeupstream"
+	"toolhost/loop/upstream/openai"
 	"toolhost/server"
 	v1 "toolhost/server/v1"
 	"toolhost/tools"
@@ -113,7 +114,7 @@ func newEnvScript(t *testing.T, label string, script fakeupstream.Script, opts .
 	}
 	rec := &recordingExec{Executor: ex, started: make(chan struct{}, 16), finished: make(chan *tools.Outcome, 64)}
 	store := v1.NewRoundStore(0)
-	up := loop.NewOpenAI(loop.OpenAIConfig{Name: "fake", BaseURL: fake.URL(), APIKey: "sk-test"})
+	up := openai.New(openai.Config{Name: "fake", BaseURL: fake.URL(), APIKey: "sk-test"})
 	router, err := loop.NewRouter(
 		&loop.Route{Name: "fake", Protocol: loop.DialectOpenAI, Models: []string{"fake-*"}, SupportsTools: true,
 			Prices: map[string]loop.Price{"*": {Input: 1_000_000, CachedInput: 500_000, Output: 2_000_000}}, Upstream: up},

@@ -10,9 +10,8 @@ import (
 )
 
 // IdempotencyStore remembers whole /v1 responses by Idempotency-Key, scoped
-// to the caller's account, for a while. It lives in memory: a key is honoured
-// by the replica that first saw it (a shared store comes with the keys and
-// journal storage).
+// to the caller's account, for a while. It lives in memory only: a key is
+// honoured by the replica that first saw it, and forgotten on restart.
 //
 // This is not a response cache: a hosted-tool answer is never served to a
 // different request, only replayed to a retry of the same one.
@@ -50,20 +49,20 @@ const (
 	DefaultIdempotencyAccountBytes = 64 << 20
 )
 
-// NewIdempotencyStore keeps up to max responses for ttl (defaults: 24 h,
+// NewIdempotencyStore keeps up to entries responses for ttl (defaults: 24 h,
 // 10 000 responses), at most 256 MiB of them in all and 64 MiB per account.
-func NewIdempotencyStore(ttl time.Duration, max int) *IdempotencyStore {
-	return NewIdempotencyStoreBytes(ttl, max, 0, 0)
+func NewIdempotencyStore(ttl time.Duration, entries int) *IdempotencyStore {
+	return NewIdempotencyStoreBytes(ttl, entries, 0, 0)
 }
 
 // NewIdempotencyStoreBytes is NewIdempotencyStore with byte caps (0 takes
 // the defaults).
-func NewIdempotencyStoreBytes(ttl time.Duration, max int, maxBytes, accountBytes int64) *IdempotencyStore {
+func NewIdempotencyStoreBytes(ttl time.Duration, entries int, maxBytes, accountBytes int64) *IdempotencyStore {
 	if ttl <= 0 {
 		ttl = DefaultIdempotencyTTL
 	}
-	if max <= 0 {
-		max = DefaultIdempotencyEntries
+	if entries <= 0 {
+		entries = DefaultIdempotencyEntries
 	}
 	if maxBytes <= 0 {
 		maxBytes = DefaultIdempotencyBytes
@@ -72,7 +71,7 @@ func NewIdempotencyStoreBytes(ttl time.Duration, max int, maxBytes, accountBytes
 		accountBytes = DefaultIdempotencyAccountBytes
 	}
 	accountBytes = min(accountBytes, maxBytes)
-	return &IdempotencyStore{ttl: ttl, max: max, maxBytes: maxBytes, accountBytes: accountBytes,
+	return &IdempotencyStore{ttl: ttl, max: entries, maxBytes: maxBytes, accountBytes: accountBytes,
 		entries: map[string]*idemEntry{}, byAcct: map[string]int64{}}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"toolhost/loop"
 	"toolhost/loop/fakeupstream"
+	"toolhost/loop/upstream/openai"
 	"toolhost/sandbox"
 	"toolhost/server"
 	"toolhost/server/admin"
@@ -78,7 +79,7 @@ func TestHostedCallsLandInJournalUnderRequestID(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer fake.Close()
-			router, _ := loop.NewRouter(&loop.Route{Name: "fake", SupportsTools: true, Upstream: loop.NewOpenAI(loop.OpenAIConfig{Name: "fake", BaseURL: fake.URL()})})
+			router, _ := loop.NewRouter(&loop.Route{Name: "fake", SupportsTools: true, Upstream: openai.New(openai.Config{Name: "fake", BaseURL: fake.URL()})})
 			h := v1.New(v1.Options{Label: label, Enabled: true, Router: router, Runner: loop.NewRunner(ex, loop.RunnerOptions{})})
 			routes := h.Routes()
 			for p, hd := range (&admin.Journal{Store: ex.Journal().Store()}).Routes() {

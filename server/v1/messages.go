@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"toolhost/loop"
+	"toolhost/loop/upstream/anthropic"
 	"toolhost/server"
 )
 
@@ -69,7 +70,7 @@ func (h *Handler) serveMessages(w http.ResponseWriter, r *http.Request, body []b
 		server.WriteJSON(w, http.StatusOK, h.messagesResponse(mr, run, res))
 		return
 	}
-	ms := &messagesStream{h: h, w: w, mr: mr, textOpen: -1, thinkOpen: -1}
+	ms := &messagesStream{h: h, sseWriter: sseWriter{w: w}, mr: mr, textOpen: -1, thinkOpen: -1}
 	run.Sink = ms.event
 	res, err := h.opts.Runner.Run(ctx, run)
 	if err != nil {
@@ -136,7 +137,7 @@ func messagesStop(res *loop.Result) (string, any) {
 			return s, seq
 		}
 	}
-	return loop.StopReason(res.FinishReason), nil
+	return anthropic.StopReason(res.FinishReason), nil
 }
 
 // modelBlocks are the content blocks of an upstream answer: the raw blocks

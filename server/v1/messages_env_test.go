@@ -13,6 +13,8 @@ import (
 
 	"toolhost/loop"
 	"toolhost/loop/fakeupstream"
+	"toolhost/loop/upstream/anthropic"
+	"toolhost/loop/upstream/openai"
 	"toolhost/server"
 	v1 "toolhost/server/v1"
 	"toolhost/tools"
@@ -40,9 +42,9 @@ func newProtocolEnv(t *testing.T, label string, protocol loop.Dialect, script fa
 	}
 	rec := &recordingExec{Executor: ex, started: make(chan struct{}, 16), finished: make(chan *tools.Outcome, 64)}
 	store := v1.NewRoundStore(0)
-	var up loop.Upstream = loop.NewOpenAI(loop.OpenAIConfig{Name: "fake", BaseURL: fake.URL(), APIKey: "sk-test"})
+	var up loop.Upstream = openai.New(openai.Config{Name: "fake", BaseURL: fake.URL(), APIKey: "sk-test"})
 	if protocol == loop.DialectAnthropic {
-		up = loop.NewAnthropic(loop.AnthropicConfig{Name: "fake", BaseURL: fake.URL(), APIKey: "sk-ant-test"})
+		up = anthropic.New(anthropic.Config{Name: "fake", BaseURL: fake.URL(), APIKey: "sk-ant-test"})
 	}
 	router, err := loop.NewRouter(
 		&loop.Route{Name: "fake", Protocol: protocol, Models: []string{"fake-*"}, SupportsTools: true,

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"toolhost/loop"
+	"toolhost/loop/upstream/anthropic"
 )
 
 // MCPBeta is the anthropic-beta value that declares the MCP connector
@@ -79,105 +80,20 @@ func (h *Handler) parseMessages(r *http.Request, body []byte) (*messagesRequest,
 		}
 	}
 	if md, ok := top["metadata"]; ok && string(md) != "null" {
-		var m map[string]any
-		if err := json.Unmarshal(md, &m); err != nil {
-			return nil, badRequest(ReasonInvalidRequest, "metadata", "metadata must be an object")
-		}
-		mr.metadata = map[string]string{}
-		for k, v := range m {
-			if s, ok := v.(string); ok {
-				mr.metadata[k] = s
-			}
-		}
-		// The Messages API refuses metadata keys other than user_id; ours
-		// (session_id, tags for the round log) stay here.
-		if uid, ok := m["user_id"]; ok {
-			mr.loop.Options["metadata"], _ = json.Marshal(map[string]any{"user_id": uid})
-		} else {
-			delete(mr.loop.Options, "metadata")
+		if err := mr.readMetadata(md); err != nil {
+			return nil, err
 		}
 	}
 
 	// The hosted declaration: mcp_servers and mcp_toolset tools items.
-	servers := map[string]bool{}
-	if ms, ok := top["mcp_servers"]; ok && string(ms) != "null" {
-		var items []json.RawMessage
-		if err := json.Unmarshal(ms, &items); err != nil {
-			return nil, badRequest(ReasonInvalidRequest, "mcp_servers", "mcp_servers must be a list")
-		}
-		for i, item := range items {
-			param := fmt.Sprintf("mcp_servers[%d]", i)
-			var s struct {
-				Type string `json:"type"`
-				Name string `json:"name"`
-			}
-			if err := json.Unmarshal(item, &s); err != nil {
-				return nil, badRequest(ReasonInvalidRequest, param, "each MCP server must be an object")
-			}
-			if s.Name != label {
-				return nil, badRequest(ReasonServerToolUnsupported, param+".name", fmt.Sprintf("MCP server %q is not supported; the hosted tools here are declared with the server name %q", s.Name, label))
-			}
-			if s.Type != "url" {
-				return nil, badRequest(ReasonInvalidRequest, param+".type", `an MCP server's type must be "url"`)
-			}
-			if servers[s.Name] {
-				return nil, badRequest(ReasonInvalidRequest, param+".name", fmt.Sprintf("MCP server %q is declared twice", s.Name))
-			}
-			servers[s.Name] = true
-		}
-		if len(items) > 0 && !hasBeta(r, MCPBeta) {
-			return nil, badRequest(ReasonBetaRequired, "mcp_servers", "mcp_servers needs the header anthropic-beta: "+MCPBeta)
-		}
-		if len(items) > 0 && !h.opts.Enabled {
-			return nil, badRequest(ReasonHostedDisabled, "mcp_servers", "hosted tools are not enabled in this deployment")
-		}
+	servers, err := h.parseMCPServers(r, top["mcp_servers"], label)
+	if err != nil {
+		return nil, err
 	}
 
-	enabledSet := map[string]bool{}
-	toolsets := map[string]bool{}
-	if t, ok := top["tools"]; ok && string(t) != "null" {
-		var items []json.RawMessage
-		if err := json.Unmarshal(t, &items); err != nil {
-			return nil, badRequest(ReasonInvalidRequest, "tools", "tools must be a list")
-		}
-		for i, item := range items {
-			param := fmt.Sprintf("tools[%d]", i)
-			var head struct {
-				Type          string          `json:"type"`
-				Name          string          `json:"name"`
-				Description   string          `json:"description"`
-				InputSchema   json.RawMessage `json:"input_schema"`
-				MCPServerName string          `json:"mcp_server_name"`
-			}
-			if err := json.Unmarshal(item, &head); err != nil {
-				return nil, badRequest(ReasonInvalidRequest, param, "each tool must be an object")
-			}
-			if head.Type != "mcp_toolset" {
-				mr.loop.Tools = append(mr.loop.Tools, loop.Function{
-					Name: head.Name, Description: head.Description, Parameters: head.InputSchema,
-					Dialect: loop.DialectAnthropic, Raw: item,
-				})
-				continue
-			}
-			if !servers[head.MCPServerName] {
-				if head.MCPServerName != label {
-					return nil, badRequest(ReasonServerToolUnsupported, param+".mcp_server_name", fmt.Sprintf("MCP server %q is not supported; the hosted tools here are declared with the server name %q", head.MCPServerName, label))
-				}
-				return nil, badRequest(ReasonToolsetWithoutServer, param+".mcp_server_name", fmt.Sprintf("the mcp_toolset names server %q, which is not in mcp_servers", head.MCPServerName))
-			}
-			if toolsets[head.MCPServerName] {
-				return nil, badRequest(ReasonInvalidRequest, param, fmt.Sprintf("server %q has more than one mcp_toolset", head.MCPServerName))
-			}
-			toolsets[head.MCPServerName] = true
-			names, err := h.parseToolset(item, param)
-			if err != nil {
-				return nil, err
-			}
-			mr.declared = true
-			for _, n := range names {
-				enabledSet[n] = true
-			}
-		}
+	enabledSet, toolsets, err := h.parseMessagesTools(top["tools"], servers, label, mr)
+	if err != nil {
+		return nil, err
 	}
 	for name := range servers {
 		if !toolsets[name] {
@@ -209,7 +125,7 @@ func (h *Handler) parseMessages(r *http.Request, body []byte) (*messagesRequest,
 			return nil, err
 		}
 		for _, em := range expanded {
-			ms, err := loop.DecodeAnthropicMessage(em)
+			ms, err := anthropic.DecodeMessage(em)
 			if err != nil {
 				return nil, badRequest(ReasonInvalidRequest, param, err.Error())
 			}
@@ -218,29 +134,154 @@ func (h *Handler) parseMessages(r *http.Request, body []byte) (*messagesRequest,
 	}
 
 	if tc, ok := top["tool_choice"]; ok && string(tc) != "null" {
-		var c struct {
-			Type string `json:"type"`
-			Name string `json:"name"`
-		}
-		if err := json.Unmarshal(tc, &c); err != nil {
-			return nil, badRequest(ReasonInvalidRequest, "tool_choice", "tool_choice must be an object")
-		}
-		choice := loop.ToolChoice{Dialect: loop.DialectAnthropic, Raw: tc}
-		switch c.Type {
-		case "auto":
-			choice.Mode = loop.ToolChoiceAuto
-		case "none":
-			choice.Mode = loop.ToolChoiceNone
-		case "any":
-			choice.Mode = loop.ToolChoiceRequired
-		case "tool":
-			choice.Mode, choice.Name = loop.ToolChoiceFunction, c.Name
-		default:
-			return nil, badRequest(ReasonInvalidRequest, "tool_choice.type", `tool_choice.type must be "auto", "any", "tool" or "none"`)
+		choice, err := messagesToolChoice(tc)
+		if err != nil {
+			return nil, err
 		}
 		mr.loop.ToolChoice = choice
 	}
 	return mr, nil
+}
+
+// readMetadata keeps metadata's string values for the round log and sends
+// on only user_id, the one key the Messages API accepts.
+func (mr *messagesRequest) readMetadata(md json.RawMessage) error {
+	var m map[string]any
+	if err := json.Unmarshal(md, &m); err != nil {
+		return badRequest(ReasonInvalidRequest, "metadata", "metadata must be an object")
+	}
+	mr.metadata = map[string]string{}
+	for k, v := range m {
+		if s, ok := v.(string); ok {
+			mr.metadata[k] = s
+		}
+	}
+	// The Messages API refuses metadata keys other than user_id; ours
+	// (session_id, tags for the round log) stay here.
+	if uid, ok := m["user_id"]; ok {
+		mr.loop.Options["metadata"], _ = json.Marshal(map[string]any{"user_id": uid})
+	} else {
+		delete(mr.loop.Options, "metadata")
+	}
+	return nil
+}
+
+// parseMCPServers reads mcp_servers: only our own server, of type url,
+// once, with the MCP beta header, in a deployment with hosted tools.
+func (h *Handler) parseMCPServers(r *http.Request, ms json.RawMessage, label string) (map[string]bool, error) {
+	servers := map[string]bool{}
+	if len(ms) == 0 || string(ms) == "null" {
+		return servers, nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(ms, &items); err != nil {
+		return nil, badRequest(ReasonInvalidRequest, "mcp_servers", "mcp_servers must be a list")
+	}
+	for i, item := range items {
+		param := fmt.Sprintf("mcp_servers[%d]", i)
+		var s struct {
+			Type string `json:"type"`
+			Name string `json:"name"`
+		}
+		if err := json.Unmarshal(item, &s); err != nil {
+			return nil, badRequest(ReasonInvalidRequest, param, "each MCP server must be an object")
+		}
+		if s.Name != label {
+			return nil, badRequest(ReasonServerToolUnsupported, param+".name", fmt.Sprintf("MCP server %q is not supported; the hosted tools here are declared with the server name %q", s.Name, label))
+		}
+		if s.Type != "url" {
+			return nil, badRequest(ReasonInvalidRequest, param+".type", `an MCP server's type must be "url"`)
+		}
+		if servers[s.Name] {
+			return nil, badRequest(ReasonInvalidRequest, param+".name", fmt.Sprintf("MCP server %q is declared twice", s.Name))
+		}
+		servers[s.Name] = true
+	}
+	if len(items) > 0 && !hasBeta(r, MCPBeta) {
+		return nil, badRequest(ReasonBetaRequired, "mcp_servers", "mcp_servers needs the header anthropic-beta: "+MCPBeta)
+	}
+	if len(items) > 0 && !h.opts.Enabled {
+		return nil, badRequest(ReasonHostedDisabled, "mcp_servers", "hosted tools are not enabled in this deployment")
+	}
+	return servers, nil
+}
+
+// messagesToolChoice reads a Messages tool_choice, keeping its raw form.
+func messagesToolChoice(tc json.RawMessage) (loop.ToolChoice, error) {
+	var c struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(tc, &c); err != nil {
+		return loop.ToolChoice{}, badRequest(ReasonInvalidRequest, "tool_choice", "tool_choice must be an object")
+	}
+	choice := loop.ToolChoice{Dialect: loop.DialectAnthropic, Raw: tc}
+	switch c.Type {
+	case "auto":
+		choice.Mode = loop.ToolChoiceAuto
+	case "none":
+		choice.Mode = loop.ToolChoiceNone
+	case "any":
+		choice.Mode = loop.ToolChoiceRequired
+	case "tool":
+		choice.Mode, choice.Name = loop.ToolChoiceFunction, c.Name
+	default:
+		return loop.ToolChoice{}, badRequest(ReasonInvalidRequest, "tool_choice.type", `tool_choice.type must be "auto", "any", "tool" or "none"`)
+	}
+	return choice, nil
+}
+
+// parseMessagesTools reads tools: the caller's functions go to the loop
+// request, each mcp_toolset (one per declared server) enables hosted tools.
+// It returns the enabled hosted tools and the servers that have a toolset.
+func (h *Handler) parseMessagesTools(t json.RawMessage, servers map[string]bool, label string, mr *messagesRequest) (enabledSet, toolsets map[string]bool, err error) {
+	enabledSet, toolsets = map[string]bool{}, map[string]bool{}
+	if len(t) == 0 || string(t) == "null" {
+		return enabledSet, toolsets, nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(t, &items); err != nil {
+		return nil, nil, badRequest(ReasonInvalidRequest, "tools", "tools must be a list")
+	}
+	for i, item := range items {
+		param := fmt.Sprintf("tools[%d]", i)
+		var head struct {
+			Type          string          `json:"type"`
+			Name          string          `json:"name"`
+			Description   string          `json:"description"`
+			InputSchema   json.RawMessage `json:"input_schema"`
+			MCPServerName string          `json:"mcp_server_name"`
+		}
+		if err := json.Unmarshal(item, &head); err != nil {
+			return nil, nil, badRequest(ReasonInvalidRequest, param, "each tool must be an object")
+		}
+		if head.Type != "mcp_toolset" {
+			mr.loop.Tools = append(mr.loop.Tools, loop.Function{
+				Name: head.Name, Description: head.Description, Parameters: head.InputSchema,
+				Dialect: loop.DialectAnthropic, Raw: item,
+			})
+			continue
+		}
+		if !servers[head.MCPServerName] {
+			if head.MCPServerName != label {
+				return nil, nil, badRequest(ReasonServerToolUnsupported, param+".mcp_server_name", fmt.Sprintf("MCP server %q is not supported; the hosted tools here are declared with the server name %q", head.MCPServerName, label))
+			}
+			return nil, nil, badRequest(ReasonToolsetWithoutServer, param+".mcp_server_name", fmt.Sprintf("the mcp_toolset names server %q, which is not in mcp_servers", head.MCPServerName))
+		}
+		if toolsets[head.MCPServerName] {
+			return nil, nil, badRequest(ReasonInvalidRequest, param, fmt.Sprintf("server %q has more than one mcp_toolset", head.MCPServerName))
+		}
+		toolsets[head.MCPServerName] = true
+		names, err := h.parseToolset(item, param)
+		if err != nil {
+			return nil, nil, err
+		}
+		mr.declared = true
+		for _, n := range names {
+			enabledSet[n] = true
+		}
+	}
+	return enabledSet, toolsets, nil
 }
 
 // parseToolset reads an mcp_toolset: default_config.enabled (default true)
@@ -328,7 +369,7 @@ func (h *Handler) expandContinuation(raw json.RawMessage, param string) ([]json.
 	}
 	ours := false
 	for _, b := range blocks {
-		t := blockTypeOf(b)
+		t := anthropic.BlockType(b)
 		if t == "mcp_tool_use" || t == "mcp_tool_result" {
 			ours = true
 			break
@@ -358,7 +399,7 @@ func (h *Handler) expandContinuation(raw json.RawMessage, param string) ([]json.
 	}
 	for i, b := range blocks {
 		bp := fmt.Sprintf("%s.content[%d]", param, i)
-		switch blockTypeOf(b) {
+		switch anthropic.BlockType(b) {
 		case "mcp_tool_use":
 			var u struct {
 				ID         string          `json:"id"`
@@ -413,12 +454,4 @@ func (h *Handler) expandContinuation(raw json.RawMessage, param string) ([]json.
 		return nil, err
 	}
 	return out, nil
-}
-
-func blockTypeOf(b json.RawMessage) string {
-	var h struct {
-		Type string `json:"type"`
-	}
-	_ = json.Unmarshal(b, &h)
-	return h.Type
 }

@@ -1,9 +1,6 @@
 package v1
 
 import (
-	"errors"
-	"net/http"
-
 	"toolhost/loop"
 )
 
@@ -14,11 +11,10 @@ import (
 // full content, stop) in the same order; message_delta (summed usage with
 // iterations) and message_stop (with the extension field) once, at the end.
 type messagesStream struct {
-	h  *Handler
-	w  http.ResponseWriter
+	h *Handler
+	sseWriter
 	mr *messagesRequest
 
-	started    bool // headers written
 	msgStarted bool // message_start sent
 	next       int  // next block index
 	open       []int
@@ -30,35 +26,9 @@ type messagesStream struct {
 	nextResult int
 }
 
-func (s *messagesStream) start() {
-	if s.started {
-		return
-	}
-	s.started = true
-	hd := s.w.Header()
-	hd.Set("Content-Type", "text/event-stream; charset=utf-8")
-	hd.Set("Cache-Control", "no-cache")
-	hd.Set("X-Accel-Buffering", "no")
-	s.w.WriteHeader(http.StatusOK)
-}
-
 func (s *messagesStream) send(event string, v map[string]any) error {
-	s.start()
 	v["type"] = event
-	b, err := marshal(v)
-	if err != nil {
-		return err
-	}
-	buf := make([]byte, 0, len(b)+len(event)+16)
-	buf = append(append(append(buf, "event: "...), event...), "\ndata: "...)
-	buf = append(append(buf, b...), '\n', '\n')
-	if _, err := s.w.Write(buf); err != nil {
-		return err
-	}
-	if err := http.NewResponseController(s.w).Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return err
-	}
-	return nil
+	return s.write(event, v)
 }
 
 func (s *messagesStream) messageStart(meta loop.Meta) error {

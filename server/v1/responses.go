@@ -87,7 +87,7 @@ func (h *Handler) serveResponses(w http.ResponseWriter, r *http.Request, body []
 		server.WriteJSON(w, http.StatusOK, h.responseObject(rq, run, res, out))
 		return
 	}
-	rs := &responsesStream{h: h, w: w, rq: rq, listTools: listTools, msgIndex: -1}
+	rs := &responsesStream{h: h, sseWriter: sseWriter{w: w}, rq: rq, listTools: listTools, msgIndex: -1}
 	run.Sink = rs.event
 	res, err := h.opts.Runner.Run(ctx, run)
 	if err != nil {

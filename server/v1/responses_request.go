@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"toolhost/loop"
+	"toolhost/loop/upstream/openai"
 )
 
 // Reasons of 400 answers specific to the Responses format.
@@ -105,57 +106,9 @@ func (h *Handler) parseResponses(body []byte) (*responsesRequest, error) {
 	rr.loop.Messages = append(rr.loop.Messages, msgs...)
 
 	// tools: the caller's functions and our declaration.
-	enabledSet := map[string]bool{}
-	if t := top["tools"]; present(t) {
-		var items []json.RawMessage
-		if err := json.Unmarshal(t, &items); err != nil {
-			return nil, badRequest(ReasonInvalidRequest, "tools", "tools must be a list")
-		}
-		for i, item := range items {
-			param := fmt.Sprintf("tools[%d]", i)
-			var head struct {
-				Type        string          `json:"type"`
-				Name        string          `json:"name"`
-				Description string          `json:"description"`
-				Parameters  json.RawMessage `json:"parameters"`
-				Strict      json.RawMessage `json:"strict"`
-			}
-			if err := json.Unmarshal(item, &head); err != nil {
-				return nil, badRequest(ReasonInvalidRequest, param, "each tool must be an object")
-			}
-			switch head.Type {
-			case "function":
-				if head.Name == "" {
-					return nil, badRequest(ReasonInvalidRequest, param+".name", "a function tool needs a name")
-				}
-				fn := map[string]any{"name": head.Name}
-				if head.Description != "" {
-					fn["description"] = head.Description
-				}
-				if present(head.Parameters) {
-					fn["parameters"] = head.Parameters
-				}
-				if present(head.Strict) {
-					fn["strict"] = head.Strict
-				}
-				raw, _ := marshal(map[string]any{"type": "function", "function": fn})
-				rr.loop.Tools = append(rr.loop.Tools, loop.Function{
-					Name: head.Name, Description: head.Description, Parameters: head.Parameters,
-					Dialect: loop.DialectOpenAI, Raw: raw,
-				})
-			case "mcp":
-				names, err := h.parseDeclaration(item, param)
-				if err != nil {
-					return nil, err
-				}
-				rr.declared = true
-				for _, n := range names {
-					enabledSet[n] = true
-				}
-			default:
-				return nil, badRequest(ReasonToolTypeUnsupported, param+".type", fmt.Sprintf("tool type %q is not supported here; use function tools and the hosted tools ({\"type\":\"mcp\",\"server_label\":%q})", head.Type, label))
-			}
-		}
+	enabledSet, err := h.parseResponsesTools(top["tools"], rr, label)
+	if err != nil {
+		return nil, err
 	}
 	if err := h.applyHosted(&rr.hosted, rr.declared, enabledSet, rr.loop.Tools, top[label], label,
 		fmt.Sprintf("a tools item {\"type\":\"mcp\",\"server_label\":%q}", label), "function", "rename it or leave the hosted tool out of allowed_tools"); err != nil {
@@ -170,6 +123,83 @@ func (h *Handler) parseResponses(body []byte) (*responsesRequest, error) {
 		rr.loop.ToolChoice = choice
 	}
 	return rr, nil
+}
+
+// chatFunctionTool is a Responses function tool in the Chat Completions
+// form the upstream reads. Fields are in alphabetical order: the bytes are
+// those a map gave before, which the golden upstream bodies pin.
+type (
+	chatFunctionTool struct {
+		Function chatFunction `json:"function"`
+		Type     string       `json:"type"`
+	}
+	chatFunction struct {
+		Description string          `json:"description,omitempty"`
+		Name        string          `json:"name"`
+		Parameters  json.RawMessage `json:"parameters,omitempty"`
+		Strict      json.RawMessage `json:"strict,omitempty"`
+	}
+)
+
+// parseResponsesTools reads tools: function tools are translated to the
+// Chat Completions form for the loop request, {"type":"mcp"} items declare
+// hosted tools, other types are refused. It returns the hosted tools
+// enabled.
+func (h *Handler) parseResponsesTools(t json.RawMessage, rr *responsesRequest, label string) (map[string]bool, error) {
+	enabledSet := map[string]bool{}
+	if !present(t) {
+		return enabledSet, nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(t, &items); err != nil {
+		return nil, badRequest(ReasonInvalidRequest, "tools", "tools must be a list")
+	}
+	for i, item := range items {
+		param := fmt.Sprintf("tools[%d]", i)
+		var head struct {
+			Type        string          `json:"type"`
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+			Strict      json.RawMessage `json:"strict"`
+		}
+		if err := json.Unmarshal(item, &head); err != nil {
+			return nil, badRequest(ReasonInvalidRequest, param, "each tool must be an object")
+		}
+		switch head.Type {
+		case "function":
+			if head.Name == "" {
+				return nil, badRequest(ReasonInvalidRequest, param+".name", "a function tool needs a name")
+			}
+			fn := chatFunction{Name: head.Name, Description: head.Description}
+			if present(head.Parameters) {
+				fn.Parameters = head.Parameters
+			}
+			if present(head.Strict) {
+				fn.Strict = head.Strict
+			}
+			raw, err := marshal(chatFunctionTool{Type: "function", Function: fn})
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", param, err)
+			}
+			rr.loop.Tools = append(rr.loop.Tools, loop.Function{
+				Name: head.Name, Description: head.Description, Parameters: head.Parameters,
+				Dialect: loop.DialectOpenAI, Raw: raw,
+			})
+		case "mcp":
+			names, err := h.parseDeclaration(item, param)
+			if err != nil {
+				return nil, err
+			}
+			rr.declared = true
+			for _, n := range names {
+				enabledSet[n] = true
+			}
+		default:
+			return nil, badRequest(ReasonToolTypeUnsupported, param+".type", fmt.Sprintf("tool type %q is not supported here; use function tools and the hosted tools ({\"type\":\"mcp\",\"server_label\":%q})", head.Type, label))
+		}
+	}
+	return enabledSet, nil
 }
 
 // parseResponsesToolChoice: the string forms and the mcp form are the Chat
@@ -397,7 +427,7 @@ func chatMessage(role string, content json.RawMessage) (loop.Message, error) {
 	var s string
 	if json.Unmarshal(content, &s) == nil {
 		raw, _ := marshal(map[string]any{"role": role, "content": s})
-		return loop.DecodeOpenAIMessage(raw)
+		return openai.DecodeMessage(raw)
 	}
 	var parts []map[string]json.RawMessage
 	if err := json.Unmarshal(content, &parts); err != nil {
@@ -432,7 +462,7 @@ func chatMessage(role string, content json.RawMessage) (loop.Message, error) {
 		}
 	}
 	raw, _ := marshal(map[string]any{"role": role, "content": out})
-	return loop.DecodeOpenAIMessage(raw)
+	return openai.DecodeMessage(raw)
 }
 
 // assistantText joins the text of an assistant message's content.

@@ -1,8 +1,6 @@
 package v1
 
 import (
-	"errors"
-	"net/http"
 	"strings"
 
 	"toolhost/clip"
@@ -18,15 +16,14 @@ import (
 // holds every item sent. output_index numbers items in sending order;
 // sequence_number increases over the whole stream.
 type responsesStream struct {
-	h         *Handler
-	w         http.ResponseWriter
+	h *Handler
+	sseWriter
 	rq        *responsesRequest
 	listTools map[string]any
 
-	started bool // headers written
-	seq     int
-	meta    loop.Meta
-	base    string // stem of item ids (the first upstream id)
+	seq  int
+	meta loop.Meta
+	base string // stem of item ids (the first upstream id)
 	// items are the finished output items in sending order.
 	items []any
 
@@ -48,42 +45,13 @@ type streamedCall struct {
 	args   strings.Builder
 }
 
-func (s *responsesStream) start() {
-	if s.started {
-		return
-	}
-	s.started = true
-	hd := s.w.Header()
-	hd.Set("Content-Type", "text/event-stream; charset=utf-8")
-	hd.Set("Cache-Control", "no-cache")
-	hd.Set("X-Accel-Buffering", "no")
-	s.w.WriteHeader(http.StatusOK)
-}
-
 // send writes one event; fields are the event's own (type and
 // sequence_number are added).
 func (s *responsesStream) send(typ string, fields map[string]any) error {
-	s.start()
 	fields["type"] = typ
 	fields["sequence_number"] = s.seq
 	s.seq++
-	b, err := marshal(fields)
-	if err != nil {
-		return err
-	}
-	var buf []byte
-	buf = append(buf, "event: "...)
-	buf = append(buf, typ...)
-	buf = append(buf, "\ndata: "...)
-	buf = append(buf, b...)
-	buf = append(buf, '\n', '\n')
-	if _, err := s.w.Write(buf); err != nil {
-		return err
-	}
-	if err := http.NewResponseController(s.w).Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return err
-	}
-	return nil
+	return s.write(typ, fields)
 }
 
 // add records an item at its output_index (its final form comes with done).

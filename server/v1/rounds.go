@@ -18,12 +18,12 @@ type RoundStore struct {
 	recs []loop.RoundLog
 }
 
-// NewRoundStore keeps the latest max records (default 10 000).
-func NewRoundStore(max int) *RoundStore {
-	if max <= 0 {
-		max = 10000
+// NewRoundStore keeps the latest limit records (default 10 000).
+func NewRoundStore(limit int) *RoundStore {
+	if limit <= 0 {
+		limit = 10000
 	}
-	return &RoundStore{max: max}
+	return &RoundStore{max: limit}
 }
 
 // RecordRound implements loop.RoundRecorder.

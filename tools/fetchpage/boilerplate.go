@@ -152,12 +152,14 @@ type pageFacts struct {
 var (
 	// Lines that invite, promote or administer rather than report. Each is
 	// only acted on when the block is short (see trimEdges).
-	boilerPhrase = regexp.MustCompile(`(?i)^(follow (us|me|him|her|them|[\p{L}@ .]+ on)|subscribe|sign up|sign-up|get (the|our) .*(newsletter|inbox|delivered)|newsletter|thanks? for (signing|subscribing)|you may also like|you might also like|more from|more great|more stories|related( (stories|articles|posts|content|coverage|reading|links))?:?$|read (more|next|also)|see also|recommended|also read|leggi anche|lesen sie auch|mehr zum thema|voir aussi|à lire aussi|lire aussi|leia também|leia mais|veja também|lee también|te puede interesar|tags?:?$|tags?:|topics?:|categor(y|ies):|filed under|share (this|on|via)|share$|copyright|©|\(c\) ?\d{4}|all rights reserved|write to .* at |contact .* at .*@|have a tip|email .*@|click here|listen to |download (the|our) app|this copy is for your personal|an error has occurred|there was an error|sorry!?$|advertisement$|comments?$|comentários|kommentare|commenti|leave a (comment|reply)|comments are closed|\d+ comments?$|ATENÇÃO: Comentários|published|updated|posted|publicado|veröffentlicht|aktualisiert|by [\p{Lu}])`)
+	boilerPhrase = regexp.MustCompile(`(?i)^(follow (us|me|him|her|them|[\p{L}@ .]+ on)|subscribe|sign up|sign-up|get (the|our) .*(newsletter|inbox|delivered)|newsletter|thanks? for (signing|subscribing)|you may also like|you might also like|more from|more great|more stories|related( (stories|articles|posts|content|coverage|reading|links))?:?$|read (more|next|also)|see also|recommended|also read|leggi anche|lesen sie auch|mehr zum thema|voir aussi|à lire aussi|lire aussi|leia também|leia mais|veja também|lee también|te puede interesar|tags?:?$|tags?:|topics?:|categor(y|ies):|filed under|share (this|on|via)|share$|copyright|©|\(c\) ?\d{4}|all rights reserved|write to .* at |contact .* at .*@|have a tip|email .*@|click here|listen to |download (the|our) app|this copy is for your personal|an error has occurred|there was an error|sorry!?$|advertisement$|comments?$|comentários|kommentare|commenti|leave a (comment|reply)|comments are closed|\d+ comments?$|ATENÇÃO: Comentários|published|updated|posted|publicado|veröffentlicht|aktualisiert|by [\p{Lu}]|收起$|展开$|展开全部$)`)
 	// Headings that introduce a list of other stories.
 	relatedHeading = regexp.MustCompile(`(?i)^(you (may|might) also like|related( (stories|articles|posts|content|coverage|reading|links))?|more (from|stories|great|on this|to read|news)|read (more|next|also)|see also|recommended( for you)?|also read|most (read|popular)|popular (now|posts)|leggi anche|lesen sie auch|mehr zum thema|weitere artikel|voir aussi|à lire aussi|lire aussi|leia também|veja também|lee también|te puede interesar)\b`)
 	// A date such as "NOVEMBER 20, 2019 10:43", "05/10/2018", "2019-11-20".
 	datePattern = regexp.MustCompile(`(?i)\b(\d{1,2}[./-]\d{1,2}[./-]\d{2,4}|\d{4}-\d{2}-\d{2}|(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2},? \d{4}|\d{1,2} (jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]* \d{4})\b`)
 	urlOnly     = regexp.MustCompile(`^https?://\S+$`)
+	// "5 min", "Estimated reading time: 6 minutes", "Lesezeit 4 Min."
+	readingTime = regexp.MustCompile(`(?i)^((estimated )?reading time:? ?\d+ ?(min|mins|minutes?)\.?|\d+ ?(min|mins|minutes?)\.?( read| de lecture| lesezeit| lectura| di lettura)?|(temps de |durée de )?lecture ?:? ?\d+ ?min\.?|lesezeit:? ?\d+ ?(min|minuten)\.?)$`)
 	// "... Follow him on Twitter @name." at the end of a bio.
 	followPhrase = regexp.MustCompile(`(?i)\bfollow (us|me|him|her|them|@\w+|[\p{L} .]{2,30}) on (twitter|facebook|instagram|linkedin|youtube|tiktok|x)\b`)
 )
@@ -364,7 +366,7 @@ func headFurniture(b, next *block, facts pageFacts) bool {
 			}
 		}
 	}
-	if urlOnly.MatchString(b.text) {
+	if urlOnly.MatchString(b.text) || readingTime.MatchString(b.text) {
 		return true
 	}
 	if b.words <= 25 {

@@ -31,6 +31,12 @@ func TestFurnitureLeavesTheArticle(t *testing.T) {
 			gone: []string{"Subscribe to our newsletters", "Follow us on Twitter", "gophers, burrows, meadows", "Moles are not gophers", "Where voles go", "You may also like"},
 		},
 		{
+			// Baidu Baike's toggle under its reference list.
+			name: "a collapse toggle",
+			tail: `<p>收起</p>`,
+			gone: []string{"收起"},
+		},
+		{
 			name: "comments are closed",
 			tail: `<p>Comments are closed.</p>`,
 			gone: []string{"Comments are closed"},
@@ -39,6 +45,11 @@ func TestFurnitureLeavesTheArticle(t *testing.T) {
 			name: "a table naming social networks keeps every cell",
 			tail: `<table><tr><th>Network</th><th>Handle</th></tr><tr><td><a href="/t">Twitter</a></td><td>twitter</td></tr><tr><td>Facebook</td><td>@gopher</td></tr></table>`,
 			kept: []string{"Twitter", "twitter", "@gopher", "Facebook"},
+		},
+		{
+			name: "reading time above the text",
+			head: `<p><em>Estimated reading time: 6 minutes</em></p><span class="time">5 min</span>`,
+			gone: []string{"reading time", "5 min"},
 		},
 		{
 			name: "a consent overlay is not the article",

@@ -449,7 +449,10 @@ func TestFetchLimitsConcurrencyPerHost(t *testing.T) {
 	release := make(chan struct{})
 	f.mux.HandleFunc("/slow", func(w http.ResponseWriter, _ *http.Request) {
 		n := inFlight.Add(1)
-		for m := maxSeen.Load(); n > m && !maxSeen.CompareAndSwap(m, n); m = maxSeen.Load() {
+		for m := maxSeen.Load(); n > m; m = maxSeen.Load() {
+			if maxSeen.CompareAndSwap(m, n) {
+				break
+			}
 		}
 		arrived <- struct{}{}
 		<-release

@@ -21,8 +21,10 @@ var update = flag.Bool("update", false, "rewrite the golden Markdown snapshots i
 // (test-files/mock and test-files/comparison: pages saved from the sites
 // named, for trafilatura's own evaluation), so every machine that builds
 // this project has them and none is copied into this repository. Each
-// snapshot in testdata/golden was read against the page in a browser when
-// it was last updated; the test fails when the Markdown drifts from it
+// snapshot in testdata/golden was read by eye against its source page;
+// testdata/golden/REVIEW.md records that review (every page, its defects,
+// their fixes and tests, what remains). The test fails when the Markdown
+// drifts from a snapshot
 // (normalised-Markdown F1 below goldenMinPage for a page or goldenMinMean
 // over the set) or breaks a rule every page of its kind must keep.
 var goldenPages = []struct {

@@ -64,6 +64,7 @@ func ExtractHTML(page []byte, pageURL *url.URL, markdown bool) (*Article, error)
 		unwrapRuby(doc)
 	}
 	dropOverlays(doc)
+	wrapParagraphs(doc)
 	facts := collectFacts(doc)
 	facts.source = indexSource(doc)
 	spaced := emphasisSpacing(doc)
@@ -98,6 +99,7 @@ func ExtractHTML(page []byte, pageURL *url.URL, markdown bool) (*Article, error)
 		if res.Metadata.Title != "" {
 			title = res.Metadata.Title
 		}
+		dropRepeatedBlocks(content)
 		restoreCodeBlocks(content, langs)
 		restoreTables(content, tables)
 		// When the extractor falls back to its baseline it may hand back
@@ -128,11 +130,12 @@ func renderArticle(content *html.Node, title string, baseURL *url.URL, markdown 
 	}
 	if markdown {
 		absolutize(content, baseURL)
+		flattenCellBlocks(content)
 		md, err := markdownConverter.ConvertNode(content)
 		if err != nil {
 			return nil, fmt.Errorf("convert to markdown: %w", err)
 		}
-		art.Markdown = renderMarks(strings.TrimSpace(string(md)), true)
+		art.Markdown = renderMarks(restoreAngles(brRun.ReplaceAllString(strings.TrimSpace(string(md)), "<br>")), true)
 	}
 	if art.Markdown == "" && art.Text == "" {
 		return nil, ErrNoContent
@@ -140,17 +143,80 @@ func renderArticle(content *html.Node, title string, baseURL *url.URL, markdown 
 	return art, nil
 }
 
+// brRun is a run of line breaks the table plugin writes in a cell.
+var brRun = regexp.MustCompile(`(?:[ \t]*<br />[ \t]*)+`)
+
 // markdownConverter is safe for concurrent use: conversion state lives in a
 // per-call context.
-var markdownConverter = converter.NewConverter(converter.WithPlugins(
-	base.NewBasePlugin(),
-	commonmark.NewCommonmarkPlugin(
-		commonmark.WithLinkEmptyHrefBehavior(commonmark.LinkBehaviorSkip),
-		commonmark.WithLinkEmptyContentBehavior(commonmark.LinkBehaviorSkip),
-	),
-	table.NewTablePlugin(table.WithSkipEmptyRows(true), table.WithHeaderPromotion(true)),
-	strikethrough.NewStrikethroughPlugin(),
-))
+var markdownConverter = newMarkdownConverter()
+
+func newMarkdownConverter() *converter.Converter {
+	conv := converter.NewConverter(converter.WithPlugins(
+		base.NewBasePlugin(),
+		commonmark.NewCommonmarkPlugin(
+			commonmark.WithLinkEmptyHrefBehavior(commonmark.LinkBehaviorSkip),
+			commonmark.WithLinkEmptyContentBehavior(commonmark.LinkBehaviorSkip),
+		),
+		// A cell with a list or line breaks in it (a wiki's gift table:
+		// "All Universal Loves" as a list in a row) keeps its table, its
+		// lines joined with <br> as GFM tables write them; skipped, the
+		// whole table came out as loose lines without columns.
+		table.NewTablePlugin(table.WithSkipEmptyRows(true), table.WithHeaderPromotion(true),
+			table.WithNewlineBehavior(table.NewlineBehaviorPreserve)),
+		strikethrough.NewStrikethroughPlugin(),
+	))
+	conv.Register.TextTransformer(protectAngles, converter.PriorityEarly)
+	return conv
+}
+
+// The converter writes every "<" and ">" of the text as "&lt;" and "&gt;",
+// so a reader of the Markdown saw "a -&gt; b" and "x &lt; 3". Only a "<"
+// that could open an HTML tag needs that, and only a ">" at the start of a
+// line (a quote) needs escaping at all: the others travel through the
+// converter as private-use marks and come back as themselves.
+const (
+	markGT = "\uE003"
+	markLT = "\uE004"
+)
+
+func protectAngles(_ converter.Context, content string) string {
+	if !strings.ContainsAny(content, "<>") {
+		return content
+	}
+	var b strings.Builder
+	for i := 0; i < len(content); i++ {
+		switch c := content[i]; {
+		case c == '>':
+			b.WriteString(markGT)
+		case c == '<' && !opensTag(content[i+1:]):
+			b.WriteString(markLT)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// opensTag reports whether text after a "<" could make it an HTML tag,
+// comment or autolink in CommonMark.
+func opensTag(rest string) bool {
+	if rest == "" {
+		return false
+	}
+	c := rest[0]
+	return c == '/' || c == '!' || c == '?' || (c|0x20 >= 'a' && c|0x20 <= 'z')
+}
+
+var quoteAtLineStart = regexp.MustCompile(`(?m)^([ \t]*)` + markGT)
+
+// restoreAngles turns the marks of protectAngles back into characters.
+func restoreAngles(md string) string {
+	if !strings.Contains(md, markGT) && !strings.Contains(md, markLT) {
+		return md
+	}
+	md = quoteAtLineStart.ReplaceAllString(md, `$1\>`)
+	return strings.NewReplacer(markGT, ">", markLT, "<").Replace(md)
+}
 
 func countNodes(n *html.Node, limit int) int {
 	count := 0
@@ -192,11 +258,19 @@ func documentTitle(doc *html.Node) string {
 
 var langClass = regexp.MustCompile(`(?:^|\s)(?:language|lang|highlight-source|brush:?)-?\s*([A-Za-z0-9_+#.-]+)`)
 
-// codeLanguages maps the normalized text of each <pre> block that declares
-// a language (class="language-go", data-lang, ...) to that language, so the
-// language survives extraction, which strips attributes from code blocks.
-func codeLanguages(doc *html.Node) map[string]string {
-	langs := map[string]string{}
+// sourceCode is what the page says about one of its <pre> blocks.
+type sourceCode struct {
+	lang string // declared language, lower case, or ""
+	text string // the text as the page lays it out, line breaks included
+}
+
+// codeLanguages maps the normalized text of each <pre> block to its
+// declared language (class="language-go", data-lang, ...) and its text
+// with line breaks: extraction strips the attributes from code blocks, and
+// loses the line breaks of highlighted code whose tokens are <span>s
+// (Pygments' codehilite came out as one line).
+func codeLanguages(doc *html.Node) map[string]sourceCode {
+	langs := map[string]sourceCode{}
 	goquery.NewDocumentFromNode(doc).Find("pre").Each(func(_ int, pre *goquery.Selection) {
 		lang := ""
 		for _, s := range []*goquery.Selection{pre, pre.Find("code").First(), pre.Parent()} {
@@ -209,8 +283,9 @@ func codeLanguages(doc *html.Node) map[string]string {
 				break
 			}
 		}
-		if lang != "" {
-			langs[codeKey(pre.Text())] = strings.ToLower(lang)
+		text := nodeText(pre.Get(0))
+		if key := codeKey(text); key != "" {
+			langs[key] = sourceCode{lang: strings.ToLower(lang), text: strings.Trim(text, "\n")}
 		}
 	})
 	return langs
@@ -220,14 +295,14 @@ func codeKey(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // restoreCodeBlocks turns the extractor's block-level <code> elements back
 // into <pre><code class="language-x"> so the Markdown has fenced blocks with
-// their language.
-func restoreCodeBlocks(root *html.Node, langs map[string]string) {
+// their language, and gives every code block the page's line breaks back.
+func restoreCodeBlocks(root *html.Node, langs map[string]sourceCode) {
 	var blocks []*html.Node
 	var walk func(*html.Node)
 	walk = func(n *html.Node) {
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
 			// The extractor builds its elements by name, without DataAtom.
-			if c.Type == html.ElementNode && c.Data == "code" && (c.Parent == root || isBlockParent(c.Parent)) {
+			if c.Type == html.ElementNode && (c.Data == "pre" || c.Data == "code" && (c.Parent == root || isBlockParent(c.Parent))) {
 				blocks = append(blocks, c)
 				continue
 			}
@@ -237,15 +312,24 @@ func restoreCodeBlocks(root *html.Node, langs map[string]string) {
 	walk(root)
 	for _, c := range blocks {
 		txt := nodeText(c)
-		if c.Parent != root && !strings.Contains(txt, "\n") {
+		src, known := langs[codeKey(txt)]
+		if c.Data == "pre" {
+			// Only a <pre> whose line breaks were lost is rebuilt.
+			if !known || strings.Contains(strings.TrimSpace(txt), "\n") || !strings.Contains(src.text, "\n") {
+				continue
+			}
+		} else if c.Parent != root && !strings.Contains(txt, "\n") {
 			continue
+		}
+		if known && strings.Contains(src.text, "\n") {
+			txt = src.text
 		}
 		pre := &html.Node{Type: html.ElementNode, Data: "pre", DataAtom: atom.Pre}
 		c.Parent.InsertBefore(pre, c)
 		c.Parent.RemoveChild(c)
 		code := &html.Node{Type: html.ElementNode, Data: "code", DataAtom: atom.Code}
-		if l := langs[codeKey(txt)]; l != "" {
-			code.Attr = []html.Attribute{{Key: "class", Val: "language-" + l}}
+		if src.lang != "" {
+			code.Attr = []html.Attribute{{Key: "class", Val: "language-" + src.lang}}
 		}
 		code.AppendChild(&html.Node{Type: html.TextNode, Data: txt})
 		pre.AppendChild(code)

@@ -37,6 +37,18 @@ func TestExtractHTMLKeepsStructure(t *testing.T) {
 			want: []string{"```python\nfor i in range(3):\n    print(i)"},
 		},
 		{
+			// Pygments' codehilite: every token a <span>; the extractor
+			// joined the lines into one.
+			name: "line breaks of highlighted code",
+			html: `<html><body><article><p>` + strings.Repeat("I took another look at the test that failed in the suite. ", 10) + `</p>
+<div class="codehilite"><pre><span class="kn">import</span> <span class="nn">os</span>
+
+<span class="kn">from</span> <span class="nn">django.conf</span> <span class="kn">import</span> <span class="n">settings</span>
+<span class="kn">from</span> <span class="nn">selenium</span> <span class="kn">import</span> <span class="n">webdriver</span>
+</pre></div><p>` + strings.Repeat("It seemed pretty isolated to me at the time. ", 8) + `</p></article></body></html>`,
+			want: []string{"```\nimport os\n\nfrom django.conf import settings\nfrom selenium import webdriver\n```"},
+		},
+		{
 			name:    "short page falls back to the body without navigation",
 			html:    `<html><head><title>Hi</title></head><body><nav><a href="/a">Menu item</a></nav><p>Just one short line.</p><footer>Footer junk</footer></body></html>`,
 			want:    []string{"Just one short line."},

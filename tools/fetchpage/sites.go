@@ -53,6 +53,26 @@ func mediaWikiContent(gd *goquery.Document) *html.Node {
 	out.Find(`.mw-editsection, #toc, .toc, .mw-jump-link, .navbox, .vertical-navbox, .navbox-styles, .metadata,
 		.noprint, .ambox, .hatnote, .sistersitebox, .mw-empty-elt, .catlinks, .printfooter, style, script,
 		.mw-references-wrap .mw-cite-backlink, .shortdescription, [role=navigation], .portalbox, .authority-control`).Remove()
+	// Navigation boxes that older templates (and Fandom's) build as plain
+	// tables: rows of links separated by middle dots. A data table with
+	// links in its cells has few separators.
+	out.Find("table").Each(func(_ int, t *goquery.Selection) {
+		text := t.Text()
+		if strings.Count(text, "·")+strings.Count(text, "•") < 10 {
+			return
+		}
+		all := len(strings.Join(strings.Fields(text), ""))
+		linked := len(strings.Join(strings.Fields(t.Find("a").Text()), ""))
+		if all > 0 && linked*10 >= all*6 {
+			t.Remove()
+		}
+	})
+	// An infobox's "[Source]" link to its template.
+	out.Find(`a[href*="Template:"]`).Each(func(_ int, a *goquery.Selection) {
+		if strings.HasPrefix(strings.TrimSpace(a.Text()), "[") {
+			a.Remove()
+		}
+	})
 	// Links to pages that do not exist ("redlinks") are text.
 	out.Find("a.new").Each(func(_ int, s *goquery.Selection) { s.ReplaceWithSelection(s.Contents()) })
 	// Math: the TeX annotation of the MathML, else the fallback image's alt.

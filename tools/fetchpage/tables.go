@@ -3,6 +3,7 @@ package fetchpage
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/net/html"
 )
@@ -80,7 +81,15 @@ func cleanCopy(n *html.Node) *html.Node {
 		switch ch.Type {
 		case html.ElementNode:
 			switch ch.Data {
-			case "script", "style", "noscript", "template", "svg", "img", "picture", "button", "input", "select", "iframe":
+			case "img":
+				// A check mark or a flag can be all a cell says
+				// (docs.docker.com's platform tables: <img alt="yes">);
+				// its short alt text stands in for it.
+				if alt := iconAlt(ch); alt != "" {
+					c.AppendChild(&html.Node{Type: html.TextNode, Data: alt})
+				}
+				continue
+			case "script", "style", "noscript", "template", "svg", "picture", "button", "input", "select", "iframe":
 				continue
 			}
 		case html.CommentNode:
@@ -89,6 +98,26 @@ func cleanCopy(n *html.Node) *html.Node {
 		c.AppendChild(cleanCopy(ch))
 	}
 	return c
+}
+
+// maxIconAlt is the longest alt text read as an icon's word; longer ones
+// describe a picture.
+const maxIconAlt = 24
+
+// iconAlt is the alt text of an image that stands for a word, or "" (no
+// alt, a description, a file name).
+func iconAlt(img *html.Node) string {
+	alt := strings.Join(strings.Fields(attr(img, "alt")), " ")
+	if alt == "" || utf8.RuneCountInString(alt) > maxIconAlt {
+		return ""
+	}
+	lower := strings.ToLower(alt)
+	for _, ext := range []string{".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp"} {
+		if strings.HasSuffix(lower, ext) {
+			return ""
+		}
+	}
+	return alt
 }
 
 // restoreTables swaps every table in the extracted content for the source
@@ -150,7 +179,11 @@ func cellSet(t *html.Node) map[string]bool {
 	walk = func(n *html.Node) {
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
 			if c.Type == html.ElementNode && (c.Data == "td" || c.Data == "th") {
-				if k := normText(nodeText(c)); k != "" {
+				// Without spaces: the extractor's copy of a cell
+				// "<h5>Ball</h5><p>Which…</p>" joins the blocks without the
+				// page's line break ("BallWhich…"), and the cell must still
+				// match its source.
+				if k := strings.ReplaceAll(normText(nodeText(c)), " ", ""); k != "" {
 					set[k] = true
 				}
 				continue
@@ -162,28 +195,27 @@ func cellSet(t *html.Node) map[string]bool {
 	return set
 }
 
-// trimmedText is the text of n with its whitespace collapsed.
-func trimmedText(n *html.Node) string { return strings.Join(strings.Fields(nodeText(n)), " ") }
-
 // emphasis and inline are the elements the spacing repair looks at.
 var (
-	emphasisTags = map[string]bool{"b": true, "strong": true, "em": true, "i": true}
+	emphasisTags = map[string]bool{"b": true, "strong": true, "em": true, "i": true, "a": true, "code": true}
 	inlineTags   = map[string]bool{"b": true, "strong": true, "em": true, "i": true, "span": true, "a": true, "code": true, "small": true, "mark": true}
 )
 
-// emphasisSpacing records, for each emphasised phrase of the page and the
-// word after it, whether a reader sees a space between them: whitespace in
-// the source, or a separate element that CSS lays out as its own word
-// (<strong>33%</strong><span>of patients</span>). The extractor drops the
-// whitespace after an emphasis inside list items, and drops the element
-// around the next word, so the Markdown read "**Stable**channel" and
-// "**33%**of".
+// emphasisSpacing records, for each emphasised phrase, link or inline code
+// of the page and the word after it, whether a reader sees a space between
+// them: whitespace in the source, or a separate element that CSS lays out
+// as its own word (<strong>33%</strong><span>of patients</span>); and for
+// the word before it likewise. The extractor drops the whitespace around
+// such elements inside list items, and drops the element around the next
+// word, so the Markdown read "**Stable**channel", "**33%**of",
+// "`requirements.txt`with`pip-tools`" and "[my referral link](…)and".
 func emphasisSpacing(doc *html.Node) map[string]bool {
 	spaced := map[string]bool{}
 	var walk func(n *html.Node)
 	walk = func(n *html.Node) {
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
 			if c.Type == html.ElementNode && emphasisTags[c.Data] {
+				var text string
 				if next := c.NextSibling; next != nil {
 					var after string
 					sep := false
@@ -196,13 +228,24 @@ func emphasisSpacing(doc *html.Node) map[string]bool {
 						sep = true
 					}
 					if sep {
-						if k := spacingKey(nodeText(c), after); k != "" {
+						text = nodeText(c)
+						if k := spacingKey(text, after); k != "" {
+							spaced[k] = true
+						}
+					}
+				}
+				if prev := c.PrevSibling; prev != nil && prev.Type == html.TextNode {
+					if r, _ := utf8.DecodeLastRuneInString(prev.Data); unicode.IsSpace(r) {
+						if text == "" {
+							text = nodeText(c)
+						}
+						if k := spacingBeforeKey(prev.Data, text); k != "" {
 							spaced[k] = true
 						}
 					}
 				}
 			}
-			if c.Type == html.ElementNode && (c.Data == "script" || c.Data == "style") {
+			if c.Type == html.ElementNode && (c.Data == "script" || c.Data == "style" || c.Data == "pre") {
 				continue
 			}
 			walk(c)
@@ -215,15 +258,50 @@ func emphasisSpacing(doc *html.Node) map[string]bool {
 // spacingKey is the emphasised text and the first word after it.
 func spacingKey(emph, after string) string {
 	emph = strings.ToLower(strings.TrimSpace(emph))
-	w := strings.FieldsFunc(strings.ToLower(after), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
-	if emph == "" || len(w) == 0 {
+	w := firstWord(after)
+	if emph == "" || w == "" {
 		return ""
 	}
-	return emph + "\x00" + w[0]
+	return emph + "\x00" + strings.ToLower(w)
 }
 
-// restoreEmphasisSpacing puts back the space after an emphasis that the
-// page showed and the extraction lost.
+// spacingBeforeKey is the last word (or punctuation: "e.g.", ",") before
+// an element and its text.
+func spacingBeforeKey(before, emph string) string {
+	emph = strings.ToLower(strings.TrimSpace(emph))
+	w := lastToken(before)
+	if emph == "" || w == "" {
+		return ""
+	}
+	return "\x01" + strings.ToLower(w) + "\x00" + emph
+}
+
+// firstWord is the first run of letters and digits in s, read only as
+// far as the word.
+func firstWord(s string) string {
+	start := -1
+	for i, r := range s {
+		switch {
+		case wordEdge(r) && start < 0:
+			start = i
+		case !wordEdge(r) && start >= 0:
+			return s[start:i]
+		}
+	}
+	if start < 0 {
+		return ""
+	}
+	return s[start:]
+}
+
+// lastToken is the last run of non-space characters in s.
+func lastToken(s string) string {
+	s = strings.TrimRightFunc(s, unicode.IsSpace)
+	return s[strings.LastIndexFunc(s, unicode.IsSpace)+1:]
+}
+
+// restoreEmphasisSpacing puts back the space around an emphasis, link or
+// inline code that the page showed and the extraction lost.
 func restoreEmphasisSpacing(root *html.Node, spaced map[string]bool) {
 	if len(spaced) == 0 {
 		return
@@ -231,21 +309,28 @@ func restoreEmphasisSpacing(root *html.Node, spaced map[string]bool) {
 	var walk func(n *html.Node)
 	walk = func(n *html.Node) {
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			if c.Type == html.ElementNode && emphasisTags[c.Data] {
+			if c.Type == html.ElementNode && emphasisTags[c.Data] && c.Parent != nil && c.Parent.Data != "pre" {
 				next := c.NextSibling
 				var first rune
 				switch {
 				case next != nil && next.Type == html.TextNode && next.Data != "":
-					first = []rune(next.Data)[0]
+					first, _ = utf8.DecodeRuneInString(next.Data)
 				case next != nil && next.Type == html.ElementNode && inlineTags[next.Data]:
-					if t := []rune(nodeText(next)); len(t) > 0 {
-						first = t[0]
-					}
+					first, _ = utf8.DecodeRuneInString(nodeText(next))
 				}
-				text := []rune(strings.TrimSpace(nodeText(c)))
-				if first != 0 && wordEdge(first) && len(text) > 0 && !unicode.IsSpace(text[len(text)-1]) &&
-					spaced[spacingKey(string(text), nodeText(next))] {
+				raw := nodeText(c)
+				text := strings.TrimSpace(raw)
+				r0, _ := utf8.DecodeRuneInString(text)
+				rN, _ := utf8.DecodeLastRuneInString(raw)
+				if first != 0 && wordEdge(first) && text != "" && !unicode.IsSpace(rN) &&
+					spaced[spacingKey(text, nodeText(next))] {
 					n.InsertBefore(&html.Node{Type: html.TextNode, Data: " "}, next)
+				}
+				if prev := c.PrevSibling; prev != nil && prev.Type == html.TextNode && text != "" && wordEdge(r0) {
+					if last, _ := utf8.DecodeLastRuneInString(prev.Data); (wordEdge(last) || unicode.IsPunct(last) && last != '(' && last != '[' && last != '"' && last != '\'') &&
+						!unicode.IsSpace(last) && spaced[spacingBeforeKey(prev.Data, text)] {
+						prev.Data += " "
+					}
 				}
 			}
 			walk(c)
@@ -280,6 +365,81 @@ func unwrapRuby(n *html.Node) {
 					g = gn
 				}
 				n.RemoveChild(c)
+			}
+		}
+		c = next
+	}
+}
+
+// flattenCellBlocks rewrites what a Markdown table cannot hold inside the
+// cells of content's tables: a list becomes its items on lines of their
+// own ("• " before each when there are several), a heading or a quote its
+// text, a rule nothing. The converter leaves a table with any of them
+// unconverted, and its rows came out as loose lines without columns (a
+// wiki's gift table with "All Universal Loves" as a list in one row).
+func flattenCellBlocks(root *html.Node) {
+	var cells []*html.Node
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			if c.Type != html.ElementNode {
+				continue
+			}
+			if c.Data == "td" || c.Data == "th" {
+				cells = append(cells, c)
+			}
+			walk(c)
+		}
+	}
+	walk(root)
+	for _, cell := range cells {
+		flattenIn(cell)
+	}
+}
+
+func flattenIn(n *html.Node) {
+	for c := n.FirstChild; c != nil; {
+		next := c.NextSibling
+		if c.Type == html.ElementNode {
+			switch c.Data {
+			case "table":
+				// A nested table is left to the converter's fallback.
+			case "ul", "ol":
+				var items []*html.Node
+				for li := c.FirstChild; li != nil; li = li.NextSibling {
+					if li.Type == html.ElementNode && li.Data == "li" {
+						items = append(items, li)
+					}
+				}
+				for i, li := range items {
+					if i > 0 {
+						n.InsertBefore(&html.Node{Type: html.ElementNode, Data: "br"}, c)
+					}
+					if first, _ := utf8.DecodeRuneInString(strings.TrimSpace(nodeText(li))); len(items) > 1 && !strings.ContainsRune("•▪·◦●■-*–", first) {
+						n.InsertBefore(&html.Node{Type: html.TextNode, Data: "• "}, c)
+					}
+					flattenIn(li)
+					span := &html.Node{Type: html.ElementNode, Data: "span"}
+					for g := li.FirstChild; g != nil; {
+						gn := g.NextSibling
+						li.RemoveChild(g)
+						span.AppendChild(g)
+						g = gn
+					}
+					n.InsertBefore(span, c)
+				}
+				n.RemoveChild(c)
+			case "h1", "h2", "h3", "h4", "h5", "h6", "blockquote":
+				flattenIn(c)
+				if c.Data == "blockquote" {
+					c.Data = "span"
+				} else {
+					c.Data = "strong"
+				}
+			case "hr":
+				n.RemoveChild(c)
+			default:
+				flattenIn(c)
 			}
 		}
 		c = next

@@ -87,8 +87,8 @@ const (
 	maxProviderBody   = 4 << 20
 	maxRetryAfter     = 15 * time.Minute
 	defaultRateLimit  = 30 * time.Second
-	failureBackoffMin = 2 * time.Second
-	failureBackoffMax = time.Minute
+	minFailureBackoff = 2 * time.Second
+	maxFailureBackoff = time.Minute
 )
 
 // Duration is a time.Duration written as "8s" in JSON.

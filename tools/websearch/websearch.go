@@ -408,8 +408,8 @@ func (s *slot) failed(f *failure, now time.Time) time.Duration {
 		return d
 	}
 	s.failures++
-	d := failureBackoffMin << min(s.failures-1, 10)
-	d = min(d, failureBackoffMax)
+	d := minFailureBackoff << min(s.failures-1, 10)
+	d = min(d, maxFailureBackoff)
 	s.failUntil = now.Add(d)
 	return d
 }

@@ -128,7 +128,7 @@ func (in *interp) run(data []byte, res *resources, g gstate, depth int) {
 	in.stack = in.stack[:0]
 	arrStart := -1
 	var saved []gstate
-	var tm, tlm matrix = identity, identity
+	tm, tlm := identity, identity
 	var op operand
 	for {
 		kind, word := l.next(&op)

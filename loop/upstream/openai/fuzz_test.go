@@ -1,8 +1,11 @@
-package loop
+package openai
 
 import (
 	"bytes"
 	"testing"
+
+	"toolhost/loop"
+	"toolhost/loop/upstream"
 )
 
 // The upstream's stream and body are outside input: no bytes may panic the
@@ -13,14 +16,14 @@ func FuzzStreamAssembler(f *testing.F) {
 	f.Add([]byte(": comment\r\ndata: {\"error\":{\"message\":\"x\"}}\r\n\r\n"))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		asm := newStreamAssembler()
-		err := readSSE(bytes.NewReader(body), func(data []byte) error {
-			_, err := asm.add(data)
+		err := upstream.ReadSSE(bytes.NewReader(body), func(data []byte) error {
+			_, err := asm.Add(data)
 			return err
 		})
 		if err != nil {
 			return
 		}
-		if resp, err := asm.finish(); err == nil && resp.Message.Role != RoleAssistant {
+		if resp, err := asm.Finish(); err == nil && resp.Message.Role != loop.RoleAssistant {
 			t.Fatalf("assembled message with role %q", resp.Message.Role)
 		}
 	})
@@ -30,7 +33,7 @@ func FuzzDecodeOpenAIResponse(f *testing.F) {
 	f.Add([]byte(`{"id":"a","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1,"completion_tokens":2}}`))
 	f.Add([]byte(`{"choices":[{"message":{"content":[{"type":"text","text":"x"}]}}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		resp, err := decodeOpenAIResponse(body)
+		resp, err := decodeResponse(body)
 		if err == nil && resp.Message.Role == "" {
 			t.Fatal("message without a role")
 		}

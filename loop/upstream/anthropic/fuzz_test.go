@@ -1,9 +1,13 @@
-package loop
+package anthropic
 
 import (
 	"bytes"
 	"encoding/json"
 	"testing"
+
+	"toolhost/loop"
+	"toolhost/loop/upstream"
+	"toolhost/loop/upstream/openai"
 )
 
 // The Anthropic upstream's event stream is outside input: no bytes may
@@ -16,15 +20,15 @@ func FuzzAnthropicStreamAssembler(f *testing.F) {
 	f.Add([]byte("data: {\"type\":\"message_start\",\"message\":{}}\n\ndata: {\"type\":\"content_block_delta\",\"index\":4,\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}\n\n"))
 	f.Add([]byte("data: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"}}\n\n"))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		asm := newAnthropicAssembler("fuzz")
-		err := readSSE(bytes.NewReader(body), func(data []byte) error {
-			_, err := asm.add(data)
+		asm := newAssembler("fuzz")
+		err := upstream.ReadSSE(bytes.NewReader(body), func(data []byte) error {
+			_, err := asm.Add(data)
 			return err
 		})
 		if err != nil {
 			return
 		}
-		if resp, err := asm.finish(); err == nil && resp.Message.Role != RoleAssistant {
+		if resp, err := asm.Finish(); err == nil && resp.Message.Role != loop.RoleAssistant {
 			t.Fatalf("assembled message with role %q", resp.Message.Role)
 		}
 	})
@@ -32,16 +36,16 @@ func FuzzAnthropicStreamAssembler(f *testing.F) {
 
 // Caller messages in the Messages format are outside input; decoding and
 // encoding them back must not panic, and what encodes is JSON.
-func FuzzDecodeAnthropicMessage(f *testing.F) {
+func FuzzDecodeMessage(f *testing.F) {
 	f.Add([]byte(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"r"}],"is_error":true},{"type":"text","text":"more"}]}`))
 	f.Add([]byte(`{"role":"assistant","content":[{"type":"thinking","thinking":"x","signature":"s"},{"type":"tool_use","id":"t","name":"f","input":{"a":1}}]}`))
 	f.Add([]byte(`{"role":"user","content":"hi"}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		msgs, err := DecodeAnthropicMessage(raw)
+		msgs, err := DecodeMessage(raw)
 		if err != nil {
 			return
 		}
-		_, out, err := encodeAnthropicMessages(msgs)
+		_, out, err := encodeMessages(msgs)
 		if err != nil {
 			return
 		}
@@ -50,7 +54,7 @@ func FuzzDecodeAnthropicMessage(f *testing.F) {
 				t.Fatalf("encoded message is not JSON: %s", m)
 			}
 		}
-		if _, err := encodeOpenAIMessage(msgs[0]); err != nil {
+		if _, err := openai.EncodeMessage(msgs[0]); err != nil {
 			t.Fatalf("canonical message does not encode for OpenAI: %v", err)
 		}
 	})

@@ -1,128 +1,75 @@
-package loop
-
-import (
-	"bufio"
-	"bytes"
-	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"sort"
-	"strings"
-	"time"
-)
-
-// OpenAI is a client of an OpenAI-compatible Chat Completions API.
+// Package openai is the client of an OpenAI-compatible Chat Completions
+// API for the hosted-tool loop: it translates the canonical conversation of
+// package loop into a Chat Completions body and assembles the answer, whole
+// or streamed, into a loop.UpstreamResponse and loop.Deltas. The transport
+// (timeouts, size limits, event stream, errors) is loop/upstream's.
 //
 // It is written against the wire format rather than an SDK because the loop
 // must pass the caller's fields through byte for byte (messages, sampling
 // options, usage details) and an SDK's typed structs would drop what they do
 // not know.
-type OpenAI struct {
-	name     string
-	baseURL  string
-	apiKey   string
-	timeouts Timeouts
-	client   *http.Client
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	"toolhost/loop"
+	"toolhost/loop/upstream"
+)
+
+// Client is a loop.Upstream speaking Chat Completions.
+type Client struct {
+	http *upstream.Client
 }
 
-// OpenAIConfig configures an OpenAI client.
-type OpenAIConfig struct {
+// Config configures a Client.
+type Config struct {
 	// Name is the route name, for errors and logs.
 	Name string
 	// BaseURL is the API root that /chat/completions is appended to
 	// (".../v1").
 	BaseURL  string
 	APIKey   string
-	Timeouts Timeouts
+	Timeouts upstream.Timeouts
 	// Transport overrides the HTTP transport (tests).
 	Transport http.RoundTripper
 }
 
-// NewOpenAI returns a client.
-func NewOpenAI(cfg OpenAIConfig) *OpenAI {
-	t := cfg.Timeouts.withDefaults()
-	tr := cfg.Transport
-	if tr == nil {
-		tr = &http.Transport{
-			Proxy:                 http.ProxyFromEnvironment,
-			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-			ForceAttemptHTTP2:     true,
-			MaxIdleConnsPerHost:   64,
-			IdleConnTimeout:       90 * time.Second,
-			TLSHandshakeTimeout:   10 * time.Second,
-			ResponseHeaderTimeout: t.Header,
-		}
+// New returns a client.
+func New(cfg Config) *Client {
+	h := http.Header{}
+	if cfg.APIKey != "" {
+		h.Set("Authorization", "Bearer "+cfg.APIKey)
 	}
-	return &OpenAI{
-		name:     cfg.Name,
-		baseURL:  strings.TrimRight(cfg.BaseURL, "/"),
-		apiKey:   cfg.APIKey,
-		timeouts: t,
-		client:   &http.Client{Transport: tr},
-	}
+	return &Client{http: upstream.New(upstream.Config{
+		Name: cfg.Name, BaseURL: cfg.BaseURL, Dialect: loop.DialectOpenAI,
+		Header: h, Timeouts: cfg.Timeouts, Transport: cfg.Transport,
+	})}
 }
 
-// errIdle is the cause when a stream stays silent longer than Timeouts.Idle.
-var errIdle = errors.New("upstream stream idle timeout")
-
-// Call implements Upstream.
-func (c *OpenAI) Call(ctx context.Context, req *UpstreamRequest, onDelta func(Delta) error) (*UpstreamResponse, error) {
-	body, err := c.encodeRequest(req)
+// Call implements loop.Upstream.
+func (c *Client) Call(ctx context.Context, req *loop.UpstreamRequest, onDelta func(loop.Delta) error) (*loop.UpstreamResponse, error) {
+	body, err := encodeRequest(req)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("upstream %s: encode request: %w", c.http.Name(), err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.timeouts.Total)
-	defer cancel()
-	ctx, cancelCause := context.WithCancelCause(ctx)
-	defer cancelCause(nil)
-
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+"/chat/completions", bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("upstream %s: %w", c.name, err)
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	if req.Stream {
-		hr.Header.Set("Accept", "text/event-stream")
-	}
-	if c.apiKey != "" {
-		hr.Header.Set("Authorization", "Bearer "+c.apiKey)
-	}
-	resp, err := c.client.Do(hr)
-	if err != nil {
-		return nil, fmt.Errorf("upstream %s: %w", c.name, causeOr(ctx, err))
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return nil, &UpstreamError{Route: c.name, Status: resp.StatusCode, Body: b, Dialect: DialectOpenAI}
-	}
-	if !req.Stream {
-		return readUpstreamBody(ctx, c.name, resp.Body, decodeOpenAIResponse)
-	}
-	return readUpstreamStream(ctx, c.name, resp.Body, c.timeouts.Idle, cancelCause, newStreamAssembler(), onDelta)
+	return c.http.Call(ctx, upstream.Exchange{
+		Path: "/chat/completions", Body: body, Stream: req.Stream,
+		Decode: decodeResponse, Decoder: newStreamAssembler(), OnDelta: onDelta,
+	})
 }
-
-func causeOr(ctx context.Context, err error) error {
-	if c := context.Cause(ctx); c != nil && !errors.Is(err, c) {
-		return fmt.Errorf("%w (%w)", c, err)
-	}
-	return err
-}
-
-// deltaError marks an error returned by the caller's onDelta, which is
-// returned unwrapped.
-type deltaError struct{ err error }
-
-func (e deltaError) Error() string { return e.err.Error() }
 
 // encodeRequest renders the canonical request as a Chat Completions body.
-func (c *OpenAI) encodeRequest(req *UpstreamRequest) ([]byte, error) {
+func encodeRequest(req *loop.UpstreamRequest) ([]byte, error) {
 	body := map[string]any{}
-	if req.OptionsDialect == DialectOpenAI || req.OptionsDialect == "" {
+	if req.OptionsDialect == loop.DialectOpenAI || req.OptionsDialect == "" {
 		for k, v := range req.Options {
 			body[k] = v
 		}
@@ -134,7 +81,7 @@ func (c *OpenAI) encodeRequest(req *UpstreamRequest) ([]byte, error) {
 	body["model"] = req.Model
 	msgs := make([]json.RawMessage, 0, len(req.Messages))
 	for _, m := range req.Messages {
-		b, err := encodeOpenAIMessage(m)
+		b, err := EncodeMessage(m)
 		if err != nil {
 			return nil, err
 		}
@@ -144,7 +91,7 @@ func (c *OpenAI) encodeRequest(req *UpstreamRequest) ([]byte, error) {
 	if len(req.Tools) > 0 {
 		ts := make([]json.RawMessage, 0, len(req.Tools))
 		for _, f := range req.Tools {
-			if f.Dialect == DialectOpenAI && len(f.Raw) > 0 {
+			if f.Dialect == loop.DialectOpenAI && len(f.Raw) > 0 {
 				ts = append(ts, f.Raw)
 				continue
 			}
@@ -166,7 +113,7 @@ func (c *OpenAI) encodeRequest(req *UpstreamRequest) ([]byte, error) {
 		delete(body, "stream")
 		delete(body, "stream_options")
 	}
-	return marshalNoEscape(body)
+	return upstream.Marshal(body)
 }
 
 type openAIFunction struct {
@@ -175,14 +122,14 @@ type openAIFunction struct {
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
 }
 
-func encodeOpenAIToolChoice(tc ToolChoice) any {
-	if tc.Dialect == DialectOpenAI && len(tc.Raw) > 0 {
+func encodeOpenAIToolChoice(tc loop.ToolChoice) any {
+	if tc.Dialect == loop.DialectOpenAI && len(tc.Raw) > 0 {
 		return tc.Raw
 	}
 	switch tc.Mode {
-	case ToolChoiceDefault:
+	case loop.ToolChoiceDefault:
 		return nil
-	case ToolChoiceFunction:
+	case loop.ToolChoiceFunction:
 		return map[string]any{"type": "function", "function": map[string]string{"name": tc.Name}}
 	default:
 		return string(tc.Mode)
@@ -213,20 +160,22 @@ type openAIToolCall struct {
 	} `json:"function"`
 }
 
-func encodeOpenAIMessage(m Message) (json.RawMessage, error) {
-	if m.Dialect == DialectOpenAI && len(m.Raw) > 0 {
+// EncodeMessage renders a canonical message as a Chat Completions message:
+// its Raw form when it is already in that dialect.
+func EncodeMessage(m loop.Message) (json.RawMessage, error) {
+	if m.Dialect == loop.DialectOpenAI && len(m.Raw) > 0 {
 		return m.Raw, nil
 	}
 	out := map[string]any{"role": string(m.Role)}
 	switch {
-	case m.Role == RoleTool:
+	case m.Role == loop.RoleTool:
 		text := m.Text
 		if m.IsError {
 			text = "[tool error] " + text
 		}
 		out["content"] = text
 		out["tool_call_id"] = m.ToolCallID
-	case len(m.Parts) > 0 && m.Role != RoleAssistant:
+	case len(m.Parts) > 0 && m.Role != loop.RoleAssistant:
 		parts := make([]any, 0, len(m.Parts))
 		for _, p := range m.Parts {
 			if p.Type == "text" {
@@ -249,22 +198,12 @@ func encodeOpenAIMessage(m Message) (json.RawMessage, error) {
 		}
 		out["tool_calls"] = calls
 	}
-	return marshalNoEscape(out)
+	return upstream.Marshal(out)
 }
 
-func marshalNoEscape(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
-}
-
-// DecodeOpenAIMessage reads one Chat Completions message into canonical
+// DecodeMessage reads one Chat Completions message into canonical
 // form, keeping its raw bytes. Wire formats use it for caller messages.
-func DecodeOpenAIMessage(raw json.RawMessage) (Message, error) {
+func DecodeMessage(raw json.RawMessage) (loop.Message, error) {
 	var w struct {
 		Role       string           `json:"role"`
 		Content    json.RawMessage  `json:"content"`
@@ -272,21 +211,21 @@ func DecodeOpenAIMessage(raw json.RawMessage) (Message, error) {
 		ToolCallID string           `json:"tool_call_id"`
 	}
 	if err := json.Unmarshal(raw, &w); err != nil {
-		return Message{}, fmt.Errorf("message: %w", err)
+		return loop.Message{}, fmt.Errorf("message: %w", err)
 	}
-	m := Message{Role: Role(w.Role), ToolCallID: w.ToolCallID, Dialect: DialectOpenAI, Raw: raw}
-	text, parts, err := decodeOpenAIContent(w.Content)
+	m := loop.Message{Role: loop.Role(w.Role), ToolCallID: w.ToolCallID, Dialect: loop.DialectOpenAI, Raw: raw}
+	text, parts, err := decodeContent(w.Content)
 	if err != nil {
-		return Message{}, err
+		return loop.Message{}, err
 	}
 	m.Text, m.Parts = text, parts
 	for _, tc := range w.ToolCalls {
-		m.ToolCalls = append(m.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Args: json.RawMessage(tc.Function.Arguments)})
+		m.ToolCalls = append(m.ToolCalls, loop.ToolCall{ID: tc.ID, Name: tc.Function.Name, Args: json.RawMessage(tc.Function.Arguments)})
 	}
 	return m, nil
 }
 
-func decodeOpenAIContent(raw json.RawMessage) (string, []Part, error) {
+func decodeContent(raw json.RawMessage) (string, []loop.Part, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", nil, nil
@@ -303,7 +242,7 @@ func decodeOpenAIContent(raw json.RawMessage) (string, []Part, error) {
 		return "", nil, fmt.Errorf("message content must be a string or a list of parts: %w", err)
 	}
 	var sb strings.Builder
-	parts := make([]Part, 0, len(items))
+	parts := make([]loop.Part, 0, len(items))
 	for _, it := range items {
 		var p struct {
 			Type string `json:"type"`
@@ -315,17 +254,17 @@ func decodeOpenAIContent(raw json.RawMessage) (string, []Part, error) {
 		if p.Type == "text" {
 			sb.WriteString(p.Text)
 		}
-		parts = append(parts, Part{Type: p.Type, Text: p.Text, Raw: it})
+		parts = append(parts, loop.Part{Type: p.Type, Text: p.Text, Raw: it})
 	}
 	return sb.String(), parts, nil
 }
 
-func decodeOpenAIResponse(b []byte) (*UpstreamResponse, error) {
+func decodeResponse(b []byte) (*loop.UpstreamResponse, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(b, &top); err != nil {
 		return nil, fmt.Errorf("response is not JSON: %w", err)
 	}
-	out := &UpstreamResponse{Dialect: DialectOpenAI, Extra: map[string]json.RawMessage{}}
+	out := &loop.UpstreamResponse{Dialect: loop.DialectOpenAI, Extra: map[string]json.RawMessage{}}
 	var choices []map[string]json.RawMessage
 	for k, v := range top {
 		var err error
@@ -339,7 +278,7 @@ func decodeOpenAIResponse(b []byte) (*UpstreamResponse, error) {
 		case "choices":
 			err = json.Unmarshal(v, &choices)
 		case "usage":
-			out.Usage, err = decodeOpenAIUsage(v)
+			out.Usage, err = decodeUsage(v)
 		case "object":
 		default:
 			out.Extra[k] = v
@@ -357,99 +296,48 @@ func decodeOpenAIResponse(b []byte) (*UpstreamResponse, error) {
 		switch k {
 		case "index", "message":
 		case "finish_reason":
-			_ = json.Unmarshal(v, &out.FinishReason)
+			if err := json.Unmarshal(v, &out.FinishReason); err != nil {
+				return nil, fmt.Errorf("response field choices[0].finish_reason: %w", err)
+			}
 		default:
 			out.ChoiceExtra[k] = v
 		}
 	}
-	msg, err := DecodeOpenAIMessage(ch["message"])
+	msg, err := DecodeMessage(ch["message"])
 	if err != nil {
 		return nil, err
 	}
 	if msg.Role == "" {
-		msg.Role = RoleAssistant
+		msg.Role = loop.RoleAssistant
 	}
 	out.Message = msg
 	return out, nil
 }
 
-func decodeOpenAIUsage(raw json.RawMessage) (Usage, error) {
-	d, err := decodeDetail(raw)
+func decodeUsage(raw json.RawMessage) (loop.Usage, error) {
+	d, err := loop.DecodeUsageDetail(raw)
 	if err != nil || d == nil {
-		return Usage{}, err
+		return loop.Usage{}, err
 	}
-	u := Usage{Dialect: DialectOpenAI, Detail: d, Present: true,
-		InputTokens:  numberField(d, "prompt_tokens"),
-		OutputTokens: numberField(d, "completion_tokens"),
+	u := loop.Usage{Dialect: loop.DialectOpenAI, Detail: d, Present: true,
+		InputTokens:  loop.UsageNumber(d, "prompt_tokens"),
+		OutputTokens: loop.UsageNumber(d, "completion_tokens"),
 	}
 	if pd, ok := d["prompt_tokens_details"].(map[string]any); ok {
-		u.CachedInputTokens = numberField(pd, "cached_tokens")
+		u.CachedInputTokens = loop.UsageNumber(pd, "cached_tokens")
 	}
 	return u, nil
-}
-
-// readSSE calls fn with the data of every server-sent event until [DONE] or
-// the end of the body.
-func readSSE(r io.Reader, fn func(data []byte) error) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var data []byte
-	dispatch := func() error {
-		if data == nil {
-			return nil
-		}
-		d := data
-		data = nil
-		if string(d) == "[DONE]" {
-			return io.EOF
-		}
-		if err := fn(d); err != nil {
-			return deltaError{err}
-		}
-		return nil
-	}
-	for {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
-			line = bytes.TrimRight(line, "\r\n")
-			switch {
-			case len(line) == 0:
-				if derr := dispatch(); derr != nil {
-					if derr == io.EOF {
-						return nil
-					}
-					return derr
-				}
-			case line[0] == ':':
-			case bytes.HasPrefix(line, []byte("data:")):
-				v := bytes.TrimPrefix(line[5:], []byte(" "))
-				if data == nil {
-					data = append([]byte{}, v...)
-				} else {
-					data = append(append(data, '\n'), v...)
-				}
-			}
-		}
-		if err != nil {
-			if err == io.EOF {
-				if derr := dispatch(); derr != nil && derr != io.EOF {
-					return derr
-				}
-				return nil
-			}
-			return err
-		}
-	}
 }
 
 // streamAssembler builds the complete response from Chat Completions chunks.
 type streamAssembler struct {
 	started      bool
-	meta         Meta
+	meta         loop.Meta
 	text         strings.Builder
 	other        map[string]*strings.Builder // other string delta fields (refusal, reasoning_content)
 	calls        map[int]*openAIToolCall
 	finishReason string
-	usage        Usage
+	usage        loop.Usage
 	extra        map[string]json.RawMessage
 	choiceExtra  map[string]json.RawMessage
 }
@@ -484,33 +372,35 @@ type openAIDelta struct {
 	} `json:"tool_calls"`
 }
 
-func (a *streamAssembler) add(data []byte) ([]Delta, error) {
+// Add implements upstream.Decoder.
+func (a *streamAssembler) Add(data []byte) ([]loop.Delta, error) {
 	var ch openAIChunk
 	if err := json.Unmarshal(data, &ch); err != nil {
 		return nil, fmt.Errorf("chunk is not JSON: %w", err)
 	}
 	if len(ch.Error) > 0 && string(ch.Error) != "null" {
-		return nil, &UpstreamError{Status: http.StatusBadGateway, Body: data, Dialect: DialectOpenAI}
+		return nil, &loop.UpstreamError{Status: http.StatusBadGateway, Body: data, Dialect: loop.DialectOpenAI}
 	}
-	var out []Delta
+	var out []loop.Delta
 	if !a.started {
 		a.started = true
-		a.meta = Meta{ID: ch.ID, Created: ch.Created, Model: ch.Model}
+		a.meta = loop.Meta{ID: ch.ID, Created: ch.Created, Model: ch.Model}
 		m := a.meta
-		out = append(out, Delta{Meta: &m})
+		out = append(out, loop.Delta{Meta: &m})
 		var top map[string]json.RawMessage
-		if json.Unmarshal(data, &top) == nil {
-			for k, v := range top {
-				switch k {
-				case "id", "created", "model", "object", "choices", "usage":
-				default:
-					a.extra[k] = v
-				}
+		if err := json.Unmarshal(data, &top); err != nil {
+			return nil, fmt.Errorf("chunk: %w", err)
+		}
+		for k, v := range top {
+			switch k {
+			case "id", "created", "model", "object", "choices", "usage":
+			default:
+				a.extra[k] = v
 			}
 		}
 	}
 	if len(ch.Usage) > 0 && string(ch.Usage) != "null" {
-		u, err := decodeOpenAIUsage(ch.Usage)
+		u, err := decodeUsage(ch.Usage)
 		if err != nil {
 			return nil, fmt.Errorf("chunk usage: %w", err)
 		}
@@ -535,7 +425,7 @@ func (a *streamAssembler) add(data []byte) ([]Delta, error) {
 		}
 		if d.Content != nil && *d.Content != "" {
 			a.text.WriteString(*d.Content)
-			out = append(out, Delta{Text: *d.Content})
+			out = append(out, loop.Delta{Text: *d.Content})
 		}
 		for _, tc := range d.ToolCalls {
 			call, ok := a.calls[tc.Index]
@@ -548,38 +438,51 @@ func (a *streamAssembler) add(data []byte) ([]Delta, error) {
 			}
 			call.Function.Name += tc.Function.Name
 			call.Function.Arguments += tc.Function.Arguments
-			out = append(out, Delta{Tool: &ToolDelta{Index: tc.Index, ID: tc.ID, Name: tc.Function.Name, Args: tc.Function.Arguments}})
+			out = append(out, loop.Delta{Tool: &loop.ToolDelta{Index: tc.Index, ID: tc.ID, Name: tc.Function.Name, Args: tc.Function.Arguments}})
 		}
 		var fields map[string]json.RawMessage
-		if json.Unmarshal(c.Delta, &fields) == nil {
-			var extra map[string]json.RawMessage
-			for k, v := range fields {
-				if k == "content" || k == "tool_calls" || k == "role" || string(v) == "null" || string(v) == `""` {
-					continue
-				}
-				if extra == nil {
-					extra = map[string]json.RawMessage{}
-				}
-				extra[k] = v
-				var s string
-				if json.Unmarshal(v, &s) == nil && s != "" {
-					b, ok := a.other[k]
-					if !ok {
-						b = &strings.Builder{}
-						a.other[k] = b
-					}
-					b.WriteString(s)
-				}
-			}
-			if extra != nil {
-				out = append(out, Delta{Extra: extra, Dialect: DialectOpenAI})
-			}
+		if err := json.Unmarshal(c.Delta, &fields); err != nil {
+			return nil, fmt.Errorf("chunk delta: %w", err)
+		}
+		if d, ok := a.otherFields(fields); ok {
+			out = append(out, d)
 		}
 	}
 	return out, nil
 }
 
-func (a *streamAssembler) finish() (*UpstreamResponse, error) {
+// otherFields keeps a delta's fields the loop does not read (refusal,
+// reasoning_content, ...): string ones are accumulated for the final
+// message, all are passed on as one Extra delta.
+func (a *streamAssembler) otherFields(fields map[string]json.RawMessage) (loop.Delta, bool) {
+	var extra map[string]json.RawMessage
+	for k, v := range fields {
+		if k == "content" || k == "tool_calls" || k == "role" || string(v) == "null" || string(v) == `""` {
+			continue
+		}
+		if extra == nil {
+			extra = map[string]json.RawMessage{}
+		}
+		extra[k] = v
+		// Only string fields accumulate; others pass on as they are.
+		var s string
+		if json.Unmarshal(v, &s) == nil && s != "" {
+			b, ok := a.other[k]
+			if !ok {
+				b = &strings.Builder{}
+				a.other[k] = b
+			}
+			b.WriteString(s)
+		}
+	}
+	if extra == nil {
+		return loop.Delta{}, false
+	}
+	return loop.Delta{Extra: extra, Dialect: loop.DialectOpenAI}, true
+}
+
+// Finish implements upstream.Decoder.
+func (a *streamAssembler) Finish() (*loop.UpstreamResponse, error) {
 	if !a.started {
 		return nil, errors.New("stream ended without a chunk")
 	}
@@ -604,20 +507,20 @@ func (a *streamAssembler) finish() (*UpstreamResponse, error) {
 		}
 		msg["tool_calls"] = calls
 	}
-	raw, err := marshalNoEscape(msg)
+	raw, err := upstream.Marshal(msg)
 	if err != nil {
 		return nil, err
 	}
-	m, err := DecodeOpenAIMessage(raw)
+	m, err := DecodeMessage(raw)
 	if err != nil {
 		return nil, err
 	}
-	return &UpstreamResponse{
+	return &loop.UpstreamResponse{
 		Meta:         a.meta,
 		Message:      m,
 		FinishReason: a.finishReason,
 		Usage:        a.usage,
-		Dialect:      DialectOpenAI,
+		Dialect:      loop.DialectOpenAI,
 		Extra:        a.extra,
 		ChoiceExtra:  a.choiceExtra,
 	}, nil
