@@ -54,7 +54,8 @@ test("N concurrent tools/call → exactly N records with full event sequences", 
     assert.equal(rec.tool_name, calls[i].name);
     assert.equal(rec.status, calls[i].want, `call ${i} status`);
     assert.equal(rec.lifecycle_state, "finished");
-    assert.equal(rec.caller_slot, "mcp");
+    assert.equal(rec.face, "mcp");
+    assert.equal(rec.caller_slot, null);
     assert.equal(rec.session_id, sessionId);
     assert.equal(typeof rec.duration_ms, "number");
     assert.ok(rec.duration_ms >= (calls[i].minMs ?? 0), `call ${i} duration ${rec.duration_ms}`);

@@ -149,9 +149,9 @@ for (const label of ["toolhost", "acme_tools"]) {
       const res = await fetch(`${server.base}/tool-executions?floor_id=${encodeURIComponent(data[label].request_id)}`);
       assert.equal(res.status, 200);
       const { data: records } = await res.json();
-      assert.deepEqual(records.map((r) => [r.tool_name, r.caller_slot, r.call_id]).toSorted(), [
-        ["random_choice", "hosted", "call_pick"],
-        ["sleep", "hosted", "call_wait"],
+      assert.deepEqual(records.map((r) => [r.tool_name, r.face, r.caller_slot, r.call_id]).toSorted(), [
+        ["random_choice", "hosted", null, "call_pick"],
+        ["sleep", "hosted", null, "call_wait"],
       ]);
     });
 

@@ -14,7 +14,9 @@ import (
 // argument bytes. Every field is length-prefixed or fixed-width, so a
 // decoder never reads past what a frame holds.
 
-const codecVersion = 1
+// codecVersion 2 added the face after the events; a version 1 write (a
+// spool left by an older binary) held the face in the caller slot.
+const codecVersion = 2
 
 // appendWrite appends the encoding of w to b.
 func appendWrite(b []byte, w Write) []byte {
@@ -58,7 +60,7 @@ func appendWrite(b []byte, w Write) []byte {
 		b = appendTime(b, e.At)
 		b = appendBytes(b, e.Detail)
 	}
-	return b
+	return appendString(b, r.Face)
 }
 
 // errCodec is wrapped by every decoding failure.
@@ -68,7 +70,8 @@ var errCodec = errors.New("journal spool: bad write encoding")
 // may be reused.
 func decodeWrite(b []byte) (Write, error) {
 	d := decoder{b: b}
-	if v := d.byte(); v != codecVersion && d.err == nil {
+	v := d.byte()
+	if v != 1 && v != codecVersion && d.err == nil {
 		return Write{}, fmt.Errorf("%w: version %d", errCodec, v)
 	}
 	var w Write
@@ -117,6 +120,14 @@ func decodeWrite(b []byte) (Write, error) {
 			e.At = d.time()
 			e.Detail = d.bytes()
 		}
+	}
+	if v == 1 {
+		switch r.CallerSlot {
+		case "mcp", "hosted", "cli":
+			r.Face, r.CallerSlot = r.CallerSlot, ""
+		}
+	} else {
+		r.Face = d.string()
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("trailing bytes")

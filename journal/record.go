@@ -71,16 +71,20 @@ const (
 // /tool-executions shape plus our own (account, key, round, call id, digest,
 // idempotency key, trace id, state, text result).
 type Record struct {
-	ID         string
-	AccountID  string
-	KeyID      string
-	SessionID  string
-	FloorID    string
-	RunID      string
-	PageID     string // unused by toolhost; kept for the legacy shape
-	Round      int
-	CallID     string
+	ID        string
+	AccountID string
+	KeyID     string
+	SessionID string
+	FloorID   string
+	RunID     string
+	PageID    string // unused by toolhost; kept for the legacy shape
+	Round     int
+	CallID    string
+	// CallerSlot is the slot the caller declared (narrator, director, …),
+	// empty when none.
 	CallerSlot string
+	// Face is how the call came in: mcp, hosted or cli.
+	Face string
 
 	ProviderID      string
 	ProviderType    string

@@ -21,7 +21,7 @@ func fullWrite(t *testing.T) Write {
 	at := time.Unix(1_790_000_000, 123456789).UTC()
 	w := Write{Insert: true, Record: Record{
 		ID: "id", AccountID: "acct", KeyID: "key", SessionID: "sess", FloorID: "floor", RunID: "run", PageID: "page",
-		Round: 3, CallID: "call", CallerSlot: "mcp", ProviderID: "toolhost", ProviderType: "builtin",
+		Round: 3, CallID: "call", CallerSlot: "narrator", Face: "mcp", ProviderID: "toolhost", ProviderType: "builtin",
 		ToolName: "get_time", ToolVersion: "1.0.0", SideEffectLevel: "none",
 		ArgsRaw: []byte{'{', 0xff, 0}, Args: json.RawMessage(`{"a":1}`), ArgsDigest: "digest", IdempotencyKey: "idem",
 		TraceID: "trace", Status: StatusError, Lifecycle: Finished, Commit: CommitDiscarded, State: StateFailedBeforeCommit,
@@ -61,6 +61,27 @@ func TestCodecRoundTripsEveryField(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, empty) {
 		t.Errorf("empty write: got %+v", got)
+	}
+}
+
+// A spool written by a binary before version 2 holds the face in the
+// caller slot and none after the events: it still decodes, with the face
+// moved where it belongs now.
+func TestCodecReadsVersion1(t *testing.T) {
+	w := fullWrite(t)
+	w.Record.CallerSlot, w.Record.Face = "hosted", ""
+	b := appendWrite(nil, w)
+	b[0] = 1
+	b = b[:len(b)-1] // the empty face
+	got, err := decodeWrite(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Record.Face != "hosted" || got.Record.CallerSlot != "" {
+		t.Errorf("version 1 write: face %q, slot %q; want hosted and none", got.Record.Face, got.Record.CallerSlot)
+	}
+	if _, err := decodeWrite(append([]byte{3}, b[1:]...)); !errors.Is(err, errCodec) {
+		t.Errorf("unknown version: %v", err)
 	}
 }
 

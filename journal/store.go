@@ -96,6 +96,7 @@ type Query struct {
 	PageID        string
 	HasPageID     bool // PageID filter given (toolhost never sets page ids)
 	CallerSlot    string
+	Face          string
 	ToolName      string
 	Statuses      []Status
 	Lifecycle     Lifecycle

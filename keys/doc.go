@@ -7,7 +7,7 @@
 //     SHA-256 hash. Secrets are 192 random bits, so a fast hash is enough: no
 //     password-style stretching is needed to resist guessing.
 //   - Limits are checked before a call executes; a refused call never runs.
-//   - The per-key MCP limits apply only to MCP calls (slot "mcp"); hosted
+//   - The per-key MCP limits apply only to MCP calls (face "mcp"); hosted
 //     calls inside a /v1 loop are governed by the request, as the seed says.
 //     Paid units count toward the monthly cap on both faces.
 //   - Limit state shared by replicas lives in Redis (RedisLimiter); a single

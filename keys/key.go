@@ -18,10 +18,11 @@ const (
 	ScopeMCP    = "mcp"    // the MCP endpoint
 	ScopeHosted = "hosted" // the /v1 hosted-tool endpoints
 	ScopeAdmin  = "admin"  // key management and usage of every account
+	ScopeTools  = "tools"  // writing the account's tool definitions, sessions and tool permissions
 )
 
 // AllScopes lists the valid scopes.
-var AllScopes = []string{ScopeMCP, ScopeHosted, ScopeAdmin}
+var AllScopes = []string{ScopeMCP, ScopeHosted, ScopeAdmin, ScopeTools}
 
 // SecretPrefix starts every key secret, so a leaked one is recognisable.
 const SecretPrefix = "th_"

@@ -159,7 +159,7 @@ func (s *Service) touch(k *Key) {
 type Admission struct {
 	KeyID     string
 	AccountID string
-	Slot      string // "mcp", "hosted" or "cli"
+	Face      string // "mcp", "hosted" or "cli"
 	Tool      string
 	Paid      bool          // the tool bills units
 	Lease     string        // unique id of the call (its execution id)
@@ -215,7 +215,7 @@ func (s *Service) Limit(ctx context.Context, a Admission) (*Ticket, error) {
 	if k.RevokedAt != nil {
 		return nil, &Refusal{Code: CodeScopeMissing, Message: "this API key has been revoked"}
 	}
-	switch a.Slot {
+	switch a.Face {
 	case "mcp":
 		if !k.Has(ScopeMCP) {
 			return nil, &Refusal{Code: CodeScopeMissing, Message: "this API key lacks the mcp scope"}
@@ -225,7 +225,7 @@ func (s *Service) Limit(ctx context.Context, a Admission) (*Ticket, error) {
 			return nil, &Refusal{Code: CodeScopeMissing, Message: "this API key lacks the hosted scope"}
 		}
 	}
-	if a.Slot == "mcp" {
+	if a.Face == "mcp" {
 		if n := k.Limits.CallsPerMinute; n > 0 {
 			ok, retry, err := s.opts.Limiter.TakeCall(ctx, k.ID, n)
 			if err != nil {

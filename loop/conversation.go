@@ -131,6 +131,8 @@ type Hosted struct {
 type Caller struct {
 	RequestID string // journal floor_id
 	SessionID string
+	// Slot is the caller slot the request declared (X-Toolhost-Slot).
+	Slot      string
 	AccountID string
 	KeyID     string
 	TraceID   string

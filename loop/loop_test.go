@@ -14,6 +14,7 @@ import (
 	"toolhost/loop/fakeupstream"
 	"toolhost/loop/upstream"
 	"toolhost/loop/upstream/openai"
+	"toolhost/session"
 	"toolhost/tools"
 	"toolhost/tools/builtin"
 	"toolhost/tools/sleep"
@@ -303,5 +304,46 @@ func TestOpenAIClientTimeouts(t *testing.T) {
 			}
 			<-fake.CancelSeen()
 		})
+	}
+}
+
+// A session's max_steps_per_generation ends the loop like max_tool_rounds:
+// after that many hosted rounds the model answers without tools.
+func TestSessionMaxStepsEndsLoop(t *testing.T) {
+	ctx := context.Background()
+	st := session.NewMemStore()
+	ex, err := tools.NewExecutor(tools.Options{Sessions: st}, append(builtin.All(), sleep.New())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := 1
+	if _, err := st.TouchSession(ctx, tools.LocalAccount, "s1", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	p := session.Default()
+	p.MaxStepsPerGeneration = &one
+	if err := st.SetSessionPermissions(ctx, tools.LocalAccount, "s1", p, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		sid       string
+		wantCalls int
+	}{{"s1", 2}, {"other", 3}} {
+		route, fake := fakeRoute(t,
+			fakeupstream.Round{ToolCalls: []fakeupstream.ToolCall{{ID: "c1", Name: "sleep", Arguments: `{"ms":0}`}}},
+			fakeupstream.Round{Content: "second", ToolCalls: []fakeupstream.ToolCall{{ID: "c2", Name: "sleep", Arguments: `{"ms":0}`}}},
+			fakeupstream.Round{Content: "third"})
+		_, err := loop.NewRunner(ex, loop.RunnerOptions{}).Run(ctx, &loop.Run{
+			Request: userRequest("go", false),
+			Hosted:  loop.Hosted{Tools: []string{"sleep"}, MaxToolRounds: 8},
+			Route:   route,
+			Caller:  loop.Caller{SessionID: c.sid},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(fake.Requests()); n != c.wantCalls {
+			t.Errorf("session %s: %d upstream calls, want %d", c.sid, n, c.wantCalls)
+		}
 	}
 }

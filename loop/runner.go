@@ -22,8 +22,8 @@ import (
 // MaxParallel is how many hosted calls of one round run at once (seed rule 2).
 const MaxParallel = 4
 
-// CallerSlot is the journal caller_slot of hosted calls.
-const CallerSlot = "hosted"
+// Face is the journal face of hosted calls.
+const Face = "hosted"
 
 // ErrInternal marks a failure of the tool runtime itself (not of a tool):
 // the round's other calls were cancelled and the request fails.
@@ -34,6 +34,12 @@ var ErrInternal = errors.New("hosted tool runtime failed")
 type Executor interface {
 	Execute(ctx context.Context, p tools.Proposal) (*tools.Outcome, error)
 	Catalog() *catalog.Registry
+}
+
+// stepLimiter is implemented by executors that know a session's
+// max_steps_per_generation (tools.Executor with sessions).
+type stepLimiter interface {
+	MaxSteps(ctx context.Context, accountID, sessionID string) (int, bool)
 }
 
 // Runner runs hosted-tool loops. One Runner serves every request.
@@ -157,9 +163,17 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 	fns := append(append([]Function(nil), req.Tools...), defs...)
 	choice := req.ToolChoice
 	hostedRounds := 0
+	// The session's max_steps_per_generation caps the hosted rounds as
+	// max_tool_rounds does: then the model answers without tools.
+	maxRounds := run.Hosted.MaxToolRounds
+	if sl, ok := r.exec.(stepLimiter); ok && run.Caller.SessionID != "" {
+		if n, ok := sl.MaxSteps(ctx, run.Caller.AccountID, run.Caller.SessionID); ok && n < maxRounds {
+			maxRounds = n
+		}
+	}
 
 	for round := 0; ; round++ {
-		final := len(hosted) > 0 && (hostedRounds >= run.Hosted.MaxToolRounds || (run.MaxCost > 0 && res.Cost >= run.MaxCost))
+		final := len(hosted) > 0 && (hostedRounds >= maxRounds || (run.MaxCost > 0 && res.Cost >= run.MaxCost))
 		tc := choice
 		if final {
 			tc = ToolChoice{Mode: ToolChoiceNone}
@@ -344,7 +358,8 @@ func (r *Runner) executeOne(ctx context.Context, run *Run, runID string, c *Call
 		Args:   c.Args,
 		CallID: c.ID,
 		Caller: tools.Caller{
-			Slot:      CallerSlot,
+			Face:      Face,
+			Slot:      run.Caller.Slot,
 			SessionID: run.Caller.SessionID,
 			FloorID:   run.Caller.RequestID,
 			RunID:     runID,

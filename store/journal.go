@@ -20,7 +20,7 @@ var _ journal.Store = (*DB)(nil)
 // and select here.
 var execColumns = []string{
 	"id", "account_id", "key_id", "session_id", "floor_id", "run_id", "page_id", "round", "call_id",
-	"caller_slot", "provider_id", "provider_type", "tool_name", "tool_version", "side_effect_level",
+	"caller_slot", "face", "provider_id", "provider_type", "tool_name", "tool_version", "side_effect_level",
 	"args_raw", "args", "args_digest", "idempotency_key", "trace_id", "status", "lifecycle_state",
 	"commit_outcome", "state", "result", "result_text", "error_code", "error_message", "summary", "units",
 	"truncated", "duration_ms", "started_at", "finished_at", "delivery_mode", "attempt_no",
@@ -160,7 +160,7 @@ func insertArgs(r journal.Record) []any {
 	}
 	return []any{
 		r.ID, r.AccountID, r.KeyID, r.SessionID, r.FloorID, r.RunID, nullStr(r.PageID), r.Round, r.CallID,
-		r.CallerSlot, r.ProviderID, r.ProviderType, r.ToolName, r.ToolVersion, r.SideEffectLevel,
+		r.CallerSlot, r.Face, r.ProviderID, r.ProviderType, r.ToolName, r.ToolVersion, r.SideEffectLevel,
 		raw, nullJSON(r.Args), r.ArgsDigest, r.IdempotencyKey, r.TraceID, string(r.Status), string(r.Lifecycle),
 		string(r.Commit), string(r.State), nullJSON(r.Result), r.ResultText, r.ErrorCode, nullStr(r.ErrorMessage),
 		r.Summary, r.Units, r.Truncated, r.Duration.Milliseconds(), ms(r.StartedAt), ms(r.FinishedAt),
@@ -317,7 +317,7 @@ func scanRecords(rows *sql.Rows, withSeq bool) ([]journal.Record, error) {
 		var status, lifecycle, commit, state string
 		dest := []any{
 			&r.ID, &r.AccountID, &r.KeyID, &r.SessionID, &r.FloorID, &r.RunID, &pageID, &r.Round, &r.CallID,
-			&r.CallerSlot, &r.ProviderID, &r.ProviderType, &r.ToolName, &r.ToolVersion, &r.SideEffectLevel,
+			&r.CallerSlot, &r.Face, &r.ProviderID, &r.ProviderType, &r.ToolName, &r.ToolVersion, &r.SideEffectLevel,
 			&r.ArgsRaw, &args, &r.ArgsDigest, &r.IdempotencyKey, &r.TraceID, &status, &lifecycle,
 			&commit, &state, &result, &r.ResultText, &r.ErrorCode, &errMsg, &r.Summary, &r.Units,
 			&r.Truncated, &durMS, &startedAt, &finishedAt, &r.DeliveryMode, &r.AttemptNo,
@@ -365,7 +365,7 @@ func (d *DB) List(ctx context.Context, q journal.Query) ([]journal.Record, int, 
 		innerArgs = append(innerArgs, q.FloorID)
 	}
 	for _, f := range []struct{ col, v string }{
-		{"session_id", q.SessionID}, {"run_id", q.RunID}, {"caller_slot", q.CallerSlot},
+		{"session_id", q.SessionID}, {"run_id", q.RunID}, {"caller_slot", q.CallerSlot}, {"face", q.Face},
 		{"tool_name", q.ToolName}, {"lifecycle_state", string(q.Lifecycle)}, {"commit_outcome", string(q.Commit)},
 		{"provider_type", q.ProviderType},
 	} {

@@ -71,7 +71,7 @@ func benchOpen(session string) journal.Write {
 	id := uuid.Must(uuid.NewV7()).String()
 	r := journal.Record{
 		ID: id, AccountID: "local", SessionID: session, FloorID: benchID(), CallID: benchID(),
-		CallerSlot: "mcp", ProviderID: "toolhost", ProviderType: "builtin", ToolName: "get_time", ToolVersion: "1.0.0",
+		Face: "mcp", ProviderID: "toolhost", ProviderType: "builtin", ToolName: "get_time", ToolVersion: "1.0.0",
 		SideEffectLevel: "none", ArgsRaw: []byte(`{}`), Args: json.RawMessage(`{"timezone":"UTC"}`),
 		ArgsDigest: "4f1c2e0c9d3f6a8b0e7d5c3b1a9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c3b2a1f",
 		Status:     journal.StatusRunning, Lifecycle: journal.Opened, Commit: journal.CommitPending,

@@ -157,7 +157,7 @@ func TestMonthlyCapIsExactUnderConcurrency(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					slot := []string{"mcp", "hosted"}[i%2]
-					tk, err := svc.Admit(ctx, keys.Admission{KeyID: k.ID, Slot: slot, Tool: "web_search", Paid: true, Lease: fmt.Sprint(i)})
+					tk, err := svc.Admit(ctx, keys.Admission{KeyID: k.ID, Face: slot, Tool: "web_search", Paid: true, Lease: fmt.Sprint(i)})
 					var ref *keys.Refusal
 					switch {
 					case errors.As(err, &ref) && ref.Code == keys.CodeMonthlyCapReached:
@@ -175,7 +175,7 @@ func TestMonthlyCapIsExactUnderConcurrency(t *testing.T) {
 				t.Fatalf("admitted %d, capped %d; want 10 and 30", admitted.Load(), capped.Load())
 			}
 			// Free tools still run.
-			tk, err := svc.Admit(ctx, keys.Admission{KeyID: k.ID, Slot: "mcp", Tool: "get_time"})
+			tk, err := svc.Admit(ctx, keys.Admission{KeyID: k.ID, Face: "mcp", Tool: "get_time"})
 			if err != nil {
 				t.Fatalf("free tool refused: %v", err)
 			}
@@ -201,13 +201,13 @@ func TestSettleAdjustsReservation(t *testing.T) {
 				t.Fatal(err)
 			}
 			// fetch_page declares the pages it may extract (its page budget).
-			tk, err := svc.Admit(ctx, keys.Admission{KeyID: k.ID, Slot: "mcp", Tool: "fetch_page", Paid: true, Lease: "a", MaxUnits: 100})
+			tk, err := svc.Admit(ctx, keys.Admission{KeyID: k.ID, Face: "mcp", Tool: "fetch_page", Paid: true, Lease: "a", MaxUnits: 100})
 			if err != nil {
 				t.Fatal(err)
 			}
 			tk.Done(12) // a 12-page PDF
 			tk.Done(12) // twice is harmless
-			tk, err = svc.Admit(ctx, keys.Admission{KeyID: k.ID, Slot: "mcp", Tool: "fetch_page", Paid: true, Lease: "b", MaxUnits: 100})
+			tk, err = svc.Admit(ctx, keys.Admission{KeyID: k.ID, Face: "mcp", Tool: "fetch_page", Paid: true, Lease: "b", MaxUnits: 100})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,10 +2,102 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
+
+// unmigrated opens stores of both dialects without migrating them.
+func unmigrated(t *testing.T) map[string]*DB {
+	t.Helper()
+	out := map[string]*DB{}
+	lite, err := openSQLite(filepath.Join(t.TempDir(), "old.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lite.Close() })
+	out[SQLite] = lite
+	if base := os.Getenv("TOOLHOST_TEST_POSTGRES"); base != "" {
+		schema := fmt.Sprintf("migrate_test_%d", time.Now().UnixNano())
+		u, _ := url.Parse(base)
+		q := u.Query()
+		q.Set("search_path", schema)
+		u.RawQuery = q.Encode()
+		pg, err := openPostgres(context.Background(), u.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			pg.SQL().ExecContext(context.Background(), `DROP SCHEMA `+schema+` CASCADE`)
+			pg.Close()
+		})
+		out[Postgres] = pg
+	}
+	return out
+}
+
+// A journal written before 0004 keeps every row: the face its caller_slot
+// held moves to face, and the slot becomes empty (nobody could declare one).
+func TestMigration0004MovesTheFaceOutOfCallerSlot(t *testing.T) {
+	ctx := context.Background()
+	for name, d := range unmigrated(t) {
+		t.Run(name, func(t *testing.T) {
+			ms, err := loadMigrations(d.dialect)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := d.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+				version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
+				t.Fatal(err)
+			}
+			known := map[int]bool{}
+			for _, m := range ms {
+				known[m.version] = true
+			}
+			for _, m := range ms[:3] {
+				if err := d.apply(ctx, m, known); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i, slot := range []string{"mcp", "hosted", "cli", ""} {
+				if _, err := d.db.ExecContext(ctx, d.q(`INSERT INTO tool_executions (id, account_id, caller_slot, tool_name, status,
+					lifecycle_state, commit_outcome, state, started_at, created_at, args_raw)
+					VALUES (?, 'local', ?, 'get_time', 'success', 'finished', 'committed', 'observed', ?, ?, ?)`),
+					fmt.Sprint("old", i), slot, 1000+i, 1000+i, []byte(`{}`)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := d.migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			rows, err := d.db.QueryContext(ctx, `SELECT id, caller_slot, face FROM tool_executions ORDER BY id`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			var got []string
+			for rows.Next() {
+				var id, slot, face string
+				if err := rows.Scan(&id, &slot, &face); err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, id+":"+slot+":"+face)
+			}
+			want := "[old0::mcp old1::hosted old2::cli old3::]"
+			if fmt.Sprint(got) != want {
+				t.Errorf("rows after 0004: %v, want %s", got, want)
+			}
+			// The new tables answer.
+			if _, err := d.GetSession(ctx, "local", "nope"); err == nil {
+				t.Error("a session that was never created was found")
+			}
+		})
+	}
+}
 
 // A database that got a later migration before an earlier one (branches
 // land in any order) still gets the earlier one when it arrives, and a
@@ -38,5 +130,51 @@ func TestMigrationsApplyBySetNotByHighestVersion(t *testing.T) {
 	db.Close()
 	if _, err := Open(ctx, path, Options{}); err == nil || !strings.Contains(err.Error(), "does not know") {
 		t.Fatalf("a version from a newer binary: %v", err)
+	}
+}
+
+// Sessions written before 0006 keep their rows: no character, no
+// variables, permissions as they were.
+func TestMigration0006KeepsSessions(t *testing.T) {
+	ctx := context.Background()
+	for name, d := range unmigrated(t) {
+		t.Run(name, func(t *testing.T) {
+			ms, err := loadMigrations(d.dialect)
+			if err != nil {
+				t.Fatal(err)
+			}
+			known := map[int]bool{}
+			for _, m := range ms {
+				known[m.version] = true
+			}
+			if _, err := d.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+				version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range ms {
+				if m.version < 6 {
+					if err := d.apply(ctx, m, known); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if _, err := d.db.ExecContext(ctx, d.q(`INSERT INTO sessions (account_id, id, metadata, tool_permissions, created_at, updated_at)
+				VALUES ('a', 'old', '{"k":1}', '{"enabled":false}', 1000, 1000)`)); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			s, err := d.GetSession(ctx, "a", "old")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Character != nil || string(s.Metadata) != `{"k":1}` || s.Permissions.Enabled {
+				t.Errorf("session after 0006: %+v", s)
+			}
+			if _, err := d.GetVariable(ctx, "a", "old", "x"); err == nil {
+				t.Error("a variable nobody set was found")
+			}
+		})
 	}
 }

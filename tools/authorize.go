@@ -30,7 +30,7 @@ func (a keysAuthorizer) gate(ctx context.Context, p *Proposal, lease string, tim
 	t, err := a.svc.Limit(ctx, keys.Admission{
 		KeyID:     p.Caller.KeyID,
 		AccountID: p.Caller.AccountID,
-		Slot:      p.Caller.Slot,
+		Face:      p.Caller.Face,
 		Tool:      p.Tool,
 		Lease:     lease,
 		Timeout:   timeout,
@@ -47,7 +47,7 @@ func (a keysAuthorizer) Authorize(ctx context.Context, inv *Invocation) (func(Ou
 	if !ok {
 		var err error
 		t, err = a.svc.Limit(ctx, keys.Admission{
-			KeyID: inv.Caller.KeyID, AccountID: inv.Caller.AccountID, Slot: inv.Caller.Slot,
+			KeyID: inv.Caller.KeyID, AccountID: inv.Caller.AccountID, Face: inv.Caller.Face,
 			Tool: inv.Spec.Name, Lease: inv.ID, Timeout: time.Until(inv.Deadline),
 		})
 		if err != nil {

@@ -18,6 +18,8 @@ import (
 	"toolhost/catalog"
 	"toolhost/clip"
 	"toolhost/journal"
+	"toolhost/session"
+	"toolhost/tooldef"
 )
 
 // Status is the journal status of a finished call.
@@ -99,6 +101,22 @@ type Options struct {
 	// succeed, and the fraction LogSample (0–1) of those that did.
 	LogCalls  bool
 	LogSample float64
+	// Slots are the caller slots a call may declare (Caller.Slot);
+	// default session.DefaultSlots.
+	Slots []string
+	// Sessions, when set, makes sessions entities: a call naming a session
+	// creates it when new, and its tool permissions are enforced in the
+	// authorize step (sessions.go).
+	Sessions session.Store
+	// Definitions, when set, makes an account's enabled custom tool
+	// definitions callable (custom.go); Scripts runs their script
+	// handlers, which only run when ScriptsEnabled.
+	Definitions    tooldef.Store
+	Scripts        ScriptRunner
+	ScriptsEnabled bool
+	// Variables keeps session variables for get_variable and set_variable
+	// (sessiontools.go); they exist only with Sessions and Variables set.
+	Variables session.VariableStore
 }
 
 type entry struct {
@@ -113,7 +131,11 @@ type Executor struct {
 	opts    Options
 	catalog *catalog.Registry
 	tools   map[string]*entry
-	journal *journal.Journal
+	// sessionTools are the builtins that need a session (sessiontools.go).
+	sessionTools map[string]*entry
+	journal      *journal.Journal
+	turns        turns
+	schemas      compiled
 }
 
 // NewExecutor builds an executor and its catalog from tool constructors'
@@ -147,27 +169,45 @@ func NewExecutor(opts Options, ts ...Tool) (*Executor, error) {
 	if opts.AccountID == "" {
 		opts.AccountID = LocalAccount
 	}
+	if len(opts.Slots) == 0 {
+		opts.Slots = session.DefaultSlots
+	}
 	e := &Executor{opts: opts, catalog: catalog.NewRegistry(), tools: map[string]*entry{}, journal: opts.Journal}
 	if e.journal == nil {
 		e.journal = journal.New(journal.NewMemStore(), journal.Options{InstanceID: uuid.NewString(), Logger: opts.Logger})
 	}
 	for _, t := range ts {
-		spec := t.Spec()
-		if err := e.catalog.Add(spec); err != nil {
+		if err := e.catalog.Add(t.Spec()); err != nil {
 			return nil, err
 		}
-		sch, err := compileSchema(spec.Name, spec.Input)
+		ent, err := newEntry(t)
 		if err != nil {
 			return nil, err
 		}
-		schemaDoc, err := ParseArgs(spec.Input)
-		if err != nil {
-			return nil, fmt.Errorf("schema of %s: %w", spec.Name, err)
-		}
-		props, _ := schemaDoc["properties"].(map[string]any)
-		e.tools[spec.Name] = &entry{tool: t, spec: spec, schema: sch, props: props}
+		e.tools[ent.spec.Name] = ent
+	}
+	if err := e.addSessionTools(); err != nil {
+		return nil, err
 	}
 	return e, nil
+}
+
+// newEntry compiles a tool's input schema.
+func newEntry(t Tool) (*entry, error) {
+	spec := t.Spec()
+	if err := spec.Check(); err != nil {
+		return nil, err
+	}
+	sch, err := compileSchema(spec.Name, spec.Input)
+	if err != nil {
+		return nil, err
+	}
+	schemaDoc, err := ParseArgs(spec.Input)
+	if err != nil {
+		return nil, fmt.Errorf("schema of %s: %w", spec.Name, err)
+	}
+	props, _ := schemaDoc["properties"].(map[string]any)
+	return &entry{tool: t, spec: spec, schema: sch, props: props}, nil
 }
 
 // Journal returns the journal the executor records into.
@@ -205,9 +245,25 @@ func (e *Executor) Execute(ctx context.Context, p Proposal) (*Outcome, error) {
 			"the idempotency key is %d bytes; at most %d are allowed", len(p.IdempotencyKey), MaxIdempotencyKeyBytes))
 	}
 
+	if te := e.checkSlot(p.Caller.Slot); te != nil {
+		return c.reject(ctx, journal.StateParseRejected, StatusError, te)
+	}
 	ent, ok := e.tools[p.Tool]
 	if !ok {
-		return c.reject(ctx, journal.StateParseRejected, StatusError, Errorf(CodeUnknownTool, "unknown tool %q; available tools: %s", clip.Echo(p.Tool), strings.Join(e.names(), ", ")))
+		ent, ok = e.sessionTools[p.Tool]
+	}
+	var custom *customEntry
+	if !ok {
+		var err error
+		if custom, err = e.customTool(ctx, c.rec.AccountID, p.Tool); err != nil {
+			e.opts.Logger.ErrorContext(ctx, "tool definition lookup failed", "tool", p.Tool, "execution_id", c.rec.ID, "err", err)
+			return c.reject(ctx, journal.StateParseRejected, StatusError, Errorf(CodeInternal, "the tool definitions could not be read; the error was logged with execution id %s", c.rec.ID))
+		}
+		if custom == nil {
+			return c.reject(ctx, journal.StateParseRejected, StatusError, Errorf(CodeUnknownTool, "unknown tool %q; available tools: %s", clip.Echo(p.Tool), strings.Join(e.names(), ", ")))
+		}
+		ent = &custom.entry
+		c.rec.ProviderType, c.rec.ProviderID = providerOf(custom.def)
 	}
 	out.Version = ent.spec.Version
 	c.rec.ToolVersion = ent.spec.Version
@@ -269,7 +325,25 @@ func (e *Executor) Execute(ctx context.Context, p Proposal) (*Outcome, error) {
 		inv.Free = cp.Free(inv)
 	}
 
-	// Authorize.
+	// Authorize: the session's permissions, then the key's limits (a call
+	// the session refuses reserves nothing).
+	if custom != nil {
+		if te := e.definitionDenial(custom.def); te != nil {
+			return c.reject(ctx, journal.StateAuthorizationRejected, StatusDenied, te)
+		}
+		if d := slotDenial(p.Tool, p.Caller.Slot, custom.def.AllowedSlots); d != nil {
+			return c.reject(ctx, journal.StateAuthorizationRejected, StatusDenied, denial(d))
+		}
+	}
+	te, err := e.checkSession(ctx, c.rec.AccountID, inv)
+	if err != nil {
+		e.opts.Logger.ErrorContext(ctx, "session check failed", "tool", p.Tool, "execution_id", c.rec.ID, "err", err)
+		return c.reject(ctx, journal.StateAuthorizationRejected, StatusError, Errorf(CodeSessionUnavailable,
+			"the session store did not answer, so the session's tool permissions could not be checked; retry shortly"))
+	}
+	if te != nil {
+		return c.reject(ctx, journal.StateAuthorizationRejected, StatusDenied, te)
+	}
 	var release func(Outcome)
 	if e.opts.Authorizer != nil {
 		rel, err := e.opts.Authorizer.Authorize(ctx, inv)
@@ -291,7 +365,7 @@ func (e *Executor) Execute(ctx context.Context, p Proposal) (*Outcome, error) {
 	// record is written together with the key's claim, or the call is
 	// answered from the call that holds the key.
 	if p.IdempotencyKey != "" {
-		if done, err := e.claim(ctx, c, timeout); done || err != nil {
+		if done, err := e.claim(ctx, c, ent.spec, timeout); done || err != nil {
 			return out, err
 		}
 	} else {

@@ -36,7 +36,7 @@ func BenchmarkExecute(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		out, err := ex.Execute(ctx, tools.Proposal{Tool: "get_time", Args: args, CallID: uuid.NewString(),
-			Caller: tools.Caller{Slot: "mcp", SessionID: "bench-session"}})
+			Caller: tools.Caller{Face: "mcp", SessionID: "bench-session"}})
 		if err != nil || out.IsError {
 			b.Fatalf("get_time: %v %+v", err, out)
 		}

@@ -39,7 +39,7 @@ func keyed(t *testing.T, limits keys.Limits, ts ...Tool) (*Executor, *keys.Servi
 }
 
 func callerOf(k *keys.Key) Caller {
-	return Caller{Slot: "mcp", AccountID: k.AccountID, KeyID: k.ID, Scopes: k.Scopes}
+	return Caller{Face: "mcp", AccountID: k.AccountID, KeyID: k.ID, Scopes: k.Scopes}
 }
 
 // hugeArgs is a 3.5 MB argument object of 300 000 unknown properties.

@@ -87,7 +87,7 @@ func (e *Executor) begin(p Proposal) *callRecord {
 	rec := journal.Record{
 		ID: id, AccountID: account, KeyID: p.Caller.KeyID, SessionID: p.Caller.SessionID,
 		FloorID: p.Caller.FloorID, RunID: p.Caller.RunID, Round: p.Caller.Round, CallID: p.CallID,
-		CallerSlot: p.Caller.Slot, ProviderID: "toolhost", ProviderType: "builtin", ToolName: p.Tool,
+		CallerSlot: p.Caller.Slot, Face: p.Caller.Face, ProviderID: "toolhost", ProviderType: "builtin", ToolName: p.Tool,
 		ArgsRaw: journalBytes(p.Args, e.opts.JournalArgsBytes), IdempotencyKey: clip.Runes(p.IdempotencyKey, MaxIdempotencyKeyBytes), TraceID: p.Caller.TraceID,
 		Status: journal.StatusRunning, Lifecycle: journal.Opened, Commit: journal.CommitPending,
 		StartedAt: start, CreatedAt: start, DeliveryMode: "inline", AttemptNo: 1,
@@ -147,7 +147,7 @@ func (e *Executor) logCall(r *journal.Record) {
 		slog.String("tool", r.ToolName), slog.String("status", string(r.Status)),
 		slog.Float64("duration_ms", float64(r.Duration.Microseconds())/1000),
 		slog.String("session_id", r.SessionID), slog.String("execution_id", r.ID),
-		slog.String("caller_slot", r.CallerSlot), slog.String("account_id", r.AccountID),
+		slog.String("caller_slot", r.CallerSlot), slog.String("face", r.Face), slog.String("account_id", r.AccountID),
 	}
 	if r.ErrorCode != "" {
 		attrs = append(attrs, slog.String("code", r.ErrorCode))
@@ -232,8 +232,7 @@ func (c *callRecord) finish(ctx context.Context, spec catalog.Spec, ran, toolErr
 // returns done=false when the key was claimed and the opened record written
 // (the caller executes the tool), or done=true with c.out set from the call
 // that holds the key (replayed, rejected as key reuse, or still running).
-func (e *Executor) claim(ctx context.Context, c *callRecord, timeout time.Duration) (bool, error) {
-	spec := e.tools[c.rec.ToolName].spec
+func (e *Executor) claim(ctx context.Context, c *callRecord, spec catalog.Spec, timeout time.Duration) (bool, error) {
 	key := c.rec.IdempotencyKey
 	// A holder that ended before any effect frees the key, so a second
 	// attempt can claim it; more than that means churn, not a bug.

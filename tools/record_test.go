@@ -190,7 +190,7 @@ func TestExecutorRecordsEveryPath(t *testing.T) {
 					}
 					raw := json.RawMessage(c.args)
 					out, err := exec.Execute(context.Background(), tools.Proposal{Tool: name, Args: raw, CallID: "c1", Timeout: c.timeout,
-						Caller: tools.Caller{Slot: "mcp", SessionID: "s1", FloorID: "f1", TraceID: "t1"}})
+						Caller: tools.Caller{Face: "mcp", SessionID: "s1", FloorID: "f1", TraceID: "t1"}})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -207,7 +207,7 @@ func TestExecutorRecordsEveryPath(t *testing.T) {
 					if string(r.ArgsRaw) != c.args {
 						t.Errorf("raw args %q, want the bytes as received %q", r.ArgsRaw, c.args)
 					}
-					if r.SessionID != "s1" || r.FloorID != "f1" || r.CallerSlot != "mcp" || r.CallID != "c1" || r.TraceID != "t1" || r.AccountID != tools.LocalAccount {
+					if r.SessionID != "s1" || r.FloorID != "f1" || r.Face != "mcp" || r.CallerSlot != "" || r.CallID != "c1" || r.TraceID != "t1" || r.AccountID != tools.LocalAccount {
 						t.Errorf("identity fields not recorded: %+v", r)
 					}
 					if got := states(t, s, out.ExecutionID); !slices.Equal(got, c.states) {
@@ -237,7 +237,7 @@ func TestIdempotentDuplicatesExecuteOnce(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					outs[i], errs[i] = exec.Execute(context.Background(), tools.Proposal{Tool: "effect", Args: json.RawMessage(`{"n":5}`),
-						IdempotencyKey: "order-42", Caller: tools.Caller{Slot: "mcp", SessionID: "idem"}})
+						IdempotencyKey: "order-42", Caller: tools.Caller{Face: "mcp", SessionID: "idem"}})
 				}()
 			}
 			// Let the first call run only once every duplicate has arrived:

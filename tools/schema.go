@@ -122,3 +122,11 @@ func applyDefaults(args map[string]any, props map[string]any) {
 		}
 	}
 }
+
+// CheckSchema compiles raw as a tool's input schema with the pipeline's
+// dialect and validator, for schemas that arrive at run time (tool
+// definitions).
+func CheckSchema(name string, raw []byte) error {
+	_, err := compileSchema(name, raw)
+	return err
+}

@@ -48,9 +48,15 @@ type Reference struct {
 // Caller says who is calling and from where. It comes from the runtime (the
 // authenticated key, the transport), never from the model's arguments.
 type Caller struct {
-	Slot      string // "mcp", "hosted" or "cli"
+	// Slot is the role the caller declared for this call (narrator,
+	// director, verifier, memory, or what the config allows); "" when none.
+	Slot string
+	// Face is how the call came in: "mcp", "hosted" or "cli".
+	Face      string
 	SessionID string // MCP session or the caller's conversation id
-	FloorID   string // one MCP tools/call or one /v1 request
+	// FloorID is the turn: one /v1 request, the MCP _meta toolhost/floor-id
+	// when given, else one MCP tools/call.
+	FloorID   string
 	RunID     string // one loop run inside a floor
 	Round     int    // loop round (hosted)
 	AccountID string

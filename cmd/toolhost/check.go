@@ -49,6 +49,10 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return exitCodeOf(err, stderr, "check")
 	}
+	presets, err := presetDefinitions(&c)
+	if err != nil {
+		return exitCodeOf(usageError{err}, stderr, "check")
+	}
 	if c.config == "" {
 		fmt.Fprintln(stdout, "config: none given; the built-in defaults")
 	} else {
@@ -59,6 +63,13 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		names = append(names, s.Name)
 	}
 	fmt.Fprintf(stdout, "tools: %s, %s\n", strings.Join(names, ", "), runCodeName)
+	if len(presets) > 0 {
+		pn := []string{}
+		for _, p := range presets {
+			pn = append(pn, p.Name)
+		}
+		fmt.Fprintf(stdout, "preset tools: %s\n", strings.Join(pn, ", "))
+	}
 	dirs := runtimeDirs(&c)
 	for _, f := range []string{sandbox.PythonFile, sandbox.JavaScriptFile} {
 		if p, ok := sandbox.FindRuntime(dirs, f); ok {

@@ -6,10 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
 	"time"
 
 	"toolhost/sandbox"
 	"toolhost/server"
+	"toolhost/tooldef"
 	"toolhost/tools/fetchpage"
 	"toolhost/tools/websearch"
 )
@@ -61,6 +63,19 @@ type Config struct {
 	Tools struct {
 		DefaultTimeout Duration `json:"default_timeout"`
 		MaxResultBytes int      `json:"max_result_bytes"`
+		// Slots are the caller slots a call may declare (MCP _meta
+		// toolhost/slot, X-Toolhost-Slot, toolhost call --slot); default
+		// narrator, director, verifier, memory.
+		Slots []string `json:"slots"`
+		// EnableUnsafeScriptHandler lets tool definitions carry script
+		// handlers (also ENABLE_UNSAFE_SCRIPT_HANDLER=true in the
+		// environment). Off by default, as the seed says.
+		EnableUnsafeScriptHandler bool `json:"enable_unsafe_script_handler"`
+		// Presets are the operator's tool definitions (source preset):
+		// every account sees and may call them, nobody changes them over
+		// the API. Each takes the fields of POST /tools/definitions
+		// except source and source_id.
+		Presets []tooldef.Input `json:"presets"`
 	} `json:"tools"`
 	// Search configures web_search: the ordered provider list and the cache.
 	Search websearch.Config `json:"search"`
@@ -135,8 +150,17 @@ func loadConfig(path string) (Config, error) {
 	if err := dec.Decode(&c); err != nil {
 		return c, fmt.Errorf("config %s: %w", path, err)
 	}
+	seen := map[string]bool{}
+	for _, s := range c.Tools.Slots {
+		if !slotPattern.MatchString(s) || seen[s] {
+			return c, fmt.Errorf("config %s: tools.slots: %q is not a slot name (1 to 32 of a-z 0-9 _ -, starting with a letter, once each)", path, s)
+		}
+		seen[s] = true
+	}
 	return c, nil
 }
+
+var slotPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
 
 // Duration is a time.Duration written as "30s" in JSON.
 type Duration time.Duration

@@ -25,7 +25,7 @@ func cmdJournal(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	asJSON := fs.Bool("json", false, "print JSON in the /tool-executions shape")
 	events := fs.String("events", "", "print the state events of this execution `ID`")
 	filters := map[string]*string{}
-	for _, name := range []string{"session_id", "floor_id", "run_id", "caller_slot", "tool_name", "status",
+	for _, name := range []string{"session_id", "floor_id", "run_id", "caller_slot", "face", "tool_name", "status",
 		"lifecycle_state", "commit_outcome", "provider_type", "sort_by", "sort_order", "offset"} {
 		filters[name] = fs.String(strings.ReplaceAll(name, "_", "-"), "", "`VALUE`: filter or paging as in GET /tool-executions ("+name+")")
 	}
@@ -99,14 +99,18 @@ func cmdJournal(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "STARTED\tID\tTOOL\tSTATUS\tCOMMIT\tMS\tSLOT\tSESSION\tERROR")
+	fmt.Fprintln(tw, "STARTED\tID\tTOOL\tSTATUS\tCOMMIT\tMS\tFACE\tSLOT\tSESSION\tERROR")
 	for _, r := range recs {
 		errText := r.ErrorCode
 		if len(errText) > 40 {
 			errText = errText[:40]
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.StartedAt.Local().Format("2006-01-02 15:04:05.000"), r.ID, r.ToolName,
-			r.Status, r.Commit, r.Duration.Milliseconds(), r.CallerSlot, r.SessionID, errText)
+		slot := r.CallerSlot
+		if slot == "" {
+			slot = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.StartedAt.Local().Format("2006-01-02 15:04:05.000"), r.ID, r.ToolName,
+			r.Status, r.Commit, r.Duration.Milliseconds(), r.Face, slot, r.SessionID, errText)
 	}
 	tw.Flush()
 	fmt.Fprintf(stdout, "%d of %d executions\n", len(recs), total)

@@ -334,7 +334,7 @@ func TestConcurrentCallsEachHaveAFullRecord(t *testing.T) {
 				if i%3 == 1 && rec["duration_ms"].(float64) < 30 {
 					t.Errorf("sleep of 30 ms recorded as %v ms", rec["duration_ms"])
 				}
-				if rec["caller_slot"] != "mcp" || rec["floor_id"] == nil || rec["session_id"] != cs.ID() || rec["lifecycle_state"] != "finished" {
+				if rec["face"] != "mcp" || rec["caller_slot"] != nil || rec["floor_id"] == nil || rec["session_id"] != cs.ID() || rec["lifecycle_state"] != "finished" {
 					t.Errorf("call %d identity: %v", i, rec)
 				}
 			}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -85,11 +86,24 @@ func secureRoutes(routes map[string]http.Handler, a server.Authenticator, dev bo
 			out[pattern] = server.Auth(a, dev, keys.ScopeHosted, true)(v1Identity(h))
 		case strings.HasPrefix(path, "/admin/") || path == "/metrics":
 			out[pattern] = server.Auth(a, dev, keys.ScopeAdmin, false)(h)
+		case toolsWrite(pattern):
+			out[pattern] = server.Auth(a, dev, keys.ScopeTools, false)(h)
 		default:
 			out[pattern] = server.Auth(a, dev, "", false)(h)
 		}
 	}
 	return out
+}
+
+// toolsWrite reports the routes that change an account's tools API state
+// (definitions, sessions, permissions): they need the tools scope; reading
+// them needs any key of the account, like the journal.
+func toolsWrite(pattern string) bool {
+	method, path, _ := strings.Cut(pattern, " ")
+	if method == http.MethodGet || method == "" {
+		return false
+	}
+	return strings.HasPrefix(path, "/tools/definitions") || strings.HasPrefix(path, "/sessions")
 }
 
 // accountOf is the journal's account for a request: the caller's own.
@@ -316,6 +330,28 @@ func mcpCaller(_ context.Context, extra *sdk.RequestExtra) tools.Caller {
 		}
 	}
 	return tools.Caller{AccountID: server.DevIdentity.AccountID, Scopes: server.DevIdentity.Scopes}
+}
+
+// withSlotCheck refuses a /v1 request whose X-Toolhost-Slot names no
+// configured slot with a 400, before any upstream round is spent on it.
+func withSlotCheck(routes map[string]http.Handler, slots []string) map[string]http.Handler {
+	for pattern, h := range routes {
+		if _, path, _ := strings.Cut(pattern, " "); !strings.HasPrefix(path, "/v1/") {
+			continue
+		}
+		routes[pattern] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			vals := r.Header.Values(v1.SlotHeader)
+			if len(vals) > 1 || (len(vals) == 1 && !slices.Contains(slots, vals[0])) {
+				server.WriteJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{
+					"type": "invalid_request_error", "code": "invalid_slot", "param": v1.SlotHeader,
+					"message": fmt.Sprintf("%s must be one of %s (once)", v1.SlotHeader, strings.Join(slots, ", ")),
+				}})
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+	return routes
 }
 
 // v1Identity hands the identity Auth established to the /v1 handlers.

@@ -315,6 +315,12 @@ func TestAuthenticationErrors(t *testing.T) {
 		{"metrics need a key", "GET", "/metrics", "", 401, "missing_api_key"},
 		{"metrics need admin scope", "GET", "/metrics", "Bearer " + mcpOnly, 403, "insufficient_scope"},
 		{"admin reads metrics", "GET", "/metrics", "Bearer " + admin, 200, ""},
+		{"definitions writes need the tools scope", "POST", "/tools/definitions", "Bearer " + mcpOnly, 403, "insufficient_scope"},
+		{"sessions writes need the tools scope", "POST", "/sessions", "Bearer " + mcpOnly, 403, "insufficient_scope"},
+		{"any key reads definitions", "GET", "/tools/definitions", "Bearer " + mcpOnly, 200, ""},
+		{"any key reads the builtins", "GET", "/tools/builtin", "Bearer " + mcpOnly, 200, ""},
+		{"another account's session is 404", "GET", "/sessions/nope/tools/runtime", "Bearer " + mcpOnly, 404, "not_found"},
+		{"a tools key creates a session", "POST", "/sessions", "Bearer " + admin, 201, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,6 +30,8 @@ import (
 	"toolhost/sandbox"
 	"toolhost/server"
 	mcpface "toolhost/server/mcp"
+	"toolhost/session"
+	"toolhost/tooldef"
 	"toolhost/tools"
 	"toolhost/tools/runcode"
 )
@@ -104,6 +107,13 @@ type common struct {
 	// preload: start loading run_code's runtimes as soon as the sandbox
 	// exists (servers), not on the first call (one-shot commands).
 	preload bool
+	// sessions is the session store (with its cache) once openJournal
+	// opened the store; the REST API and the pipeline share it.
+	sessions session.Store
+	// defs is the tool definitions store, opened with sessions.
+	defs tooldef.Store
+	// variables keeps session variables, opened with sessions.
+	variables session.VariableStore
 }
 
 // register defines the flags of the commands that run tools (serve, stdio,
@@ -158,6 +168,12 @@ func newExecutor(c *common, logger *slog.Logger) (*tools.Executor, func(), error
 		Authorizer:         c.authorizer,
 		LogCalls:           true,
 		LogSample:          c.cfg.Log.callSample(),
+		Slots:              c.cfg.Tools.Slots,
+		Sessions:           c.sessions,
+		Definitions:        c.defs,
+		Variables:          c.variables,
+		Scripts:            scriptRunner(c),
+		ScriptsEnabled:     scriptsEnabled(c),
 	}, ts...)
 	if err != nil {
 		cleanup()
@@ -235,6 +251,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 			MaxBodyBytes: c.cfg.MCP.MaxBodyBytes, MaxClientInfoBytes: c.cfg.MCP.MaxClientInfoBytes,
 			SessionsPerKey: c.cfg.MCP.SessionsPerKey, Sessions: c.cfg.MCP.Sessions,
 		},
+		AccountOf: accountOf,
 		KeyOf: func(r *http.Request) string {
 			if id := server.IdentityFrom(r.Context()); id != nil {
 				return id.KeyID
@@ -250,6 +267,8 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	routes = withJournalRoutes(routes, exec)
+	routes = withDefinitionRoutes(routes, &c, exec, mcpSrv.DefinitionsChanged)
+	routes = withSlotCheck(routes, exec.Slots())
 	for pattern, h := range keyRoutes(ks) {
 		routes[pattern] = h
 	}
@@ -359,6 +378,8 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c.register(fs)
 	lang := fs.String("lang", "en", "`LANGUAGE` of tool messages: en or zh")
 	idem := fs.String("idempotency-key", "", "idempotency `KEY` for this call: a repeat with the same key and arguments returns the stored result")
+	slot := fs.String("slot", "", "caller `SLOT` this call declares (narrator, director, verifier, memory, or tools.slots of the config)")
+	sess := fs.String("session", "", "session `ID` the call belongs to: its tool permissions apply, and it is created when new")
 	if err := parseFlags(ctx, fs, args, &c); err != nil {
 		return exitCodeOf(err, stderr, "call")
 	}
@@ -376,7 +397,9 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// with it for the CPU, and a call of another tool does not build
 	// run_code's sandbox at all (run_code loads only its language's runtime).
 	c.cfg.Sandbox.PythonPool, c.cfg.Sandbox.JavaScriptPool = -1, -1
-	c.skipRunCode = tool != runCodeName
+	// A tool that is not a builtin may be a definition with a script
+	// handler, which runs in run_code's sandbox.
+	c.skipRunCode = tool != runCodeName && slices.Contains(builtinNames, tool)
 	exec, cleanup, err := newExecutor(&c, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolhost call: %v\n", err)
@@ -387,7 +410,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitStartup
 	}
 	defer cleanup()
-	if _, ok := exec.Catalog().Lookup(tool); !ok {
+	if _, ok := exec.Catalog().Lookup(tool); !ok && !slices.Contains(tools.SessionToolNames, tool) && !exec.HasDefinition(ctx, tools.LocalAccount, tool) {
 		names := []string{}
 		for _, s := range exec.Catalog().List() {
 			names = append(names, s.Name)
@@ -404,7 +427,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Tool:           tool,
 		Args:           json.RawMessage(argJSON),
 		CallID:         "cli",
-		Caller:         tools.Caller{Slot: "cli"},
+		Caller:         tools.Caller{Face: "cli", Slot: *slot, SessionID: *sess},
 		IdempotencyKey: *idem,
 		Lang:           catalog.Lang(*lang),
 		Progress: func(p, total float64, msg string) {
@@ -461,7 +484,16 @@ func callOutput(out *tools.Outcome) map[string]any {
 		m["structuredContent"] = json.RawMessage(out.Structured)
 	}
 	if out.IsError {
-		m["error"] = map[string]any{"code": out.Code, "message": out.Message}
+		// The error object as MCP's _meta carries it: code, message and
+		// the details (the rule of a permission_denied, retry_after_ms).
+		var body struct {
+			Error map[string]any `json:"error"`
+		}
+		if json.Unmarshal(out.Structured, &body) == nil && body.Error != nil {
+			m["error"] = body.Error
+		} else {
+			m["error"] = map[string]any{"code": out.Code, "message": out.Message}
+		}
 	}
 	if out.Truncated {
 		m["truncated"] = true

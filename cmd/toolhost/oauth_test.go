@@ -195,7 +195,7 @@ func TestOAuthGoSDKClientAuthorizesRefreshesAndIsRevoked(t *testing.T) {
 	}
 	for _, row := range rows {
 		rec := row.(map[string]any)
-		if rec["account_id"] != "acme" || rec["key_id"] != keyID || rec["caller_slot"] != "mcp" {
+		if rec["account_id"] != "acme" || rec["key_id"] != keyID || rec["face"] != "mcp" || rec["caller_slot"] != nil {
 			t.Fatalf("journal record = %v, want account acme, key %s", rec, keyID)
 		}
 	}

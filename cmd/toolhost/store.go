@@ -5,15 +5,22 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
 
+	"toolhost/catalog"
 	"toolhost/journal"
 	"toolhost/server/admin"
+	"toolhost/session"
 	"toolhost/store"
+	"toolhost/tooldef"
 	"toolhost/tools"
+	"toolhost/tools/runcode"
+	"toolhost/tools/sleep"
 )
 
 // JournalConfig is the "journal" section of the config file.
@@ -108,12 +115,20 @@ func openJournal(c *common, logger *slog.Logger) (*journal.Journal, func(), erro
 		opts.WaitForStore = c.cfg.Journal.WaitForStore
 	}
 	j := journal.New(db, opts)
+	c.sessions = session.NewCache(db, time.Second)
+	c.variables = db
 	closeAll := func() {
 		j.Close()
 		if err := db.Close(); err != nil {
 			logger.Warn("closing the journal store", "err", err)
 		}
 	}
+	presets, err := presetDefinitions(c)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	c.defs = tooldef.WithPresets(db, presets)
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	n, err := j.Start(sctx)
@@ -125,6 +140,90 @@ func openJournal(c *common, logger *slog.Logger) (*journal.Journal, func(), erro
 	return j, closeAll, nil
 }
 
+// scriptsEnabled reports whether tool definitions may carry script
+// handlers: ENABLE_UNSAFE_SCRIPT_HANDLER=true or the config key.
+func scriptsEnabled(c *common) bool {
+	return c.cfg.Tools.EnableUnsafeScriptHandler || os.Getenv("ENABLE_UNSAFE_SCRIPT_HANDLER") == "true"
+}
+
+// scriptRunner runs script handlers in run_code's sandbox when the
+// toolset built one.
+func scriptRunner(c *common) tools.ScriptRunner {
+	if c.sandbox == nil {
+		return nil
+	}
+	return runcode.NewScripts(c.sandbox)
+}
+
+// builtinNames are the tools toolhost call knows without reading the
+// store: anything else may be a tool definition.
+var builtinNames = []string{"get_time", "roll_dice", "random_choice", "web_search", "fetch_page", "run_code"}
+
+// sessionBuiltins are the seed's builtins that need a session; their
+// names are reserved for them.
+var sessionBuiltins = append([]string{"query_memory"}, tools.SessionToolNames...)
+
+// presetDefinitions checks the config's tools.presets with the rules of
+// POST /tools/definitions.
+func presetDefinitions(c *common) ([]tooldef.Definition, error) {
+	slots := c.cfg.Tools.Slots
+	if len(slots) == 0 {
+		slots = session.DefaultSlots
+	}
+	rules := tooldef.Rules{
+		Slots: slots,
+		Reserved: func(name string) bool {
+			return slices.Contains(builtinNames, name) || slices.Contains(sessionBuiltins, name)
+		},
+		CheckSchema: func(raw []byte) error { return tools.CheckSchema("preset", raw) },
+	}
+	return rules.Presets(c.cfg.Tools.Presets, time.Now())
+}
+
+// withDefinitionRoutes adds GET /tools/builtin and the definitions CRUD.
+func withDefinitionRoutes(routes map[string]http.Handler, c *common, exec *tools.Executor, changed func(account string)) map[string]http.Handler {
+	if c.defs == nil {
+		return routes
+	}
+	test := map[string]bool{}
+	for _, t := range []tools.Tool{sleep.New(), sleep.NewEffect()} {
+		test[t.Spec().Name] = true
+	}
+	var builtins []catalog.Spec
+	for _, s := range exec.Catalog().List() {
+		if !test[s.Name] {
+			builtins = append(builtins, s)
+		}
+	}
+	// Of the session builtins, GET /tools/builtin lists the one the seed
+	// names there; the variables appear in the runtime catalog only.
+	for _, s := range exec.SessionSpecs() {
+		if s.Name == "get_character_info" {
+			builtins = append(builtins, s)
+		}
+	}
+	scripts := scriptsEnabled(c)
+	d := &admin.Definitions{
+		Store:    c.defs,
+		Builtins: func() []catalog.Spec { return builtins },
+		Rules: tooldef.Rules{
+			Slots: exec.Slots(),
+			Reserved: func(name string) bool {
+				_, ok := exec.Catalog().Lookup(name)
+				return ok || slices.Contains(sessionBuiltins, name)
+			},
+			CheckSchema: func(raw []byte) error { return tools.CheckSchema("definition", raw) },
+		},
+		ScriptsEnabled: func() bool { return scripts },
+		Changed:        changed,
+		Account:        accountOf,
+	}
+	for pattern, h := range d.Routes() {
+		routes[pattern] = h
+	}
+	return routes
+}
+
 // withJournalRoutes adds the journal's REST routes to routes.
 func withJournalRoutes(routes map[string]http.Handler, exec *tools.Executor) map[string]http.Handler {
 	if routes == nil {
@@ -133,6 +232,15 @@ func withJournalRoutes(routes map[string]http.Handler, exec *tools.Executor) map
 	jr := &admin.Journal{Store: exec.Journal().Store(), Account: accountOf}
 	for pattern, h := range jr.Routes() {
 		routes[pattern] = h
+	}
+	if st := exec.Sessions(); st != nil {
+		ss := &admin.Sessions{Store: st, Slots: exec.Slots(), Account: accountOf,
+			Runtime: func(ctx context.Context, account, id, slot string) (any, error) {
+				return exec.Runtime(ctx, account, id, slot)
+			}}
+		for pattern, h := range ss.Routes() {
+			routes[pattern] = h
+		}
 	}
 	return routes
 }

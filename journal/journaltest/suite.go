@@ -57,7 +57,7 @@ func ctx(t *testing.T) context.Context {
 func rec(id string, at time.Time) journal.Record {
 	return journal.Record{
 		ID: id, AccountID: "acct", KeyID: "key1", SessionID: "sess", FloorID: "floor", RunID: "run",
-		Round: 2, CallID: "call-" + id, CallerSlot: "mcp", ProviderID: "toolhost", ProviderType: "builtin",
+		Round: 2, CallID: "call-" + id, CallerSlot: "narrator", Face: "mcp", ProviderID: "toolhost", ProviderType: "builtin",
 		ToolName: "get_time", ToolVersion: "1.0.0", SideEffectLevel: "none",
 		ArgsRaw: []byte(`{"tz" : "UTC"}`), Args: json.RawMessage(`{"tz":"UTC"}`), ArgsDigest: "d1",
 		IdempotencyKey: "", TraceID: "0af7651916cd43dd8448eb211c80319c",
@@ -198,7 +198,8 @@ func testList(t *testing.T, s journal.Store) {
 		r.FloorID = []string{"f1", "f2"}[i%2]
 		r.RunID = fmt.Sprintf("run%d", i/3)
 		r.ToolName = []string{"get_time", "roll_dice", "sleep"}[i%3]
-		r.CallerSlot = []string{"mcp", "hosted"}[i/3]
+		r.CallerSlot = []string{"narrator", "director"}[i/3]
+		r.Face = []string{"mcp", "hosted"}[i%2]
 		if i == 4 {
 			r.SessionID = "sess2"
 			r.ProviderType = "mcp"
@@ -233,7 +234,8 @@ func testList(t *testing.T, s journal.Store) {
 		{"session", journal.Query{SessionID: "sess2"}, []string{"r4"}, 1},
 		{"floor", journal.Query{FloorID: "f2", SortBy: journal.SortCreatedAt, Asc: true}, []string{"r1", "r3", "r5"}, 3},
 		{"run", journal.Query{RunID: "run1", SortBy: journal.SortCreatedAt, Asc: true}, []string{"r3", "r4", "r5"}, 3},
-		{"slot", journal.Query{CallerSlot: "hosted", SortBy: journal.SortCreatedAt, Asc: true}, []string{"r3", "r4", "r5"}, 3},
+		{"face", journal.Query{Face: "hosted", SortBy: journal.SortCreatedAt, Asc: true}, []string{"r1", "r3", "r5"}, 3},
+		{"slot", journal.Query{CallerSlot: "director", SortBy: journal.SortCreatedAt, Asc: true}, []string{"r3", "r4", "r5"}, 3},
 		{"tool", journal.Query{ToolName: "sleep", SortBy: journal.SortCreatedAt, Asc: true}, []string{"r2", "r5"}, 2},
 		{"one status", journal.Query{Statuses: []journal.Status{journal.StatusTimeout}}, []string{"r2"}, 1},
 		{"status set", journal.Query{Statuses: []journal.Status{journal.StatusError, journal.StatusTimeout, journal.StatusUncertain}, SortBy: journal.SortCreatedAt, Asc: true}, []string{"r1", "r2", "r3"}, 3},
@@ -241,7 +243,7 @@ func testList(t *testing.T, s journal.Store) {
 		{"commit", journal.Query{Commit: journal.CommitCommitted}, []string{"r0"}, 1},
 		{"provider type", journal.Query{ProviderType: "mcp"}, []string{"r4"}, 1},
 		{"page id never matches", journal.Query{HasPageID: true, PageID: "p1"}, []string{}, 0},
-		{"combined", journal.Query{FloorID: "f1", CallerSlot: "mcp", SortBy: journal.SortCreatedAt, Asc: true}, []string{"r0", "r2"}, 2},
+		{"combined", journal.Query{FloorID: "f1", CallerSlot: "narrator", SortBy: journal.SortCreatedAt, Asc: true}, []string{"r0", "r2"}, 2},
 		{"seq order desc", journal.Query{FloorID: "f1", SortBy: journal.SortSeq}, []string{"r4", "r2", "r0"}, 3},
 	}
 	for _, c := range cases {

@@ -1,8 +1,10 @@
-// Package admin serves the REST API of toolhost: the execution journal of
-// the seed's tools API (/tool-executions, /floors/{id}/tool-executions, the
-// events of one execution) and its legacy projection (/tools/call-records)
-// in journal.go; API keys and usage for the admin scope (/admin/keys,
-// /admin/usage) in keys.go.
+// Package admin serves the tools REST API of the seed (tools-api): the
+// execution journal (/tool-executions, /floors/{id}/tool-executions, the
+// events of one execution) and its legacy projection (/tools/call-records);
+// sessions, their tool permissions and runtime catalog (/sessions…);
+// /tools/builtin and the tool definitions CRUD (/tools/definitions…); and
+// key management (/admin/…). Every route is scoped to the caller's account:
+// another account's object is a 404, never a 403.
 package admin
 
 import (
@@ -50,11 +52,13 @@ func (j *Journal) account(r *http.Request) string {
 	return "local"
 }
 
-type validationError struct{ msg string }
+type validationError struct{ msg, field string }
 
 func (e validationError) Error() string { return e.msg }
 
-func invalid(format string, args ...any) error { return validationError{fmt.Sprintf(format, args...)} }
+func invalid(format string, args ...any) error {
+	return validationError{msg: fmt.Sprintf(format, args...)}
+}
 
 // params reads the query strictly: unknown or repeated parameters are
 // refused so a typo does not silently widen a filter.
@@ -107,13 +111,14 @@ func paging(v url.Values, q *journal.Query) error {
 }
 
 var (
-	executionParams = []string{"session_id", "floor_id", "run_id", "caller_slot", "tool_name", "status",
+	executionParams = []string{"session_id", "floor_id", "run_id", "caller_slot", "face", "tool_name", "status",
 		"lifecycle_state", "commit_outcome", "provider_type", "sort_by", "sort_order", "limit", "offset"}
 	statuses       = []string{"running", "queued", "success", "error", "denied", "timeout", "uncertain", "blocked"}
 	legacyStatuses = []string{"success", "error", "denied", "queued", "running"}
 	lifecycles     = []string{"opened", "finished"}
 	commits        = []string{"pending", "committed", "discarded", "replay_blocked", "uncertain"}
-	providerTypes  = []string{"builtin", "preset", "mcp", "unknown"}
+	providerTypes  = []string{"builtin", "custom", "preset", "mcp", "unknown"}
+	faces          = []string{"mcp", "hosted", "cli"}
 )
 
 // ExecutionQuery turns /tool-executions parameters into a query. It is
@@ -138,6 +143,9 @@ func ExecutionQuery(v url.Values, account string) (journal.Query, error) {
 	}
 	q.Commit = journal.Commit(s)
 	if q.ProviderType, err = oneOf(v, "provider_type", providerTypes, ""); err != nil {
+		return q, err
+	}
+	if q.Face, err = oneOf(v, "face", faces, ""); err != nil {
 		return q, err
 	}
 	if q.SortBy, err = oneOf(v, "sort_by", []string{journal.SortCreatedAt, journal.SortStartedAt, journal.SortFinishedAt}, journal.SortStartedAt); err != nil {
@@ -277,6 +285,9 @@ func (j *Journal) callRecords(w http.ResponseWriter, r *http.Request) {
 func writeErr(w http.ResponseWriter, err error) {
 	var ve validationError
 	switch {
+	case errors.As(err, &ve) && ve.field != "":
+		server.WriteJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{
+			"code": "validation_error", "message": ve.msg, "field": ve.field}})
 	case errors.As(err, &ve):
 		server.WriteError(w, http.StatusBadRequest, "validation_error", ve.msg)
 	case errors.Is(err, journal.ErrNotFound):
@@ -337,7 +348,7 @@ func result(r journal.Record) any {
 func Execution(r journal.Record) map[string]any {
 	return map[string]any{
 		"id": r.ID, "run_id": str(r.RunID), "floor_id": str(r.FloorID), "page_id": str(r.PageID),
-		"session_id": str(r.SessionID), "caller_slot": r.CallerSlot, "provider_id": r.ProviderID,
+		"session_id": str(r.SessionID), "caller_slot": str(r.CallerSlot), "provider_id": r.ProviderID,
 		"provider_type": r.ProviderType, "tool_name": r.ToolName, "tool_version": r.ToolVersion,
 		"args": args(r), "result": result(r), "status": r.Status, "lifecycle_state": r.Lifecycle,
 		"commit_outcome": r.Commit, "side_effect_level": str(r.SideEffectLevel),
@@ -346,7 +357,7 @@ func Execution(r journal.Record) map[string]any {
 		"delivery_mode": r.DeliveryMode, "attempt_no": r.AttemptNo, "runtime_job_id": str(r.RuntimeJobID),
 		"replay_parent_execution_id": str(r.ReplayParentID), "created_at": millis(r.CreatedAt),
 
-		"account_id": r.AccountID, "key_id": str(r.KeyID), "round": r.Round, "call_id": str(r.CallID),
+		"face": str(r.Face), "account_id": r.AccountID, "key_id": str(r.KeyID), "round": r.Round, "call_id": str(r.CallID),
 		"args_raw": string(r.ArgsRaw), "args_digest": str(r.ArgsDigest), "idempotency_key": str(r.IdempotencyKey),
 		"trace_id": str(r.TraceID), "state": r.State, "error_code": str(r.ErrorCode), "summary": r.Summary,
 		"units": r.Units, "truncated": r.Truncated,
@@ -357,7 +368,7 @@ func Execution(r journal.Record) map[string]any {
 // statuses, none of the journal-only fields.
 func CallRecord(r journal.Record) map[string]any {
 	return map[string]any{
-		"id": r.ID, "page_id": str(r.PageID), "seq": r.Seq, "caller_slot": r.CallerSlot,
+		"id": r.ID, "page_id": str(r.PageID), "seq": r.Seq, "caller_slot": str(r.CallerSlot),
 		"tool_name": r.ToolName, "args": args(r), "result": result(r), "status": r.Status.Legacy(),
 		"duration_ms": r.Duration.Milliseconds(), "created_at": millis(r.CreatedAt),
 	}

@@ -18,7 +18,7 @@ func seeded(t *testing.T) *httptest.Server {
 	var ws []journal.Write
 	for i, st := range []journal.Status{journal.StatusSuccess, journal.StatusTimeout, journal.StatusUncertain, journal.StatusBlocked, journal.StatusDenied, journal.StatusRunning} {
 		r := journal.Record{ID: string(rune('a' + i)), AccountID: "local", SessionID: "s", FloorID: "f", ToolName: "get_time",
-			CallerSlot: "mcp", ProviderType: "builtin", Status: st, Lifecycle: journal.Finished, Commit: journal.CommitDiscarded,
+			Face: "mcp", ProviderType: "builtin", Status: st, Lifecycle: journal.Finished, Commit: journal.CommitDiscarded,
 			ArgsRaw: []byte(`{}`), StartedAt: at.Add(time.Duration(i) * time.Second), CreatedAt: at.Add(time.Duration(i) * time.Second),
 			Result: json.RawMessage(`{"t":1}`), FinishedAt: at.Add(time.Duration(i)*time.Second + time.Millisecond), Duration: time.Millisecond}
 		if st == journal.StatusRunning {
@@ -72,6 +72,7 @@ func TestJournalRoutesValidate(t *testing.T) {
 		"/tool-executions?session_id=s&lifecycle_state=closed",
 		"/tool-executions?session_id=s&commit_outcome=maybe",
 		"/tool-executions?session_id=s&provider_type=remote",
+		"/tool-executions?session_id=s&face=narrator",
 		"/tool-executions?session_id=s&sort_by=seq",
 		"/tool-executions?session_id=s&sort_order=up",
 		"/tool-executions?session_id=s&limit=0",

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"strings"
 	"sync"
@@ -75,7 +76,7 @@ const (
 // caps.
 type guard struct {
 	next  http.Handler
-	srv   *sdk.Server
+	srv   func() iter.Seq[*sdk.ServerSession]
 	lim   Limits
 	keyOf func(*http.Request) string
 
@@ -89,7 +90,7 @@ type session struct {
 	inflight int
 }
 
-func newGuard(next http.Handler, srv *sdk.Server, lim Limits, keyOf func(*http.Request) string) *guard {
+func newGuard(next http.Handler, srv func() iter.Seq[*sdk.ServerSession], lim Limits, keyOf func(*http.Request) string) *guard {
 	if keyOf == nil {
 		keyOf = func(*http.Request) string { return "" }
 	}
@@ -313,7 +314,7 @@ func (g *guard) makeRoom(key string) bool {
 			return false
 		}
 		delete(g.sessions, victim)
-		for ss := range g.srv.Sessions() {
+		for ss := range g.srv() {
 			if ss.ID() == victim {
 				_ = ss.Close()
 				break
@@ -324,7 +325,7 @@ func (g *guard) makeRoom(key string) bool {
 
 func (g *guard) prune() {
 	live := make(map[string]bool, len(g.sessions))
-	for ss := range g.srv.Sessions() {
+	for ss := range g.srv() {
 		live[ss.ID()] = true
 	}
 	for id := range g.sessions {

@@ -48,6 +48,7 @@ func (h *Handler) serveChat(w http.ResponseWriter, r *http.Request, body []byte)
 		Caller: loop.Caller{
 			RequestID:      requestID(ctx),
 			SessionID:      sessionID(r, cr.metadata),
+			Slot:           r.Header.Get(SlotHeader),
 			AccountID:      id.AccountID,
 			KeyID:          id.KeyID,
 			Scopes:         id.Scopes,

@@ -329,6 +329,12 @@ func quoteAll(ss []string) []string {
 	return out
 }
 
+// SlotHeader declares the caller slot of a request's hosted calls (the
+// seed's extension field takes only max_tool_rounds). An unknown slot is
+// refused before the request reaches the handlers (cmd/toolhost), and by
+// the pipeline.
+const SlotHeader = "X-Toolhost-Slot"
+
 // sessionID is metadata.session_id, else the X-Session-Id header.
 func sessionID(r *http.Request, md map[string]string) string {
 	if s := md["session_id"]; s != "" {

@@ -29,7 +29,7 @@ import (
 // code (run_code, in the real sandbox) in the next returns the final answer,
 // and the journal's
 // GET /tool-executions?floor_id=<request_id> lists both calls with
-// caller_slot=hosted, their run id, rounds and call ids.
+// face=hosted (no caller slot), their run id, rounds and call ids.
 func TestHostedCallsLandInJournalUnderRequestID(t *testing.T) {
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/article" {
@@ -129,7 +129,7 @@ func TestHostedCallsLandInJournalUnderRequestID(t *testing.T) {
 			byTool := map[string]map[string]any{}
 			for _, r := range list.Data {
 				byTool[r["tool_name"].(string)] = r
-				if r["caller_slot"] != "hosted" || r["floor_id"] != "req_journal" || r["status"] != "success" || r["run_id"] != list.Data[0]["run_id"] {
+				if r["face"] != "hosted" || r["caller_slot"] != nil || r["floor_id"] != "req_journal" || r["status"] != "success" || r["run_id"] != list.Data[0]["run_id"] {
 					t.Errorf("record %+v", r)
 				}
 			}

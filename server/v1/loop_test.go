@@ -108,6 +108,7 @@ func TestHostedCallsCarryCallerIdentity(t *testing.T) {
 				"X-Session-Id":    "ignored-when-metadata-has-one",
 				"traceparent":     "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
 				"Idempotency-Key": "idem-1",
+				"X-Toolhost-Slot": "director",
 			})
 			if resp.status != http.StatusOK {
 				t.Fatalf("status %d: %s", resp.status, resp.body)
@@ -118,7 +119,7 @@ func TestHostedCallsCarryCallerIdentity(t *testing.T) {
 			}
 			for i, p := range ps {
 				c := p.Caller
-				if c.Slot != "hosted" || c.FloorID != "req_ident" || c.SessionID != "conv-7" || c.Round != i || c.TraceID != "4bf92f3577b34da6a3ce929d0e0e4736" {
+				if c.Face != "hosted" || c.Slot != "director" || c.FloorID != "req_ident" || c.SessionID != "conv-7" || c.Round != i || c.TraceID != "4bf92f3577b34da6a3ce929d0e0e4736" {
 					t.Errorf("proposal %d caller %+v", i, c)
 				}
 				if c.RunID == "" || c.RunID != ps[0].Caller.RunID {

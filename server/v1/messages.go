@@ -49,6 +49,7 @@ func (h *Handler) serveMessages(w http.ResponseWriter, r *http.Request, body []b
 		Caller: loop.Caller{
 			RequestID:      requestID(ctx),
 			SessionID:      sessionID(r, mr.metadata),
+			Slot:           r.Header.Get(SlotHeader),
 			AccountID:      id.AccountID,
 			KeyID:          id.KeyID,
 			Scopes:         id.Scopes,

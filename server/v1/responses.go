@@ -56,6 +56,7 @@ func (h *Handler) serveResponses(w http.ResponseWriter, r *http.Request, body []
 		Caller: loop.Caller{
 			RequestID:      requestID(ctx),
 			SessionID:      sessionID(r, rq.metadata),
+			Slot:           r.Header.Get(SlotHeader),
 			AccountID:      id.AccountID,
 			KeyID:          id.KeyID,
 			Scopes:         id.Scopes,

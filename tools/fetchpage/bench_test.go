@@ -16,13 +16,13 @@ import (
 )
 
 // benchPages are the pages the throughput benchmarks convert: the 181 pages
-// of the Zyte article-extraction benchmark when ARTICLE_BENCHMARK_DIR names
-// a checkout of it (the figure in the README), else the article fixture.
+// of the article-extraction benchmark kept in bench/webquality/testdata, or
+// the copy ARTICLE_BENCHMARK_DIR names.
 func benchPages(b *testing.B) [][]byte {
 	b.Helper()
 	dir := os.Getenv("ARTICLE_BENCHMARK_DIR")
 	if dir == "" {
-		return [][]byte{[]byte(articleHTML)}
+		dir = filepath.Join("..", "..", "bench", "webquality", "testdata", "article-extraction-benchmark")
 	}
 	paths, err := filepath.Glob(filepath.Join(dir, "html", "*.html.gz"))
 	if err != nil || len(paths) == 0 {

@@ -1,0 +1,218 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"toolhost/catalog"
+	"toolhost/session"
+	"toolhost/tooldef"
+)
+
+// ScriptRunner runs the body of a script handler (a JavaScript function of
+// args) and returns the JSON of its return value. A failure the caller
+// should see (a throw, a limit) is a *Error.
+type ScriptRunner interface {
+	RunScript(ctx context.Context, account, script string, args json.RawMessage) (json.RawMessage, error)
+}
+
+// Codes of custom tools.
+const (
+	// CodeScriptsDisabled: the tool has a script handler and the server
+	// does not allow them (ENABLE_UNSAFE_SCRIPT_HANDLER).
+	CodeScriptsDisabled = "tool_script_handler_disabled"
+	// CodeNoHandler: the definition has no handler to run.
+	CodeNoHandler = "tool_has_no_handler"
+	// CodeScriptError: the script threw; the message is its error.
+	CodeScriptError = "script_error"
+)
+
+// customEntry is a definition made callable: its entry for the pipeline
+// and the definition it came from.
+type customEntry struct {
+	entry
+	def tooldef.Definition
+}
+
+// compiled caches definitions' compiled schemas by id and update time.
+type compiled struct {
+	mu sync.Mutex
+	m  map[string]*jsonschema.Schema
+}
+
+func (c *compiled) get(def tooldef.Definition) (*jsonschema.Schema, error) {
+	key := def.ID + "@" + strconv.FormatInt(def.UpdatedAt.UnixNano(), 10)
+	c.mu.Lock()
+	s, ok := c.m[key]
+	c.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	s, err := compileSchema(def.Name, def.Parameters)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) > 10_000 {
+		c.m = map[string]*jsonschema.Schema{}
+	}
+	c.m[key] = s
+	c.mu.Unlock()
+	return s, nil
+}
+
+// definitionSpec is the catalog spec of a definition.
+func definitionSpec(def tooldef.Definition) catalog.Spec {
+	desc := def.Description
+	if desc == "" {
+		desc = def.Name
+	}
+	return catalog.Spec{
+		Name: def.Name, Version: "custom." + strconv.FormatInt(def.UpdatedAt.UnixMilli(), 10),
+		Title: catalog.Text{EN: def.Name, ZH: def.Name}, Description: catalog.Text{EN: desc, ZH: desc},
+		Input: def.Parameters, SideEffect: catalog.SideEffect(def.SideEffectLevel),
+		ReplaySafe: def.SideEffectLevel == string(catalog.SideEffectNone),
+	}
+}
+
+// callable picks, of an account's enabled definitions of one name, the one
+// a call runs: a preset (the operator's) over the account's custom one.
+// Definitions of source character are not callable here.
+func callable(defs []tooldef.Definition) (tooldef.Definition, bool) {
+	var best tooldef.Definition
+	found := false
+	for _, d := range defs {
+		switch {
+		case d.Source == tooldef.SourcePreset:
+			return d, true
+		case d.Source == tooldef.SourceCustom && !found:
+			best, found = d, true
+		}
+	}
+	return best, found
+}
+
+// providerOf is the journal's and the catalog's provider of a definition.
+func providerOf(def tooldef.Definition) (typ, id string) {
+	if def.Source == tooldef.SourcePreset {
+		return "preset", "preset:" + def.Name
+	}
+	return "custom", "tooldef:" + def.ID
+}
+
+// customTool looks up the enabled definition a call of name runs.
+func (e *Executor) customTool(ctx context.Context, account, name string) (*customEntry, error) {
+	if e.opts.Definitions == nil {
+		return nil, nil
+	}
+	on := true
+	defs, _, err := e.opts.Definitions.ListDefinitions(ctx, tooldef.Query{AccountID: account, Name: name, Enabled: &on})
+	if err != nil {
+		return nil, fmt.Errorf("look up tool definition %s: %w", name, err)
+	}
+	def, ok := callable(defs)
+	if !ok {
+		return nil, nil
+	}
+	sch, err := e.schemas.get(def)
+	if err != nil {
+		return nil, fmt.Errorf("schema of definition %s: %w", def.ID, err)
+	}
+	doc, _ := ParseArgs(def.Parameters)
+	props, _ := doc["properties"].(map[string]any)
+	return &customEntry{entry: entry{tool: &scriptTool{e: e, def: def}, spec: definitionSpec(def), schema: sch, props: props}, def: def}, nil
+}
+
+// CustomSpecs returns the specs of the account's enabled custom and
+// preset tools that a call can reach (one per name, a preset before a
+// custom one; a definition shadowed by a builtin is left out), for the MCP
+// face's tools/list.
+func (e *Executor) CustomSpecs(ctx context.Context, account string) ([]catalog.Spec, error) {
+	if e.opts.Definitions == nil {
+		return nil, nil
+	}
+	on := true
+	defs, _, err := e.opts.Definitions.ListDefinitions(ctx, tooldef.Query{AccountID: account,
+		Enabled: &on, SortBy: tooldef.SortName, Asc: true})
+	if err != nil {
+		return nil, fmt.Errorf("custom tools of %s: %w", account, err)
+	}
+	byName := map[string][]tooldef.Definition{}
+	var names []string
+	for _, d := range defs {
+		if _, ok := byName[d.Name]; !ok {
+			names = append(names, d.Name)
+		}
+		byName[d.Name] = append(byName[d.Name], d)
+	}
+	var out []catalog.Spec
+	for _, n := range names {
+		_, builtin := e.tools[n]
+		_, session := e.sessionTools[n]
+		if d, ok := callable(byName[n]); ok && !builtin && !session {
+			out = append(out, definitionSpec(d))
+		}
+	}
+	return out, nil
+}
+
+// HasDefinition reports whether the account has an enabled custom tool
+// of that name.
+func (e *Executor) HasDefinition(ctx context.Context, account, name string) bool {
+	c, err := e.customTool(ctx, account, name)
+	return err == nil && c != nil
+}
+
+// definitionDenial is what keeps a definition from running regardless of
+// the session: the script gate and a missing handler.
+func (e *Executor) definitionDenial(def tooldef.Definition) *Error {
+	switch {
+	case def.HandlerType == tooldef.HandlerScript && !e.opts.ScriptsEnabled:
+		return Errorf(CodeScriptsDisabled, "%s has a script handler and script handlers are disabled on this server (ENABLE_UNSAFE_SCRIPT_HANDLER is not true)", def.Name)
+	case def.HandlerType == "":
+		return Errorf(CodeNoHandler, "%s has no handler to run; give it a script handler", def.Name)
+	}
+	return nil
+}
+
+// slotDenial applies a tool's allowed_slots: when not empty, only those
+// slots may call it, and a call that declares none may not.
+func slotDenial(name, slot string, allowed []string) *session.Denial {
+	if len(allowed) == 0 || slices.Contains(allowed, slot) {
+		return nil
+	}
+	if slot == "" {
+		return &session.Denial{Rule: "allowed_slots", Message: fmt.Sprintf("%s may be called only by the slots %v; declare one", name, allowed)}
+	}
+	return &session.Denial{Rule: "allowed_slots", Message: fmt.Sprintf("%s may be called only by the slots %v, not %s", name, allowed, slot)}
+}
+
+// scriptTool runs a definition's script handler.
+type scriptTool struct {
+	e   *Executor
+	def tooldef.Definition
+}
+
+func (t *scriptTool) Spec() catalog.Spec { return definitionSpec(t.def) }
+
+func (t *scriptTool) Call(ctx context.Context, inv *Invocation) (*Result, error) {
+	if t.e.opts.Scripts == nil {
+		return nil, Errorf(CodeNoHandler, "this server has no sandbox for script handlers")
+	}
+	v, err := t.e.opts.Scripts.RunScript(ctx, inv.Caller.AccountID, t.def.Script(), inv.Args)
+	if err != nil {
+		return nil, err
+	}
+	var structured any = json.RawMessage(v)
+	if len(v) == 0 || v[0] != '{' {
+		// structuredContent is an object: other values are wrapped.
+		structured = map[string]json.RawMessage{"value": v}
+	}
+	return &Result{Structured: structured, Summary: t.def.Name}, nil
+}

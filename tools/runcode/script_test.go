@@ -1,0 +1,155 @@
+package runcode
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"toolhost/journal"
+	"toolhost/sandbox"
+	"toolhost/tooldef"
+	"toolhost/tools"
+)
+
+// scriptExecutor is a pipeline whose account "local" has one script tool
+// per case, run in the shared sandbox.
+func scriptExecutor(t *testing.T, enabled bool, scripts map[string]string) *tools.Executor {
+	t.Helper()
+	_, sb, _ := shared(t)
+	st := tooldef.NewMemStore()
+	now := time.Now()
+	for name, body := range scripts {
+		h, _ := json.Marshal(map[string]string{"script": body})
+		d := tooldef.New()
+		d.ID, d.AccountID, d.Name, d.HandlerType, d.Handler, d.CreatedAt, d.UpdatedAt = "tooldef_"+name, tools.LocalAccount, name, tooldef.HandlerScript, h, now, now
+		d.Parameters = json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`)
+		if err := st.CreateDefinition(context.Background(), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ex, err := tools.NewExecutor(tools.Options{Definitions: st, Scripts: NewScripts(sb), ScriptsEnabled: enabled, MaxResultBytes: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ex
+}
+
+func TestScriptToolsRunInTheSandbox(t *testing.T) {
+	ex := scriptExecutor(t, true, map[string]string{
+		"lookup_npc": `return { found: true, info: args.name };`,
+		"number":     `return 42;`,
+		"thrower":    `throw new Error("no such NPC: " + args.name);`,
+		"spin":       `for (;;) {}`,
+		"bomb":       `const a = []; for (;;) a.push(new ArrayBuffer(16 << 20));`,
+		"undef":      `return;`,
+		"fn":         `return function () {};`,
+		"huge":       `return { s: "x".repeat(1 << 20) };`,
+		"proto":      `Object.prototype.toJSON = function () { throw new Error("poisoned"); }; return {a: 1};`,
+		"frozen":     `args.name = "changed"; return { name: args.name, proto: Object.getPrototypeOf(args) === Object.prototype };`,
+		"escape":     `return 1; }); globalThis.x = (function () { return 2;`,
+	})
+	ctx := context.Background()
+	cases := []struct {
+		tool, args   string
+		code, result string
+	}{
+		{"lookup_npc", `{"name":"Ayla"}`, "", `{"found":true,"info":"Ayla"}`},
+		{"lookup_npc", `{"name":"\")}); throw 1; //"}`, "", `{"found":true,"info":"\")}); throw 1; //"}`},
+		{"number", `{}`, "", `{"value":42}`},
+		{"thrower", `{"name":"Bo"}`, tools.CodeScriptError, "no such NPC: Bo"},
+		{"spin", `{}`, CodeTimeout, ""},
+		{"bomb", `{}`, CodeMemoryExceeded, ""},
+		{"huge", `{}`, tools.CodeResultTooLarge, "131072 allowed"},
+		{"proto", `{}`, tools.CodeScriptError, "poisoned"},
+		{"undef", `{}`, "", `{"value":null}`},
+		{"fn", `{}`, tools.CodeScriptError, "JSON cannot represent"},
+		{"frozen", `{"name":"Cy"}`, "", `{"name":"Cy","proto":true}`},
+		{"lookup_npc", `{"name":7}`, tools.CodeInvalidArgs, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.tool, func(t *testing.T) {
+			out, err := ex.Execute(ctx, tools.Proposal{Tool: c.tool, Args: json.RawMessage(c.args), Caller: tools.Caller{Face: "mcp"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Code != c.code {
+				t.Fatalf("code %q (%s), want %q", out.Code, out.Message, c.code)
+			}
+			if c.code == "" && string(out.Structured) != c.result {
+				t.Errorf("structured %s, want %s", out.Structured, c.result)
+			}
+			if c.code != "" && c.result != "" && !strings.Contains(out.Message, c.result) {
+				t.Errorf("message %q lacks %q", out.Message, c.result)
+			}
+			rec, err := ex.Journal().Store().Get(ctx, tools.LocalAccount, out.ExecutionID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.ProviderType != "custom" || rec.ProviderID != "tooldef:tooldef_"+c.tool {
+				t.Errorf("journal provider %s %s", rec.ProviderType, rec.ProviderID)
+			}
+		})
+	}
+	// The sandbox is still healthy after the hostile ones.
+	out, err := ex.Execute(ctx, tools.Proposal{Tool: "lookup_npc", Args: json.RawMessage(`{"name":"again"}`)})
+	if err != nil || out.IsError {
+		t.Fatalf("after the hostile scripts: %v %+v", err, out)
+	}
+}
+
+// While script handlers are off, a call to a script tool is denied before
+// anything runs.
+func TestScriptToolDeniedWhileScriptsAreOff(t *testing.T) {
+	ex := scriptExecutor(t, false, map[string]string{"lookup_npc": `return {};`})
+	out, err := ex.Execute(context.Background(), tools.Proposal{Tool: "lookup_npc", Args: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := ex.Journal().Store().Get(context.Background(), tools.LocalAccount, out.ExecutionID)
+	if out.Code != tools.CodeScriptsDisabled || rec.Status != journal.StatusDenied {
+		t.Errorf("code %q status %s", out.Code, rec.Status)
+	}
+}
+
+// BenchmarkScriptTool is a trivial script tool through the whole pipeline
+// (parse, schema, journal in memory, the QuickJS sandbox), without a
+// transport, on an idle sandbox: each call waits, untimed, until the warm
+// pool is full again, as BenchmarkLatency does for run_code.
+//
+//	go test -run '^$' -bench 'ScriptTool|Latency/javascript/warm' -benchtime 300x ./tools/runcode/
+func BenchmarkScriptTool(b *testing.B) {
+	_, sb, _ := shared(b)
+	st := tooldef.NewMemStore()
+	d := tooldef.New()
+	now := time.Now()
+	d.ID, d.AccountID, d.Name, d.HandlerType, d.Handler, d.CreatedAt, d.UpdatedAt = "tooldef_b", tools.LocalAccount, "lookup_npc", tooldef.HandlerScript,
+		json.RawMessage(`{"script":"return { found: true, info: args.name };"}`), now, now
+	if err := st.CreateDefinition(context.Background(), d); err != nil {
+		b.Fatal(err)
+	}
+	ex, err := tools.NewExecutor(tools.Options{Definitions: st, Scripts: NewScripts(sb), ScriptsEnabled: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	args := json.RawMessage(`{"name":"Ayla"}`)
+	lat := make([]time.Duration, 0, b.N)
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		if err := sb.Ready(ctx, sandbox.JavaScript); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		start := time.Now()
+		out, err := ex.Execute(ctx, tools.Proposal{Tool: "lookup_npc", Args: args})
+		if err != nil || out.IsError {
+			b.Fatalf("%v %+v", err, out)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	percentiles(b, lat)
+}

@@ -1,0 +1,202 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"toolhost/catalog"
+	"toolhost/session"
+	"toolhost/tooldef"
+)
+
+// RuntimeCatalog is the seed's per-session runtime tool catalog: what a
+// call in that session, declaring that slot, may run right now.
+type RuntimeCatalog struct {
+	SessionID   string        `json:"session_id"`
+	GeneratedAt int64         `json:"generated_at"`
+	Tools       []RuntimeTool `json:"tools"`
+	Conflicts   []Conflict    `json:"conflicts"`
+}
+
+// RuntimeTool is one tool of the runtime catalog, with every field of the
+// seed.
+type RuntimeTool struct {
+	Name                 string                `json:"name"`
+	ProviderID           string                `json:"provider_id"`
+	ProviderType         string                `json:"provider_type"`
+	Source               string                `json:"source"`
+	SideEffectLevel      string                `json:"side_effect_level"`
+	AllowedSlots         []string              `json:"allowed_slots"`
+	Availability         string                `json:"availability"`
+	AvailabilityReason   *string               `json:"availability_reason"`
+	AsyncCapability      string                `json:"async_capability"`
+	DefaultDeliveryMode  string                `json:"default_delivery_mode"`
+	CatalogSource        *string               `json:"catalog_source"`
+	ReplaySafety         string                `json:"replay_safety"`
+	ResultVisibility     string                `json:"result_visibility"`
+	SideEffectLevelBasis string                `json:"side_effect_level_basis"`
+	AllowedSlotsBasis    string                `json:"allowed_slots_basis"`
+	ParameterSchemaBasis string                `json:"parameter_schema_basis"`
+	ReplaySafetyBasis    string                `json:"replay_safety_basis"`
+	MetadataBasisDetail  map[string]BasisScope `json:"metadata_basis_detail"`
+}
+
+// BasisScope is one entry of metadata_basis_detail.
+type BasisScope struct {
+	Basis string `json:"basis"`
+	Scope string `json:"scope"`
+}
+
+// Conflict is two tools that answer to one name: the one a call runs
+// (Winner) and those it shadows.
+type Conflict struct {
+	Name     string   `json:"name"`
+	Winner   string   `json:"winner"`
+	Shadowed []string `json:"shadowed"`
+	Reason   string   `json:"reason"`
+}
+
+// Availability values of the seed.
+const (
+	Available   = "available"
+	Unavailable = "unavailable"
+	InConflict  = "conflict"
+)
+
+// Bases and their scopes (metadata_basis_detail).
+const (
+	basisDeclared = "tool_declared"
+	basisPlatform = "platform_default"
+	basisInferred = "inferred_from_execution_policy"
+)
+
+var basisScope = map[string]string{basisDeclared: "tool", basisPlatform: "platform", basisInferred: "inference"}
+
+// replaySafety derives the seed's replay_safety from a side-effect level.
+func replaySafety(side catalog.SideEffect, declaredSafe bool) string {
+	switch {
+	case declaredSafe:
+		return "safe"
+	case side == catalog.SideEffectNone:
+		return "safe"
+	case side == catalog.SideEffectSandbox:
+		return "confirm_on_replay"
+	}
+	return "never_auto_replay"
+}
+
+func runtimeTool(spec catalog.Spec, providerID, providerType, source string, slots []string, slotsBasis, replayBasis string) RuntimeTool {
+	if slots == nil {
+		slots = []string{}
+	}
+	t := RuntimeTool{
+		Name: spec.Name, ProviderID: providerID, ProviderType: providerType, Source: source,
+		SideEffectLevel: string(spec.SideEffect), AllowedSlots: slots, Availability: Available,
+		AsyncCapability: "inline_only", DefaultDeliveryMode: "inline", ResultVisibility: "immediate",
+		ReplaySafety:         replaySafety(spec.SideEffect, spec.ReplaySafe && providerType == "builtin"),
+		SideEffectLevelBasis: basisDeclared, AllowedSlotsBasis: slotsBasis, ParameterSchemaBasis: basisDeclared,
+		ReplaySafetyBasis: replayBasis,
+	}
+	t.MetadataBasisDetail = map[string]BasisScope{
+		"side_effect_level": {t.SideEffectLevelBasis, basisScope[t.SideEffectLevelBasis]},
+		"allowed_slots":     {t.AllowedSlotsBasis, basisScope[t.AllowedSlotsBasis]},
+		"parameter_schema":  {t.ParameterSchemaBasis, basisScope[t.ParameterSchemaBasis]},
+		"replay_safety":     {t.ReplaySafetyBasis, basisScope[t.ReplaySafetyBasis]},
+	}
+	return t
+}
+
+func (t *RuntimeTool) unavailable(reason string) {
+	t.Availability, t.AvailabilityReason = Unavailable, &reason
+}
+
+// Runtime builds the runtime catalog of a session that exists (else
+// session.ErrNotFound) for a caller declaring slot. It applies the same
+// rules, through the same functions, as the authorize step of Execute, so
+// what it lists as available is what a call would be allowed to run. What
+// it cannot know ahead is per call: the arguments, the count of calls so
+// far in a turn, and the key's rate and monthly limits.
+func (e *Executor) Runtime(ctx context.Context, account, sessionID, slot string) (RuntimeCatalog, error) {
+	cat := RuntimeCatalog{SessionID: sessionID, GeneratedAt: time.Now().UnixMilli(), Tools: []RuntimeTool{}, Conflicts: []Conflict{}}
+	if e.opts.Sessions == nil {
+		return cat, session.ErrNotFound
+	}
+	if te := e.checkSlot(slot); te != nil {
+		return cat, te
+	}
+	s, err := e.opts.Sessions.GetSession(ctx, account, sessionID)
+	if err != nil {
+		return cat, err
+	}
+	perms := s.Permissions
+	common := func(t *RuntimeTool) {
+		if t.Availability != Available {
+			return
+		}
+		if d := perms.Allows(t.Name, slot, t.SideEffectLevel); d != nil {
+			t.unavailable(d.Message)
+		} else if perms.MaxCallsPerTurn != nil && *perms.MaxCallsPerTurn == 0 {
+			t.unavailable("max_calls_per_turn is 0: no call may run in any turn")
+		}
+	}
+	for _, spec := range append(e.catalog.List(), e.SessionSpecs()...) {
+		t := runtimeTool(spec, "toolhost", "builtin", "builtin", nil, basisPlatform, basisDeclared)
+		common(&t)
+		cat.Tools = append(cat.Tools, t)
+	}
+	if e.opts.Definitions == nil {
+		return cat, nil
+	}
+	on := true
+	defs, _, err := e.opts.Definitions.ListDefinitions(ctx, tooldef.Query{AccountID: account,
+		Enabled: &on, SortBy: tooldef.SortName, Asc: true})
+	if err != nil {
+		return cat, fmt.Errorf("runtime catalog: %w", err)
+	}
+	byName := map[string][]tooldef.Definition{}
+	for _, d := range defs {
+		byName[d.Name] = append(byName[d.Name], d)
+	}
+	for _, def := range defs {
+		if def.Source != tooldef.SourceCustom && def.Source != tooldef.SourcePreset {
+			continue
+		}
+		typ, id := providerOf(def)
+		t := runtimeTool(definitionSpec(def), id, typ, def.Source, def.AllowedSlots, basisDeclared, basisInferred)
+		_, builtin := e.tools[def.Name]
+		_, sessionTool := e.sessionTools[def.Name]
+		winner, _ := callable(byName[def.Name])
+		switch {
+		case builtin || sessionTool:
+			reason := fmt.Sprintf("the builtin %s has this name; a call runs the builtin", def.Name)
+			t.Availability, t.AvailabilityReason = InConflict, &reason
+			cat.Conflicts = append(cat.Conflicts, Conflict{Name: def.Name, Winner: "toolhost", Shadowed: []string{t.ProviderID}, Reason: reason})
+		case winner.ID != def.ID:
+			wt, wid := providerOf(winner)
+			reason := fmt.Sprintf("the %s definition %s has this name; a call runs it", wt, def.Name)
+			t.Availability, t.AvailabilityReason = InConflict, &reason
+			cat.Conflicts = append(cat.Conflicts, Conflict{Name: def.Name, Winner: wid, Shadowed: []string{t.ProviderID}, Reason: reason})
+		}
+		if t.Availability == Available {
+			if te := e.definitionDenial(def); te != nil {
+				t.unavailable(te.Message)
+			} else if d := slotDenial(def.Name, slot, def.AllowedSlots); d != nil {
+				t.unavailable(d.Message)
+			}
+		}
+		common(&t)
+		cat.Tools = append(cat.Tools, t)
+	}
+	slices.SortStableFunc(cat.Tools, func(a, b RuntimeTool) int {
+		if a.Name < b.Name {
+			return -1
+		}
+		if a.Name > b.Name {
+			return 1
+		}
+		return 0
+	})
+	return cat, nil
+}
