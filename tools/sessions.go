@@ -99,11 +99,11 @@ type turn struct {
 
 const turnIdle = 30 * time.Minute
 
-// take counts one call of a turn unless it already has max; a call without
+// take counts one call of a turn unless it already has limit calls; a call without
 // a floor is a turn of its own.
-func (t *turns) take(account, sid, floor string, max int) bool {
+func (t *turns) take(account, sid, floor string, limit int) bool {
 	if floor == "" {
-		return max >= 1
+		return limit >= 1
 	}
 	now := time.Now()
 	t.mu.Lock()
@@ -126,7 +126,7 @@ func (t *turns) take(account, sid, floor string, max int) bool {
 		t.m[k] = tu
 	}
 	tu.seen = now
-	if tu.n >= max {
+	if tu.n >= limit {
 		return false
 	}
 	tu.n++
