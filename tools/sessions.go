@@ -99,7 +99,7 @@ type turn struct {
 
 const turnIdle = 30 * time.Minute
 
-// take counts one call of a turn unless it already has max; a call without
+// take counts one call of a turn unless it already has limit calls; a call without
 // a floor is a turn of its own.
 func (t *turns) take(account, sid, floor string, limit int) bool {
 	if floor == "" {
