@@ -17,6 +17,7 @@ func (h *Handler) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeRequestError(w, rerr)
 		return
 	}
+	h = h.scoped(r, body)
 	h.withIdempotency(w, r, body, func(w http.ResponseWriter) {
 		h.serveChat(w, r, body)
 	})
@@ -25,6 +26,10 @@ func (h *Handler) chatCompletions(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) serveChat(w http.ResponseWriter, r *http.Request, body []byte) {
 	ctx := r.Context()
 	cr, err := h.parseChat(body)
+	if re := h.catalogError(ctx); re != nil {
+		writeRequestError(w, re)
+		return
+	}
 	if err != nil {
 		var re *requestError
 		if errors.As(err, &re) {
@@ -44,6 +49,7 @@ func (h *Handler) serveChat(w http.ResponseWriter, r *http.Request, body []byte)
 		Request: cr.loop,
 		Hosted:  cr.hosted,
 		Route:   route,
+		Catalog: h.runCatalog(),
 		Lang:    lang(r),
 		Caller: loop.Caller{
 			RequestID:      requestID(ctx),

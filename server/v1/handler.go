@@ -48,6 +48,8 @@ type Options struct {
 // Handler serves the /v1 routes.
 type Handler struct {
 	opts Options
+	// req is set on the copy serving one request (published.go).
+	req *requestCatalog
 }
 
 // New returns the handler.

@@ -19,6 +19,7 @@ func (h *Handler) messages(w http.ResponseWriter, r *http.Request) {
 		writeMessagesError(w, rerr)
 		return
 	}
+	h = h.scoped(r, body)
 	h.withIdempotency(w, r, body, func(w http.ResponseWriter) {
 		h.serveMessages(w, r, body)
 	})
@@ -27,6 +28,10 @@ func (h *Handler) messages(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) serveMessages(w http.ResponseWriter, r *http.Request, body []byte) {
 	ctx := r.Context()
 	mr, err := h.parseMessages(r, body)
+	if re := h.catalogError(ctx); re != nil {
+		writeMessagesError(w, re)
+		return
+	}
 	if err != nil {
 		var re *requestError
 		if !errors.As(err, &re) {
@@ -45,6 +50,7 @@ func (h *Handler) serveMessages(w http.ResponseWriter, r *http.Request, body []b
 		Request: mr.loop,
 		Hosted:  mr.hosted,
 		Route:   route,
+		Catalog: h.runCatalog(),
 		Lang:    lang(r),
 		Caller: loop.Caller{
 			RequestID:      requestID(ctx),

@@ -26,6 +26,7 @@ func (h *Handler) responses(w http.ResponseWriter, r *http.Request) {
 		writeRequestError(w, rerr)
 		return
 	}
+	h = h.scoped(r, body)
 	h.withIdempotency(w, r, body, func(w http.ResponseWriter) {
 		h.serveResponses(w, r, body)
 	})
@@ -34,6 +35,10 @@ func (h *Handler) responses(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) serveResponses(w http.ResponseWriter, r *http.Request, body []byte) {
 	ctx := r.Context()
 	rq, err := h.parseResponses(body)
+	if re := h.catalogError(ctx); re != nil {
+		writeRequestError(w, re)
+		return
+	}
 	if err != nil {
 		var re *requestError
 		if !errors.As(err, &re) {
@@ -52,6 +57,7 @@ func (h *Handler) serveResponses(w http.ResponseWriter, r *http.Request, body []
 		Request: rq.loop,
 		Hosted:  rq.hosted,
 		Route:   route,
+		Catalog: h.runCatalog(),
 		Lang:    lang(r),
 		Caller: loop.Caller{
 			RequestID:      requestID(ctx),
@@ -114,14 +120,14 @@ func (h *Handler) listToolsItem(run *loop.Run) (map[string]any, error) {
 	if len(run.Hosted.Tools) == 0 {
 		return nil, nil
 	}
-	defs, err := h.opts.Runner.Definitions(run.Hosted.Tools, run.Lang)
+	defs, err := loop.DefinitionsFrom(h.published(), run.Hosted.Tools, run.Lang)
 	if err != nil {
 		return nil, err
 	}
 	list := make([]map[string]any, 0, len(defs))
 	for _, d := range defs {
 		t := map[string]any{"name": d.Name, "description": d.Description, "input_schema": d.Parameters}
-		if s, ok := h.opts.Runner.Catalog().Lookup(d.Name); ok {
+		if s, ok := h.published().Lookup(d.Name); ok {
 			t["annotations"] = s.Annotations
 		}
 		list = append(list, t)
