@@ -120,7 +120,7 @@ test("the model calls the script tool; it runs and is journaled as a custom tool
   assert.equal(rec.session_id, "sess_hosted");
   assert.equal(rec.status, "success");
   assert.deepEqual(rec.args, { name: "Ayla" });
-  assert.deepEqual(rec.result, { found: true, info: "Ayla" });
+  assert.deepEqual(rec.result, { data: { found: true, info: "Ayla" } });
 });
 
 test("the session's slot deny list denies it: the model gets a failed result, both journals say denied", async () => {
