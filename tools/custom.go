@@ -217,10 +217,10 @@ func (e *Executor) customSpecs(ctx context.Context, account, character string) (
 	return out, nil
 }
 
-// HasDefinition reports whether the account has an enabled custom tool
-// of that name.
-func (e *Executor) HasDefinition(ctx context.Context, account, name string) bool {
-	c, err := e.customTool(ctx, account, "", name)
+// HasDefinition reports whether a call of name in the account's session
+// sessionID ("" for none) would run one of its enabled definitions.
+func (e *Executor) HasDefinition(ctx context.Context, account, sessionID, name string) bool {
+	c, err := e.customTool(ctx, account, sessionID, name)
 	return err == nil && c != nil
 }
 

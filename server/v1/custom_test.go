@@ -245,7 +245,7 @@ func TestHostedDeclarationWithoutAllowedToolsIncludesCustomTools(t *testing.T) {
 		names = append(names, f.(map[string]any)["function"].(map[string]any)["name"].(string))
 	}
 	got := strings.Join(names, ",")
-	if !strings.HasSuffix(got, ",get_character_info,get_variable,set_variable,Lookup-NPC") || strings.Contains(got, "Not-Mine") {
+	if !strings.HasSuffix(got, ",get_character_info,get_variable,query_memory,set_variable,Lookup-NPC") || strings.Contains(got, "Not-Mine") {
 		t.Errorf("hosted tools %s", got)
 	}
 }
