@@ -2,8 +2,10 @@ package tools
 
 import (
 	"context"
+	"fmt"
 
 	"toolhost/catalog"
+	"toolhost/tooldef"
 )
 
 // ToolSet is an ordered, read-only set of tool specs: the tools one caller
@@ -64,4 +66,47 @@ func (e *Executor) HostedCatalog(ctx context.Context, account, sessionID string)
 		return nil, err
 	}
 	return NewToolSet(append(specs, custom...)...), nil
+}
+
+// CharacterSpecs returns the specs of the character definitions a call in
+// the account's session sessionID runs (the session's character's own,
+// where no preset and no builtin has the name), for the MCP face, whose
+// account-wide tools/list does not hold them. Nil when the session plays
+// no character.
+func (e *Executor) CharacterSpecs(ctx context.Context, account, sessionID string) ([]catalog.Spec, error) {
+	if account == "" {
+		account = e.opts.AccountID
+	}
+	character, err := e.characterOf(ctx, account, sessionID)
+	if err != nil || character == "" {
+		return nil, err
+	}
+	if e.opts.Definitions == nil {
+		return nil, nil
+	}
+	on := true
+	defs, _, err := e.opts.Definitions.ListDefinitions(ctx, tooldef.Query{AccountID: account, Source: tooldef.SourceCharacter,
+		SourceID: character, HasSourceID: true, Enabled: &on, SortBy: tooldef.SortName, Asc: true})
+	if err != nil {
+		return nil, fmt.Errorf("character tools of %s: %w", sessionID, err)
+	}
+	var out []catalog.Spec
+	for _, d := range defs {
+		if _, builtin := e.tools[d.Name]; builtin {
+			continue
+		}
+		if _, st := e.sessionTools[d.Name]; st {
+			continue
+		}
+		// The winner of the name decides: a preset of that name runs
+		// instead.
+		c, err := e.customTool(ctx, account, sessionID, d.Name)
+		if err != nil {
+			return nil, err
+		}
+		if c != nil && c.def.ID == d.ID {
+			out = append(out, definitionSpec(d))
+		}
+	}
+	return out, nil
 }
