@@ -3,6 +3,7 @@ package v1_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -247,5 +248,73 @@ func TestHostedDeclarationWithoutAllowedToolsIncludesCustomTools(t *testing.T) {
 	got := strings.Join(names, ",")
 	if !strings.HasSuffix(got, ",get_character_info,get_variable,query_memory,set_variable,Lookup-NPC") || strings.Contains(got, "Not-Mine") {
 		t.Errorf("hosted tools %s", got)
+	}
+}
+
+// Hostile declarations of custom tools: a huge allowed_tools list, a name
+// repeated, a definition name in a toolset's configs of another account.
+// Each is answered at once, and the error quotes a bounded list.
+func TestHostedCustomToolHostileDeclarations(t *testing.T) {
+	e := newCustomEnv(t, fakeupstream.Round{Content: "ok"})
+	e.define(tools.LocalAccount, "Lookup-NPC", tooldef.SourceCustom, "", "return {};")
+	names := make([]string, 50000)
+	for i := range names {
+		names[i] = fmt.Sprintf("Lookup-NPC-%d", i)
+	}
+	huge, _ := json.Marshal(names)
+	resp := e.post(context.Background(), `{"model":"m","messages":[{"role":"user","content":"x"}],"tools":[{"type":"mcp","server_label":"toolhost","allowed_tools":`+string(huge)+`}]}`, nil)
+	if resp.status != http.StatusBadRequest || len(resp.body) > 8<<10 || !strings.Contains(string(resp.body), "unknown_hosted_tool") {
+		t.Errorf("huge allowed_tools: %d, %d bytes: %.300s", resp.status, len(resp.body), resp.body)
+	}
+	// The same name twice is one tool, given to the model once.
+	resp = e.post(context.Background(), `{"model":"m","messages":[{"role":"user","content":"x"}],"tools":[{"type":"mcp","server_label":"toolhost","allowed_tools":["Lookup-NPC","Lookup-NPC"]}]}`, nil)
+	if resp.status != http.StatusOK {
+		t.Fatalf("repeated name: %d %s", resp.status, resp.body)
+	}
+	if fns := e.upstreamRequests()[0]["tools"].([]any); len(fns) != 1 {
+		t.Errorf("the model got %d definitions: %v", len(fns), fns)
+	}
+}
+
+// The other two formats host custom tools the same way: Responses lists
+// the definition in mcp_list_tools and reports its mcp_call; Messages
+// enables it through an mcp_toolset's configs and returns its
+// mcp_tool_use and mcp_tool_result blocks.
+func TestHostedCustomToolInResponsesAndMessages(t *testing.T) {
+	rounds := []fakeupstream.Round{
+		{ToolCalls: []fakeupstream.ToolCall{call("call_npc", "Lookup-NPC", `{"name":"Ana"}`)}},
+		{Content: "Ana is here."},
+	}
+	e := newCustomEnv(t, rounds...)
+	e.define(tools.LocalAccount, "Lookup-NPC", tooldef.SourceCustom, "", "return { found: true, info: args.name };")
+	resp := e.postTo("/v1/responses", `{"model":"m","input":"who?","tools":[{"type":"mcp","server_label":"toolhost","allowed_tools":["Lookup-NPC"],"require_approval":"never"}]}`, nil)
+	if resp.status != http.StatusOK {
+		t.Fatalf("responses: %d %s", resp.status, resp.body)
+	}
+	var rb struct {
+		Output []map[string]any `json:"output"`
+	}
+	_ = json.Unmarshal(resp.body, &rb)
+	if len(rb.Output) < 2 || rb.Output[0]["type"] != "mcp_list_tools" || rb.Output[1]["type"] != "mcp_call" || rb.Output[1]["name"] != "Lookup-NPC" ||
+		!strings.Contains(fmt.Sprint(rb.Output[1]["output"]), `"info":"Ana"`) {
+		t.Errorf("responses output %v", rb.Output)
+	}
+	if listed := rb.Output[0]["tools"].([]any)[0].(map[string]any); listed["name"] != "Lookup-NPC" || listed["description"] != "looks up an NPC" {
+		t.Errorf("mcp_list_tools %v", listed)
+	}
+
+	e2 := newCustomEnv(t, rounds...)
+	e2.define(tools.LocalAccount, "Lookup-NPC", tooldef.SourceCustom, "", "return { found: true, info: args.name };")
+	resp = e2.postTo("/v1/messages", `{"model":"m","max_tokens":100,"messages":[{"role":"user","content":"who?"}],`+
+		`"mcp_servers":[{"type":"url","url":"https://example.invalid/mcp","name":"toolhost"}],`+
+		`"tools":[{"type":"mcp_toolset","mcp_server_name":"toolhost","default_config":{"enabled":false},"configs":{"Lookup-NPC":{"enabled":true}}}]}`, nil)
+	if resp.status != http.StatusOK {
+		t.Fatalf("messages: %d %s", resp.status, resp.body)
+	}
+	if b := string(resp.body); !strings.Contains(b, `"type":"mcp_tool_use"`) || !strings.Contains(b, `"name":"Lookup-NPC"`) || !strings.Contains(b, `"type":"mcp_tool_result"`) {
+		t.Errorf("messages body %s", b)
+	}
+	if fns := e2.upstreamRequests()[0]["tools"].([]any); len(fns) != 1 {
+		t.Errorf("the model got %d definitions: %v", len(fns), fns)
 	}
 }
