@@ -20,6 +20,7 @@ import (
 	"toolhost/server/admin"
 	v1 "toolhost/server/v1"
 	"toolhost/session"
+	"toolhost/store"
 	"toolhost/tooldef"
 	"toolhost/tools"
 	"toolhost/tools/builtin"
@@ -316,5 +317,38 @@ func TestHostedCustomToolInResponsesAndMessages(t *testing.T) {
 	}
 	if fns := e2.upstreamRequests()[0]["tools"].([]any); len(fns) != 1 {
 		t.Errorf("the model got %d definitions: %v", len(fns), fns)
+	}
+}
+
+// When the account's definitions cannot be read (here: the SQLite store
+// is closed), a declaration is a 503 hosted_tools_unavailable, not an
+// unknown_hosted_tool; a request declaring nothing is not affected.
+func TestHostedDeclarationWithUnreadableDefinitions(t *testing.T) {
+	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "toolhost.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	ex, err := tools.NewExecutor(tools.Options{Definitions: db}, builtin.All()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake, err := fakeupstream.Start(fakeupstream.Script{Conversations: []fakeupstream.Conversation{{Rounds: []fakeupstream.Round{{Content: "hi"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fake.Close() })
+	router, _ := loop.NewRouter(&loop.Route{Name: "fake", SupportsTools: true, Upstream: openai.New(openai.Config{Name: "fake", BaseURL: fake.URL()})})
+	h := v1.New(v1.Options{Label: "toolhost", Enabled: true, Router: router, Runner: loop.NewRunner(ex, loop.RunnerOptions{})})
+	hs := httptest.NewServer(pinnedRequestIDs(server.New(server.Options{Routes: h.Routes()}).Handler()))
+	t.Cleanup(hs.Close)
+	e := &env{t: t, label: "toolhost", url: hs.URL, fake: fake}
+	resp := e.post(context.Background(), `{"model":"m","messages":[{"role":"user","content":"x"}],"tools":[{"type":"mcp","server_label":"toolhost","allowed_tools":["get_time"]}]}`, nil)
+	if resp.status != http.StatusServiceUnavailable || !strings.Contains(string(resp.body), "hosted_tools_unavailable") || strings.Contains(string(resp.body), "toolhost.db") {
+		t.Errorf("declaration: %d %s", resp.status, resp.body)
+	}
+	resp = e.post(context.Background(), `{"model":"m","messages":[{"role":"user","content":"x"}]}`, nil)
+	if resp.status != http.StatusOK {
+		t.Errorf("no declaration: %d %s", resp.status, resp.body)
 	}
 }
