@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
-	"toolhost/journal"
 
 	"github.com/google/uuid"
+
+	"toolhost/journal"
 )
 
 func testLiveness(t *testing.T, s journal.Store) {

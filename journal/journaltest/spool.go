@@ -9,9 +9,10 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"toolhost/journal"
 
 	"github.com/google/uuid"
+
+	"toolhost/journal"
 )
 
 func testGroupCommit(t *testing.T, s journal.Store) {
