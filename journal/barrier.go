@@ -5,6 +5,23 @@ import (
 	"time"
 )
 
+// The read barrier: a read through Journal.Store sees every call that has
+// returned so far, in this process and, with a shared store, in its
+// replicas.
+
+// readBarrier makes what every call that has returned so far wrote visible
+// in the store: this process's spool is applied, then, with replicas, each
+// live replica is asked to apply its own and awaited.
+func (j *Journal) readBarrier(ctx context.Context) error {
+	if err := j.Flush(ctx); err != nil {
+		return err
+	}
+	if j.replicas == nil {
+		return nil
+	}
+	return j.awaitReplicas(ctx)
+}
+
 // joinReplicas registers this process among the replicas of a shared
 // store and starts answering their flush requests: apply the spool, then
 // acknowledge the request.
@@ -118,17 +135,4 @@ func (f flushedStore) LastEvent(ctx context.Context, id string) (Event, error) {
 		return Event{}, err
 	}
 	return f.Store.LastEvent(ctx, id)
-}
-
-// readBarrier makes what every call that has returned so far wrote visible
-// in the store: this process's spool is applied, then, with replicas, each
-// live replica is asked to apply its own and awaited.
-func (j *Journal) readBarrier(ctx context.Context) error {
-	if err := j.Flush(ctx); err != nil {
-		return err
-	}
-	if j.replicas == nil {
-		return nil
-	}
-	return j.awaitReplicas(ctx)
 }
