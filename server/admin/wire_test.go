@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"toolhost/server/admin"
+	"toolhost/session"
 	"toolhost/tooldef"
 )
 
@@ -41,6 +42,23 @@ func TestDefinitionWireBytesUnchanged(t *testing.T) {
 			"handler": handler, "created_at": d.CreatedAt.UnixMilli(), "updated_at": d.UpdatedAt.UnixMilli(),
 		})
 		got, err := json.Marshal(admin.DefinitionView(d))
+		if err != nil || string(got) != string(old) {
+			t.Errorf("%v\n got %s\nwant %s", err, got, old)
+		}
+	}
+}
+
+// The typed session shape writes the bytes of the map it replaced.
+func TestSessionWireBytesUnchanged(t *testing.T) {
+	at := time.UnixMilli(1_735_689_600_000)
+	for _, se := range []session.Session{
+		{ID: "s1", Metadata: json.RawMessage(`{"story": "数据"}`), Permissions: session.Default(), CreatedAt: at, UpdatedAt: at,
+			Character: &session.Character{ID: "char_1", Name: "Ana", Attributes: json.RawMessage(`{"hp":1}`)}},
+		{ID: "s2", Metadata: json.RawMessage(`{}`), Permissions: session.Default(), CreatedAt: at, UpdatedAt: at.Add(time.Second)},
+	} {
+		old, _ := json.Marshal(map[string]any{"id": se.ID, "metadata": se.Metadata, "tool_permissions": se.Permissions,
+			"character": se.Character, "created_at": se.CreatedAt.UnixMilli(), "updated_at": se.UpdatedAt.UnixMilli()})
+		got, err := json.Marshal(admin.SessionView(se))
 		if err != nil || string(got) != string(old) {
 			t.Errorf("%v\n got %s\nwant %s", err, got, old)
 		}
