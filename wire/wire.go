@@ -112,18 +112,47 @@ func Unmarshal(data []byte, v any) (map[string]json.RawMessage, error) {
 		}
 		return nil, err
 	}
+	if err := Fill(m, v); err != nil {
+		return nil, err
+	}
+	for _, f := range fieldsOf(rv.Elem().Type()) {
+		delete(m, f.name)
+	}
+	return m, nil
+}
+
+// Fill decodes the members of an object already split by name into v, a
+// pointer to a struct, as Unmarshal does; members is not changed.
+func Fill(members map[string]json.RawMessage, v any) error {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct {
+		return fmt.Errorf("wire: Fill into %T, want a pointer to a struct", v)
+	}
 	sv := rv.Elem()
 	for _, f := range fieldsOf(sv.Type()) {
-		raw, ok := m[f.name]
+		raw, ok := members[f.name]
 		if !ok {
 			continue
 		}
-		delete(m, f.name)
 		if err := json.Unmarshal(raw, sv.Field(f.index).Addr().Interface()); err != nil {
-			return nil, &FieldError{Field: f.name, Err: err}
+			return &FieldError{Field: f.name, Err: err}
 		}
 	}
-	return m, nil
+	return nil
+}
+
+// Names are the member names v, a struct, reads and writes.
+func Names(v any) []string {
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	fs := fieldsOf(t)
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.name
+	}
+	return out
 }
 
 type field struct {

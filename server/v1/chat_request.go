@@ -14,14 +14,12 @@ import (
 
 // chatRequest is a checked Chat Completions request.
 type chatRequest struct {
-	loop     loop.Request
-	hosted   loop.Hosted
-	declared bool // the request declared our hosted tools
+	hostedRequest
+	h *Handler
 	// includeUsage: stream_options.include_usage.
 	includeUsage bool
 	// toolChoice is the caller's tool_choice verbatim (echoed).
 	toolChoice json.RawMessage
-	metadata   map[string]string
 }
 
 // Fields of a Chat Completions request the hosted face consumes itself; the
@@ -43,7 +41,7 @@ func (h *Handler) parseChat(body []byte) (*chatRequest, error) {
 		return nil, badRequest(ReasonInvalidJSON, "", "the body has data after the JSON object")
 	}
 	label := h.opts.Label
-	cr := &chatRequest{}
+	cr := &chatRequest{h: h}
 	cr.loop.OptionsDialect = loop.DialectOpenAI
 	cr.loop.Options = map[string]json.RawMessage{}
 	for k, v := range top {
@@ -221,7 +219,7 @@ func (h *Handler) parseDeclaration(item json.RawMessage, param string) ([]string
 	}
 	if len(unknown) > 0 {
 		e := badRequest(ReasonUnknownHostedTool, param+".allowed_tools", fmt.Sprintf("no hosted tool named %s; available: %s", strings.Join(quoteAll(unknown), ", "), strings.Join(h.publishedNames(), ", ")))
-		e.extra = map[string]any{"names": unknown}
+		e.names = unknown
 		return nil, e
 	}
 	return names, nil
@@ -255,7 +253,7 @@ func (h *Handler) parseExtension(raw json.RawMessage) (rounds int, has bool, err
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
 		e := badRequest(ReasonUnknownExtensionKey, label+"."+unknown[0], fmt.Sprintf("%s accepts only max_tool_rounds; unknown key %s", label, strings.Join(quoteAll(unknown), ", ")))
-		e.extra = map[string]any{"keys": unknown}
+		e.keys = unknown
 		return 0, false, e
 	}
 	v, ok := ext["max_tool_rounds"]
@@ -309,7 +307,7 @@ func (h *Handler) parseToolChoice(raw json.RawMessage, enabled map[string]bool) 
 		}
 		if !enabled[obj.Name] {
 			e := badRequest(ReasonToolChoiceNotEnabled, "tool_choice.name", fmt.Sprintf("tool_choice names %q, which is not a hosted tool enabled in this request", obj.Name))
-			e.extra = map[string]any{"names": []string{obj.Name}}
+			e.names = []string{obj.Name}
 			return loop.ToolChoice{}, e
 		}
 		return loop.ToolChoice{Mode: loop.ToolChoiceFunction, Name: obj.Name}, nil
@@ -379,7 +377,7 @@ func (h *Handler) applyHosted(hosted *loop.Hosted, declared bool, enabledSet map
 	}
 	if len(clash) > 0 {
 		e := badRequest(ReasonToolNameConflict, "tools", fmt.Sprintf("your %s %s has the name of an enabled hosted tool; %s", noun, strings.Join(quoteAll(clash), ", "), renameHint))
-		e.extra = map[string]any{"names": clash}
+		e.names = clash
 		return e
 	}
 	return nil

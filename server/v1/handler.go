@@ -79,12 +79,13 @@ func New(opts Options) *Handler {
 // Routes are the patterns to mount (server.Options.Routes).
 func (h *Handler) Routes() map[string]http.Handler {
 	m := map[string]http.Handler{
-		"POST /v1/chat/completions": http.HandlerFunc(h.chatCompletions),
+		// Each format is a face (face.go) served the same way.
+		"POST /v1/chat/completions": h.handle(chatFace{h}),
 		// Anthropic Messages format (messages.go, count_tokens.go).
-		"POST /v1/messages":              http.HandlerFunc(h.messages),
+		"POST /v1/messages":              h.handle(messagesFace{h}),
 		"POST /v1/messages/count_tokens": http.HandlerFunc(h.countTokens),
 		// OpenAI Responses format (responses.go, responses_stream.go).
-		"POST /v1/responses": http.HandlerFunc(h.responses),
+		"POST /v1/responses": h.handle(responsesFace{h}),
 	}
 	if h.opts.Rounds != nil {
 		m["GET /v1/tool-rounds"] = http.HandlerFunc(h.opts.Rounds.serve)

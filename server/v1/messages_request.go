@@ -25,10 +25,8 @@ const (
 
 // messagesRequest is a checked Messages request.
 type messagesRequest struct {
-	loop     loop.Request
-	hosted   loop.Hosted
-	declared bool
-	metadata map[string]string
+	hostedRequest
+	h *Handler
 }
 
 // Fields of a Messages request the face consumes; the rest go to the
@@ -62,7 +60,7 @@ func (h *Handler) parseMessages(r *http.Request, body []byte) (*messagesRequest,
 		return nil, badRequest(ReasonInvalidJSON, "", "the body has data after the JSON object")
 	}
 	label := h.opts.Label
-	mr := &messagesRequest{}
+	mr := &messagesRequest{h: h}
 	mr.loop.OptionsDialect = loop.DialectAnthropic
 	mr.loop.Options = map[string]json.RawMessage{}
 	for k, v := range top {
@@ -307,7 +305,7 @@ func (h *Handler) parseToolset(item json.RawMessage, param string) ([]string, er
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
 		e := badRequest(ReasonUnknownHostedTool, param+".configs", fmt.Sprintf("no hosted tool named %s; available: %s", strings.Join(quoteAll(unknown), ", "), strings.Join(h.publishedNames(), ", ")))
-		e.extra = map[string]any{"names": unknown}
+		e.names = unknown
 		return nil, e
 	}
 	def := ts.DefaultConfig.Enabled == nil || *ts.DefaultConfig.Enabled

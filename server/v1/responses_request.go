@@ -8,6 +8,7 @@ import (
 
 	"toolhost/loop"
 	"toolhost/loop/upstream/openai"
+	"toolhost/wire"
 )
 
 // Reasons of 400 answers specific to the Responses format.
@@ -24,12 +25,30 @@ const (
 
 // responsesRequest is a checked Responses request.
 type responsesRequest struct {
-	loop     loop.Request
-	hosted   loop.Hosted
-	declared bool
-	metadata map[string]string
-	// top is the request body by field, for the fields a response echoes.
-	top map[string]json.RawMessage
+	hostedRequest
+	h *Handler
+	// fields are the request's fields a response echoes.
+	fields responsesEcho
+	// listTools is the mcp_list_tools item (nil without hosted tools).
+	listTools *listToolsItem
+}
+
+// responsesEcho are the fields of a request a response repeats as sent.
+type responsesEcho struct {
+	Instructions      json.RawMessage `json:"instructions"`
+	MaxOutputTokens   json.RawMessage `json:"max_output_tokens"`
+	MaxToolCalls      json.RawMessage `json:"max_tool_calls"`
+	Metadata          json.RawMessage `json:"metadata"`
+	ParallelToolCalls json.RawMessage `json:"parallel_tool_calls"`
+	Reasoning         json.RawMessage `json:"reasoning"`
+	ServiceTier       json.RawMessage `json:"service_tier"`
+	Temperature       json.RawMessage `json:"temperature"`
+	Text              json.RawMessage `json:"text"`
+	ToolChoice        json.RawMessage `json:"tool_choice"`
+	Tools             json.RawMessage `json:"tools"`
+	TopLogprobs       json.RawMessage `json:"top_logprobs"`
+	TopP              json.RawMessage `json:"top_p"`
+	User              json.RawMessage `json:"user"`
 }
 
 // Fields of a Responses request the face consumes or translates itself;
@@ -55,7 +74,9 @@ func (h *Handler) parseResponses(body []byte) (*responsesRequest, error) {
 		return nil, badRequest(ReasonInvalidJSON, "", "the body has data after the JSON object")
 	}
 	label := h.opts.Label
-	rr := &responsesRequest{top: top}
+	rr := &responsesRequest{h: h}
+	// Raw messages always decode.
+	_ = wire.Fill(top, &rr.fields)
 	rr.loop.OptionsDialect = loop.DialectOpenAI
 	rr.loop.Options = map[string]json.RawMessage{}
 	for k, v := range top {
