@@ -144,25 +144,44 @@ func (h *Handler) parseMessages(r *http.Request, body []byte) (*messagesRequest,
 // readMetadata keeps metadata's string values for the round log and sends
 // on only user_id, the one key the Messages API accepts.
 func (mr *messagesRequest) readMetadata(md json.RawMessage) error {
-	var m map[string]any
+	var m map[string]json.RawMessage
 	if err := json.Unmarshal(md, &m); err != nil {
 		return badRequest(ReasonInvalidRequest, "metadata", "metadata must be an object")
 	}
 	mr.metadata = map[string]string{}
 	for k, v := range m {
-		if s, ok := v.(string); ok {
+		var s string
+		if len(v) > 0 && v[0] == '"' && json.Unmarshal(v, &s) == nil {
 			mr.metadata[k] = s
 		}
 	}
 	// The Messages API refuses metadata keys other than user_id; ours
 	// (session_id, tags for the round log) stay here.
-	if uid, ok := m["user_id"]; ok {
-		mr.loop.Options["metadata"], _ = json.Marshal(map[string]any{"user_id": uid})
+	if raw, ok := m["user_id"]; ok {
+		var upstream struct {
+			UserID any `json:"user_id"` // as encoding/json reads it
+		}
+		_ = json.Unmarshal(raw, &upstream.UserID)
+		mr.loop.Options["metadata"], _ = json.Marshal(upstream)
 	} else {
 		delete(mr.loop.Options, "metadata")
 	}
 	return nil
 }
+
+// Shapes of a continuation turned back into tool round trips.
+type (
+	turnJSON struct {
+		Content []json.RawMessage `json:"content"`
+		Role    string            `json:"role"`
+	}
+	toolResultBlock struct {
+		Content   json.RawMessage `json:"content"`
+		IsError   bool            `json:"is_error,omitempty"`
+		ToolUseID string          `json:"tool_use_id"`
+		Type      string          `json:"type"`
+	}
+)
 
 // parseMCPServers reads mcp_servers: only our own server, of type url,
 // once, with the MCP beta header, in a deployment with hosted tools.
@@ -386,7 +405,7 @@ func (h *Handler) expandContinuation(raw json.RawMessage, param string) ([]json.
 			if len(*turn.blocks) == 0 {
 				continue
 			}
-			b, err := marshal(map[string]any{"role": turn.role, "content": *turn.blocks})
+			b, err := marshal(turnJSON{Role: turn.role, Content: *turn.blocks})
 			if err != nil {
 				return err
 			}
@@ -419,7 +438,7 @@ func (h *Handler) expandContinuation(raw json.RawMessage, param string) ([]json.
 			if len(u.Input) == 0 {
 				u.Input = json.RawMessage(`{}`)
 			}
-			nb, _ := marshal(map[string]any{"type": "tool_use", "id": u.ID, "name": u.Name, "input": u.Input})
+			nb, _ := marshal(toolUseBlock{Type: "tool_use", ID: u.ID, Name: u.Name, Input: u.Input})
 			asst = append(asst, nb)
 		case "mcp_tool_result":
 			var r struct {
@@ -430,12 +449,9 @@ func (h *Handler) expandContinuation(raw json.RawMessage, param string) ([]json.
 			if err := json.Unmarshal(b, &r); err != nil {
 				return nil, badRequest(ReasonInvalidRequest, bp, "mcp_tool_result: "+err.Error())
 			}
-			tr := map[string]any{"type": "tool_result", "tool_use_id": r.ToolUseID, "content": r.Content}
+			tr := toolResultBlock{Type: "tool_result", ToolUseID: r.ToolUseID, Content: r.Content, IsError: r.IsError}
 			if len(r.Content) == 0 {
-				tr["content"] = ""
-			}
-			if r.IsError {
-				tr["is_error"] = true
+				tr.Content = json.RawMessage(`""`)
 			}
 			nb, _ := marshal(tr)
 			results = append(results, nb)

@@ -293,7 +293,7 @@ func translateResponsesOptions(top map[string]json.RawMessage, opts map[string]j
 					schema[k] = t.Format[k]
 				}
 			}
-			opts["response_format"], _ = marshal(map[string]any{"type": "json_schema", "json_schema": schema})
+			opts["response_format"], _ = marshal(jsonSchemaFormat{Type: "json_schema", JSONSchema: schema})
 		default:
 			return badRequest(ReasonInvalidRequest, "text.format.type", fmt.Sprintf("text format %q is not supported", typ))
 		}
@@ -447,7 +447,7 @@ func (h *Handler) inputItem(b *inputBuilder, item json.RawMessage, param string)
 func chatMessage(role string, content json.RawMessage) (loop.Message, error) {
 	var s string
 	if json.Unmarshal(content, &s) == nil {
-		raw, _ := marshal(map[string]any{"role": role, "content": s})
+		raw, _ := marshal(chatInputMessage{Role: role, Content: s})
 		return openai.DecodeMessage(raw)
 	}
 	var parts []map[string]json.RawMessage
@@ -460,7 +460,7 @@ func chatMessage(role string, content json.RawMessage) (loop.Message, error) {
 		_ = json.Unmarshal(p["type"], &typ)
 		switch typ {
 		case "input_text", "output_text":
-			out = append(out, map[string]json.RawMessage{"type": json.RawMessage(`"text"`), "text": p["text"]})
+			out = append(out, chatTextPart{Type: "text", Text: p["text"]})
 		case "input_image":
 			if !present(p["image_url"]) {
 				return loop.Message{}, fmt.Errorf("input_image needs image_url (file_id is not supported)")
@@ -469,7 +469,7 @@ func chatMessage(role string, content json.RawMessage) (loop.Message, error) {
 			if present(p["detail"]) {
 				img["detail"] = p["detail"]
 			}
-			out = append(out, map[string]any{"type": "image_url", "image_url": img})
+			out = append(out, chatImagePart{Type: "image_url", ImageURL: img})
 		case "input_file":
 			f := map[string]json.RawMessage{}
 			for _, k := range []string{"file_data", "file_id", "filename"} {
@@ -477,14 +477,39 @@ func chatMessage(role string, content json.RawMessage) (loop.Message, error) {
 					f[k] = p[k]
 				}
 			}
-			out = append(out, map[string]any{"type": "file", "file": f})
+			out = append(out, chatFilePart{Type: "file", File: f})
 		default:
 			return loop.Message{}, fmt.Errorf("content part type %q is not supported", typ)
 		}
 	}
-	raw, _ := marshal(map[string]any{"role": role, "content": out})
+	raw, _ := marshal(chatInputMessage{Role: role, Content: out})
 	return openai.DecodeMessage(raw)
 }
+
+// A Responses input message in the Chat Completions form the loop reads;
+// its parts keep the caller's values as sent.
+type (
+	chatInputMessage struct {
+		Content any    `json:"content"`
+		Role    string `json:"role"`
+	}
+	chatTextPart struct {
+		Text json.RawMessage `json:"text"`
+		Type string          `json:"type"`
+	}
+	chatImagePart struct {
+		ImageURL map[string]json.RawMessage `json:"image_url"`
+		Type     string                     `json:"type"`
+	}
+	chatFilePart struct {
+		File map[string]json.RawMessage `json:"file"`
+		Type string                     `json:"type"`
+	}
+	jsonSchemaFormat struct {
+		JSONSchema map[string]json.RawMessage `json:"json_schema"`
+		Type       string                     `json:"type"`
+	}
+)
 
 // assistantText joins the text of an assistant message's content.
 func assistantText(content json.RawMessage) (string, error) {
