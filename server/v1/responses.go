@@ -339,10 +339,8 @@ func responsesUsage(u loop.Usage) *responsesUsageJSON {
 	out := &responsesUsageJSON{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.InputTokens + u.OutputTokens}
 	out.InputTokensDetails.CachedTokens = u.CachedInputTokens
 	if u.Dialect == loop.DialectOpenAI {
-		if d, ok := u.Detail["completion_tokens_details"].(map[string]any); ok {
-			if n, ok := d["reasoning_tokens"].(json.Number); ok {
-				out.OutputTokensDetails.ReasoningTokens, _ = n.Int64()
-			}
+		if n, ok := u.Detail.Object("completion_tokens_details")["reasoning_tokens"].(json.Number); ok {
+			out.OutputTokensDetails.ReasoningTokens, _ = n.Int64()
 		}
 	}
 	return out

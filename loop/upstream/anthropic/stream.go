@@ -20,7 +20,7 @@ type anthropicAssembler struct {
 	started bool
 	meta    loop.Meta
 	extra   map[string]json.RawMessage
-	usage   map[string]any
+	usage   loop.UsageDetail
 	blocks  map[int]*anthropicBlock
 	tools   int // tool_use blocks seen, the canonical tool index
 	stopped bool
@@ -206,7 +206,7 @@ func (a *anthropicAssembler) messageDelta(ev anthropicEvent) error {
 	}
 	if u != nil {
 		if a.usage == nil {
-			a.usage = map[string]any{}
+			a.usage = loop.UsageDetail{}
 		}
 		for k, v := range u {
 			if v != nil {

@@ -320,12 +320,10 @@ func decodeUsage(raw json.RawMessage) (loop.Usage, error) {
 		return loop.Usage{}, err
 	}
 	u := loop.Usage{Dialect: loop.DialectOpenAI, Detail: d, Present: true,
-		InputTokens:  loop.UsageNumber(d, "prompt_tokens"),
-		OutputTokens: loop.UsageNumber(d, "completion_tokens"),
+		InputTokens:  d.Number("prompt_tokens"),
+		OutputTokens: d.Number("completion_tokens"),
 	}
-	if pd, ok := d["prompt_tokens_details"].(map[string]any); ok {
-		u.CachedInputTokens = loop.UsageNumber(pd, "cached_tokens")
-	}
+	u.CachedInputTokens = d.Object("prompt_tokens_details").Number("cached_tokens")
 	return u, nil
 }
 
