@@ -169,6 +169,45 @@ func (mr *messagesRequest) readMetadata(md json.RawMessage) error {
 	return nil
 }
 
+// continuedToolUse is an mcp_tool_use block of our server as the tool_use
+// the model made.
+func (h *Handler) continuedToolUse(b json.RawMessage, param string) (json.RawMessage, error) {
+	var u struct {
+		ID         string          `json:"id"`
+		Name       string          `json:"name"`
+		ServerName string          `json:"server_name"`
+		Input      json.RawMessage `json:"input"`
+	}
+	if err := json.Unmarshal(b, &u); err != nil {
+		return nil, badRequest(ReasonInvalidRequest, param, "mcp_tool_use: "+err.Error())
+	}
+	if u.ServerName != h.opts.Label {
+		return nil, badRequest(ReasonServerToolUnsupported, param+".server_name", fmt.Sprintf("mcp_tool_use of server %q cannot be continued here; only %q", u.ServerName, h.opts.Label))
+	}
+	if len(u.Input) == 0 {
+		u.Input = json.RawMessage(`{}`)
+	}
+	return marshal(toolUseBlock{Type: "tool_use", ID: u.ID, Name: u.Name, Input: u.Input})
+}
+
+// continuedToolResult is an mcp_tool_result block as the tool_result the
+// model was given.
+func continuedToolResult(b json.RawMessage, param string) (json.RawMessage, error) {
+	var r struct {
+		ToolUseID string          `json:"tool_use_id"`
+		IsError   bool            `json:"is_error"`
+		Content   json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, badRequest(ReasonInvalidRequest, param, "mcp_tool_result: "+err.Error())
+	}
+	tr := toolResultBlock{Type: "tool_result", ToolUseID: r.ToolUseID, Content: r.Content, IsError: r.IsError}
+	if len(r.Content) == 0 {
+		tr.Content = json.RawMessage(`""`)
+	}
+	return marshal(tr)
+}
+
 // Shapes of a continuation turned back into tool round trips.
 type (
 	turnJSON struct {
@@ -418,42 +457,21 @@ func (h *Handler) expandContinuation(raw json.RawMessage, param string) ([]json.
 		bp := fmt.Sprintf("%s.content[%d]", param, i)
 		switch anthropic.BlockType(b) {
 		case "mcp_tool_use":
-			var u struct {
-				ID         string          `json:"id"`
-				Name       string          `json:"name"`
-				ServerName string          `json:"server_name"`
-				Input      json.RawMessage `json:"input"`
-			}
-			if err := json.Unmarshal(b, &u); err != nil {
-				return nil, badRequest(ReasonInvalidRequest, bp, "mcp_tool_use: "+err.Error())
-			}
-			if u.ServerName != h.opts.Label {
-				return nil, badRequest(ReasonServerToolUnsupported, bp+".server_name", fmt.Sprintf("mcp_tool_use of server %q cannot be continued here; only %q", u.ServerName, h.opts.Label))
+			nb, err := h.continuedToolUse(b, bp)
+			if err != nil {
+				return nil, err
 			}
 			if len(results) > 0 {
 				if err := flush(); err != nil {
 					return nil, err
 				}
 			}
-			if len(u.Input) == 0 {
-				u.Input = json.RawMessage(`{}`)
-			}
-			nb, _ := marshal(toolUseBlock{Type: "tool_use", ID: u.ID, Name: u.Name, Input: u.Input})
 			asst = append(asst, nb)
 		case "mcp_tool_result":
-			var r struct {
-				ToolUseID string          `json:"tool_use_id"`
-				IsError   bool            `json:"is_error"`
-				Content   json.RawMessage `json:"content"`
+			nb, err := continuedToolResult(b, bp)
+			if err != nil {
+				return nil, err
 			}
-			if err := json.Unmarshal(b, &r); err != nil {
-				return nil, badRequest(ReasonInvalidRequest, bp, "mcp_tool_result: "+err.Error())
-			}
-			tr := toolResultBlock{Type: "tool_result", ToolUseID: r.ToolUseID, Content: r.Content, IsError: r.IsError}
-			if len(r.Content) == 0 {
-				tr.Content = json.RawMessage(`""`)
-			}
-			nb, _ := marshal(tr)
 			results = append(results, nb)
 		default:
 			if len(results) > 0 {
