@@ -10,6 +10,7 @@ import (
 
 	"toolhost/loop"
 	"toolhost/loop/upstream/openai"
+	"toolhost/wire"
 )
 
 // chatRequest is a checked Chat Completions request.
@@ -22,40 +23,37 @@ type chatRequest struct {
 	toolChoice json.RawMessage
 }
 
-// Fields of a Chat Completions request the hosted face consumes itself; the
-// rest are passed to the upstream untouched.
-var chatConsumed = map[string]bool{
-	"model": true, "messages": true, "tools": true, "tool_choice": true,
-	"stream": true, "stream_options": true, "max_tool_calls": true,
+// chatFields are the members of a Chat Completions request the face
+// consumes itself; the rest are passed to the upstream untouched.
+type chatFields struct {
+	Model         json.RawMessage `json:"model"`
+	Messages      json.RawMessage `json:"messages"`
+	Tools         json.RawMessage `json:"tools"`
+	ToolChoice    json.RawMessage `json:"tool_choice"`
+	Stream        json.RawMessage `json:"stream"`
+	StreamOptions json.RawMessage `json:"stream_options"`
+	MaxToolCalls  json.RawMessage `json:"max_tool_calls"`
 }
 
 // parseChat reads and checks a Chat Completions body. Every refusal is a
 // *requestError with a machine-readable reason.
 func (h *Handler) parseChat(body []byte) (*chatRequest, error) {
-	var top map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&top); err != nil {
-		return nil, badRequest(ReasonInvalidJSON, "", "the body is not a JSON object: "+err.Error())
+	top, err := readMembers(body)
+	if err != nil {
+		return nil, err
 	}
-	if dec.More() {
-		return nil, badRequest(ReasonInvalidJSON, "", "the body has data after the JSON object")
-	}
+	var in chatFields
+	_ = wire.Fill(top, &in) // raw members always decode
 	label := h.opts.Label
 	cr := &chatRequest{h: h}
 	cr.loop.OptionsDialect = loop.DialectOpenAI
-	cr.loop.Options = map[string]json.RawMessage{}
-	for k, v := range top {
-		if k == label || chatConsumed[k] {
-			continue
-		}
-		cr.loop.Options[k] = v
-	}
+	cr.loop.Options = h.options(top, in)
 
-	if err := json.Unmarshal(top["model"], &cr.loop.Model); err != nil || cr.loop.Model == "" {
+	if err := json.Unmarshal(in.Model, &cr.loop.Model); err != nil || cr.loop.Model == "" {
 		return nil, badRequest(ReasonInvalidRequest, "model", "model is required and must be a string")
 	}
 	var msgs []json.RawMessage
-	if err := json.Unmarshal(top["messages"], &msgs); err != nil || len(msgs) == 0 {
+	if err := json.Unmarshal(in.Messages, &msgs); err != nil || len(msgs) == 0 {
 		return nil, badRequest(ReasonInvalidRequest, "messages", "messages is required and must be a non-empty list")
 	}
 	for i, raw := range msgs {
@@ -65,12 +63,12 @@ func (h *Handler) parseChat(body []byte) (*chatRequest, error) {
 		}
 		cr.loop.Messages = append(cr.loop.Messages, m)
 	}
-	if s, ok := top["stream"]; ok && string(s) != "null" {
+	if s := in.Stream; present(s) {
 		if err := json.Unmarshal(s, &cr.loop.Stream); err != nil {
 			return nil, badRequest(ReasonInvalidRequest, "stream", "stream must be a boolean")
 		}
 	}
-	if so, ok := top["stream_options"]; ok && string(so) != "null" {
+	if so := in.StreamOptions; present(so) {
 		var opts struct {
 			IncludeUsage bool `json:"include_usage"`
 		}
@@ -91,7 +89,7 @@ func (h *Handler) parseChat(body []byte) (*chatRequest, error) {
 	}
 
 	// tools: the caller's functions and our declaration.
-	enabledSet, err := h.parseChatTools(top["tools"], cr)
+	enabledSet, err := h.parseChatTools(in.Tools, cr)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +108,7 @@ func (h *Handler) parseChat(body []byte) (*chatRequest, error) {
 	}
 
 	// tool_choice.
-	if tc, ok := top["tool_choice"]; ok && string(tc) != "null" {
+	if tc := in.ToolChoice; present(tc) {
 		cr.toolChoice = tc
 		choice, err := h.parseToolChoice(tc, enabledSet)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"toolhost/loop"
 	"toolhost/loop/upstream/anthropic"
+	"toolhost/wire"
 )
 
 // MCPBeta is the anthropic-beta value that declares the MCP connector
@@ -29,11 +30,17 @@ type messagesRequest struct {
 	h *Handler
 }
 
-// Fields of a Messages request the face consumes; the rest go to the
-// upstream untouched (an Anthropic route) or translated (an OpenAI one).
-var messagesConsumed = map[string]bool{
-	"model": true, "messages": true, "system": true, "tools": true, "tool_choice": true,
-	"stream": true, "mcp_servers": true,
+// messagesFields are the members of a Messages request the face consumes;
+// the rest go to the upstream untouched (an Anthropic route) or translated
+// (an OpenAI one).
+type messagesFields struct {
+	Model      json.RawMessage `json:"model"`
+	Messages   json.RawMessage `json:"messages"`
+	System     json.RawMessage `json:"system"`
+	Tools      json.RawMessage `json:"tools"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
+	Stream     json.RawMessage `json:"stream"`
+	MCPServers json.RawMessage `json:"mcp_servers"`
 }
 
 // hasBeta reports whether an anthropic-beta header lists beta.
@@ -51,28 +58,20 @@ func hasBeta(r *http.Request, beta string) bool {
 // parseMessages reads and checks a Messages body (also the count_tokens
 // body). Every refusal is a *requestError with a machine-readable reason.
 func (h *Handler) parseMessages(r *http.Request, body []byte) (*messagesRequest, error) {
-	var top map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&top); err != nil {
-		return nil, badRequest(ReasonInvalidJSON, "", "the body is not a JSON object: "+err.Error())
+	top, err := readMembers(body)
+	if err != nil {
+		return nil, err
 	}
-	if dec.More() {
-		return nil, badRequest(ReasonInvalidJSON, "", "the body has data after the JSON object")
-	}
+	var in messagesFields
+	_ = wire.Fill(top, &in) // raw members always decode
 	label := h.opts.Label
 	mr := &messagesRequest{h: h}
 	mr.loop.OptionsDialect = loop.DialectAnthropic
-	mr.loop.Options = map[string]json.RawMessage{}
-	for k, v := range top {
-		if k == label || messagesConsumed[k] {
-			continue
-		}
-		mr.loop.Options[k] = v
-	}
-	if err := json.Unmarshal(top["model"], &mr.loop.Model); err != nil || mr.loop.Model == "" {
+	mr.loop.Options = h.options(top, in)
+	if err := json.Unmarshal(in.Model, &mr.loop.Model); err != nil || mr.loop.Model == "" {
 		return nil, badRequest(ReasonInvalidRequest, "model", "model is required and must be a string")
 	}
-	if s, ok := top["stream"]; ok && string(s) != "null" {
+	if s := in.Stream; present(s) {
 		if err := json.Unmarshal(s, &mr.loop.Stream); err != nil {
 			return nil, badRequest(ReasonInvalidRequest, "stream", "stream must be a boolean")
 		}
@@ -84,12 +83,12 @@ func (h *Handler) parseMessages(r *http.Request, body []byte) (*messagesRequest,
 	}
 
 	// The hosted declaration: mcp_servers and mcp_toolset tools items.
-	servers, err := h.parseMCPServers(r, top["mcp_servers"], label)
+	servers, err := h.parseMCPServers(r, in.MCPServers, label)
 	if err != nil {
 		return nil, err
 	}
 
-	enabledSet, toolsets, err := h.parseMessagesTools(top["tools"], servers, label, mr)
+	enabledSet, toolsets, err := h.parseMessagesTools(in.Tools, servers, label, mr)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +104,7 @@ func (h *Handler) parseMessages(r *http.Request, body []byte) (*messagesRequest,
 
 	// system, then the conversation with our blocks turned back into tool
 	// round trips.
-	if s, ok := top["system"]; ok && string(s) != "null" {
+	if s := in.System; present(s) {
 		text, err := systemText(s)
 		if err != nil {
 			return nil, badRequest(ReasonInvalidRequest, "system", err.Error())
@@ -113,7 +112,7 @@ func (h *Handler) parseMessages(r *http.Request, body []byte) (*messagesRequest,
 		mr.loop.Messages = append(mr.loop.Messages, loop.Message{Role: loop.RoleSystem, Text: text, Dialect: loop.DialectAnthropic, Raw: s})
 	}
 	var msgs []json.RawMessage
-	if err := json.Unmarshal(top["messages"], &msgs); err != nil || len(msgs) == 0 {
+	if err := json.Unmarshal(in.Messages, &msgs); err != nil || len(msgs) == 0 {
 		return nil, badRequest(ReasonInvalidRequest, "messages", "messages is required and must be a non-empty list")
 	}
 	for i, raw := range msgs {
@@ -131,7 +130,7 @@ func (h *Handler) parseMessages(r *http.Request, body []byte) (*messagesRequest,
 		}
 	}
 
-	if tc, ok := top["tool_choice"]; ok && string(tc) != "null" {
+	if tc := in.ToolChoice; present(tc) {
 		choice, err := messagesToolChoice(tc)
 		if err != nil {
 			return nil, err

@@ -1,7 +1,6 @@
 package v1
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -51,41 +50,49 @@ type responsesEcho struct {
 	User              json.RawMessage `json:"user"`
 }
 
-// Fields of a Responses request the face consumes or translates itself;
-// the rest go to the (Chat Completions) upstream as written.
-var responsesConsumed = map[string]bool{
-	"model": true, "input": true, "instructions": true, "tools": true, "tool_choice": true,
-	"stream": true, "stream_options": true, "metadata": true, "store": true,
-	"max_output_tokens": true, "max_tool_calls": true, "text": true, "reasoning": true,
-	"top_logprobs": true, "include": true, "truncation": true,
-	"previous_response_id": true, "conversation": true, "background": true, "prompt": true,
+// responsesFields are the members of a Responses request the face consumes
+// or translates itself; the rest go to the (Chat Completions) upstream as
+// written.
+type responsesFields struct {
+	Model              json.RawMessage `json:"model"`
+	Input              json.RawMessage `json:"input"`
+	Instructions       json.RawMessage `json:"instructions"`
+	Tools              json.RawMessage `json:"tools"`
+	ToolChoice         json.RawMessage `json:"tool_choice"`
+	Stream             json.RawMessage `json:"stream"`
+	StreamOptions      json.RawMessage `json:"stream_options"`
+	Metadata           json.RawMessage `json:"metadata"`
+	Store              json.RawMessage `json:"store"`
+	MaxOutputTokens    json.RawMessage `json:"max_output_tokens"`
+	MaxToolCalls       json.RawMessage `json:"max_tool_calls"`
+	Text               json.RawMessage `json:"text"`
+	Reasoning          json.RawMessage `json:"reasoning"`
+	TopLogprobs        json.RawMessage `json:"top_logprobs"`
+	Include            json.RawMessage `json:"include"`
+	Truncation         json.RawMessage `json:"truncation"`
+	PreviousResponseID json.RawMessage `json:"previous_response_id"`
+	Conversation       json.RawMessage `json:"conversation"`
+	Background         json.RawMessage `json:"background"`
+	Prompt             json.RawMessage `json:"prompt"`
 }
 
 // parseResponses reads and checks a Responses body. The conversation is
 // translated to Chat Completions messages (the dialect of the loop's
 // canonical Raw fields); every refusal is a *requestError.
 func (h *Handler) parseResponses(body []byte) (*responsesRequest, error) {
-	var top map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&top); err != nil {
-		return nil, badRequest(ReasonInvalidJSON, "", "the body is not a JSON object: "+err.Error())
+	top, err := readMembers(body)
+	if err != nil {
+		return nil, err
 	}
-	if dec.More() {
-		return nil, badRequest(ReasonInvalidJSON, "", "the body has data after the JSON object")
-	}
+	var in responsesFields
+	_ = wire.Fill(top, &in) // raw members always decode
 	label := h.opts.Label
 	rr := &responsesRequest{h: h}
 	// Raw messages always decode.
 	_ = wire.Fill(top, &rr.fields)
 	rr.loop.OptionsDialect = loop.DialectOpenAI
-	rr.loop.Options = map[string]json.RawMessage{}
-	for k, v := range top {
-		if k == label || responsesConsumed[k] {
-			continue
-		}
-		rr.loop.Options[k] = v
-	}
-	if err := json.Unmarshal(top["model"], &rr.loop.Model); err != nil || rr.loop.Model == "" {
+	rr.loop.Options = h.options(top, in)
+	if err := json.Unmarshal(in.Model, &rr.loop.Model); err != nil || rr.loop.Model == "" {
 		return nil, badRequest(ReasonInvalidRequest, "model", "model is required and must be a string")
 	}
 	for _, k := range []string{"previous_response_id", "conversation", "prompt"} {
@@ -93,41 +100,41 @@ func (h *Handler) parseResponses(body []byte) (*responsesRequest, error) {
 			return nil, badRequest(ReasonStatefulUnsupported, k, k+" is not supported: responses are not stored here; send the previous output as input instead")
 		}
 	}
-	if string(top["background"]) == "true" {
+	if string(in.Background) == "true" {
 		return nil, badRequest(ReasonStatefulUnsupported, "background", "background responses are not supported: responses are not stored here")
 	}
-	if s, ok := top["stream"]; ok && string(s) != "null" {
+	if s := in.Stream; present(s) {
 		if err := json.Unmarshal(s, &rr.loop.Stream); err != nil {
 			return nil, badRequest(ReasonInvalidRequest, "stream", "stream must be a boolean")
 		}
 	}
-	if md := top["metadata"]; present(md) {
+	if md := in.Metadata; present(md) {
 		if err := json.Unmarshal(md, &rr.metadata); err != nil {
 			return nil, badRequest(ReasonInvalidRequest, "metadata", "metadata must be an object of strings")
 		}
 	}
-	if err := translateResponsesOptions(top, rr.loop.Options); err != nil {
+	if err := translateResponsesOptions(&in, rr.loop.Options); err != nil {
 		return nil, err
 	}
 
 	// The conversation.
-	if present(top["instructions"]) {
+	if present(in.Instructions) {
 		var s string
-		if err := json.Unmarshal(top["instructions"], &s); err != nil {
+		if err := json.Unmarshal(in.Instructions, &s); err != nil {
 			return nil, badRequest(ReasonInvalidRequest, "instructions", "instructions must be a string")
 		}
 		if s != "" {
 			rr.loop.Messages = append(rr.loop.Messages, loop.Message{Role: loop.RoleSystem, Text: s})
 		}
 	}
-	msgs, err := h.responsesInput(top["input"])
+	msgs, err := h.responsesInput(in.Input)
 	if err != nil {
 		return nil, err
 	}
 	rr.loop.Messages = append(rr.loop.Messages, msgs...)
 
 	// tools: the caller's functions and our declaration.
-	enabledSet, err := h.parseResponsesTools(top["tools"], rr, label)
+	enabledSet, err := h.parseResponsesTools(in.Tools, rr, label)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +143,7 @@ func (h *Handler) parseResponses(body []byte) (*responsesRequest, error) {
 		return nil, err
 	}
 
-	if tc := top["tool_choice"]; present(tc) {
+	if tc := in.ToolChoice; present(tc) {
 		choice, err := h.parseResponsesToolChoice(tc, enabledSet)
 		if err != nil {
 			return nil, err
@@ -248,17 +255,17 @@ func (h *Handler) parseResponsesToolChoice(raw json.RawMessage, enabled map[stri
 
 // translateResponsesOptions adds to opts the Chat Completions spelling of
 // the Responses options that are spelled differently.
-func translateResponsesOptions(top map[string]json.RawMessage, opts map[string]json.RawMessage) error {
-	if v := top["max_output_tokens"]; present(v) {
+func translateResponsesOptions(in *responsesFields, opts map[string]json.RawMessage) error {
+	if v := in.MaxOutputTokens; present(v) {
 		// max_tokens rather than max_completion_tokens: every
 		// OpenAI-compatible API reads it.
 		opts["max_tokens"] = v
 	}
-	if v := top["top_logprobs"]; present(v) {
+	if v := in.TopLogprobs; present(v) {
 		opts["top_logprobs"] = v
 		opts["logprobs"] = json.RawMessage("true")
 	}
-	if v := top["reasoning"]; present(v) {
+	if v := in.Reasoning; present(v) {
 		var r struct {
 			Effort *string `json:"effort"`
 		}
@@ -269,7 +276,7 @@ func translateResponsesOptions(top map[string]json.RawMessage, opts map[string]j
 			opts["reasoning_effort"], _ = json.Marshal(*r.Effort)
 		}
 	}
-	if v := top["text"]; present(v) {
+	if v := in.Text; present(v) {
 		var t struct {
 			Format    map[string]json.RawMessage `json:"format"`
 			Verbosity json.RawMessage            `json:"verbosity"`
