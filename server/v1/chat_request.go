@@ -26,13 +26,13 @@ type chatRequest struct {
 // chatFields are the members of a Chat Completions request the face
 // consumes itself; the rest are passed to the upstream untouched.
 type chatFields struct {
-	Model         json.RawMessage `json:"model"`
+	MaxToolCalls  json.RawMessage `json:"max_tool_calls"`
 	Messages      json.RawMessage `json:"messages"`
-	Tools         json.RawMessage `json:"tools"`
-	ToolChoice    json.RawMessage `json:"tool_choice"`
+	Model         json.RawMessage `json:"model"`
 	Stream        json.RawMessage `json:"stream"`
 	StreamOptions json.RawMessage `json:"stream_options"`
-	MaxToolCalls  json.RawMessage `json:"max_tool_calls"`
+	ToolChoice    json.RawMessage `json:"tool_choice"`
+	Tools         json.RawMessage `json:"tools"`
 }
 
 // parseChat reads and checks a Chat Completions body. Every refusal is a

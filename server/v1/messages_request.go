@@ -34,13 +34,13 @@ type messagesRequest struct {
 // the rest go to the upstream untouched (an Anthropic route) or translated
 // (an OpenAI one).
 type messagesFields struct {
-	Model      json.RawMessage `json:"model"`
-	Messages   json.RawMessage `json:"messages"`
-	System     json.RawMessage `json:"system"`
-	Tools      json.RawMessage `json:"tools"`
-	ToolChoice json.RawMessage `json:"tool_choice"`
-	Stream     json.RawMessage `json:"stream"`
 	MCPServers json.RawMessage `json:"mcp_servers"`
+	Messages   json.RawMessage `json:"messages"`
+	Model      json.RawMessage `json:"model"`
+	Stream     json.RawMessage `json:"stream"`
+	System     json.RawMessage `json:"system"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
+	Tools      json.RawMessage `json:"tools"`
 }
 
 // hasBeta reports whether an anthropic-beta header lists beta.

@@ -54,26 +54,26 @@ type responsesEcho struct {
 // or translates itself; the rest go to the (Chat Completions) upstream as
 // written.
 type responsesFields struct {
-	Model              json.RawMessage `json:"model"`
+	Background         json.RawMessage `json:"background"`
+	Conversation       json.RawMessage `json:"conversation"`
+	Include            json.RawMessage `json:"include"`
 	Input              json.RawMessage `json:"input"`
 	Instructions       json.RawMessage `json:"instructions"`
-	Tools              json.RawMessage `json:"tools"`
-	ToolChoice         json.RawMessage `json:"tool_choice"`
-	Stream             json.RawMessage `json:"stream"`
-	StreamOptions      json.RawMessage `json:"stream_options"`
-	Metadata           json.RawMessage `json:"metadata"`
-	Store              json.RawMessage `json:"store"`
 	MaxOutputTokens    json.RawMessage `json:"max_output_tokens"`
 	MaxToolCalls       json.RawMessage `json:"max_tool_calls"`
-	Text               json.RawMessage `json:"text"`
-	Reasoning          json.RawMessage `json:"reasoning"`
-	TopLogprobs        json.RawMessage `json:"top_logprobs"`
-	Include            json.RawMessage `json:"include"`
-	Truncation         json.RawMessage `json:"truncation"`
+	Metadata           json.RawMessage `json:"metadata"`
+	Model              json.RawMessage `json:"model"`
 	PreviousResponseID json.RawMessage `json:"previous_response_id"`
-	Conversation       json.RawMessage `json:"conversation"`
-	Background         json.RawMessage `json:"background"`
 	Prompt             json.RawMessage `json:"prompt"`
+	Reasoning          json.RawMessage `json:"reasoning"`
+	Store              json.RawMessage `json:"store"`
+	Stream             json.RawMessage `json:"stream"`
+	StreamOptions      json.RawMessage `json:"stream_options"`
+	Text               json.RawMessage `json:"text"`
+	ToolChoice         json.RawMessage `json:"tool_choice"`
+	Tools              json.RawMessage `json:"tools"`
+	TopLogprobs        json.RawMessage `json:"top_logprobs"`
+	Truncation         json.RawMessage `json:"truncation"`
 }
 
 // parseResponses reads and checks a Responses body. The conversation is
