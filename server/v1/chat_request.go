@@ -179,8 +179,7 @@ func (h *Handler) parseDeclaration(item json.RawMessage, param string) ([]string
 		return nil, badRequest(ReasonInvalidRequest, param, "mcp tool: "+err.Error())
 	}
 	if d.ServerLabel != h.opts.Label {
-		e := badRequest(ReasonServerToolUnsupported, param+".server_label", fmt.Sprintf("server_label %q is not supported; the hosted tools here are declared with server_label %q", d.ServerLabel, h.opts.Label))
-		return nil, e
+		return nil, h.otherServer(param, d.ServerLabel)
 	}
 	if !h.opts.Enabled {
 		return nil, badRequest(ReasonHostedDisabled, param, "hosted tools are not enabled in this deployment")
@@ -221,6 +220,12 @@ func (h *Handler) parseDeclaration(item json.RawMessage, param string) ([]string
 		return nil, e
 	}
 	return names, nil
+}
+
+// otherServer refuses an item (param) that names a server label other than
+// ours.
+func (h *Handler) otherServer(param, label string) *requestError {
+	return badRequest(ReasonServerToolUnsupported, param+".server_label", fmt.Sprintf("server_label %q is not supported; the hosted tools here are declared with server_label %q", label, h.opts.Label))
 }
 
 func (h *Handler) publishedNames() []string {

@@ -417,7 +417,7 @@ func (h *Handler) inputItem(b *inputBuilder, item json.RawMessage, param string)
 		return nil
 	case "mcp_call":
 		if it.ServerLabel != h.opts.Label {
-			return badRequest(ReasonServerToolUnsupported, param+".server_label", fmt.Sprintf("server_label %q is not supported; the hosted tools here are declared with server_label %q", it.ServerLabel, h.opts.Label))
+			return h.otherServer(param, it.ServerLabel)
 		}
 		if len(b.results) > 0 && len(b.calls) == 0 {
 			b.flush()
@@ -439,7 +439,7 @@ func (h *Handler) inputItem(b *inputBuilder, item json.RawMessage, param string)
 		return nil
 	case "mcp_list_tools":
 		if it.ServerLabel != h.opts.Label {
-			return badRequest(ReasonServerToolUnsupported, param+".server_label", fmt.Sprintf("server_label %q is not supported; the hosted tools here are declared with server_label %q", it.ServerLabel, h.opts.Label))
+			return h.otherServer(param, it.ServerLabel)
 		}
 		return nil
 	case "reasoning":
