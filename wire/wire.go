@@ -52,7 +52,7 @@ func Marshal(v any, extra map[string]json.RawMessage) ([]byte, error) {
 		return nil, err
 	}
 	known := bytes.TrimRight(buf.Bytes(), "\n")
-	ms, err := split(known)
+	ms, err := split(known, len(extra))
 	if err != nil {
 		return nil, fmt.Errorf("wire: %T: %w", v, err)
 	}
@@ -67,32 +67,32 @@ func Marshal(v any, extra map[string]json.RawMessage) ([]byte, error) {
 		return known, nil
 	}
 	slices.SortFunc(ms, func(a, b member) int { return strings.Compare(a.name, b.name) })
-	out := make([]byte, 0, len(known)+64*(len(ms)-n))
-	out = append(out, '{')
+	out := bytes.NewBuffer(make([]byte, 0, len(known)+64*(len(ms)-n)))
+	out.WriteByte('{')
 	for i, m := range ms {
 		if i > 0 {
-			out = append(out, ',')
+			out.WriteByte(',')
 		}
 		if !m.extra {
-			out = append(append(append(out, m.key...), ':'), m.value...)
+			out.Write(m.key)
+			out.WriteByte(':')
+			out.Write(m.value)
 			continue
 		}
-		k, err := quote(m.name)
-		if err != nil {
+		if err := writeKey(out, m.name); err != nil {
 			return nil, err
 		}
-		out = append(append(out, k...), ':')
+		out.WriteByte(':')
 		if len(m.value) == 0 {
-			out = append(out, "null"...)
+			out.WriteString("null")
 			continue
 		}
-		var c bytes.Buffer
-		if err := json.Compact(&c, m.value); err != nil {
+		if err := json.Compact(out, m.value); err != nil {
 			return nil, fmt.Errorf("wire: member %q: %w", m.name, err)
 		}
-		out = append(out, c.Bytes()...)
 	}
-	return append(out, '}'), nil
+	out.WriteByte('}')
+	return out.Bytes(), nil
 }
 
 // Unmarshal decodes data, a JSON object, into v, a pointer to a struct:
@@ -199,23 +199,38 @@ func sorted(ms []member) bool {
 	return slices.IsSortedFunc(ms, func(a, b member) int { return strings.Compare(a.name, b.name) })
 }
 
-func quote(s string) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+// writeKey writes s as a JSON string the way encoding/json writes a map
+// key (without HTML escaping).
+func writeKey(out *bytes.Buffer, s string) error {
+	plain := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		out.WriteByte('"')
+		out.WriteString(s)
+		out.WriteByte('"')
+		return nil
+	}
+	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(s); err != nil {
-		return nil, err
+		return err
 	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+	out.Truncate(out.Len() - 1) // Encode's newline
+	return nil
 }
 
 // split lists the members of b, a compact JSON object as encoding/json
 // writes it.
-func split(b []byte) ([]member, error) {
+func split(b []byte, more int) ([]member, error) {
 	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
 		return nil, ErrNotObject
 	}
-	var ms []member
+	ms := make([]member, 0, 16+more)
 	i := 1
 	for i < len(b)-1 {
 		kEnd := skipString(b, i)

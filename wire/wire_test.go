@@ -141,3 +141,42 @@ func FuzzRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkMarshal compares a struct with extra members through Marshal
+// with the map[string]any it replaces (a chat.completion-sized object).
+func BenchmarkMarshal(b *testing.B) {
+	type completion struct {
+		Choices []json.RawMessage `json:"choices"`
+		Created int64             `json:"created"`
+		ID      string            `json:"id"`
+		Model   string            `json:"model"`
+		Object  string            `json:"object"`
+		Usage   json.RawMessage   `json:"usage,omitempty"`
+	}
+	choice := json.RawMessage(`{"finish_reason":"stop","index":0,"logprobs":null,"message":{"content":"a short answer","role":"assistant"}}`)
+	usage := json.RawMessage(`{"completion_tokens":4,"prompt_tokens":3,"total_tokens":7}`)
+	extra := map[string]json.RawMessage{"system_fingerprint": json.RawMessage(`"fp_x"`), "toolhost": json.RawMessage(`{"cost_quota":0,"request_id":"req_1"}`)}
+	b.Run("struct", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			if _, err := Marshal(completion{Choices: []json.RawMessage{choice}, Created: 1, ID: "chatcmpl-1", Model: "m", Object: "chat.completion", Usage: usage}, extra); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("map", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			m := map[string]any{"choices": []json.RawMessage{choice}, "created": 1, "id": "chatcmpl-1", "model": "m", "object": "chat.completion", "usage": usage}
+			for k, v := range extra {
+				m[k] = v
+			}
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
