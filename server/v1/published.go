@@ -86,3 +86,7 @@ func (h *Handler) catalogError(ctx context.Context) *requestError {
 	return &requestError{status: http.StatusServiceUnavailable, code: "hosted_tools_unavailable", reason: "hosted_tools_unavailable",
 		message: "the account's custom tools could not be read; retry shortly (logged with request id " + requestID(ctx) + ")"}
 }
+
+func (chatFace) with(h *Handler) face      { return chatFace{h} }
+func (messagesFace) with(h *Handler) face  { return messagesFace{h} }
+func (responsesFace) with(h *Handler) face { return responsesFace{h} }
