@@ -79,10 +79,12 @@ func (t *remoteTool) attempt(ctx context.Context, l *link, inv *tools.Invocation
 		}
 		return false, nil, tools.Errorf(tools.CodeUpstreamUnavailable, "the MCP server %s cannot be reached: %s; the call was not sent", t.srv.Name, describe(err))
 	}
-	tr := &tracker{}
+	cctx, ccancel := context.WithCancel(ctx)
+	defer ccancel()
+	tr := &tracker{cancel: ccancel}
 	params := &sdk.CallToolParams{Name: t.remoteName, Arguments: json.RawMessage(inv.Args)}
 	params.SetProgressToken(token)
-	res, err := sess.CallTool(withTracker(ctx, tr), params)
+	res, err := sess.CallTool(withTracker(cctx, tr), params)
 	if err == nil {
 		r, rerr := t.result(res)
 		return false, r, rerr

@@ -188,7 +188,9 @@ func (l *link) connect(ctx context.Context) error {
 		Endpoint:     l.srv.URL,
 		HTTPClient:   g.httpClient(l.srv, sec, g.opts.MaxResultBytes),
 		MaxRetries:   2,
-		MaxEventSize: int(g.opts.MaxResultBytes),
+		// Above the body cap, so a call's answer trips the body cap (which
+		// ends the call at once); the event cap guards the standalone stream.
+		MaxEventSize: int(g.opts.MaxResultBytes) + 64<<10,
 	}
 	sess, err := client.Connect(ctx, tr, nil)
 	if err != nil {

@@ -25,6 +25,9 @@ type tracker struct {
 	notSent  bool
 	status   int
 	tooLarge bool
+	// cancel ends the call at once when its answer is cut off (the SDK
+	// would otherwise try to resume the stream until the deadline).
+	cancel context.CancelFunc
 }
 
 func (t *tracker) set(f func(*tracker)) {
@@ -107,6 +110,9 @@ func (c *cappedBody) Read(p []byte) (int, error) {
 	if c.left <= 0 {
 		if c.t != nil {
 			c.t.set(func(t *tracker) { t.tooLarge = true })
+			if c.t.cancel != nil {
+				c.t.cancel()
+			}
 		}
 		return 0, errTooLarge
 	}
