@@ -185,9 +185,9 @@ func (l *link) connect(ctx context.Context) error {
 		},
 	})
 	tr := &sdk.StreamableClientTransport{
-		Endpoint:     l.srv.URL,
-		HTTPClient:   g.httpClient(l.srv, sec, g.opts.MaxResultBytes),
-		MaxRetries:   2,
+		Endpoint:   l.srv.URL,
+		HTTPClient: g.httpClient(l.srv, sec, g.opts.MaxResultBytes),
+		MaxRetries: 2,
 		// Above the body cap, so a call's answer trips the body cap (which
 		// ends the call at once); the event cap guards the standalone stream.
 		MaxEventSize: int(g.opts.MaxResultBytes) + 64<<10,

@@ -228,4 +228,3 @@ func CheckURL(raw string) (string, error) {
 	}
 	return u.String(), nil
 }
-
