@@ -155,3 +155,13 @@ func (e *Executor) addRemote(ctx context.Context, cat *RuntimeCatalog, account, 
 	}
 	return nil
 }
+
+// HasRemote reports whether the account has a remote tool of that name
+// (its server may be down: the call then says so).
+func (e *Executor) HasRemote(ctx context.Context, account, name string) bool {
+	if e.opts.Remote == nil {
+		return false
+	}
+	r, err := e.opts.Remote.RemoteTool(ctx, account, name)
+	return r != nil || err != nil
+}
