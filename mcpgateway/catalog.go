@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"toolhost/mcpremote"
 	"toolhost/neterr"
 	"toolhost/tools"
+	"toolhost/tools/fetchpage"
 )
 
 // Catalog sources.
@@ -59,6 +61,10 @@ func (g *Gateway) status(ctx context.Context, srv mcpremote.Server, l *link, err
 func describe(err error) string {
 	if errors.Is(err, mcpremote.ErrNoKey) || errors.Is(err, mcpremote.ErrUnknownKey) {
 		return err.Error()
+	}
+	// The SDK words transport errors with %v: the sentinel is in the text.
+	if errors.Is(err, fetchpage.ErrBlockedAddress) || strings.Contains(err.Error(), fetchpage.ErrBlockedAddress.Error()) {
+		return "the server's address is private, loopback or link-local; the operator must list it in fetch.allow_private"
 	}
 	return neterr.Describe(err)
 }

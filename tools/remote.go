@@ -165,3 +165,6 @@ func (e *Executor) HasRemote(ctx context.Context, account, name string) bool {
 	r, err := e.opts.Remote.RemoteTool(ctx, account, name)
 	return r != nil || err != nil
 }
+
+// Remote returns the executor's remote tools (nil without).
+func (e *Executor) Remote() RemoteTools { return e.opts.Remote }
