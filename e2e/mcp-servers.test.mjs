@@ -64,7 +64,9 @@ before(async () => {
   const port = await freePort();
   const require = createRequire(import.meta.url);
   const everythingMain = join(dirname(require.resolve("@modelcontextprotocol/server-everything/package.json")), "dist", "index.js");
-  everything = await spawnReady(node22Bin(), [everythingMain, "streamableHttp"], { PORT: String(port) }, /listening on port/);
+  // server-everything listens on every interface; the preload binds it to loopback.
+  const loopback = join(dirname(toolhostBin()), "..", "bench", "mcpload", "loopback.cjs");
+  everything = await spawnReady(node22Bin(), ["--require", loopback, everythingMain, "streamableHttp"], { PORT: String(port) }, /listening on port/);
   everything.url = `http://127.0.0.1:${port}/mcp`;
   goPort = await freePort();
   goServer = await startGo();

@@ -169,18 +169,34 @@ func (g *Gateway) RemoteTool(ctx context.Context, account, name string) (*tools.
 		if srv.Name != prefix || !srv.Enabled {
 			continue
 		}
-		st := g.known(ctx, srv, g.linkFor(srv))
+		l := g.linkFor(srv)
+		st := g.known(ctx, srv, l)
 		if st.Source == SourceUnavailable {
 			return nil, tools.Errorf(tools.CodeUpstreamUnavailable, "the MCP server %s cannot be reached (%s) and toolhost has no list of its tools; try again later", srv.Name, st.Err)
 		}
-		for _, t := range st.Tools {
-			r, exposed, err := g.remote(srv, t, st.Source)
-			if err == nil && r != nil && exposed == name {
-				return r, nil
-			}
-		}
+		return l.byName(g, srv, st)[name], nil
 	}
 	return nil, nil
+}
+
+// byName is the listing's callable tools by exposed name (the first of
+// a name wins, as in the catalog), built once per listing: a call looks
+// its tool up here instead of rebuilding every spec.
+func (l *link) byName(g *Gateway, srv mcpremote.Server, st Status) map[string]*tools.Remote {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.built != nil && l.builtAt.Equal(st.ListedAt) && l.builtSource == st.Source {
+		return l.built
+	}
+	m := map[string]*tools.Remote{}
+	for _, t := range st.Tools {
+		r, exposed, err := g.remote(srv, t, st.Source)
+		if err == nil && r != nil && m[exposed] == nil {
+			m[exposed] = r
+		}
+	}
+	l.built, l.builtAt, l.builtSource = m, st.ListedAt, st.Source
+	return m
 }
 
 // remote makes a listed tool a tools.Remote: the name, the governance,

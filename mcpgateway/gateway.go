@@ -15,6 +15,7 @@ import (
 
 	"toolhost/mcpremote"
 	"toolhost/neterr"
+	"toolhost/tools"
 )
 
 // Options configure a Gateway.
@@ -122,6 +123,10 @@ type link struct {
 	tools    []*sdk.Tool // the last live listing
 	listedAt time.Time
 	stale    bool
+	// built caches byName for the listing of builtAt and builtSource.
+	built       map[string]*tools.Remote
+	builtAt     time.Time
+	builtSource string
 
 	progress sync.Map // progress token → tools invocation progress func
 }

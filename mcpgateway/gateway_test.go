@@ -24,14 +24,14 @@ import (
 // upstream is a test MCP server on a loopback port that can be stopped
 // and started again on the same port.
 type upstream struct {
-	t    *testing.T
+	t    testing.TB
 	ts   *testserver.Server
 	addr string
 	srv  *http.Server
 	wg   sync.WaitGroup
 }
 
-func startUpstream(t *testing.T, hostile bool) *upstream {
+func startUpstream(t testing.TB, hostile bool) *upstream {
 	t.Helper()
 	u := &upstream{t: t, ts: testserver.New(hostile), addr: "127.0.0.1:0"}
 	u.start()
@@ -83,14 +83,14 @@ func (u *upstream) restart(hostile bool) {
 func (u *upstream) url() string { return "http://" + u.addr + "/mcp" }
 
 type rig struct {
-	t     *testing.T
+	t     testing.TB
 	store *mcpremote.MemStore
 	seal  *mcpremote.Sealer
 	gw    *mcpgateway.Gateway
 	exec  *tools.Executor
 }
 
-func newRig(t *testing.T, opts mcpgateway.Options) *rig {
+func newRig(t testing.TB, opts mcpgateway.Options) *rig {
 	t.Helper()
 	dial, err := fetchpage.DialContext([]string{"127.0.0.1"}, time.Second)
 	if err != nil {
