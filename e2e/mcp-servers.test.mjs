@@ -14,6 +14,7 @@ import { once } from "node:events";
 import { writeFile, rm } from "node:fs/promises";
 import { join, dirname } from "node:path";
 import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
 import { after, before, test } from "node:test";
 import { startServer, freePort, node22Bin, tempDir, toolhostBin } from "./lib/server.mjs";
 import { connectHTTP, textOf } from "./lib/mcp.mjs";
@@ -65,7 +66,7 @@ before(async () => {
   const require = createRequire(import.meta.url);
   const everythingMain = join(dirname(require.resolve("@modelcontextprotocol/server-everything/package.json")), "dist", "index.js");
   // server-everything listens on every interface; the preload binds it to loopback.
-  const loopback = join(dirname(toolhostBin()), "..", "bench", "mcpload", "loopback.cjs");
+  const loopback = fileURLToPath(new URL("../bench/mcpload/loopback.cjs", import.meta.url));
   everything = await spawnReady(node22Bin(), ["--require", loopback, everythingMain, "streamableHttp"], { PORT: String(port) }, /listening on port/);
   everything.url = `http://127.0.0.1:${port}/mcp`;
   goPort = await freePort();

@@ -472,3 +472,64 @@ func TestPrivateAddressesAreRefusedByTheDialer(t *testing.T) {
 		t.Fatalf("sealing without a key: %v", err)
 	}
 }
+
+// oauth_client_credentials: the gateway gets a token from the token
+// endpoint (dialed under the same policy) and the server sees it.
+func TestClientCredentialsTokenReachesTheServer(t *testing.T) {
+	up := startUpstream(t, false)
+	up.ts.Auth = "Bearer cc-token-1"
+	var asked sync.Mutex
+	var form string
+	tokenLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokenSrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		id, secret, _ := r.BasicAuth()
+		asked.Lock()
+		form = r.PostForm.Get("grant_type") + " " + id + ":" + secret + " " + r.PostForm.Get("scope")
+		asked.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"access_token":"cc-token-1","token_type":"Bearer","expires_in":3600}`))
+	})}
+	go func() { _ = tokenSrv.Serve(tokenLn) }()
+	t.Cleanup(func() { tokenSrv.Close() })
+	r := newRig(t, mcpgateway.Options{})
+	r.register("acct_a", "demo", up.url(), func(s *mcpremote.Server, sec *mcpremote.Secrets) {
+		s.Auth = mcpremote.Auth{Type: mcpremote.AuthClientCredentials, TokenURL: "http://" + tokenLn.Addr().String() + "/token",
+			ClientID: "toolhost", Scopes: []string{"tools.read"}}
+		sec.ClientSecret = "cc-secret"
+	})
+	if out := r.call("acct_a", "demo__echo", `{"message":"hi"}`); out.IsError {
+		t.Fatalf("with a client-credentials token: %+v", out)
+	}
+	asked.Lock()
+	defer asked.Unlock()
+	if form != "client_credentials toolhost:cc-secret tools.read" {
+		t.Fatalf("token request: %q", form)
+	}
+}
+
+// Progress notifications of the remote tool reach the caller.
+func TestProgressIsForwarded(t *testing.T) {
+	up := startUpstream(t, true)
+	r := newRig(t, mcpgateway.Options{})
+	r.register("acct_a", "evil", up.url(), nil)
+	var mu sync.Mutex
+	var got []float64
+	out, err := r.exec.Execute(context.Background(), tools.Proposal{Tool: "evil__progress", Args: json.RawMessage(`{}`),
+		Caller: tools.Caller{AccountID: "acct_a"}, Progress: func(p, total float64, msg string) {
+			mu.Lock()
+			got = append(got, p)
+			mu.Unlock()
+		}})
+	if err != nil || out.IsError {
+		t.Fatal(err, out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 3 || got[2] != 3 {
+		t.Fatalf("progress: %v", got)
+	}
+}

@@ -114,6 +114,15 @@ func New(hostile bool) *Server {
 			s.count("huge")
 			return text(strings.Repeat("x", 10<<20)), nil
 		})
+	s.srv.AddTool(&sdk.Tool{Name: "progress", Description: "Reports progress three times.", InputSchema: obj(``), Annotations: ro},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			s.count("progress")
+			tok := req.Params.GetProgressToken()
+			for i := 1; i <= 3 && tok != nil; i++ {
+				_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: 3})
+			}
+			return text("done"), nil
+		})
 	// Listed like any tool; its call is answered by Handler with 10 MB
 	// at once.
 	s.srv.AddTool(&sdk.Tool{Name: "flood", Description: "Answers 10 MB at once.", InputSchema: obj(``), Annotations: ro},
