@@ -121,6 +121,9 @@ func New(hostile bool) *Server {
 			for i := 1; i <= 3 && tok != nil; i++ {
 				_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: 3})
 			}
+			// The client handles notifications apart from the answer; a
+			// pause lets them arrive while the call is still open.
+			time.Sleep(100 * time.Millisecond)
 			return text("done"), nil
 		})
 	// Listed like any tool; its call is answered by Handler with 10 MB
