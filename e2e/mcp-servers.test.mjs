@@ -168,6 +168,16 @@ test("live: runtime catalog and MCP tools/list of that account only; calls throu
   res = await alpha.callTool({ name: "gotest__add", arguments: { a: "two", b: 3 } });
   assert.equal(res.isError, true);
   assert.equal(errorCode(res), "invalid_arguments");
+  // Journaled with provider_type mcp, the secrets nowhere in the records.
+  const sid = alpha.transport.sessionId;
+  assert.ok(sid, "the MCP session id");
+  const j = await api("GET", `/tool-executions?session_id=${encodeURIComponent(sid)}&provider_type=mcp&sort_order=asc`, keys.alpha);
+  assert.equal(j.status, 200, JSON.stringify(j.body));
+  assert.deepEqual(j.body.data.map((r) => [r.tool_name, r.provider_type, r.status]), [
+    ["everything__echo", "mcp", "success"], ["everything__get_sum", "mcp", "success"], ["gotest__add", "mcp", "success"], ["gotest__add", "mcp", "error"],
+  ]);
+  assert.ok(j.body.data.every((r) => r.provider_id.startsWith("mcp:mcpsrv_")));
+  assert.ok(!JSON.stringify(j.body).includes("e2e-bearer-secret"));
   // Not in beta's tools/list, so beta's MCP server does not know it.
   await assert.rejects(beta.callTool({ name: "gotest__add", arguments: { a: 2, b: 3 } }), /unknown tool "gotest__add"/);
 });

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -438,8 +439,11 @@ func TestBearerSecretReachesTheServerAndNothingElse(t *testing.T) {
 	if strings.Contains(string(b), "s3cret") {
 		t.Fatal("the token reached the journal")
 	}
-	// A wrong token: the server refuses, the call fails clearly.
-	r2 := newRig(t, mcpgateway.Options{})
+	// A wrong token: the server refuses, the call fails clearly, and the
+	// token is in no log line.
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	r2 := newRig(t, mcpgateway.Options{Logger: slog.New(slog.NewJSONHandler(lockedWriter{&logMu, &logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	r2.register("acct_a", "demo", up.url(), func(s *mcpremote.Server, sec *mcpremote.Secrets) {
 		s.Auth.Type = mcpremote.AuthBearer
 		sec.BearerToken = "wrong"
@@ -448,6 +452,50 @@ func TestBearerSecretReachesTheServerAndNothingElse(t *testing.T) {
 	wantCode(t, out, tools.CodeUpstreamUnavailable)
 	if strings.Contains(out.Text, "wrong") {
 		t.Fatalf("the token is echoed: %s", out.Text)
+	}
+	r2.runtime("acct_a")
+	logMu.Lock()
+	defer logMu.Unlock()
+	if strings.Contains(logs.String(), "wrong") || strings.Contains(logs.String(), "s3cret") {
+		t.Fatalf("a token in the logs: %s", logs.String())
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// A caller that gives up cancels the call upstream.
+func TestCancellationReachesTheServer(t *testing.T) {
+	up := startUpstream(t, true)
+	r := newRig(t, mcpgateway.Options{})
+	r.register("acct_a", "evil", up.url(), nil)
+	r.runtime("acct_a")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan *tools.Outcome)
+	go func() {
+		out, _ := r.exec.Execute(ctx, tools.Proposal{Tool: "evil__hang", Args: json.RawMessage(`{}`), Caller: tools.Caller{AccountID: "acct_a"}})
+		done <- out
+	}()
+	for up.ts.Calls("hang") == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	out := <-done
+	wantCode(t, out, tools.CodeCancelled)
+	deadline := time.Now().Add(5 * time.Second)
+	for up.ts.Cancelled("hang") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the server's handler was not cancelled")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -39,6 +39,10 @@ func (s *Server) Calls(tool string) int {
 	return s.calls[tool]
 }
 
+// Cancelled returns how many calls of tool saw their context cancelled
+// (notifications/cancelled, or the session closed).
+func (s *Server) Cancelled(tool string) int { return s.Calls(tool + ":cancelled") }
+
 func (s *Server) count(tool string) {
 	s.mu.Lock()
 	s.calls[tool]++
@@ -99,6 +103,7 @@ func New(hostile bool) *Server {
 			s.count("hang")
 			select {
 			case <-ctx.Done():
+				s.count("hang:cancelled")
 			case <-time.After(10 * time.Minute):
 			}
 			return text("late"), nil
