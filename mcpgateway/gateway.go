@@ -197,12 +197,34 @@ func (l *link) connect(ctx context.Context) error {
 		// ends the call at once); the event cap guards the standalone stream.
 		MaxEventSize: int(g.opts.MaxResultBytes) + 64<<10,
 	}
-	sess, err := client.Connect(ctx, tr, nil)
-	if err != nil {
-		return fmt.Errorf("connect to the MCP server %s: %w", l.srv.Name, err)
+	// Connect closes a session whose initialize failed, and that close
+	// waits for the cancellation notice to a server that may never read
+	// it (seconds): the caller's deadline is kept, and whatever Connect
+	// returns late is closed by the goroutine that waits for it.
+	type connected struct {
+		sess *sdk.ClientSession
+		err  error
 	}
-	l.sess = sess
-	return nil
+	ch := make(chan connected, 1)
+	go func() {
+		sess, err := client.Connect(ctx, tr, nil)
+		ch <- connected{sess, err}
+	}()
+	select {
+	case c := <-ch:
+		if c.err != nil {
+			return fmt.Errorf("connect to the MCP server %s: %w", l.srv.Name, c.err)
+		}
+		l.sess = c.sess
+		return nil
+	case <-ctx.Done():
+		go func() {
+			if c := <-ch; c.sess != nil {
+				_ = c.sess.Close()
+			}
+		}()
+		return fmt.Errorf("connect to the MCP server %s: %w", l.srv.Name, ctx.Err())
+	}
 }
 
 // reseal writes the secrets again under the current key (rotation).

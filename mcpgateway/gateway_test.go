@@ -616,3 +616,48 @@ func TestRotatedKeyResealsOnUse(t *testing.T) {
 		t.Fatal("the old key alone still opens the re-sealed secrets")
 	}
 }
+
+// A server that accepts connections and never answers (not even
+// initialize): the catalog says so within the probe timeout and a call
+// fails within the server's timeout.
+func TestSilentServerIsBoundedByTheTimeouts(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	r := newRig(t, mcpgateway.Options{ProbeTimeout: 300 * time.Millisecond})
+	r.register("acct_a", "mute", "http://"+ln.Addr().String()+"/mcp", func(s *mcpremote.Server, _ *mcpremote.Secrets) {
+		s.Timeout = 500 * time.Millisecond
+	})
+	start := time.Now()
+	cat := r.runtime("acct_a")
+	if len(cat.MCPServers) != 1 || cat.MCPServers[0].CatalogSource != "unavailable" {
+		t.Fatalf("silent server: %+v", cat.MCPServers)
+	}
+	out := r.call("acct_a", "mute__anything", `{}`)
+	wantCode(t, out, tools.CodeUpstreamUnavailable)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("took %s", d)
+	}
+}
