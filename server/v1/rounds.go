@@ -57,5 +57,11 @@ func (s *RoundStore) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// A caller sees its own account's rounds only.
-	server.WriteJSON(w, http.StatusOK, map[string]any{"object": "list", "data": s.ByRequest(IdentityFrom(r.Context()).AccountID, id)})
+	server.WriteJSON(w, http.StatusOK, roundList{Object: "list", Data: s.ByRequest(IdentityFrom(r.Context()).AccountID, id)})
+}
+
+// roundList is the answer of GET /v1/tool-rounds.
+type roundList struct {
+	Data   []loop.RoundLog `json:"data"`
+	Object string          `json:"object"`
 }
