@@ -82,6 +82,10 @@ type Config struct {
 	// Fetch configures fetch_page (SSRF allow-list, limits, robots, cache).
 	Fetch fetchpage.Config `json:"fetch"`
 
+	// MCPServers configures the gateway to remote MCP servers
+	// (mcpservers.go in this folder).
+	MCPServers MCPServersConfig `json:"mcp_servers"`
+
 	// Journal configures the execution journal (journal.go in this folder).
 	Journal JournalConfig `json:"journal"`
 

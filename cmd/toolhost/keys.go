@@ -86,7 +86,7 @@ func secureRoutes(routes map[string]http.Handler, a server.Authenticator, dev bo
 			out[pattern] = server.Auth(a, dev, keys.ScopeHosted, true)(v1Identity(h))
 		case strings.HasPrefix(path, "/admin/") || path == "/metrics":
 			out[pattern] = server.Auth(a, dev, keys.ScopeAdmin, false)(h)
-		case toolsWrite(pattern):
+		case toolsWrite(pattern) || strings.HasPrefix(path, "/mcp-servers"):
 			out[pattern] = server.Auth(a, dev, keys.ScopeTools, false)(h)
 		default:
 			out[pattern] = server.Auth(a, dev, "", false)(h)

@@ -27,6 +27,8 @@ import (
 	"github.com/google/uuid"
 
 	"toolhost/catalog"
+	"toolhost/mcpgateway"
+	"toolhost/mcpremote"
 	"toolhost/sandbox"
 	"toolhost/server"
 	mcpface "toolhost/server/mcp"
@@ -114,6 +116,12 @@ type common struct {
 	defs tooldef.Store
 	// variables keeps session variables, opened with sessions.
 	variables session.VariableStore
+	// mcpServers, sealer and gateway: the accounts' remote MCP servers
+	// (mcpservers.go); mcpChanged tells the MCP face their tools changed.
+	mcpServers mcpremote.Store
+	sealer     *mcpremote.Sealer
+	gateway    *mcpgateway.Gateway
+	mcpChanged func(account string)
 }
 
 // register defines the flags of the commands that run tools (serve, stdio,
@@ -158,6 +166,14 @@ func newExecutor(c *common, logger *slog.Logger) (*tools.Executor, func(), error
 	}
 	toolsCleanup := cleanup
 	cleanup = func() { toolsCleanup(); closeJournal() }
+	if err := setupGateway(c, logger); err != nil {
+		cleanup()
+		return nil, nil, usageError{err}
+	}
+	if c.gateway != nil {
+		jc := cleanup
+		cleanup = func() { c.gateway.Close(); jc() }
+	}
 	exec, err := tools.NewExecutor(tools.Options{
 		DefaultTimeout:     c.cfg.Tools.DefaultTimeout.D(),
 		MaxResultBytes:     c.cfg.Tools.MaxResultBytes,
@@ -174,6 +190,7 @@ func newExecutor(c *common, logger *slog.Logger) (*tools.Executor, func(), error
 		Variables:          c.variables,
 		Scripts:            scriptRunner(c),
 		ScriptsEnabled:     scriptsEnabled(c),
+		Remote:             remoteTools(c),
 	}, ts...)
 	if err != nil {
 		cleanup()
@@ -268,6 +285,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	routes = withJournalRoutes(routes, exec)
 	routes = withDefinitionRoutes(routes, &c, exec, mcpSrv.DefinitionsChanged)
+	routes = withMCPServerRoutes(routes, &c, exec, mcpSrv.DefinitionsChanged, logger)
 	routes = withSlotCheck(routes, exec.Slots())
 	for pattern, h := range keyRoutes(ks) {
 		routes[pattern] = h
@@ -410,7 +428,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitStartup
 	}
 	defer cleanup()
-	if _, ok := exec.Catalog().Lookup(tool); !ok && !slices.Contains(tools.SessionToolNames, tool) && !exec.HasDefinition(ctx, tools.LocalAccount, *sess, tool) {
+	if _, ok := exec.Catalog().Lookup(tool); !ok && !slices.Contains(tools.SessionToolNames, tool) && !exec.HasDefinition(ctx, tools.LocalAccount, *sess, tool) && !exec.HasRemote(ctx, tools.LocalAccount, tool) {
 		names := []string{}
 		for _, s := range exec.Catalog().List() {
 			names = append(names, s.Name)

@@ -117,6 +117,7 @@ func openJournal(c *common, logger *slog.Logger) (*journal.Journal, func(), erro
 	j := journal.New(db, opts)
 	c.sessions = session.NewCache(db, time.Second)
 	c.variables = db
+	c.mcpServers = db
 	closeAll := func() {
 		j.Close()
 		if err := db.Close(); err != nil {
