@@ -13,15 +13,14 @@ import (
 	"text/tabwriter"
 	"time"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/go-redis/v9"
 
 	"toolhost/keys"
 	"toolhost/server"
 	"toolhost/server/admin"
+	mcpface "toolhost/server/mcp"
 	v1 "toolhost/server/v1"
 	"toolhost/store"
-	"toolhost/tools"
 )
 
 // KeysConfig is the "keys" section of the config file.
@@ -83,7 +82,7 @@ func secureRoutes(routes map[string]http.Handler, a server.Authenticator, dev bo
 		}
 		switch {
 		case strings.HasPrefix(path, "/v1/"):
-			out[pattern] = server.Auth(a, dev, keys.ScopeHosted, true)(v1Identity(h))
+			out[pattern] = server.Auth(a, dev, keys.ScopeHosted, true)(h)
 		case strings.HasPrefix(path, "/admin/") || path == "/metrics":
 			out[pattern] = server.Auth(a, dev, keys.ScopeAdmin, false)(h)
 		case toolsWrite(pattern):
@@ -104,14 +103,6 @@ func toolsWrite(pattern string) bool {
 		return false
 	}
 	return strings.HasPrefix(path, "/tools/definitions") || strings.HasPrefix(path, "/sessions")
-}
-
-// accountOf is the journal's account for a request: the caller's own.
-func accountOf(r *http.Request) string {
-	if id := server.IdentityFrom(r.Context()); id != nil {
-		return id.AccountID
-	}
-	return "local"
 }
 
 // keySubcommands are the subcommands of toolhost keys, in usage order.
@@ -318,18 +309,7 @@ func mcpHandler(h http.Handler, a server.Authenticator, dev bool) http.Handler {
 	if dev {
 		return server.Auth(a, true, "", false)(h)
 	}
-	return server.Auth(a, false, keys.ScopeMCP, false)(server.MCPTokenInfo(h))
-}
-
-// mcpCaller is the MCP face's Identify hook: the account and key of the
-// token the request carried, or the local account in --dev.
-func mcpCaller(_ context.Context, extra *sdk.RequestExtra) tools.Caller {
-	if extra != nil {
-		if id := server.IdentityFromTokenInfo(extra.TokenInfo); id != nil {
-			return tools.Caller{AccountID: id.AccountID, KeyID: id.KeyID, Scopes: id.Scopes}
-		}
-	}
-	return tools.Caller{AccountID: server.DevIdentity.AccountID, Scopes: server.DevIdentity.Scopes}
+	return server.Auth(a, false, keys.ScopeMCP, false)(mcpface.Authenticated(h))
 }
 
 // withSlotCheck refuses a /v1 request whose X-Toolhost-Slot names no
@@ -352,14 +332,4 @@ func withSlotCheck(routes map[string]http.Handler, slots []string) map[string]ht
 		})
 	}
 	return routes
-}
-
-// v1Identity hands the identity Auth established to the /v1 handlers.
-func v1Identity(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if id := server.IdentityFrom(r.Context()); id != nil {
-			r = r.WithContext(v1.WithIdentity(r.Context(), v1.Identity{AccountID: id.AccountID, KeyID: id.KeyID, Scopes: id.Scopes}))
-		}
-		h.ServeHTTP(w, r)
-	})
 }

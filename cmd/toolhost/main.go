@@ -242,7 +242,6 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	defer cleanup()
 
 	mcpSrv := mcpface.New(exec, mcpface.Options{
-		Identify:       mcpCaller,
 		Version:        version,
 		Stateless:      *stateless || c.cfg.MCP.Stateless,
 		JSONResponse:   c.cfg.MCP.JSONResponse,
@@ -251,14 +250,8 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 			MaxBodyBytes: c.cfg.MCP.MaxBodyBytes, MaxClientInfoBytes: c.cfg.MCP.MaxClientInfoBytes,
 			SessionsPerKey: c.cfg.MCP.SessionsPerKey, Sessions: c.cfg.MCP.Sessions,
 		},
-		AccountOf: accountOf,
-		KeyOf: func(r *http.Request) string {
-			if id := server.IdentityFrom(r.Context()); id != nil {
-				return id.KeyID
-			}
-			return ""
-		},
-		Logger: logger,
+		Anonymous: server.DevIdentity, // --dev; otherwise every request carries its identity
+		Logger:    logger,
 	})
 	// routes: every extra route of the HTTP server (/v1 here; others add
 	// theirs to the same map).

@@ -216,7 +216,6 @@ func withDefinitionRoutes(routes map[string]http.Handler, c *common, exec *tools
 		},
 		ScriptsEnabled: func() bool { return scripts },
 		Changed:        changed,
-		Account:        accountOf,
 	}
 	for pattern, h := range d.Routes() {
 		routes[pattern] = h
@@ -229,12 +228,12 @@ func withJournalRoutes(routes map[string]http.Handler, exec *tools.Executor) map
 	if routes == nil {
 		routes = map[string]http.Handler{}
 	}
-	jr := &admin.Journal{Store: exec.Journal().Store(), Account: accountOf}
+	jr := &admin.Journal{Store: exec.Journal().Store()}
 	for pattern, h := range jr.Routes() {
 		routes[pattern] = h
 	}
 	if st := exec.Sessions(); st != nil {
-		ss := &admin.Sessions{Store: st, Slots: exec.Slots(), Account: accountOf,
+		ss := &admin.Sessions{Store: st, Slots: exec.Slots(),
 			Runtime: func(ctx context.Context, account, id, slot string) (any, error) {
 				return exec.Runtime(ctx, account, id, slot)
 			}}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 
+	"toolhost/identity"
 	"toolhost/loop"
 	"toolhost/server"
 )
@@ -39,7 +40,7 @@ func (h *Handler) serveChat(w http.ResponseWriter, r *http.Request, body []byte)
 		writeRequestError(w, h.runError(ctx, err))
 		return
 	}
-	id := IdentityFrom(ctx)
+	id, _ := identity.FromContext(ctx)
 	run := &loop.Run{
 		Request: cr.loop,
 		Hosted:  cr.hosted,
@@ -49,9 +50,7 @@ func (h *Handler) serveChat(w http.ResponseWriter, r *http.Request, body []byte)
 			RequestID:      requestID(ctx),
 			SessionID:      sessionID(r, cr.metadata),
 			Slot:           r.Header.Get(SlotHeader),
-			AccountID:      id.AccountID,
-			KeyID:          id.KeyID,
-			Scopes:         id.Scopes,
+			Identity:       id,
 			TraceID:        server.TraceID(r.Header),
 			IdempotencyKey: r.Header.Get("Idempotency-Key"),
 			Metadata:       cr.metadata,

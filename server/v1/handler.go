@@ -92,28 +92,6 @@ func (h *Handler) Routes() map[string]http.Handler {
 	return m
 }
 
-// Identity is who is calling, as authentication established it. The auth
-// middleware stores it with WithIdentity; without one the caller is
-// anonymous (dev mode).
-type Identity struct {
-	AccountID string
-	KeyID     string
-	Scopes    []string
-}
-
-type identityKey struct{}
-
-// WithIdentity returns ctx carrying id.
-func WithIdentity(ctx context.Context, id Identity) context.Context {
-	return context.WithValue(ctx, identityKey{}, id)
-}
-
-// IdentityFrom returns the caller's identity (zero when anonymous).
-func IdentityFrom(ctx context.Context) Identity {
-	id, _ := ctx.Value(identityKey{}).(Identity)
-	return id
-}
-
 // requestID is the id of a /v1 request: the extension field's request_id
 // and the journal floor_id of its hosted calls.
 func requestID(ctx context.Context) string {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"toolhost/identity"
 	"toolhost/loop"
 	"toolhost/loop/upstream/anthropic"
 	"toolhost/server"
@@ -40,7 +41,7 @@ func (h *Handler) serveMessages(w http.ResponseWriter, r *http.Request, body []b
 		writeMessagesError(w, h.runError(ctx, err))
 		return
 	}
-	id := IdentityFrom(ctx)
+	id, _ := identity.FromContext(ctx)
 	run := &loop.Run{
 		Request: mr.loop,
 		Hosted:  mr.hosted,
@@ -50,9 +51,7 @@ func (h *Handler) serveMessages(w http.ResponseWriter, r *http.Request, body []b
 			RequestID:      requestID(ctx),
 			SessionID:      sessionID(r, mr.metadata),
 			Slot:           r.Header.Get(SlotHeader),
-			AccountID:      id.AccountID,
-			KeyID:          id.KeyID,
-			Scopes:         id.Scopes,
+			Identity:       id,
 			TraceID:        server.TraceID(r.Header),
 			IdempotencyKey: r.Header.Get("Idempotency-Key"),
 			Metadata:       mr.metadata,

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"toolhost/identity"
 	"toolhost/loop"
 	"toolhost/server"
 )
@@ -47,7 +48,7 @@ func (h *Handler) serveResponses(w http.ResponseWriter, r *http.Request, body []
 		writeRequestError(w, h.runError(ctx, err))
 		return
 	}
-	id := IdentityFrom(ctx)
+	id, _ := identity.FromContext(ctx)
 	run := &loop.Run{
 		Request: rq.loop,
 		Hosted:  rq.hosted,
@@ -57,9 +58,7 @@ func (h *Handler) serveResponses(w http.ResponseWriter, r *http.Request, body []
 			RequestID:      requestID(ctx),
 			SessionID:      sessionID(r, rq.metadata),
 			Slot:           r.Header.Get(SlotHeader),
-			AccountID:      id.AccountID,
-			KeyID:          id.KeyID,
-			Scopes:         id.Scopes,
+			Identity:       id,
 			TraceID:        server.TraceID(r.Header),
 			IdempotencyKey: r.Header.Get("Idempotency-Key"),
 			Metadata:       rq.metadata,

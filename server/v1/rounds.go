@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"sync"
 
+	"toolhost/identity"
 	"toolhost/loop"
 	"toolhost/server"
 )
@@ -57,5 +58,6 @@ func (s *RoundStore) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// A caller sees its own account's rounds only.
-	server.WriteJSON(w, http.StatusOK, map[string]any{"object": "list", "data": s.ByRequest(IdentityFrom(r.Context()).AccountID, id)})
+	caller, _ := identity.FromContext(r.Context())
+	server.WriteJSON(w, http.StatusOK, map[string]any{"object": "list", "data": s.ByRequest(caller.AccountID, id)})
 }
