@@ -275,19 +275,13 @@ func keyRoutes(svc *keys.Service) map[string]http.Handler {
 	return (&admin.Keys{Service: svc}).Routes()
 }
 
-// setupKeys opens the key service for serve. Outside --dev, a store with no
+// setupKeys builds the key service for serve on the store. Outside --dev, a store with no
 // key at all gets a first admin key, whose secret is printed once to stderr.
-func setupKeys(ctx context.Context, c *common, dev bool, logger *slog.Logger, stderr io.Writer) (*keys.Service, func(), error) {
-	db, err := openStore(ctx, c)
+func setupKeys(ctx context.Context, c *common, db *store.DB, dev bool, logger *slog.Logger, stderr io.Writer) (*keys.Service, func(), error) {
+	svc, cleanup, err := newKeys(c, db, logger)
 	if err != nil {
 		return nil, nil, err
 	}
-	svc, closeLimiter, err := newKeys(c, db, logger)
-	if err != nil {
-		db.Close()
-		return nil, nil, err
-	}
-	cleanup := func() { closeLimiter(); db.Close() }
 	if !dev {
 		secret, created, err := svc.Bootstrap(ctx)
 		if err != nil {

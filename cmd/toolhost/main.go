@@ -27,11 +27,10 @@ import (
 	"github.com/google/uuid"
 
 	"toolhost/catalog"
-	"toolhost/sandbox"
+	"toolhost/keys"
 	"toolhost/server"
 	mcpface "toolhost/server/mcp"
-	"toolhost/session"
-	"toolhost/tooldef"
+	"toolhost/store"
 	"toolhost/tools"
 	"toolhost/tools/runcode"
 )
@@ -96,24 +95,6 @@ type common struct {
 	// redis, when set, holds the per-key limit state shared by replicas
 	// (keys.go).
 	redis string
-	// authorizer admits calls under API-key limits (serve only; keys.go).
-	authorizer tools.Authorizer
-	// sandbox is run_code's sandbox once toolset built it; /healthz reports
-	// its runtimes and warm pools.
-	sandbox *sandbox.Sandbox
-	// skipRunCode leaves run_code (and its runtimes) out of the toolset:
-	// toolhost call of another tool.
-	skipRunCode bool
-	// preload: start loading run_code's runtimes as soon as the sandbox
-	// exists (servers), not on the first call (one-shot commands).
-	preload bool
-	// sessions is the session store (with its cache) once openJournal
-	// opened the store; the REST API and the pipeline share it.
-	sessions session.Store
-	// defs is the tool definitions store, opened with sessions.
-	defs tooldef.Store
-	// variables keeps session variables, opened with sessions.
-	variables session.VariableStore
 }
 
 // register defines the flags of the commands that run tools (serve, stdio,
@@ -144,42 +125,6 @@ func parseFlags(ctx context.Context, fs *flag.FlagSet, args []string, c *common)
 	}
 	c.cfg = cfg
 	return nil
-}
-
-func newExecutor(c *common, logger *slog.Logger) (*tools.Executor, func(), error) {
-	ts, cleanup, err := toolset(c, logger)
-	if err != nil {
-		return nil, nil, err
-	}
-	jr, closeJournal, err := openJournal(c, logger)
-	if err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	toolsCleanup := cleanup
-	cleanup = func() { toolsCleanup(); closeJournal() }
-	exec, err := tools.NewExecutor(tools.Options{
-		DefaultTimeout:     c.cfg.Tools.DefaultTimeout.D(),
-		MaxResultBytes:     c.cfg.Tools.MaxResultBytes,
-		JournalArgsBytes:   c.cfg.Journal.MaxArgsBytes,
-		JournalResultBytes: c.cfg.Journal.MaxResultBytes,
-		Logger:             logger,
-		Journal:            jr,
-		Authorizer:         c.authorizer,
-		LogCalls:           true,
-		LogSample:          c.cfg.Log.callSample(),
-		Slots:              c.cfg.Tools.Slots,
-		Sessions:           c.sessions,
-		Definitions:        c.defs,
-		Variables:          c.variables,
-		Scripts:            scriptRunner(c),
-		ScriptsEnabled:     scriptsEnabled(c),
-	}, ts...)
-	if err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	return exec, cleanup, nil
 }
 
 func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
@@ -228,18 +173,17 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := tuneGC(logger, c.cfg.Server.MemoryLimitMiB); err != nil {
 		return usageError{err}
 	}
-	ks, closeKeys, err := setupKeys(ctx, &c, *dev, logger, stderr)
+	a, err := openApp(ctx, &c, logger, appOptions{
+		preload: true, // compile run_code's runtimes and fill the pools now
+		keys: func(db *store.DB) (*keys.Service, func(), error) {
+			return setupKeys(ctx, &c, db, *dev, logger, stderr)
+		},
+	})
 	if err != nil {
 		return startupError{err}
 	}
-	defer closeKeys()
-	c.authorizer = tools.KeysAuthorizer(ks)
-	c.preload = true // compile run_code's runtimes and fill the pools now
-	exec, cleanup, err := newExecutor(&c, logger)
-	if err != nil {
-		return startupError{err}
-	}
-	defer cleanup()
+	defer a.close()
+	exec, ks := a.exec, a.keys
 
 	mcpSrv := mcpface.New(exec, mcpface.Options{
 		Version:        version,
@@ -260,12 +204,12 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	routes = withJournalRoutes(routes, exec)
-	routes = withDefinitionRoutes(routes, &c, exec, mcpSrv.DefinitionsChanged)
+	routes = withDefinitionRoutes(routes, &c, a.defs, exec, mcpSrv.DefinitionsChanged)
 	routes = withSlotCheck(routes, exec.Slots())
 	for pattern, h := range keyRoutes(ks) {
 		routes[pattern] = h
 	}
-	for pattern, h := range metricsRoutes(c.sandbox) {
+	for pattern, h := range metricsRoutes(a.sandbox) {
 		routes[pattern] = h
 	}
 	// OAuth for remote MCP clients beside the API keys (oauth.go); never
@@ -295,7 +239,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		Limits:          c.cfg.Server.limits(),
 		Logger:          logger,
 		Health: func() map[string]any {
-			return map[string]any{"run_code": c.sandbox.Status(), "hosted": hostedHealth()}
+			return map[string]any{"run_code": a.sandbox.Status(), "hosted": hostedHealth()}
 		},
 	})
 	if ctx.Err() != nil {
@@ -345,20 +289,19 @@ func cmdStdio(ctx context.Context, args []string, stderr io.Writer) error {
 	// stdout carries the protocol; every log line goes to stderr (which
 	// Claude Desktop keeps in its MCP log file).
 	logger, err := lf.logger(stderr, c.cfg.Log)
-	// A client launches this process to use it: load run_code's runtimes
-	// while it initializes, not on its first call.
-	c.preload = true
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	exec, cleanup, err := newExecutor(&c, logger)
+	// A client launches this process to use it: load run_code's runtimes
+	// while it initializes, not on its first call.
+	a, err := openApp(ctx, &c, logger, appOptions{preload: true})
 	if err != nil {
 		return startupError{err}
 	}
-	defer cleanup()
-	srv := mcpface.New(exec, mcpface.Options{Version: version, Lang: catalog.Lang(*lang), Logger: logger})
+	defer a.close()
+	srv := mcpface.New(a.exec, mcpface.Options{Version: version, Lang: catalog.Lang(*lang), Logger: logger})
 	if err := srv.RunStdio(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		return err
 	}
@@ -392,8 +335,8 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c.cfg.Sandbox.PythonPool, c.cfg.Sandbox.JavaScriptPool = -1, -1
 	// A tool that is not a builtin may be a definition with a script
 	// handler, which runs in run_code's sandbox.
-	c.skipRunCode = tool != runCodeName && slices.Contains(builtinNames, tool)
-	exec, cleanup, err := newExecutor(&c, logger)
+	skipRunCode := tool != runCodeName && slices.Contains(builtinNames, tool)
+	a, err := openApp(ctx, &c, logger, appOptions{skipRunCode: skipRunCode})
 	if err != nil {
 		fmt.Fprintf(stderr, "toolhost call: %v\n", err)
 		var ue usageError
@@ -402,13 +345,14 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return exitStartup
 	}
-	defer cleanup()
+	defer a.close()
+	exec := a.exec
 	if _, ok := exec.Catalog().Lookup(tool); !ok && !slices.Contains(tools.SessionToolNames, tool) && !exec.HasDefinition(ctx, tools.LocalAccount, tool) {
 		names := []string{}
 		for _, s := range exec.Catalog().List() {
 			names = append(names, s.Name)
 		}
-		if c.skipRunCode {
+		if skipRunCode {
 			names = append(names, runCodeName)
 		}
 		fmt.Fprintf(stderr, "toolhost call: unknown tool %q; available: %s\n", tool, strings.Join(names, ", "))

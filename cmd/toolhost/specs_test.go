@@ -18,13 +18,13 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // refreshed on purpose with `go test ./cmd/toolhost -run TestToolSpecs -update`.
 func TestToolSpecsMatchGolden(t *testing.T) {
 	c := &common{data: t.TempDir(), testTools: true, cfg: defaultConfig()}
-	ts, cleanup, err := toolset(c, slog.New(slog.DiscardHandler))
+	kit, err := toolset(c, slog.New(slog.DiscardHandler), toolsetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cleanup()
+	defer kit.close()
 	var buf bytes.Buffer
-	for _, tl := range ts {
+	for _, tl := range kit.tools {
 		spec := tl.Spec()
 		// Re-indent the raw schemas so the golden diff is readable.
 		var in, out any

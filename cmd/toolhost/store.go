@@ -14,6 +14,7 @@ import (
 
 	"toolhost/catalog"
 	"toolhost/journal"
+	"toolhost/sandbox"
 	"toolhost/server/admin"
 	"toolhost/session"
 	"toolhost/store"
@@ -89,14 +90,10 @@ func openStore(ctx context.Context, c *common) (*store.DB, error) {
 	return db, nil
 }
 
-// openJournal opens the store, marks this process alive in it and
-// reconciles the calls that dead processes left open, before any call runs.
-func openJournal(c *common, logger *slog.Logger) (*journal.Journal, func(), error) {
-	ctx := context.Background()
-	db, err := openStore(ctx, c)
-	if err != nil {
-		return nil, nil, err
-	}
+// openJournal starts the journal on the store: it marks this process
+// alive there and reconciles the calls that dead processes left open,
+// before any call runs. The caller closes the journal, then the store.
+func openJournal(ctx context.Context, c *common, db *store.DB, logger *slog.Logger) (*journal.Journal, error) {
 	delay := DefaultCommitDelay
 	if d := c.cfg.Journal.CommitDelay; d != nil {
 		delay = d.D()
@@ -115,30 +112,20 @@ func openJournal(c *common, logger *slog.Logger) (*journal.Journal, func(), erro
 		opts.WaitForStore = c.cfg.Journal.WaitForStore
 	}
 	j := journal.New(db, opts)
-	c.sessions = session.NewCache(db, time.Second)
-	c.variables = db
-	closeAll := func() {
-		j.Close()
-		if err := db.Close(); err != nil {
-			logger.Warn("closing the journal store", "err", err)
-		}
-	}
-	presets, err := presetDefinitions(c)
-	if err != nil {
-		closeAll()
-		return nil, nil, err
-	}
-	c.defs = tooldef.WithPresets(db, presets)
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	n, err := j.Start(sctx)
 	if err != nil {
-		closeAll()
-		return nil, nil, err
+		j.Close()
+		return nil, err
 	}
 	logger.Info("journal ready", "store", db.Dialect(), "instance_id", j.InstanceID(), "reconciled", n)
-	return j, closeAll, nil
+	return j, nil
 }
+
+// sessionCache is the session store the REST API and the pipeline share:
+// the store's, behind a short-lived cache.
+func sessionCache(db *store.DB) session.Store { return session.NewCache(db, time.Second) }
 
 // scriptsEnabled reports whether tool definitions may carry script
 // handlers: ENABLE_UNSAFE_SCRIPT_HANDLER=true or the config key.
@@ -148,11 +135,11 @@ func scriptsEnabled(c *common) bool {
 
 // scriptRunner runs script handlers in run_code's sandbox when the
 // toolset built one.
-func scriptRunner(c *common) tools.ScriptRunner {
-	if c.sandbox == nil {
+func scriptRunner(sb *sandbox.Sandbox) tools.ScriptRunner {
+	if sb == nil {
 		return nil
 	}
-	return runcode.NewScripts(c.sandbox)
+	return runcode.NewScripts(sb)
 }
 
 // builtinNames are the tools toolhost call knows without reading the
@@ -181,10 +168,7 @@ func presetDefinitions(c *common) ([]tooldef.Definition, error) {
 }
 
 // withDefinitionRoutes adds GET /tools/builtin and the definitions CRUD.
-func withDefinitionRoutes(routes map[string]http.Handler, c *common, exec *tools.Executor, changed func(account string)) map[string]http.Handler {
-	if c.defs == nil {
-		return routes
-	}
+func withDefinitionRoutes(routes map[string]http.Handler, c *common, defs tooldef.Store, exec *tools.Executor, changed func(account string)) map[string]http.Handler {
 	test := map[string]bool{}
 	for _, t := range []tools.Tool{sleep.New(), sleep.NewEffect()} {
 		test[t.Spec().Name] = true
@@ -204,7 +188,7 @@ func withDefinitionRoutes(routes map[string]http.Handler, c *common, exec *tools
 	}
 	scripts := scriptsEnabled(c)
 	d := &admin.Definitions{
-		Store:    c.defs,
+		Store:    defs,
 		Builtins: func() []catalog.Spec { return builtins },
 		Rules: tooldef.Rules{
 			Slots: exec.Slots(),
