@@ -18,7 +18,6 @@ import (
 	"toolhost/keys"
 	"toolhost/server"
 	"toolhost/server/admin"
-	mcpface "toolhost/server/mcp"
 	v1 "toolhost/server/v1"
 	"toolhost/store"
 )
@@ -68,41 +67,6 @@ func newKeys(c *common, db *store.DB, logger *slog.Logger) (*keys.Service, func(
 	}
 	svc := keys.New(keys.Options{Store: db, Limiter: limiter, Prices: c.cfg.Keys.Prices, Logger: logger})
 	return svc, cleanup, nil
-}
-
-// secureRoutes puts every route behind authentication with the scope its
-// path needs: /v1 hosted (x-api-key accepted too), /admin admin, the journal
-// any valid key (its records scoped to the key's account).
-func secureRoutes(routes map[string]http.Handler, a server.Authenticator, dev bool) map[string]http.Handler {
-	out := make(map[string]http.Handler, len(routes))
-	for pattern, h := range routes {
-		_, path, _ := strings.Cut(pattern, " ")
-		if path == "" {
-			path = pattern
-		}
-		switch {
-		case strings.HasPrefix(path, "/v1/"):
-			out[pattern] = server.Auth(a, dev, keys.ScopeHosted, true)(h)
-		case strings.HasPrefix(path, "/admin/") || path == "/metrics":
-			out[pattern] = server.Auth(a, dev, keys.ScopeAdmin, false)(h)
-		case toolsWrite(pattern):
-			out[pattern] = server.Auth(a, dev, keys.ScopeTools, false)(h)
-		default:
-			out[pattern] = server.Auth(a, dev, "", false)(h)
-		}
-	}
-	return out
-}
-
-// toolsWrite reports the routes that change an account's tools API state
-// (definitions, sessions, permissions): they need the tools scope; reading
-// them needs any key of the account, like the journal.
-func toolsWrite(pattern string) bool {
-	method, path, _ := strings.Cut(pattern, " ")
-	if method == http.MethodGet || method == "" {
-		return false
-	}
-	return strings.HasPrefix(path, "/tools/definitions") || strings.HasPrefix(path, "/sessions")
 }
 
 // keySubcommands are the subcommands of toolhost keys, in usage order.
@@ -297,23 +261,12 @@ func setupKeys(ctx context.Context, c *common, db *store.DB, dev bool, logger *s
 	return svc, cleanup, nil
 }
 
-// mcpHandler puts the MCP endpoint behind the mcp scope and hands the
-// caller's identity to the go-sdk.
-func mcpHandler(h http.Handler, a server.Authenticator, dev bool) http.Handler {
-	if dev {
-		return server.Auth(a, true, "", false)(h)
-	}
-	return server.Auth(a, false, keys.ScopeMCP, false)(mcpface.Authenticated(h))
-}
-
 // withSlotCheck refuses a /v1 request whose X-Toolhost-Slot names no
 // configured slot with a 400, before any upstream round is spent on it.
 func withSlotCheck(routes map[string]http.Handler, slots []string) map[string]http.Handler {
+	out := make(map[string]http.Handler, len(routes))
 	for pattern, h := range routes {
-		if _, path, _ := strings.Cut(pattern, " "); !strings.HasPrefix(path, "/v1/") {
-			continue
-		}
-		routes[pattern] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		out[pattern] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			vals := r.Header.Values(v1.SlotHeader)
 			if len(vals) > 1 || (len(vals) == 1 && !slices.Contains(slots, vals[0])) {
 				server.WriteJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{
@@ -325,5 +278,5 @@ func withSlotCheck(routes map[string]http.Handler, slots []string) map[string]ht
 			h.ServeHTTP(w, r)
 		})
 	}
-	return routes
+	return out
 }

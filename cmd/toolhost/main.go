@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"math"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -183,58 +182,18 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return startupError{err}
 	}
 	defer a.close()
-	exec, ks := a.exec, a.keys
+	exec := a.exec
 
-	mcpSrv := mcpface.New(exec, mcpface.Options{
-		Version:        version,
-		Stateless:      *stateless || c.cfg.MCP.Stateless,
-		JSONResponse:   c.cfg.MCP.JSONResponse,
-		SessionTimeout: c.cfg.MCP.SessionTimeout.D(),
-		Limits: mcpface.Limits{
-			MaxBodyBytes: c.cfg.MCP.MaxBodyBytes, MaxClientInfoBytes: c.cfg.MCP.MaxClientInfoBytes,
-			SessionsPerKey: c.cfg.MCP.SessionsPerKey, Sessions: c.cfg.MCP.Sessions,
-		},
-		Anonymous: server.DevIdentity, // --dev; otherwise every request carries its identity
-		Logger:    logger,
-	})
-	// routes: every extra route of the HTTP server (/v1 here; others add
-	// theirs to the same map).
-	routes, hostedHealth, err := hostedRoutes(&c, exec, logger)
+	mcpSrv := mcpServer(&c, exec, *stateless, logger)
+	rt, hostedHealth, err := serveRoutes(ctx, &c, a, mcpSrv, *dev, ln.Addr(), logger)
 	if err != nil {
 		return err
-	}
-	routes = withJournalRoutes(routes, exec)
-	routes = withDefinitionRoutes(routes, &c, a.defs, exec, mcpSrv.DefinitionsChanged)
-	routes = withSlotCheck(routes, exec.Slots())
-	for pattern, h := range keyRoutes(ks) {
-		routes[pattern] = h
-	}
-	for pattern, h := range metricsRoutes(a.sandbox) {
-		routes[pattern] = h
-	}
-	// OAuth for remote MCP clients beside the API keys (oauth.go); never
-	// in --dev, where nothing is authenticated.
-	var authn server.Authenticator = ks
-	var oauthPublic map[string]http.Handler
-	if !*dev {
-		var oauthAdmin map[string]http.Handler
-		authn, oauthAdmin, oauthPublic, err = setupOAuth(ctx, c.cfg.Auth.OAuth, ks, ln.Addr(), logger)
-		if err != nil {
-			return startupError{err}
-		}
-		for pattern, h := range oauthAdmin {
-			routes[pattern] = h
-		}
-	}
-	routes = secureRoutes(routes, authn, *dev)
-	for pattern, h := range oauthPublic {
-		routes[pattern] = h
 	}
 	srv := server.New(server.Options{
 		Addr:            *addr,
 		Version:         version,
-		MCP:             mcpHandler(mcpSrv.Handler(), authn, *dev),
-		Routes:          routes,
+		MCP:             mcpHandler(mcpSrv.Handler(), rt.authn, *dev),
+		Routes:          rt.m,
 		ShutdownTimeout: c.cfg.ShutdownTimeout.D(),
 		Limits:          c.cfg.Server.limits(),
 		Logger:          logger,
@@ -250,7 +209,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	auth := "off (--dev: every caller is the local account)"
 	if !*dev {
 		auth = "on: send Authorization: Bearer <API key>; the first admin key is printed once when the store is created, more with `toolhost keys create`"
-		if _, ok := authn.(server.TokenAuthenticator); ok {
+		if _, ok := rt.authn.(server.TokenAuthenticator); ok {
 			auth += "; OAuth for remote MCP clients (docs/oauth.md)"
 		}
 	}

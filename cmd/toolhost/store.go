@@ -167,8 +167,8 @@ func presetDefinitions(c *common) ([]tooldef.Definition, error) {
 	return rules.Presets(c.cfg.Tools.Presets, time.Now())
 }
 
-// withDefinitionRoutes adds GET /tools/builtin and the definitions CRUD.
-func withDefinitionRoutes(routes map[string]http.Handler, c *common, defs tooldef.Store, exec *tools.Executor, changed func(account string)) map[string]http.Handler {
+// definitionRoutes are GET /tools/builtin and the definitions CRUD.
+func definitionRoutes(c *common, defs tooldef.Store, exec *tools.Executor, changed func(account string)) map[string]http.Handler {
 	test := map[string]bool{}
 	for _, t := range []tools.Tool{sleep.New(), sleep.NewEffect()} {
 		test[t.Spec().Name] = true
@@ -201,17 +201,12 @@ func withDefinitionRoutes(routes map[string]http.Handler, c *common, defs toolde
 		ScriptsEnabled: func() bool { return scripts },
 		Changed:        changed,
 	}
-	for pattern, h := range d.Routes() {
-		routes[pattern] = h
-	}
-	return routes
+	return d.Routes()
 }
 
-// withJournalRoutes adds the journal's REST routes to routes.
-func withJournalRoutes(routes map[string]http.Handler, exec *tools.Executor) map[string]http.Handler {
-	if routes == nil {
-		routes = map[string]http.Handler{}
-	}
+// journalRoutes are the journal's REST routes and the sessions'.
+func journalRoutes(exec *tools.Executor) map[string]http.Handler {
+	routes := map[string]http.Handler{}
 	jr := &admin.Journal{Store: exec.Journal().Store()}
 	for pattern, h := range jr.Routes() {
 		routes[pattern] = h
