@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strconv"
 	"time"
 
 	"toolhost/sandbox"
@@ -183,14 +184,39 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // D returns the value as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
-// envDefaults sets every flag of fs that the command line did not set from
-// TOOLHOST_<FLAG> (upper case, dashes as underscores).
+// overrides are the flags that override a key of the config file: given
+// on the command line or as TOOLHOST_<FLAG>, the flag's value replaces the
+// file's. One setting, two spellings — never two settings to reconcile.
+var overrides = map[string]func(cfg *Config, value string) error{
+	"redis": func(cfg *Config, v string) error { cfg.Keys.Redis = v; return nil },
+	"stateless": func(cfg *Config, v string) (err error) {
+		cfg.MCP.Stateless, err = strconv.ParseBool(v)
+		return err
+	},
+}
+
+// applyOverrides writes the override flags that were set into cfg.
+func applyOverrides(fs *flag.FlagSet, cfg *Config) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		if o, ok := overrides[f.Name]; ok && err == nil {
+			if e := o(cfg, f.Value.String()); e != nil {
+				err = fmt.Errorf("--%s: %w", f.Name, e)
+			}
+		}
+	})
+	return err
+}
+
+// envDefaults sets every setting (a flag in settings) of fs that the
+// command line did not set from TOOLHOST_<FLAG> (upper case, dashes as
+// underscores).
 func envDefaults(fs *flag.FlagSet) error {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
-		if set[f.Name] || err != nil {
+		if set[f.Name] || !settings[f.Name] || err != nil {
 			return
 		}
 		key := envName(f.Name)

@@ -30,7 +30,7 @@ type KeysConfig struct {
 	// priced units.
 	Prices map[string]float64 `json:"prices"`
 	// Redis holds the per-key limit state shared by replicas
-	// ("redis://127.0.0.1:6379/0"); also --redis / TOOLHOST_REDIS. Empty:
+	// ("redis://127.0.0.1:6379/0"); --redis / TOOLHOST_REDIS override it. Empty:
 	// the state is kept in process memory, right for one process only.
 	Redis string `json:"redis"`
 	// RedisPrefix namespaces the limit keys in Redis ("toolhost:").
@@ -42,10 +42,7 @@ type KeysConfig struct {
 func newKeys(c *common, db *store.DB, logger *slog.Logger) (*keys.Service, func(), error) {
 	var limiter keys.Limiter
 	cleanup := func() {}
-	url := c.redis
-	if url == "" {
-		url = c.cfg.Keys.Redis
-	}
+	url := c.cfg.Keys.Redis
 	if url != "" {
 		opt, err := redis.ParseURL(url)
 		if err != nil {

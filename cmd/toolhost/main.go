@@ -91,9 +91,6 @@ type common struct {
 	postgres string
 	// runtimes is the folder holding python.wasm and quickjs.wasm (run_code).
 	runtimes string
-	// redis, when set, holds the per-key limit state shared by replicas
-	// (keys.go).
-	redis string
 }
 
 // register defines the flags of the commands that run tools (serve, stdio,
@@ -102,7 +99,7 @@ func (c *common) register(fs *flag.FlagSet) {
 	c.registerStore(fs)
 	fs.BoolVar(&c.testTools, "test-tools", false, "also publish the test-only sleep tools (tests and load runs only)")
 	fs.StringVar(&c.runtimes, "runtimes", "", "`DIR` holding run_code's runtimes (python.wasm, quickjs.wasm); default: searched next to the binary, in <data>/runtimes, the user cache and ./runtimes")
-	fs.StringVar(&c.redis, "redis", "", "Redis `URL` for per-key limit state shared by replicas (default: in process memory)")
+	fs.String("redis", "", "Redis `URL` for per-key limit state shared by replicas (default: in process memory); overrides keys.redis")
 }
 
 // registerStore defines the flags that locate the store and the config.
@@ -122,6 +119,9 @@ func parseFlags(ctx context.Context, fs *flag.FlagSet, args []string, c *common)
 	if err != nil {
 		return usageError{err}
 	}
+	if err := applyOverrides(fs, &cfg); err != nil {
+		return usageError{err}
+	}
 	c.cfg = cfg
 	return nil
 }
@@ -134,7 +134,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	lf.register(fs, "info")
 	addr := fs.String("addr", "127.0.0.1:8080", "listen `ADDRESS` (host:port; port 0 picks a free one)")
 	dev := fs.Bool("dev", false, "development mode: no authentication; only on a loopback address")
-	stateless := fs.Bool("stateless", false, "MCP stateless mode for replicas behind a load balancer (no sessions, no server-initiated notifications outside a request)")
+	fs.Bool("stateless", false, "MCP stateless mode for replicas behind a load balancer (no sessions, no server-initiated notifications outside a request); overrides mcp.stateless")
 	if err := parseFlags(ctx, fs, args, &c); err != nil {
 		return err
 	}
@@ -184,7 +184,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	defer a.close()
 	exec := a.exec
 
-	mcpSrv := mcpServer(&c, exec, *stateless, logger)
+	mcpSrv := mcpServer(&c, exec, logger)
 	rt, hostedHealth, err := serveRoutes(ctx, &c, a, mcpSrv, *dev, ln.Addr(), logger)
 	if err != nil {
 		return err

@@ -83,10 +83,10 @@ func serveRoutes(ctx context.Context, c *common, a *app, mcpSrv *mcpface.Server,
 }
 
 // mcpServer is serve's MCP face, from the config's mcp section.
-func mcpServer(c *common, exec *tools.Executor, stateless bool, logger *slog.Logger) *mcpface.Server {
+func mcpServer(c *common, exec *tools.Executor, logger *slog.Logger) *mcpface.Server {
 	return mcpface.New(exec, mcpface.Options{
 		Version:        version,
-		Stateless:      stateless || c.cfg.MCP.Stateless,
+		Stateless:      c.cfg.MCP.Stateless,
 		JSONResponse:   c.cfg.MCP.JSONResponse,
 		SessionTimeout: c.cfg.MCP.SessionTimeout.D(),
 		Limits: mcpface.Limits{
