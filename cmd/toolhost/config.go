@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"toolhost/config/duration"
 	"toolhost/sandbox"
 	"toolhost/server"
 	"toolhost/tooldef"
@@ -52,7 +53,7 @@ type Config struct {
 		JSONResponse bool `json:"json_response"`
 		// SessionTimeout closes idle sessions (default "30m"; "-1s" keeps
 		// them until the client deletes them).
-		SessionTimeout Duration `json:"session_timeout"`
+		SessionTimeout duration.Duration `json:"session_timeout"`
 		// SessionsPerKey and Sessions cap open sessions per API key (256)
 		// and in all (4096); MaxClientInfoBytes caps initialize's
 		// clientInfo (8 KiB); MaxBodyBytes one POST body (4 MiB).
@@ -62,8 +63,8 @@ type Config struct {
 		MaxBodyBytes       int64 `json:"max_body_bytes"`
 	} `json:"mcp"`
 	Tools struct {
-		DefaultTimeout Duration `json:"default_timeout"`
-		MaxResultBytes int      `json:"max_result_bytes"`
+		DefaultTimeout duration.Duration `json:"default_timeout"`
+		MaxResultBytes int               `json:"max_result_bytes"`
 		// Slots are the caller slots a call may declare (MCP _meta
 		// toolhost/slot, X-Toolhost-Slot, toolhost call --slot); default
 		// narrator, director, verifier, memory.
@@ -96,7 +97,7 @@ type Config struct {
 	// Log configures the per-call log lines (logging.go in this folder).
 	Log LogConfig `json:"log"`
 
-	ShutdownTimeout Duration `json:"shutdown_timeout"`
+	ShutdownTimeout duration.Duration `json:"shutdown_timeout"`
 	// Server bounds connections: idle and header timeouts, the time to
 	// send a request body, header size, open connections in all and per
 	// client address (server.Limits; -1 turns a connection cap off); and
@@ -109,12 +110,12 @@ type Config struct {
 
 // ServerConfig is the "server" section of the config file.
 type ServerConfig struct {
-	ReadHeaderTimeout   Duration `json:"read_header_timeout"`
-	IdleTimeout         Duration `json:"idle_timeout"`
-	BodyTimeout         Duration `json:"body_timeout"`
-	MaxHeaderBytes      int      `json:"max_header_bytes"`
-	MaxConnections      int      `json:"max_connections"`
-	MaxConnectionsPerIP int      `json:"max_connections_per_ip"`
+	ReadHeaderTimeout   duration.Duration `json:"read_header_timeout"`
+	IdleTimeout         duration.Duration `json:"idle_timeout"`
+	BodyTimeout         duration.Duration `json:"body_timeout"`
+	MaxHeaderBytes      int               `json:"max_header_bytes"`
+	MaxConnections      int               `json:"max_connections"`
+	MaxConnectionsPerIP int               `json:"max_connections_per_ip"`
 	// MemoryLimitMiB is serve's soft memory limit (Go's GOMEMLIMIT): 0
 	// takes the default (384 MiB), -1 sets none. See tuneGC.
 	MemoryLimitMiB int64 `json:"memory_limit_mib"`
@@ -130,10 +131,10 @@ func (s ServerConfig) limits() server.Limits {
 func defaultConfig() Config {
 	var c Config
 	c.Hosted.Label = "toolhost"
-	c.MCP.SessionTimeout = Duration(30 * time.Minute)
-	c.Tools.DefaultTimeout = Duration(60 * time.Second)
+	c.MCP.SessionTimeout = duration.Duration(30 * time.Minute)
+	c.Tools.DefaultTimeout = duration.Duration(60 * time.Second)
 	c.Tools.MaxResultBytes = 256 << 10
-	c.ShutdownTimeout = Duration(10 * time.Second)
+	c.ShutdownTimeout = duration.Duration(10 * time.Second)
 	return c
 }
 
@@ -162,27 +163,6 @@ func loadConfig(path string) (Config, error) {
 }
 
 var slotPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
-
-// Duration is a time.Duration written as "30s" in JSON.
-type Duration time.Duration
-
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
-
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration must be a string such as \"30s\": %w", err)
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return err
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// D returns the value as a time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }
 
 // overrides are the flags that override a key of the config file: given
 // on the command line or as TOOLHOST_<FLAG>, the flag's value replaces the

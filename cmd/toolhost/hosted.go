@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 
+	"toolhost/config/duration"
 	"toolhost/loop"
 	"toolhost/loop/upstream"
 	"toolhost/loop/upstream/anthropic"
@@ -33,9 +34,9 @@ type RouteConfig struct {
 	// Prices: quota units per million tokens, by model name or pattern
 	// ("*" = default).
 	Prices         map[string]loop.Price `json:"prices"`
-	HeaderTimeout  Duration              `json:"header_timeout"`
-	IdleTimeout    Duration              `json:"idle_timeout"`
-	RequestTimeout Duration              `json:"request_timeout"`
+	HeaderTimeout  duration.Duration     `json:"header_timeout"`
+	IdleTimeout    duration.Duration     `json:"idle_timeout"`
+	RequestTimeout duration.Duration     `json:"request_timeout"`
 }
 
 // hostedRoutes builds the /v1 handler and its routes from the config, and

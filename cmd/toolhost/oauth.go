@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"toolhost/config/duration"
 	"toolhost/grants"
 	"toolhost/keys"
 	"toolhost/server"
@@ -32,8 +33,8 @@ type OAuthConfig struct {
 	AccountClaim string `json:"account_claim"`
 	// AccessTokenTTL (default "1h") and RefreshTokenTTL (default "720h")
 	// of the embedded server's tokens.
-	AccessTokenTTL  Duration `json:"access_token_ttl"`
-	RefreshTokenTTL Duration `json:"refresh_token_ttl"`
+	AccessTokenTTL  duration.Duration `json:"access_token_ttl"`
+	RefreshTokenTTL duration.Duration `json:"refresh_token_ttl"`
 	// ClientMetadataPrivateHosts lets Client ID Metadata Documents be
 	// fetched from private and loopback addresses (default: public only).
 	ClientMetadataPrivateHosts bool `json:"client_metadata_private_hosts"`

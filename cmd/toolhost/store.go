@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"toolhost/catalog"
+	"toolhost/config/duration"
 	"toolhost/journal"
 	"toolhost/sandbox"
 	"toolhost/server/admin"
@@ -31,7 +32,7 @@ type JournalConfig struct {
 	// stored result and other arguments are refused; after it, the key is
 	// free and a call with it runs as a new call. Expired keys are purged at
 	// start-up; journal records are never deleted.
-	IdempotencyRetention Duration `json:"idempotency_retention"`
+	IdempotencyRetention duration.Duration `json:"idempotency_retention"`
 	// MaxArgsBytes and MaxResultBytes bound what one record keeps of a
 	// call's arguments (64 KiB) and result (256 KiB); more is cut and
 	// marked "…[truncated by the journal: N bytes in all]".
@@ -46,7 +47,7 @@ type JournalConfig struct {
 	// before a commit while other calls are in flight ("300us" by default,
 	// "0s" never waits): fewer transactions for a bounded wait per write.
 	// It applies to writes that go to the store directly (spool off).
-	CommitDelay *Duration `json:"commit_delay"`
+	CommitDelay *duration.Duration `json:"commit_delay"`
 	// Spool is the journal's write-ahead spool under DATA/journal (on by
 	// default): a call's opened record is durable there before its tool
 	// runs, and reaches the store while the call runs or together with its
@@ -60,7 +61,7 @@ type JournalConfig struct {
 	// ApplyInterval is how long a spooled write may wait before it is
 	// written to the store ("200ms" by default); reads through the REST API
 	// do not wait for it (they apply the spools first).
-	ApplyInterval Duration `json:"apply_interval"`
+	ApplyInterval duration.Duration `json:"apply_interval"`
 	// WaitForStore makes every finished call wait until its record is in
 	// the store itself, not only in the spool (off by default): one commit
 	// on every call's path, for deployments that want a returned call in
