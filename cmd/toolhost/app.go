@@ -95,7 +95,7 @@ func openApp(ctx context.Context, c *common, logger *slog.Logger, o appOptions) 
 		Journal:            jr,
 		Authorizer:         authorizer,
 		LogCalls:           true,
-		LogSample:          c.cfg.Log.callSample(),
+		LogSample:          c.cfg.Log.Sample(),
 		Slots:              c.cfg.Tools.Slots,
 		Sessions:           sessionCache(a.db),
 		Definitions:        a.defs,

@@ -29,9 +29,6 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if _, err := (&logFlags{format: "text", level: "info"}).logger(io.Discard, c.cfg.Log); err != nil {
-		return exitCodeOf(err, stderr, "check")
-	}
 	// run_code is checked below without starting its sandbox, and the
 	// search cache stays in memory: check creates nothing.
 	c.cfg.Search.Cache.MemoryOnly = true

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 
-	"toolhost/config/duration"
 	"toolhost/loop"
 	"toolhost/loop/upstream"
 	"toolhost/loop/upstream/anthropic"
@@ -14,30 +13,6 @@ import (
 	v1 "toolhost/server/v1"
 	"toolhost/tools"
 )
-
-// RouteConfig is one upstream model API in the config file
-// (hosted.routes[]).
-type RouteConfig struct {
-	Name string `json:"name"`
-	// Protocol is the upstream's wire format: "openai" (Chat Completions)
-	// or "anthropic" (the Messages API).
-	Protocol string `json:"protocol"`
-	// BaseURL is the API root ("https://…/v1"); /chat/completions is
-	// appended.
-	BaseURL string `json:"base_url"`
-	// APIKeyEnv names the environment variable holding the API key; the key
-	// itself never goes into the file.
-	APIKeyEnv string `json:"api_key_env"`
-	// Models are model names or patterns ("gpt-4o*"); empty serves all.
-	Models        []string `json:"models"`
-	SupportsTools bool     `json:"supports_tools"`
-	// Prices: quota units per million tokens, by model name or pattern
-	// ("*" = default).
-	Prices         map[string]loop.Price `json:"prices"`
-	HeaderTimeout  duration.Duration     `json:"header_timeout"`
-	IdleTimeout    duration.Duration     `json:"idle_timeout"`
-	RequestTimeout duration.Duration     `json:"request_timeout"`
-}
 
 // hostedRoutes builds the /v1 handler and its routes from the config, and
 // a function reporting the routes' state for /healthz. A route whose API key

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,21 +22,6 @@ import (
 	v1 "toolhost/server/v1"
 	"toolhost/store"
 )
-
-// KeysConfig is the "keys" section of the config file.
-type KeysConfig struct {
-	// Prices maps a tool to its price per paid unit (web_search: per
-	// provider call, fetch_page: per PDF page, run_code: per started
-	// second). Unlisted tools cost 1 per unit. The monthly cap is in these
-	// priced units.
-	Prices map[string]float64 `json:"prices"`
-	// Redis holds the per-key limit state shared by replicas
-	// ("redis://127.0.0.1:6379/0"); --redis / TOOLHOST_REDIS override it. Empty:
-	// the state is kept in process memory, right for one process only.
-	Redis string `json:"redis"`
-	// RedisPrefix namespaces the limit keys in Redis ("toolhost:").
-	RedisPrefix string `json:"redis_prefix"`
-}
 
 // newKeys builds the key service on an open store: Redis limit state when
 // configured (replicas), process memory otherwise.
@@ -64,6 +50,54 @@ func newKeys(c *common, db *store.DB, logger *slog.Logger) (*keys.Service, func(
 	}
 	svc := keys.New(keys.Options{Store: db, Limiter: limiter, Prices: c.cfg.Keys.Prices, Logger: logger})
 	return svc, cleanup, nil
+}
+
+// keyFlags are the flags of the keys subcommands; each subcommand defines
+// the ones it takes (register), the others stay nil.
+type keyFlags struct {
+	account, name, scopes, month *string
+	cpm, conc                    *int
+	capUnits                     *float64
+	asJSON                       *bool
+}
+
+func (f *keyFlags) register(fs *flag.FlagSet, sub string) {
+	switch sub {
+	case "create", "list", "usage":
+		f.account = fs.String("account", "", "`ACCOUNT` id (create: required; list, usage: only this account)")
+	}
+	switch sub {
+	case "create":
+		f.name = fs.String("name", "", "key `NAME` (required), e.g. ci or alice-laptop")
+		f.scopes = fs.String("scopes", "mcp,hosted", "comma-separated `SCOPES`: mcp, hosted, admin")
+	case "usage":
+		f.month = fs.String("month", keys.Month(time.Now()), "`MONTH` as YYYY-MM")
+	}
+	switch sub {
+	case "create", "set-limits":
+		f.cpm = fs.Int("calls-per-minute", -1, "MCP calls per minute, `N` (0 = unlimited; -1 keeps the current value)")
+		f.conc = fs.Int("concurrent-calls", -1, "MCP calls at once, `N` (0 = unlimited; -1 keeps the current value)")
+		f.capUnits = fs.Float64("monthly-units-cap", -1, "monthly cap of priced paid `UNITS` (0 = unlimited; -1 keeps the current value)")
+	case "list", "usage":
+		f.asJSON = fs.Bool("json", false, "print JSON")
+	}
+}
+
+// limits is base with the limit flags that were given (>= 0) applied.
+func (f *keyFlags) limits(base keys.Limits) keys.Limits {
+	if f.cpm == nil {
+		return base
+	}
+	if *f.cpm >= 0 {
+		base.CallsPerMinute = *f.cpm
+	}
+	if *f.conc >= 0 {
+		base.ConcurrentCalls = *f.conc
+	}
+	if *f.capUnits >= 0 {
+		base.MonthlyUnitsCap = *f.capUnits
+	}
+	return base
 }
 
 // keySubcommands are the subcommands of toolhost keys, in usage order.
@@ -96,29 +130,9 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("keys " + sub)
 	var c common
 	c.registerStore(fs)
-	var account, name, scopes, month *string
-	var cpm, conc *int
-	var capUnits *float64
-	var asJSON *bool
-	switch sub {
-	case "create", "list", "usage":
-		account = fs.String("account", "", "`ACCOUNT` id (create: required; list, usage: only this account)")
-	}
-	switch sub {
-	case "create":
-		name = fs.String("name", "", "key `NAME` (required), e.g. ci or alice-laptop")
-		scopes = fs.String("scopes", "mcp,hosted", "comma-separated `SCOPES`: mcp, hosted, admin")
-	case "usage":
-		month = fs.String("month", keys.Month(time.Now()), "`MONTH` as YYYY-MM")
-	}
-	switch sub {
-	case "create", "set-limits":
-		cpm = fs.Int("calls-per-minute", -1, "MCP calls per minute, `N` (0 = unlimited; -1 keeps the current value)")
-		conc = fs.Int("concurrent-calls", -1, "MCP calls at once, `N` (0 = unlimited; -1 keeps the current value)")
-		capUnits = fs.Float64("monthly-units-cap", -1, "monthly cap of priced paid `UNITS` (0 = unlimited; -1 keeps the current value)")
-	case "list", "usage":
-		asJSON = fs.Bool("json", false, "print JSON")
-	}
+	var kf keyFlags
+	kf.register(fs, sub)
+	account, name, scopes, month, asJSON := kf.account, kf.name, kf.scopes, kf.month, kf.asJSON
 	if err := parseFlags(ctx, fs, args[1:], &c); err != nil {
 		return exitCodeOf(err, stderr, "keys "+sub)
 	}
@@ -140,21 +154,7 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	svc := keys.New(keys.Options{Store: db})
 	out := json.NewEncoder(stdout)
 	out.SetIndent("", "  ")
-	limitsFrom := func(base keys.Limits) keys.Limits {
-		if cpm == nil {
-			return base
-		}
-		if *cpm >= 0 {
-			base.CallsPerMinute = *cpm
-		}
-		if *conc >= 0 {
-			base.ConcurrentCalls = *conc
-		}
-		if *capUnits >= 0 {
-			base.MonthlyUnitsCap = *capUnits
-		}
-		return base
-	}
+	limitsFrom := kf.limits
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "toolhost keys %s: %v\n", sub, err)
 		if errors.Is(err, keys.ErrInvalidInput) || errors.Is(err, keys.ErrNotFound) {
@@ -179,14 +179,7 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			_ = out.Encode(ks)
 			return exitOK
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tACCOUNT\tNAME\tPREFIX\tSCOPES\tCPM\tCONC\tCAP\tLAST USED\tREVOKED")
-		for _, k := range ks {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%d\t%d\t%g\t%s\t%s\n", k.ID, k.AccountID, k.Name, k.Prefix,
-				strings.Join(k.Scopes, ","), k.Limits.CallsPerMinute, k.Limits.ConcurrentCalls, k.Limits.MonthlyUnitsCap,
-				when(k.LastUsedAt), when(k.RevokedAt))
-		}
-		tw.Flush()
+		printKeys(stdout, ks)
 	case "revoke", "set-limits":
 		id := fs.Arg(0)
 		if sub == "revoke" {
@@ -214,14 +207,31 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			_ = out.Encode(rows)
 			return exitOK
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "MONTH\tACCOUNT\tKEY\tTOOL\tCALLS\tUNITS\tCOST")
-		for _, r := range rows {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%g\t%g\n", r.Month, r.AccountID, r.KeyID, r.Tool, r.Calls, r.Units, r.Cost)
-		}
-		tw.Flush()
+		printUsageRows(stdout, rows)
 	}
 	return exitOK
+}
+
+// printKeys is keys list's table.
+func printKeys(w io.Writer, ks []keys.Key) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tACCOUNT\tNAME\tPREFIX\tSCOPES\tCPM\tCONC\tCAP\tLAST USED\tREVOKED")
+	for _, k := range ks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%d\t%d\t%g\t%s\t%s\n", k.ID, k.AccountID, k.Name, k.Prefix,
+			strings.Join(k.Scopes, ","), k.Limits.CallsPerMinute, k.Limits.ConcurrentCalls, k.Limits.MonthlyUnitsCap,
+			when(k.LastUsedAt), when(k.RevokedAt))
+	}
+	tw.Flush()
+}
+
+// printUsageRows is keys usage's table.
+func printUsageRows(w io.Writer, rows []keys.UsageRow) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MONTH\tACCOUNT\tKEY\tTOOL\tCALLS\tUNITS\tCOST")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%g\t%g\n", r.Month, r.AccountID, r.KeyID, r.Tool, r.Calls, r.Units, r.Cost)
+	}
+	tw.Flush()
 }
 
 func when(t *time.Time) string {

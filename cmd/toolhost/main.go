@@ -1,7 +1,7 @@
 // Command toolhost serves web_search, fetch_page, run_code and the builtin
 // tools over MCP (streamable HTTP or stdio) and as hosted tools on /v1, and
-// runs single calls from the shell. It is the only package that reads flags,
-// the environment and the config file.
+// runs single calls from the shell. It is the only package that reads flags
+// and the environment, and the only caller of config.Load.
 package main
 
 import (
@@ -26,6 +26,7 @@ import (
 	"github.com/google/uuid"
 
 	"toolhost/catalog"
+	"toolhost/config"
 	"toolhost/keys"
 	"toolhost/server"
 	mcpface "toolhost/server/mcp"
@@ -85,7 +86,7 @@ type common struct {
 	data      string
 	config    string
 	testTools bool
-	cfg       Config
+	cfg       config.Config
 	// postgres, when set, holds the journal in PostgreSQL instead of the
 	// SQLite file under data (store.go).
 	postgres string
@@ -115,7 +116,7 @@ func parseFlags(ctx context.Context, fs *flag.FlagSet, args []string, c *common)
 	if err := parseArgs(ctx, fs, args); err != nil {
 		return err
 	}
-	cfg, err := loadConfig(c.config)
+	cfg, err := config.Load(c.config)
 	if err != nil {
 		return usageError{err}
 	}
@@ -141,7 +142,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if *dev && !isLoopback(*addr) {
 		return usageError{fmt.Errorf("--dev turns authentication off, so it is only allowed on a loopback address (127.0.0.1, ::1 or localhost), not %q", *addr)}
 	}
-	logger, err := lf.logger(stderr, c.cfg.Log)
+	logger, err := lf.logger(stderr)
 	if err != nil {
 		return err
 	}
@@ -195,7 +196,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		MCP:             mcpHandler(mcpSrv.Handler(), rt.authn, *dev),
 		Routes:          rt.m,
 		ShutdownTimeout: c.cfg.ShutdownTimeout.D(),
-		Limits:          c.cfg.Server.limits(),
+		Limits:          serverLimits(c.cfg.Server),
 		Logger:          logger,
 		Health: func() map[string]any {
 			return map[string]any{"run_code": a.sandbox.Status(), "hosted": hostedHealth()}
@@ -247,7 +248,7 @@ func cmdStdio(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	// stdout carries the protocol; every log line goes to stderr (which
 	// Claude Desktop keeps in its MCP log file).
-	logger, err := lf.logger(stderr, c.cfg.Log)
+	logger, err := lf.logger(stderr)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"toolhost/catalog"
-	"toolhost/config/duration"
+	"toolhost/config"
 	"toolhost/journal"
 	"toolhost/sandbox"
 	"toolhost/server/admin"
@@ -24,53 +24,6 @@ import (
 	"toolhost/tools/runcode"
 	"toolhost/tools/sleep"
 )
-
-// JournalConfig is the "journal" section of the config file.
-type JournalConfig struct {
-	// IdempotencyRetention is how long an idempotency key is remembered
-	// ("24h" by default). Within it, the same key and arguments get the
-	// stored result and other arguments are refused; after it, the key is
-	// free and a call with it runs as a new call. Expired keys are purged at
-	// start-up; journal records are never deleted.
-	IdempotencyRetention duration.Duration `json:"idempotency_retention"`
-	// MaxArgsBytes and MaxResultBytes bound what one record keeps of a
-	// call's arguments (64 KiB) and result (256 KiB); more is cut and
-	// marked "…[truncated by the journal: N bytes in all]".
-	MaxArgsBytes   int `json:"max_args_bytes"`
-	MaxResultBytes int `json:"max_result_bytes"`
-	// SQLiteSynchronous is NORMAL (default: durable across a killed
-	// process) or FULL (also across a power cut, slower).
-	SQLiteSynchronous string `json:"sqlite_synchronous"`
-	// MaxBatch caps how many journal writes share one transaction (256).
-	MaxBatch int `json:"max_batch"`
-	// CommitDelay is how long the journal writer waits for more writes
-	// before a commit while other calls are in flight ("300us" by default,
-	// "0s" never waits): fewer transactions for a bounded wait per write.
-	// It applies to writes that go to the store directly (spool off).
-	CommitDelay *duration.Duration `json:"commit_delay"`
-	// Spool is the journal's write-ahead spool under DATA/journal (on by
-	// default): a call's opened record is durable there before its tool
-	// runs, and reaches the store while the call runs or together with its
-	// outcome, which is in the store before the call returns. false writes
-	// every record to the store and waits for it (two commits per call).
-	Spool *bool `json:"spool"`
-	// SpoolSync flushes the spool to the disk at every write (off by
-	// default: the spool survives a killed process, like SQLite's NORMAL;
-	// on, it also survives a power cut).
-	SpoolSync bool `json:"spool_sync"`
-	// ApplyInterval is how long a spooled write may wait before it is
-	// written to the store ("200ms" by default); reads through the REST API
-	// do not wait for it (they apply the spools first).
-	ApplyInterval duration.Duration `json:"apply_interval"`
-	// WaitForStore makes every finished call wait until its record is in
-	// the store itself, not only in the spool (off by default): one commit
-	// on every call's path, for deployments that want a returned call in
-	// the database even if the server's disk is lost.
-	WaitForStore bool `json:"wait_for_store"`
-}
-
-// DefaultCommitDelay is journal.commit_delay when the config says nothing.
-const DefaultCommitDelay = 300 * time.Microsecond
 
 // storeDSN is the PostgreSQL URL when given, else the SQLite file under the
 // data directory.
@@ -95,7 +48,7 @@ func openStore(ctx context.Context, c *common) (*store.DB, error) {
 // alive there and reconciles the calls that dead processes left open,
 // before any call runs. The caller closes the journal, then the store.
 func openJournal(ctx context.Context, c *common, db *store.DB, logger *slog.Logger) (*journal.Journal, error) {
-	delay := DefaultCommitDelay
+	delay := config.DefaultCommitDelay
 	if d := c.cfg.Journal.CommitDelay; d != nil {
 		delay = d.D()
 	}

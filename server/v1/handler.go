@@ -50,10 +50,13 @@ type Handler struct {
 	opts Options
 }
 
+// DefaultLabel is Options.Label's default (and hosted.label's).
+const DefaultLabel = "toolhost"
+
 // New returns the handler.
 func New(opts Options) *Handler {
 	if opts.Label == "" {
-		opts.Label = "toolhost"
+		opts.Label = DefaultLabel
 	}
 	if opts.DefaultMaxToolRounds <= 0 {
 		opts.DefaultMaxToolRounds = 8
