@@ -16,17 +16,16 @@ import (
 
 // jsEngine runs QuickJS-NG programs, one VM per run.
 type jsEngine struct {
-	s    *Sandbox
-	file runtimeFile
-	mod  *quickjs.Module
+	s *Sandbox
+	warmEngine[*jsInstance]
+	mod *quickjs.Module
 	// image is the engine's snapshot, mapped copy-on-write into each new
 	// instance where that is possible (else quickjs copies it).
 	image memImage
-	pool  *pool[*jsInstance]
 }
 
 func newJSEngine(s *Sandbox, path string) *jsEngine {
-	e := &jsEngine{s: s, file: runtimeFile{lang: JavaScript, path: path}}
+	e := &jsEngine{s: s, warmEngine: warmEngine[*jsInstance]{file: runtimeFile{lang: JavaScript, path: path}}}
 	e.pool = newPool(string(JavaScript), s.cfg.JavaScriptPool, s.cfg.Concurrency, e.start, func(j *jsInstance) { j.close() })
 	e.file.load(s, func(ctx context.Context, wasm []byte) error {
 		m, err := quickjs.Compile(ctx, s.rt, wasm)
@@ -41,25 +40,10 @@ func newJSEngine(s *Sandbox, path string) *jsEngine {
 				s.log.Warn("sandbox: JavaScript instances copy their snapshot", "err", err)
 			}
 		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			e.pool.run(s.ctx, s, s.poolBudgetKiB())
-		}()
+		e.startPool(s)
 		return nil
 	})
 	return e
-}
-
-func (e *jsEngine) available(ctx context.Context, progress func(string)) error {
-	return e.file.available(ctx, progress)
-}
-
-func (e *jsEngine) waitReady(ctx context.Context) error {
-	if err := e.file.available(ctx, func(string) {}); err != nil {
-		return err
-	}
-	return e.pool.waitFull(ctx)
 }
 
 type jsInstance struct {

@@ -10,6 +10,36 @@ import (
 	"time"
 )
 
+// warmEngine is what the engines of both languages share: their runtime
+// file and their pool of warm instances.
+type warmEngine[T any] struct {
+	file runtimeFile
+	pool *pool[T]
+}
+
+// available waits for the runtime file to be loaded and compiled.
+func (e *warmEngine[T]) available(ctx context.Context, progress func(string)) error {
+	return e.file.available(ctx, progress)
+}
+
+// waitReady waits for the runtime file and then for a full pool.
+func (e *warmEngine[T]) waitReady(ctx context.Context) error {
+	if err := e.file.available(ctx, func(string) {}); err != nil {
+		return err
+	}
+	return e.pool.waitFull(ctx)
+}
+
+// startPool keeps the pool filled, in a goroutine the sandbox waits for,
+// once the runtime is compiled.
+func (e *warmEngine[T]) startPool(s *Sandbox) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		e.pool.run(s.ctx, s, s.poolBudgetKiB())
+	}()
+}
+
 // runtimeFile is a language runtime, loaded and compiled in the background
 // on first need (a run, Ready, or Preload), never before: a process that
 // runs no code pays nothing for it. available reports the outcome to runs.

@@ -298,6 +298,20 @@ func (e *pythonEngine) takeSnapshot(ctx context.Context) (*pySnapshot, []byte, e
 	if !ok {
 		return nil, nil, errors.New("cannot read the template's memory")
 	}
+	call, err := vectorcall(view, ids)
+	if err != nil {
+		return nil, nil, err
+	}
+	img := append([]byte(nil), view...)
+	sn := &pySnapshot{memImage: memImage{size: uint64(len(img))}, sp: spg.Get(), prepare: ids.prepare, finish: ids.finish, call: call}
+	return sn, img, nil
+}
+
+// vectorcall reads from the template's memory the vectorcall pointer of
+// the guest's Python functions (prepare, finish and one other must agree),
+// after checking that the function type's layout is CPython 3.12's on
+// wasm32.
+func vectorcall(view []byte, ids handoffIDs) (uint32, error) {
 	word := func(addr uint32) (uint32, error) {
 		if uint64(addr)+4 > uint64(len(view)) {
 			return 0, fmt.Errorf("address %d is outside memory", addr)
@@ -309,30 +323,28 @@ func (e *pythonEngine) takeSnapshot(ctx context.Context) (*pySnapshot, []byte, e
 	// The basic size the guest reported checks that layout.
 	basic, err := word(ids.funcType + 16)
 	if err != nil {
-		return nil, nil, err
+		return 0, err
 	}
 	if basic != ids.basicSize {
-		return nil, nil, fmt.Errorf("function type layout is not CPython 3.12's on wasm32 (basic size %d, guest says %d)", basic, ids.basicSize)
+		return 0, fmt.Errorf("function type layout is not CPython 3.12's on wasm32 (basic size %d, guest says %d)", basic, ids.basicSize)
 	}
 	off, err := word(ids.funcType + 28)
 	if err != nil {
-		return nil, nil, err
+		return 0, err
 	}
 	if off == 0 || off+4 > basic {
-		return nil, nil, fmt.Errorf("function objects have no vectorcall slot (offset %d)", off)
+		return 0, fmt.Errorf("function objects have no vectorcall slot (offset %d)", off)
 	}
 	var calls [3]uint32
 	for i, fn := range []uint32{ids.prepare, ids.finish, ids.other} {
 		if calls[i], err = word(fn + off); err != nil {
-			return nil, nil, err
+			return 0, err
 		}
 	}
 	if calls[0] == 0 || calls[0] != calls[1] || calls[0] != calls[2] {
-		return nil, nil, fmt.Errorf("vectorcall pointers disagree (%v)", calls)
+		return 0, fmt.Errorf("vectorcall pointers disagree (%v)", calls)
 	}
-	img := append([]byte(nil), view...)
-	sn := &pySnapshot{memImage: memImage{size: uint64(len(img))}, sp: spg.Get(), prepare: ids.prepare, finish: ids.finish, call: calls[0]}
-	return sn, img, nil
+	return calls[0], nil
 }
 
 // pythonArgs is the interpreter's command line: no site module, no .pyc

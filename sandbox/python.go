@@ -30,17 +30,16 @@ var pythonBootstrap string
 // one instance per run. Instances are restored from a snapshot of a booted
 // interpreter (see pySnapshot); when no snapshot can be taken, each boots.
 type pythonEngine struct {
-	s        *Sandbox
-	file     runtimeFile
+	s *Sandbox
+	warmEngine[*pyInstance]
 	compiled wazero.CompiledModule
 	data     []wasmedit.Segment // for booting without a snapshot
 	snap     *pySnapshot        // nil: boot every instance
 	snapErr  error              // why there is no snapshot
-	pool     *pool[*pyInstance]
 }
 
 func newPythonEngine(s *Sandbox, path string) *pythonEngine {
-	e := &pythonEngine{s: s, file: runtimeFile{lang: Python, path: path}}
+	e := &pythonEngine{s: s, warmEngine: warmEngine[*pyInstance]{file: runtimeFile{lang: Python, path: path}}}
 	e.pool = newPool(string(Python), s.cfg.PythonPool, s.cfg.Concurrency, e.start, func(p *pyInstance) { p.discard() })
 	e.file.load(s, func(ctx context.Context, wasm []byte) error {
 		module, data, err := rearrangePython(wasm)
@@ -64,11 +63,7 @@ func newPythonEngine(s *Sandbox, path string) *pythonEngine {
 			e.snap = sn
 			s.log.Info("sandbox: Python snapshot ready", "from", from, "mib", sn.size>>20, "ms", time.Since(start).Milliseconds())
 		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			e.pool.run(s.ctx, s, s.poolBudgetKiB())
-		}()
+		e.startPool(s)
 		return nil
 	})
 	return e
@@ -135,17 +130,6 @@ func (e *pythonEngine) check(ctx context.Context, sn *pySnapshot) error {
 		return fmt.Errorf("printed %q, exit %d, stderr %q", got, res.ExitCode, res.Stderr)
 	}
 	return nil
-}
-
-func (e *pythonEngine) available(ctx context.Context, progress func(string)) error {
-	return e.file.available(ctx, progress)
-}
-
-func (e *pythonEngine) waitReady(ctx context.Context) error {
-	if err := e.file.available(ctx, func(string) {}); err != nil {
-		return err
-	}
-	return e.pool.waitFull(ctx)
 }
 
 // pyInstance is one CPython process-equivalent: booted, blocked reading its

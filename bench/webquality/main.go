@@ -151,25 +151,7 @@ func readGzip(path string) ([]byte, error) {
 type fetcher func(ctx context.Context, p page, format string) (string, error)
 
 func run(ctx context.Context, cfg config, out io.Writer) (bool, error) {
-	var pages []page
-	var err error
-	switch cfg.corpus {
-	case "benchmark":
-		pages, err = loadCorpus(cfg.dir)
-	case "trafilatura":
-		var dir string
-		if dir, err = trafilaturaDir(); err == nil {
-			var cases []snippetCase
-			cases, err = loadSnippetCorpus(dir)
-			for i := range cases {
-				c := &cases[i]
-				pages = append(pages, page{id: c.file, truth: truth{URL: c.url}, html: c.html, cas: c})
-			}
-			cfg.dir = dir + " (test-files/comparison)"
-		}
-	default:
-		err = fmt.Errorf("unknown corpus %q", cfg.corpus)
-	}
+	pages, err := loadPages(&cfg)
 	if err != nil {
 		return false, err
 	}
@@ -177,27 +159,11 @@ func run(ctx context.Context, cfg config, out io.Writer) (bool, error) {
 	for _, p := range pages {
 		htmlBytes += int64(len(p.html))
 	}
-	var fetch fetcher
-	var cpu func() (time.Duration, error)
-	how := "in process (-direct)"
-	if cfg.direct {
-		fetch = directFetch
-		cpu = func() (time.Duration, error) { return selfCPU(), nil }
-	} else {
-		srv, err := servePages(pages)
-		if err != nil {
-			return false, err
-		}
-		defer srv.Close()
-		th, err := startToolhost(ctx, cfg.toolhost)
-		if err != nil {
-			return false, err
-		}
-		defer th.stop()
-		fetch = th.fetchVia(srv.base)
-		cpu = func() (time.Duration, error) { return procCPU(th.cmd.Process.Pid) }
-		how = "through toolhost serve (MCP, go-sdk client) from a loopback HTTP server sending text/html without charset"
+	fetch, cpu, how, stop, err := fetchWith(ctx, cfg, pages)
+	if err != nil {
+		return false, err
 	}
+	defer stop()
 	fmt.Fprintf(out, "corpus %s: %d pages, %.1f MB of HTML; fetched %s\n\n", cfg.dir, len(pages), float64(htmlBytes)/1e6, how)
 	if cfg.corpus == "trafilatura" {
 		fmt.Fprintln(out, "| format | snippet F1 | precision | recall | accuracy | MB HTML per server CPU-second |")
@@ -211,26 +177,11 @@ func run(ctx context.Context, cfg config, out io.Writer) (bool, error) {
 		if format != "text" && format != "markdown" {
 			return false, fmt.Errorf("unknown format %q", format)
 		}
-		preds := make([]string, len(pages))
-		errs := make([]error, len(pages))
 		cpu0, err := cpu()
 		if err != nil {
 			return false, err
 		}
-		var wg sync.WaitGroup
-		next := make(chan int)
-		for range max(1, cfg.clients) {
-			wg.Go(func() {
-				for i := range next {
-					preds[i], errs[i] = fetch(ctx, pages[i], format)
-				}
-			})
-		}
-		for i := range pages {
-			next <- i
-		}
-		close(next)
-		wg.Wait()
+		preds, errs := fetchAll(ctx, pages, fetch, format, cfg.clients)
 		cpu1, err := cpu()
 		if err != nil {
 			return false, err
@@ -238,84 +189,178 @@ func run(ctx context.Context, cfg config, out io.Writer) (bool, error) {
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
-		if cfg.corpus == "trafilatura" {
-			var tp, fn, fp, tn, failed int
-			for i, p := range pages {
-				if errs[i] != nil {
-					failed++
-					fmt.Fprintf(os.Stderr, "%s %s: %v\n", p.id, format, errs[i])
-				}
-				pred := preds[i]
-				if cfg.dump != "" {
-					_ = os.MkdirAll(cfg.dump, 0o755)
-					_ = os.WriteFile(filepath.Join(cfg.dump, p.id+"."+format), []byte(pred), 0o644)
-				}
-				if format == "markdown" {
-					pred = normaliseMarkdown(pred)
-				}
-				a, b, c, d := snippetScore(*p.cas, pred)
-				tp, fn, fp, tn = tp+a, fn+b, fp+c, tn+d
-				if cfg.verbose && (b > 0 || c > 0) {
-					fmt.Fprintf(out, "%s %s missing %d, unwanted %d\n", p.id, format, b, c)
-				}
-			}
-			prec := float64(tp) / float64(max(1, tp+fp))
-			rec := float64(tp) / float64(max(1, tp+fn))
-			f1 := 2 * prec * rec / (prec + rec)
-			acc := float64(tp+tn) / float64(max(1, tp+tn+fp+fn))
-			rate := float64(htmlBytes) / 1e6 / (cpu1 - cpu0).Seconds()
-			fmt.Fprintf(out, "| %s | %.3f | %.3f | %.3f | %.3f | %.1f |\n", format, f1, prec, rec, acc, rate)
-			if failed > 0 {
-				fmt.Fprintf(out, "(%d pages failed to fetch)\n", failed)
-			}
-			if f1 < cfg.minSnippet {
-				fmt.Fprintf(out, "FAIL: %s snippet F1 %.3f is below %.3f\n", format, f1, cfg.minSnippet)
-				pass = false
-			}
-			continue
-		}
-		var scores [][3]float64
-		var exact []float64
-		failed := 0
-		for i, p := range pages {
-			pred := preds[i]
-			if errs[i] != nil {
-				failed++
-				fmt.Fprintf(os.Stderr, "%s %s: %v\n", shortID(p.id), format, errs[i])
-			}
-			if cfg.dump != "" {
-				_ = os.MkdirAll(cfg.dump, 0o755)
-				_ = os.WriteFile(filepath.Join(cfg.dump, shortID(p.id)+"."+format), []byte(pred), 0o644)
-			}
-			if format == "markdown" {
-				pred = normaliseMarkdown(pred)
-			}
-			pred = strings.ReplaceAll(pred, "\u00ad", "")
-			s := shingleMatch(p.truth.ArticleBody, pred)
-			scores = append(scores, s)
-			exact = append(exact, exactMatch(p.truth.ArticleBody, pred))
-			if cfg.verbose {
-				pp, rr, _ := metrics([][3]float64{s})
-				fmt.Fprintf(out, "%s %s P=%.3f R=%.3f %s\n", shortID(p.id), format, pp, rr, p.truth.URL)
-			}
-		}
-		s := summarise(scores, exact, cfg.boot)
 		rate := float64(htmlBytes) / 1e6 / (cpu1 - cpu0).Seconds()
-		fmt.Fprintf(out, "| %s | %.3f ± %.3f | %.3f ± %.3f | %.3f ± %.3f | %.3f | %.1f |\n",
-			format, s.F1, s.SdF1, s.P, s.SdP, s.R, s.SdR, s.Acc, rate)
-		if failed > 0 {
-			fmt.Fprintf(out, "(%d pages failed to fetch and scored as empty)\n", failed)
+		score := scoreArticles
+		if cfg.corpus == "trafilatura" {
+			score = scoreSnippets
 		}
-		minF1 := cfg.minText
-		if format == "markdown" {
-			minF1 = cfg.minMarkdown
-		}
-		if s.F1 < minF1 {
-			fmt.Fprintf(out, "FAIL: %s F1 %.3f is below %.3f\n", format, s.F1, minF1)
+		if !score(out, cfg, pages, format, preds, errs, rate) {
 			pass = false
 		}
 	}
 	return pass, nil
+}
+
+// loadPages reads the corpus cfg names; for the trafilatura corpus it also
+// sets cfg.dir to where it was found.
+func loadPages(cfg *config) ([]page, error) {
+	switch cfg.corpus {
+	case "benchmark":
+		return loadCorpus(cfg.dir)
+	case "trafilatura":
+		dir, err := trafilaturaDir()
+		if err != nil {
+			return nil, err
+		}
+		cases, err := loadSnippetCorpus(dir)
+		if err != nil {
+			return nil, err
+		}
+		var pages []page
+		for i := range cases {
+			c := &cases[i]
+			pages = append(pages, page{id: c.file, truth: truth{URL: c.url}, html: c.html, cas: c})
+		}
+		cfg.dir = dir + " (test-files/comparison)"
+		return pages, nil
+	}
+	return nil, fmt.Errorf("unknown corpus %q", cfg.corpus)
+}
+
+// fetchWith returns how the pages are fetched: in this process (-direct)
+// or through a toolhost serve it starts, reading them from a loopback
+// server; with the CPU clock that counts the extraction's work, a
+// description for the report, and the function that stops what it
+// started.
+func fetchWith(ctx context.Context, cfg config, pages []page) (fetch fetcher, cpu func() (time.Duration, error), how string, stop func(), err error) {
+	if cfg.direct {
+		return directFetch, func() (time.Duration, error) { return selfCPU(), nil }, "in process (-direct)", func() {}, nil
+	}
+	srv, err := servePages(pages)
+	if err != nil {
+		return nil, nil, "", nil, err
+	}
+	th, err := startToolhost(ctx, cfg.toolhost)
+	if err != nil {
+		srv.Close()
+		return nil, nil, "", nil, err
+	}
+	stop = func() {
+		th.stop()
+		srv.Close()
+	}
+	cpu = func() (time.Duration, error) { return procCPU(th.cmd.Process.Pid) }
+	how = "through toolhost serve (MCP, go-sdk client) from a loopback HTTP server sending text/html without charset"
+	return th.fetchVia(srv.base), cpu, how, stop, nil
+}
+
+// fetchAll fetches every page in format with clients calls at a time.
+func fetchAll(ctx context.Context, pages []page, fetch fetcher, format string, clients int) ([]string, []error) {
+	preds := make([]string, len(pages))
+	errs := make([]error, len(pages))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range max(1, clients) {
+		wg.Go(func() {
+			for i := range next {
+				preds[i], errs[i] = fetch(ctx, pages[i], format)
+			}
+		})
+	}
+	for i := range pages {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return preds, errs
+}
+
+// dump writes a page's prediction into cfg.dump when it is set.
+func dump(cfg config, name, format, pred string) {
+	if cfg.dump == "" {
+		return
+	}
+	_ = os.MkdirAll(cfg.dump, 0o755)
+	_ = os.WriteFile(filepath.Join(cfg.dump, name+"."+format), []byte(pred), 0o644)
+}
+
+// scoreSnippets scores the trafilatura corpus's predictions by its
+// wanted and unwanted snippets, prints the row of format and reports
+// whether the snippet F1 reaches cfg.minSnippet.
+func scoreSnippets(out io.Writer, cfg config, pages []page, format string, preds []string, errs []error, rate float64) bool {
+	var tp, fn, fp, tn, failed int
+	for i, p := range pages {
+		if errs[i] != nil {
+			failed++
+			fmt.Fprintf(os.Stderr, "%s %s: %v\n", p.id, format, errs[i])
+		}
+		pred := preds[i]
+		dump(cfg, p.id, format, pred)
+		if format == "markdown" {
+			pred = normaliseMarkdown(pred)
+		}
+		a, b, c, d := snippetScore(*p.cas, pred)
+		tp, fn, fp, tn = tp+a, fn+b, fp+c, tn+d
+		if cfg.verbose && (b > 0 || c > 0) {
+			fmt.Fprintf(out, "%s %s missing %d, unwanted %d\n", p.id, format, b, c)
+		}
+	}
+	prec := float64(tp) / float64(max(1, tp+fp))
+	rec := float64(tp) / float64(max(1, tp+fn))
+	f1 := 2 * prec * rec / (prec + rec)
+	acc := float64(tp+tn) / float64(max(1, tp+tn+fp+fn))
+	fmt.Fprintf(out, "| %s | %.3f | %.3f | %.3f | %.3f | %.1f |\n", format, f1, prec, rec, acc, rate)
+	if failed > 0 {
+		fmt.Fprintf(out, "(%d pages failed to fetch)\n", failed)
+	}
+	if f1 < cfg.minSnippet {
+		fmt.Fprintf(out, "FAIL: %s snippet F1 %.3f is below %.3f\n", format, f1, cfg.minSnippet)
+		return false
+	}
+	return true
+}
+
+// scoreArticles scores the benchmark corpus's predictions against the
+// article bodies (shingle precision and recall, exact matches), prints the
+// row of format and reports whether its F1 reaches the format's minimum.
+func scoreArticles(out io.Writer, cfg config, pages []page, format string, preds []string, errs []error, rate float64) bool {
+	var scores [][3]float64
+	var exact []float64
+	failed := 0
+	for i, p := range pages {
+		pred := preds[i]
+		if errs[i] != nil {
+			failed++
+			fmt.Fprintf(os.Stderr, "%s %s: %v\n", shortID(p.id), format, errs[i])
+		}
+		dump(cfg, shortID(p.id), format, pred)
+		if format == "markdown" {
+			pred = normaliseMarkdown(pred)
+		}
+		pred = strings.ReplaceAll(pred, "\u00ad", "")
+		s := shingleMatch(p.truth.ArticleBody, pred)
+		scores = append(scores, s)
+		exact = append(exact, exactMatch(p.truth.ArticleBody, pred))
+		if cfg.verbose {
+			pp, rr, _ := metrics([][3]float64{s})
+			fmt.Fprintf(out, "%s %s P=%.3f R=%.3f %s\n", shortID(p.id), format, pp, rr, p.truth.URL)
+		}
+	}
+	s := summarise(scores, exact, cfg.boot)
+	fmt.Fprintf(out, "| %s | %.3f ± %.3f | %.3f ± %.3f | %.3f ± %.3f | %.3f | %.1f |\n",
+		format, s.F1, s.SdF1, s.P, s.SdP, s.R, s.SdR, s.Acc, rate)
+	if failed > 0 {
+		fmt.Fprintf(out, "(%d pages failed to fetch and scored as empty)\n", failed)
+	}
+	minF1 := cfg.minText
+	if format == "markdown" {
+		minF1 = cfg.minMarkdown
+	}
+	if s.F1 < minF1 {
+		fmt.Fprintf(out, "FAIL: %s F1 %.3f is below %.3f\n", format, s.F1, minF1)
+		return false
+	}
+	return true
 }
 
 func directFetch(_ context.Context, p page, format string) (string, error) {

@@ -19,12 +19,8 @@ func GrantRoutes(st grants.Store, now func() time.Time) map[string]http.Handler 
 	}
 	one := func(w http.ResponseWriter, r *http.Request) {
 		g, err := st.Grant(r.Context(), r.PathValue("id"))
-		if errors.Is(err, grants.ErrNotFound) {
-			server.WriteError(w, http.StatusNotFound, "grant_not_found", "no grant with id "+r.PathValue("id"))
-			return
-		}
 		if err != nil {
-			server.WriteError(w, http.StatusServiceUnavailable, "store_unavailable", "cannot read grants right now; retry shortly")
+			writeGrantError(w, r, "read", err)
 			return
 		}
 		server.WriteJSON(w, http.StatusOK, g)
@@ -40,16 +36,22 @@ func GrantRoutes(st grants.Store, now func() time.Time) map[string]http.Handler 
 		}),
 		"GET /admin/grants/{id}": http.HandlerFunc(one),
 		"DELETE /admin/grants/{id}": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			err := st.RevokeGrant(r.Context(), r.PathValue("id"), now())
-			if errors.Is(err, grants.ErrNotFound) {
-				server.WriteError(w, http.StatusNotFound, "grant_not_found", "no grant with id "+r.PathValue("id"))
-				return
-			}
-			if err != nil {
-				server.WriteError(w, http.StatusServiceUnavailable, "store_unavailable", "cannot revoke grants right now; retry shortly")
+			if err := st.RevokeGrant(r.Context(), r.PathValue("id"), now()); err != nil {
+				writeGrantError(w, r, "revoke", err)
 				return
 			}
 			one(w, r)
 		}),
 	}
+}
+
+// writeGrantError answers a failed read or revocation (verb) of the grant
+// the path names: 404 when there is none, else 503, the store being
+// unreachable.
+func writeGrantError(w http.ResponseWriter, r *http.Request, verb string, err error) {
+	if errors.Is(err, grants.ErrNotFound) {
+		server.WriteError(w, http.StatusNotFound, "grant_not_found", "no grant with id "+r.PathValue("id"))
+		return
+	}
+	server.WriteError(w, http.StatusServiceUnavailable, "store_unavailable", "cannot "+verb+" grants right now; retry shortly")
 }

@@ -39,37 +39,13 @@ var blockElems = map[atom.Atom]bool{
 //
 // It reports whether n itself became a <p>.
 func wrapParagraphs(n *html.Node) bool {
-	renamed := false
-	for c := n.FirstChild; c != nil; c = c.NextSibling {
-		if c.Type != html.ElementNode {
-			continue
-		}
-		switch c.DataAtom {
-		case atom.Pre:
-			// A <pre> around tables and headings (an old results page
-			// laid out in one) is not code: as code its tables came out
-			// as one line each.
-			if !containsElem(c, atom.Table) {
-				continue
-			}
-			c.Data, c.DataAtom = "div", atom.Div
-		case atom.Table, atom.Script, atom.Style, atom.Template, atom.Noscript, atom.Svg:
-			continue
-		case atom.A:
-			hoistLinkEmphasis(c)
-			continue
-		}
-		if wrapParagraphs(c) {
-			renamed = true
-		}
-	}
-	if renamed {
+	if wrapChildren(n) {
 		// The extractor drops a <div> paragraph among <p> siblings (CNN's
 		// paragraphs without a link, Spiegel's ending in a quote): once
 		// one sibling became a paragraph, every phrasing-only sibling
 		// with text does.
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			if c.Type == html.ElementNode && c.DataAtom == atom.Div && phrasingOnly(c) && strings.TrimSpace(nodeText(c)) != "" {
+			if textDiv(c) {
 				c.Data, c.DataAtom = "p", atom.P
 			}
 		}
@@ -114,6 +90,52 @@ func wrapParagraphs(n *html.Node) bool {
 		n.Data, n.DataAtom = "p", atom.P
 		return true
 	}
+	wrapRuns(n)
+	return false
+}
+
+// wrapChildren runs wrapParagraphs on n's element children, except those
+// it must not touch (tables, scripts and the like); a <pre> holding a
+// table is read as a <div>, and the emphasis inside links is hoisted. It
+// reports whether a child became a <p>.
+func wrapChildren(n *html.Node) bool {
+	renamed := false
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type != html.ElementNode {
+			continue
+		}
+		switch c.DataAtom {
+		case atom.Pre:
+			// A <pre> around tables and headings (an old results page
+			// laid out in one) is not code: as code its tables came out
+			// as one line each.
+			if !containsElem(c, atom.Table) {
+				continue
+			}
+			c.Data, c.DataAtom = "div", atom.Div
+		case atom.Table, atom.Script, atom.Style, atom.Template, atom.Noscript, atom.Svg:
+			continue
+		case atom.A:
+			hoistLinkEmphasis(c)
+			continue
+		}
+		if wrapParagraphs(c) {
+			renamed = true
+		}
+	}
+	return renamed
+}
+
+// textDiv reports whether c is a <div> of phrasing content with visible
+// text: a paragraph written as a <div>.
+func textDiv(c *html.Node) bool {
+	return c.Type == html.ElementNode && c.DataAtom == atom.Div && phrasingOnly(c) && strings.TrimSpace(nodeText(c)) != ""
+}
+
+// wrapRuns wraps each run of phrasing content of the mixed container n
+// that has visible text into a <p> of its own; a block child or two line
+// breaks in a row end a run.
+func wrapRuns(n *html.Node) {
 	var run []*html.Node
 	flush := func(before *html.Node) {
 		visible := false
@@ -141,7 +163,7 @@ func wrapParagraphs(n *html.Node) bool {
 			flush(c)
 			// A <div> of phrasing content among the paragraphs made here
 			// is one more of them ("<div>We hope you enjoy it!</div>").
-			if c.DataAtom == atom.Div && phrasingOnly(c) && strings.TrimSpace(nodeText(c)) != "" {
+			if textDiv(c) {
 				c.Data, c.DataAtom = "p", atom.P
 			}
 		case c.Type == html.ElementNode && c.DataAtom == atom.Br && brFollows(c):
@@ -160,7 +182,6 @@ func wrapParagraphs(n *html.Node) bool {
 		c = next
 	}
 	flush(nil)
-	return false
 }
 
 // minRepeatRunes is the shortest block dropRepeatedBlocks treats as a

@@ -53,9 +53,38 @@ func mediaWikiContent(gd *goquery.Document) *html.Node {
 	out.Find(`.mw-editsection, #toc, .toc, .mw-jump-link, .navbox, .vertical-navbox, .navbox-styles, .metadata,
 		.noprint, .ambox, .hatnote, .sistersitebox, .mw-empty-elt, .catlinks, .printfooter, style, script,
 		.mw-references-wrap .mw-cite-backlink, .shortdescription, [role=navigation], .portalbox, .authority-control`).Remove()
-	// Navigation boxes that older templates (and Fandom's) build as plain
-	// tables: rows of links separated by middle dots. A data table with
-	// links in its cells has few separators.
+	// Navigation boxes built as plain tables.
+	removeLinkTables(out)
+	// An infobox's "[Source]" link to its template.
+	out.Find(`a[href*="Template:"]`).Each(func(_ int, a *goquery.Selection) {
+		if strings.HasPrefix(strings.TrimSpace(a.Text()), "[") {
+			a.Remove()
+		}
+	})
+	// Links to pages that do not exist ("redlinks") are text.
+	out.Find("a.new").Each(func(_ int, s *goquery.Selection) { s.ReplaceWithSelection(s.Contents()) })
+	// Math: the TeX annotation of the MathML, else the fallback image's alt.
+	out.Find(".mwe-math-element").Each(func(_ int, s *goquery.Selection) { markMath(s) })
+	// Images and galleries (after the math, whose fallback image may hold
+	// the only copy of the formula).
+	out.Find(".thumb, figure, img, .gallery, .mw-gallery-traditional, #catlinks, .mw-hidden-catlinks").Remove()
+	// Citations: [1] becomes a footnote reference [^1]; the reference list
+	// becomes footnote definitions.
+	markCitations(out)
+	// Headings of sections left empty by the removals above ("See also"
+	// with only a navbox) and empty paragraphs.
+	out.Find("p").Each(func(_ int, s *goquery.Selection) {
+		if strings.TrimSpace(s.Text()) == "" {
+			s.Remove()
+		}
+	})
+	return out.Get(0)
+}
+
+// removeLinkTables removes the navigation boxes that older templates (and
+// Fandom's) build as plain tables: rows of links separated by middle
+// dots. A data table with links in its cells has few separators.
+func removeLinkTables(out *goquery.Selection) {
 	out.Find("table").Each(func(_ int, t *goquery.Selection) {
 		text := t.Text()
 		if strings.Count(text, "·")+strings.Count(text, "•") < 10 {
@@ -67,40 +96,36 @@ func mediaWikiContent(gd *goquery.Document) *html.Node {
 			t.Remove()
 		}
 	})
-	// An infobox's "[Source]" link to its template.
-	out.Find(`a[href*="Template:"]`).Each(func(_ int, a *goquery.Selection) {
-		if strings.HasPrefix(strings.TrimSpace(a.Text()), "[") {
-			a.Remove()
-		}
-	})
-	// Links to pages that do not exist ("redlinks") are text.
-	out.Find("a.new").Each(func(_ int, s *goquery.Selection) { s.ReplaceWithSelection(s.Contents()) })
-	// Math: the TeX annotation of the MathML, else the fallback image's alt.
-	out.Find(".mwe-math-element").Each(func(_ int, s *goquery.Selection) {
-		tex := strings.TrimSpace(s.Find(`annotation[encoding="application/x-tex"]`).First().Text())
-		if tex == "" {
-			tex = strings.TrimSpace(s.Find("img").First().AttrOr("alt", ""))
-		}
-		if tex == "" {
-			return
-		}
-		if m := texWrapper.FindStringSubmatch(tex); m != nil {
-			tex = strings.TrimSpace(m[1])
-		}
-		delim := "$"
-		// Display formulas sit alone in an indented <dd> (older markup) or
-		// carry a display class.
-		if s.Find(".mwe-math-fallback-image-display").Length() > 0 || s.HasClass("mwe-math-element-block") ||
-			(s.Parent().Is("dd") && len(strings.TrimSpace(s.Parent().Text())) <= len(strings.TrimSpace(s.Text()))+2) {
-			delim = "$$"
-		}
-		replaceWithMark(s, "math:"+delim+tex+delim)
-	})
-	// Images and galleries (after the math, whose fallback image may hold
-	// the only copy of the formula).
-	out.Find(".thumb, figure, img, .gallery, .mw-gallery-traditional, #catlinks, .mw-hidden-catlinks").Remove()
-	// Citations: [1] becomes a footnote reference [^1]; the reference list
-	// becomes footnote definitions.
+}
+
+// markMath replaces a math element with a mark holding its TeX: the
+// annotation of the MathML, else the fallback image's alt; between $$ when
+// it is a display formula, else $.
+func markMath(s *goquery.Selection) {
+	tex := strings.TrimSpace(s.Find(`annotation[encoding="application/x-tex"]`).First().Text())
+	if tex == "" {
+		tex = strings.TrimSpace(s.Find("img").First().AttrOr("alt", ""))
+	}
+	if tex == "" {
+		return
+	}
+	if m := texWrapper.FindStringSubmatch(tex); m != nil {
+		tex = strings.TrimSpace(m[1])
+	}
+	delim := "$"
+	// Display formulas sit alone in an indented <dd> (older markup) or
+	// carry a display class.
+	if s.Find(".mwe-math-fallback-image-display").Length() > 0 || s.HasClass("mwe-math-element-block") ||
+		(s.Parent().Is("dd") && len(strings.TrimSpace(s.Parent().Text())) <= len(strings.TrimSpace(s.Text()))+2) {
+		delim = "$$"
+	}
+	replaceWithMark(s, "math:"+delim+tex+delim)
+}
+
+// markCitations turns citations into footnotes: [1] becomes a reference
+// mark [^1], and the reference list becomes definition marks of the notes
+// cited.
+func markCitations(out *goquery.Selection) {
 	notes := map[string]string{} // cite_note id -> label
 	out.Find("sup.reference").Each(func(_ int, s *goquery.Selection) {
 		href := s.Find("a").First().AttrOr("href", "")
@@ -144,14 +169,6 @@ func mediaWikiContent(gd *goquery.Document) *html.Node {
 		n.Parent.InsertBefore(div, n)
 		n.Parent.RemoveChild(n)
 	})
-	// Headings of sections left empty by the removals above ("See also"
-	// with only a navbox) and empty paragraphs.
-	out.Find("p").Each(func(_ int, s *goquery.Selection) {
-		if strings.TrimSpace(s.Text()) == "" {
-			s.Remove()
-		}
-	})
-	return out.Get(0)
 }
 
 func replaceWithMark(s *goquery.Selection, payload string) {

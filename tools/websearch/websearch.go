@@ -94,17 +94,7 @@ func New(cfg Config, deps Deps) (*Tool, error) {
 	}
 	hc := deps.HTTPClient
 	if hc == nil {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConnsPerHost = 8
-		hc = &http.Client{
-			Transport: tr,
-			CheckRedirect: func(req *http.Request, via []*http.Request) error {
-				if len(via) >= redirectLimitPerCall {
-					return fmt.Errorf("stopped after %d redirects", len(via))
-				}
-				return nil
-			},
-		}
+		hc = defaultHTTPClient()
 	}
 	ua := cfg.UserAgent
 	if ua == "" {
@@ -119,72 +109,25 @@ func New(cfg Config, deps Deps) (*Tool, error) {
 	var fp []string
 	names := map[string]bool{}
 	for i, pc := range provs {
-		kind := normalizeKind(pc.Kind)
 		name := strings.TrimSpace(pc.Name)
 		if name == "" {
-			name = kind
+			name = normalizeKind(pc.Kind)
 		}
 		if names[name] {
 			return nil, fmt.Errorf("search.providers[%d]: duplicate name %q; give each provider a distinct name", i, name)
 		}
 		names[name] = true
-		timeout := time.Duration(pc.Timeout)
-		if timeout < 0 {
-			return nil, fmt.Errorf("search.providers[%d] (%s): negative timeout", i, name)
-		}
-		if timeout == 0 {
-			timeout = defaultTimeout
-		}
-		base := pc.BaseURL
-		switch kind {
-		case KindSearXNG:
-			if base == "" {
-				return nil, fmt.Errorf("search.providers[%d] (%s): searxng needs base_url, the address of your instance", i, name)
-			}
-		case KindBrave:
-			if base == "" {
-				base = defaultBraveURL
-			}
-		case KindTavily:
-			if base == "" {
-				base = defaultTavilyURL
-			}
-		case KindHTML:
-			if base == "" {
-				base = defaultHTMLURL
-			}
-		default:
-			return nil, fmt.Errorf("search.providers[%d]: unknown kind %q; want searxng, brave, tavily or html", i, pc.Kind)
-		}
-		u, err := checkBaseURL(base)
+		sl, why, err := newSlot(i, pc, name, client)
 		if err != nil {
-			return nil, fmt.Errorf("search.providers[%d] (%s): %w", i, name, err)
+			return nil, err
 		}
-		var p provider
-		switch kind {
-		case KindSearXNG:
-			p = &searxng{base: u, http: client}
-		case KindHTML:
-			p = &htmlSearch{base: u, http: client}
-		case KindBrave, KindTavily:
-			if pc.APIKey == "" {
-				why := "no api_key"
-				if pc.APIKeyEnv != "" {
-					why = "environment variable " + pc.APIKeyEnv + " is not set"
-				}
-				t.unusable = append(t.unusable, name+": "+why)
-				t.logger.Warn("web_search provider disabled: missing API key", "provider", name, "reason", why)
-				continue
-			}
-			if kind == KindBrave {
-				p = &brave{base: u, key: pc.APIKey, http: client}
-			} else {
-				p = &tavily{base: u, key: pc.APIKey, http: client}
-			}
+		if sl == nil {
+			t.unusable = append(t.unusable, name+": "+why)
+			t.logger.Warn("web_search provider disabled: missing API key", "provider", name, "reason", why)
+			continue
 		}
-		id := kind + "=" + u.String()
-		t.slots = append(t.slots, &slot{name: name, id: id, timeout: timeout, p: p})
-		fp = append(fp, id)
+		t.slots = append(t.slots, sl)
+		fp = append(fp, sl.id)
 	}
 	t.fingerprint = strings.Join(fp, ",")
 	c, err := newCache(cfg.Cache, t.now, t.logger)
@@ -193,6 +136,81 @@ func New(cfg Config, deps Deps) (*Tool, error) {
 	}
 	t.cache = c
 	return t, nil
+}
+
+// defaultHTTPClient is the client providers share when Deps has none: a
+// few idle connections a host, and a cap on redirects.
+func defaultHTTPClient() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 8
+	return &http.Client{
+		Transport: tr,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= redirectLimitPerCall {
+				return fmt.Errorf("stopped after %d redirects", len(via))
+			}
+			return nil
+		},
+	}
+}
+
+// newSlot builds the slot of provider i of the config, named name. A
+// provider that needs an API key and has none gets no slot: newSlot returns
+// nil and why, and the others still serve.
+func newSlot(i int, pc ProviderConfig, name string, client *httpClient) (_ *slot, why string, _ error) {
+	kind := normalizeKind(pc.Kind)
+	timeout := time.Duration(pc.Timeout)
+	if timeout < 0 {
+		return nil, "", fmt.Errorf("search.providers[%d] (%s): negative timeout", i, name)
+	}
+	if timeout == 0 {
+		timeout = defaultTimeout
+	}
+	base := pc.BaseURL
+	switch kind {
+	case KindSearXNG:
+		if base == "" {
+			return nil, "", fmt.Errorf("search.providers[%d] (%s): searxng needs base_url, the address of your instance", i, name)
+		}
+	case KindBrave:
+		if base == "" {
+			base = defaultBraveURL
+		}
+	case KindTavily:
+		if base == "" {
+			base = defaultTavilyURL
+		}
+	case KindHTML:
+		if base == "" {
+			base = defaultHTMLURL
+		}
+	default:
+		return nil, "", fmt.Errorf("search.providers[%d]: unknown kind %q; want searxng, brave, tavily or html", i, pc.Kind)
+	}
+	u, err := checkBaseURL(base)
+	if err != nil {
+		return nil, "", fmt.Errorf("search.providers[%d] (%s): %w", i, name, err)
+	}
+	var p provider
+	switch kind {
+	case KindSearXNG:
+		p = &searxng{base: u, http: client}
+	case KindHTML:
+		p = &htmlSearch{base: u, http: client}
+	case KindBrave, KindTavily:
+		if pc.APIKey == "" {
+			if pc.APIKeyEnv != "" {
+				return nil, "environment variable " + pc.APIKeyEnv + " is not set", nil
+			}
+			return nil, "no api_key", nil
+		}
+		if kind == KindBrave {
+			p = &brave{base: u, key: pc.APIKey, http: client}
+		} else {
+			p = &tavily{base: u, key: pc.APIKey, http: client}
+		}
+	}
+	return &slot{name: name, id: kind + "=" + u.String(), timeout: timeout, p: p}, "", nil
 }
 
 // Providers lists the names of the usable providers in failover order.

@@ -297,127 +297,156 @@ func Apply(wasm []byte, e Edit) ([]byte, []Segment, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var importFuncs, importGlobals, definedFuncs, globals int
-	vectorcallType, callType := -1, -1
-	var data []Segment
+	ed := editor{Edit: e, vectorcallType: -1, callType: -1}
 	out := append([]byte(nil), wasm[:8]...)
-	emit := func(id byte, body []byte) {
-		out = append(out, id)
-		out = appendULEB(out, uint64(len(body)))
-		out = append(out, body...)
-	}
 	seen := map[byte]bool{}
 	for _, s := range secs {
 		if s.id != 0 && seen[s.id] {
 			return nil, nil, fmt.Errorf("%w: section %d twice", errWasm, s.id)
 		}
 		seen[s.id] = true
-		body := s.body
-		switch s.id {
-		case 0: // custom: names, DWARF, producers; not needed to run
-			if !e.KeepCustom {
-				continue
-			}
-		case wasmSecType:
-			if e.Trampoline == "" {
-				break
-			}
-			vc := funcType(4, 1)
-			var n int
-			vectorcallType, n, err = findType(body, vc)
-			if err != nil {
-				return nil, nil, err
-			}
-			var extra []byte
-			add := 0
-			if vectorcallType < 0 {
-				vectorcallType = n + add
-				extra = append(extra, vc...)
-				add++
-			}
-			callType = n + add
-			extra = append(extra, funcType(5, 1)...)
-			add++
-			if body, err = withCount(body, add, extra); err != nil {
-				return nil, nil, err
-			}
-		case wasmSecImport:
-			if importFuncs, importGlobals, err = countImports(body); err != nil {
-				return nil, nil, err
-			}
-		case wasmSecFunction:
-			n, _, err := vecCount(body)
-			if err != nil {
-				return nil, nil, err
-			}
-			definedFuncs = int(n)
-			if e.Trampoline != "" {
-				if body, err = withCount(body, 1, appendULEB(nil, uint64(callType))); err != nil {
-					return nil, nil, err
-				}
-			}
-		case wasmSecGlobal:
-			n, i, err := vecCount(body)
-			if err != nil {
-				return nil, nil, err
-			}
-			globals = int(n)
-			// Global 0 must be the mutable i32 stack pointer wasm-ld puts
-			// first.
-			if e.ExportGlobal0 != "" && (n == 0 || importGlobals != 0 || i+2 > len(body) || body[i] != 0x7f || body[i+1] != 1) {
-				return nil, nil, fmt.Errorf("%w: global 0 is not a mutable i32 stack pointer", errWasm)
-			}
-		case wasmSecExport:
-			var extra []byte
-			add := 0
-			if e.Trampoline != "" {
-				extra = appendULEB(extra, uint64(len(e.Trampoline)))
-				extra = append(extra, e.Trampoline...)
-				extra = append(extra, 0x00) // func
-				extra = appendULEB(extra, uint64(importFuncs+definedFuncs))
-				add++
-			}
-			if e.ExportGlobal0 != "" {
-				extra = appendULEB(extra, uint64(len(e.ExportGlobal0)))
-				extra = append(extra, e.ExportGlobal0...)
-				extra = append(extra, 0x03) // global
-				extra = appendULEB(extra, 0)
-				add++
-			}
-			if body, err = withCount(body, add, extra); err != nil {
-				return nil, nil, err
-			}
-		case wasmSecStart:
-			return nil, nil, fmt.Errorf("%w: it has a start function", errWasm)
-		case wasmSecCode:
-			if e.Trampoline == "" {
-				break
-			}
-			// (fn a b c d) -> call_indirect (a b c d) through table 0.
-			code := []byte{0x00, 0x20, 1, 0x20, 2, 0x20, 3, 0x20, 4, 0x20, 0, 0x11}
-			code = appendULEB(code, uint64(vectorcallType))
-			code = append(code, 0x00, 0x0b)
-			fn := appendULEB(nil, uint64(len(code)))
-			if body, err = withCount(body, 1, append(fn, code...)); err != nil {
-				return nil, nil, err
-			}
-		case wasmSecData:
-			if data, err = parseData(body); err != nil {
-				return nil, nil, err
-			}
-			continue
-		case wasmSecDataCnt:
-			// Dropped with the data; a module using memory.init or
-			// data.drop then fails validation, which is reported.
-			continue
+		body, keep, err := ed.section(s.id, s.body)
+		if err != nil {
+			return nil, nil, err
 		}
-		emit(s.id, body)
+		if keep {
+			out = append(out, s.id)
+			out = appendULEB(out, uint64(len(body)))
+			out = append(out, body...)
+		}
 	}
 	if e.Trampoline != "" && (!seen[wasmSecType] || !seen[wasmSecFunction] || !seen[wasmSecExport] || !seen[wasmSecCode]) {
 		return nil, nil, fmt.Errorf("%w: a type, function, export or code section is missing", errWasm)
 	}
-	if e.ExportGlobal0 != "" && (globals == 0 || !seen[wasmSecExport]) {
+	if e.ExportGlobal0 != "" && (ed.globals == 0 || !seen[wasmSecExport]) {
 		return nil, nil, fmt.Errorf("%w: no global or export section", errWasm)
 	}
-	return out, data, nil
+	return out, ed.data, nil
+}
+
+// editor is Apply's state across the sections, which come in a fixed
+// order: what the type, import, function and global sections say is used
+// by the export and code sections after them.
+type editor struct {
+	Edit
+	importFuncs, importGlobals, definedFuncs, globals int
+	// vectorcallType and callType are the type indices of the vectorcall
+	// signature and the trampoline's, once the type section is read.
+	vectorcallType, callType int
+	data                     []Segment
+}
+
+// section returns the body section id should have in the new binary, or
+// keep false when the section is left out.
+func (ed *editor) section(id byte, body []byte) (_ []byte, keep bool, err error) {
+	switch id {
+	case 0: // custom: names, DWARF, producers; not needed to run
+		return body, ed.KeepCustom, nil
+	case wasmSecType:
+		if ed.Trampoline != "" {
+			body, err = ed.types(body)
+		}
+	case wasmSecImport:
+		ed.importFuncs, ed.importGlobals, err = countImports(body)
+	case wasmSecFunction:
+		body, err = ed.functions(body)
+	case wasmSecGlobal:
+		err = ed.checkGlobals(body)
+	case wasmSecExport:
+		body, err = ed.exports(body)
+	case wasmSecStart:
+		return nil, false, fmt.Errorf("%w: it has a start function", errWasm)
+	case wasmSecCode:
+		if ed.Trampoline != "" {
+			body, err = ed.code(body)
+		}
+	case wasmSecData:
+		ed.data, err = parseData(body)
+		return nil, false, err
+	case wasmSecDataCnt:
+		// Dropped with the data; a module using memory.init or
+		// data.drop then fails validation, which is reported.
+		return nil, false, nil
+	}
+	return body, err == nil, err
+}
+
+// types adds the trampoline's type, and vectorcall's when the module has
+// none.
+func (ed *editor) types(body []byte) ([]byte, error) {
+	vc := funcType(4, 1)
+	vectorcallType, n, err := findType(body, vc)
+	if err != nil {
+		return nil, err
+	}
+	var extra []byte
+	add := 0
+	if vectorcallType < 0 {
+		vectorcallType = n + add
+		extra = append(extra, vc...)
+		add++
+	}
+	ed.vectorcallType = vectorcallType
+	ed.callType = n + add
+	extra = append(extra, funcType(5, 1)...)
+	add++
+	return withCount(body, add, extra)
+}
+
+// functions counts the module's functions and declares the trampoline's.
+func (ed *editor) functions(body []byte) ([]byte, error) {
+	n, _, err := vecCount(body)
+	if err != nil {
+		return nil, err
+	}
+	ed.definedFuncs = int(n)
+	if ed.Trampoline == "" {
+		return body, nil
+	}
+	return withCount(body, 1, appendULEB(nil, uint64(ed.callType)))
+}
+
+// checkGlobals counts the globals and, when global 0 is to be exported,
+// checks that it is the mutable i32 stack pointer wasm-ld puts first.
+func (ed *editor) checkGlobals(body []byte) error {
+	n, i, err := vecCount(body)
+	if err != nil {
+		return err
+	}
+	ed.globals = int(n)
+	if ed.ExportGlobal0 != "" && (n == 0 || ed.importGlobals != 0 || i+2 > len(body) || body[i] != 0x7f || body[i+1] != 1) {
+		return fmt.Errorf("%w: global 0 is not a mutable i32 stack pointer", errWasm)
+	}
+	return nil
+}
+
+// exports adds the trampoline's export and global 0's.
+func (ed *editor) exports(body []byte) ([]byte, error) {
+	var extra []byte
+	add := 0
+	if ed.Trampoline != "" {
+		extra = appendULEB(extra, uint64(len(ed.Trampoline)))
+		extra = append(extra, ed.Trampoline...)
+		extra = append(extra, 0x00) // func
+		extra = appendULEB(extra, uint64(ed.importFuncs+ed.definedFuncs))
+		add++
+	}
+	if ed.ExportGlobal0 != "" {
+		extra = appendULEB(extra, uint64(len(ed.ExportGlobal0)))
+		extra = append(extra, ed.ExportGlobal0...)
+		extra = append(extra, 0x03) // global
+		extra = appendULEB(extra, 0)
+		add++
+	}
+	return withCount(body, add, extra)
+}
+
+// code adds the trampoline's body: (fn a b c d) -> call_indirect
+// (a b c d) through table 0.
+func (ed *editor) code(body []byte) ([]byte, error) {
+	code := []byte{0x00, 0x20, 1, 0x20, 2, 0x20, 3, 0x20, 4, 0x20, 0, 0x11}
+	code = appendULEB(code, uint64(ed.vectorcallType))
+	code = append(code, 0x00, 0x0b)
+	fn := appendULEB(nil, uint64(len(code)))
+	return withCount(body, 1, append(fn, code...))
 }

@@ -127,8 +127,7 @@ func (in *interp) run(data []byte, res *resources, g gstate, depth int) {
 	l := lexer{data: data}
 	in.stack = in.stack[:0]
 	arrStart := -1
-	var saved []gstate
-	tm, tlm := identity, identity
+	st := opState{g: g, tm: identity, tlm: identity}
 	var op operand
 	for {
 		kind, word := l.next(&op)
@@ -155,118 +154,154 @@ func (in *interp) run(data []byte, res *resources, g gstate, depth int) {
 		case tokDictOpen, tokDictClose:
 			continue
 		}
-		in.ops++
-		if in.ops%ctxCheckEvery == 0 {
-			if err := in.ctx.Err(); err != nil {
-				in.err = err
-				return
-			}
-		}
-		if in.ops > maxOps || len(in.glyphs) >= maxGlyphs {
+		if !in.budgetLeft() {
 			return
 		}
 		args := in.stack
-		nargs := len(args)
-		num := func(i int) float64 { // i-th operand from the end
-			if i < nargs && args[nargs-1-i].kind == opNum {
-				return args[nargs-1-i].num
-			}
-			return 0
-		}
 		switch string(word) {
-		case "q":
-			if len(saved) < maxStateDepth {
-				saved = append(saved, g)
-			}
-		case "Q":
-			if n := len(saved); n > 0 {
-				g = saved[n-1]
-				saved = saved[:n-1]
-			}
-		case "cm":
-			if nargs >= 6 {
-				m := matrix{num(5), num(4), num(3), num(2), num(1), num(0)}
-				g.ctm = m.mul(g.ctm)
-			}
-		case "BT":
-			tm, tlm = identity, identity
-		case "Tc":
-			g.tc = num(0)
-		case "Tw":
-			g.tw = num(0)
-		case "Tz":
-			g.th = num(0) / 100
-		case "TL":
-			g.tl = num(0)
-		case "Ts":
-			g.rise = num(0)
-		case "Tf":
-			g.tfs = num(0)
-			if nargs >= 2 && args[nargs-2].kind == opName {
-				g.font = in.fontFor(res, string(args[nargs-2].s))
-			}
-		case "Td", "TD":
-			tx, ty := num(1), num(0)
-			if word[1] == 'D' {
-				g.tl = -ty
-			}
-			tlm = matrix{1, 0, 0, 1, tx, ty}.mul(tlm)
-			tm = tlm
-		case "Tm":
-			if nargs >= 6 {
-				tlm = matrix{num(5), num(4), num(3), num(2), num(1), num(0)}
-				tm = tlm
-			}
-		case "T*":
-			tlm = matrix{1, 0, 0, 1, 0, -g.tl}.mul(tlm)
-			tm = tlm
-		case "Tj":
-			if nargs >= 1 && args[nargs-1].kind == opStr {
-				in.show(&g, &tm, args[nargs-1].s)
-			}
-		case "'", "\"":
-			if word[0] == '"' && nargs >= 3 {
-				g.tw, g.tc = num(2), num(1)
-			}
-			tlm = matrix{1, 0, 0, 1, 0, -g.tl}.mul(tlm)
-			tm = tlm
-			if nargs >= 1 && args[nargs-1].kind == opStr {
-				in.show(&g, &tm, args[nargs-1].s)
-			}
-		case "TJ":
-			start := -1
-			for i := nargs - 1; i >= 0; i-- {
-				if args[i].kind == opArr {
-					start = i
-					break
-				}
-			}
-			if start < 0 {
-				break
-			}
-			for _, a := range args[start+1:] {
-				switch a.kind {
-				case opStr:
-					in.show(&g, &tm, a.s)
-				case opNum:
-					tx := -a.num / 1000 * g.tfs * g.th
-					tm[4] += tx * tm[0]
-					tm[5] += tx * tm[1]
-				}
-			}
 		case "Do":
-			if nargs >= 1 && args[nargs-1].kind == opName && depth < maxFormDepth {
-				in.form(res, string(args[nargs-1].s), g, depth)
+			if n := len(args); n >= 1 && args[n-1].kind == opName && depth < maxFormDepth {
+				in.form(res, string(args[n-1].s), st.g, depth)
 				if in.err != nil {
 					return
 				}
 			}
 		case "ID":
 			l.skipInlineImage()
+		default:
+			in.operator(&st, string(word), args, res)
 		}
 		in.stack = in.stack[:0]
 		arrStart = -1
 		l.scratch = l.scratch[:0]
+	}
+}
+
+// budgetLeft counts one more operator and reports whether the page may
+// go on: the context is still live (checked every ctxCheckEvery
+// operators; its error is kept in in.err) and the operator and glyph
+// budgets are not spent.
+func (in *interp) budgetLeft() bool {
+	in.ops++
+	if in.ops%ctxCheckEvery == 0 {
+		if err := in.ctx.Err(); err != nil {
+			in.err = err
+			return false
+		}
+	}
+	return in.ops <= maxOps && len(in.glyphs) < maxGlyphs
+}
+
+// opState is what the operators of one content stream change: the
+// graphics state, the saved states of q, and the text and line matrices.
+type opState struct {
+	g       gstate
+	saved   []gstate
+	tm, tlm matrix
+}
+
+// argNum is the i-th operand from the end when it is a number, else 0.
+func argNum(args []operand, i int) float64 {
+	if n := len(args); i < n && args[n-1-i].kind == opNum {
+		return args[n-1-i].num
+	}
+	return 0
+}
+
+// operator applies one graphics-state or text operator with its operands;
+// the operators that matter for text only, the rest are passed over.
+func (in *interp) operator(st *opState, word string, args []operand, res *resources) {
+	nargs := len(args)
+	num := func(i int) float64 { return argNum(args, i) }
+	g := &st.g
+	switch word {
+	case "q":
+		if len(st.saved) < maxStateDepth {
+			st.saved = append(st.saved, *g)
+		}
+	case "Q":
+		if n := len(st.saved); n > 0 {
+			*g = st.saved[n-1]
+			st.saved = st.saved[:n-1]
+		}
+	case "cm":
+		if nargs >= 6 {
+			m := matrix{num(5), num(4), num(3), num(2), num(1), num(0)}
+			g.ctm = m.mul(g.ctm)
+		}
+	case "BT":
+		st.tm, st.tlm = identity, identity
+	case "Tc":
+		g.tc = num(0)
+	case "Tw":
+		g.tw = num(0)
+	case "Tz":
+		g.th = num(0) / 100
+	case "TL":
+		g.tl = num(0)
+	case "Ts":
+		g.rise = num(0)
+	case "Tf":
+		g.tfs = num(0)
+		if nargs >= 2 && args[nargs-2].kind == opName {
+			g.font = in.fontFor(res, string(args[nargs-2].s))
+		}
+	case "Td", "TD":
+		tx, ty := num(1), num(0)
+		if word == "TD" {
+			g.tl = -ty
+		}
+		st.tlm = matrix{1, 0, 0, 1, tx, ty}.mul(st.tlm)
+		st.tm = st.tlm
+	case "Tm":
+		if nargs >= 6 {
+			st.tlm = matrix{num(5), num(4), num(3), num(2), num(1), num(0)}
+			st.tm = st.tlm
+		}
+	case "T*":
+		st.tlm = matrix{1, 0, 0, 1, 0, -g.tl}.mul(st.tlm)
+		st.tm = st.tlm
+	case "Tj":
+		if nargs >= 1 && args[nargs-1].kind == opStr {
+			in.show(g, &st.tm, args[nargs-1].s)
+		}
+	case "'", "\"":
+		if word == "\"" && nargs >= 3 {
+			g.tw, g.tc = num(2), num(1)
+		}
+		st.tlm = matrix{1, 0, 0, 1, 0, -g.tl}.mul(st.tlm)
+		st.tm = st.tlm
+		if nargs >= 1 && args[nargs-1].kind == opStr {
+			in.show(g, &st.tm, args[nargs-1].s)
+		}
+	case "TJ":
+		in.showArray(st, args)
+	}
+}
+
+// showArray shows the last array operand of TJ: its strings, and its
+// numbers as moves back along the line in thousandths of the font size.
+func (in *interp) showArray(st *opState, args []operand) {
+	start := -1
+	for i := len(args) - 1; i >= 0; i-- {
+		if args[i].kind == opArr {
+			start = i
+			break
+		}
+	}
+	if start < 0 {
+		return
+	}
+	g, tm := &st.g, &st.tm
+	for _, a := range args[start+1:] {
+		switch a.kind {
+		case opStr:
+			in.show(g, tm, a.s)
+		case opNum:
+			tx := -a.num / 1000 * g.tfs * g.th
+			tm[4] += tx * tm[0]
+			tm[5] += tx * tm[1]
+		}
 	}
 }
 

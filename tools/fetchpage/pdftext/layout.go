@@ -217,18 +217,22 @@ func isSpaceText(s string) bool {
 	return true
 }
 
+// compareFloat orders x before y when x < y, and calls a NaN (which a
+// hostile matrix can produce) equal to anything, as cmp.Compare does not.
+func compareFloat(x, y float64) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}
+
 // buildLines groups words by baseline, then splits each group where a gap is
 // too wide to be a word space (columns, table cells).
 func buildLines(words []*word) []*line {
-	slices.SortStableFunc(words, func(a, b *word) int {
-		switch {
-		case a.v > b.v:
-			return -1
-		case a.v < b.v:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(words, func(a, b *word) int { return compareFloat(b.v, a.v) })
 	var groups [][]*word
 	var gv, gsize float64
 	for _, w := range words {
@@ -244,15 +248,7 @@ func buildLines(words []*word) []*line {
 	}
 	var lines []*line
 	for _, grp := range groups {
-		slices.SortStableFunc(grp, func(a, b *word) int {
-			switch {
-			case a.u0 < b.u0:
-				return -1
-			case a.u0 > b.u0:
-				return 1
-			}
-			return 0
-		})
+		slices.SortStableFunc(grp, func(a, b *word) int { return compareFloat(a.u0, b.u0) })
 		var cur *line
 		for _, w := range grp {
 			if cur != nil && w.u0-cur.u1 > fragmentGap*math.Max(cur.size, w.size) {
@@ -283,15 +279,7 @@ func xyCut(lines []*line, order *[]*line, seps *[]bool, brk bool) {
 	}
 	// Widest horizontal gap (between bands of lines, top to bottom).
 	byTop := slices.Clone(lines)
-	slices.SortStableFunc(byTop, func(a, b *line) int {
-		switch {
-		case a.top > b.top:
-			return -1
-		case a.top < b.top:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(byTop, func(a, b *line) int { return compareFloat(b.top, a.top) })
 	hGap, hAt := -math.MaxFloat64, -1
 	low := byTop[0].bottom
 	for i := 1; i < len(byTop); i++ {
@@ -302,15 +290,7 @@ func xyCut(lines []*line, order *[]*line, seps *[]bool, brk bool) {
 	}
 	// Widest vertical gap (between columns, left to right).
 	byLeft := slices.Clone(lines)
-	slices.SortStableFunc(byLeft, func(a, b *line) int {
-		switch {
-		case a.u0 < b.u0:
-			return -1
-		case a.u0 > b.u0:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(byLeft, func(a, b *line) int { return compareFloat(a.u0, b.u0) })
 	vGap, vAt := -math.MaxFloat64, -1
 	right := byLeft[0].u1
 	var sizeSum float64
