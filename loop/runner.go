@@ -163,14 +163,7 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 	fns := append(append([]Function(nil), req.Tools...), defs...)
 	choice := req.ToolChoice
 	hostedRounds := 0
-	// The session's max_steps_per_generation caps the hosted rounds as
-	// max_tool_rounds does: then the model answers without tools.
-	maxRounds := run.Hosted.MaxToolRounds
-	if sl, ok := r.exec.(stepLimiter); ok && run.Caller.SessionID != "" {
-		if n, ok := sl.MaxSteps(ctx, run.Caller.AccountID, run.Caller.SessionID); ok && n < maxRounds {
-			maxRounds = n
-		}
-	}
+	maxRounds := r.maxRounds(ctx, run)
 
 	for round := 0; ; round++ {
 		final := len(hosted) > 0 && (hostedRounds >= maxRounds || (run.MaxCost > 0 && res.Cost >= run.MaxCost))
@@ -181,20 +174,8 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 		if err := emit(Event{Kind: EventRoundStart, Round: round, Final: final}); err != nil {
 			return nil, err
 		}
-		up := &UpstreamRequest{
-			Model:          req.Model,
-			Messages:       msgs,
-			Tools:          fns,
-			ToolChoice:     tc,
-			Options:        req.Options,
-			OptionsDialect: req.OptionsDialect,
-			Stream:         req.Stream,
-		}
-		if len(fns) == 0 {
-			up.ToolChoice = ToolChoice{}
-		}
 		upStart := time.Now()
-		resp, err := run.Route.Upstream.Call(ctx, up, r.streamFilter(round, hosted, emit))
+		resp, err := run.Route.Upstream.Call(ctx, upstreamRequest(&req, msgs, fns, tc), r.streamFilter(round, hosted, emit))
 		if err != nil {
 			return nil, err
 		}
@@ -244,6 +225,37 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 			return nil, err
 		}
 	}
+}
+
+// maxRounds is the number of hosted rounds a run may make: the request's
+// max_tool_rounds, or the session's max_steps_per_generation when lower
+// (then the model answers without tools).
+func (r *Runner) maxRounds(ctx context.Context, run *Run) int {
+	n := run.Hosted.MaxToolRounds
+	if sl, ok := r.exec.(stepLimiter); ok && run.Caller.SessionID != "" {
+		if steps, ok := sl.MaxSteps(ctx, run.Caller.AccountID, run.Caller.SessionID); ok && steps < n {
+			n = steps
+		}
+	}
+	return n
+}
+
+// upstreamRequest is one round's upstream call: the request's options with
+// the conversation so far, the functions and the round's tool choice.
+func upstreamRequest(req *Request, msgs []Message, fns []Function, tc ToolChoice) *UpstreamRequest {
+	up := &UpstreamRequest{
+		Model:          req.Model,
+		Messages:       msgs,
+		Tools:          fns,
+		ToolChoice:     tc,
+		Options:        req.Options,
+		OptionsDialect: req.OptionsDialect,
+		Stream:         req.Stream,
+	}
+	if len(fns) == 0 {
+		up.ToolChoice = ToolChoice{}
+	}
+	return up
 }
 
 // classify gives every call of the answer an id (some upstreams omit

@@ -18,9 +18,45 @@ type Usage struct {
 	// CachedInputTokens is the part of InputTokens read from a prompt cache.
 	CachedInputTokens int64
 	Dialect           Dialect
-	Detail            map[string]any
+	Detail            UsageDetail
 	// Present is false when the upstream reported no usage.
 	Present bool
+}
+
+// UsageDetail is an upstream's own usage object as encoding/json decodes
+// it with numbers kept exact: json.Number, strings, and nested objects
+// (UsageDetail or map[string]any). It is open by nature — every API and
+// version adds fields — so it is summed by shape, not by name.
+type UsageDetail map[string]any
+
+// object is v as a usage object, when it is one.
+func object(v any) (UsageDetail, bool) {
+	switch v := v.(type) {
+	case UsageDetail:
+		return v, true
+	case map[string]any:
+		return v, true
+	}
+	return nil, false
+}
+
+// Object is the nested object at key (nil when absent or not an object).
+func (d UsageDetail) Object(key string) UsageDetail {
+	o, _ := object(d[key])
+	return o
+}
+
+// Number is the integer at key (0 when absent).
+func (d UsageDetail) Number(key string) int64 {
+	if n, ok := d[key].(json.Number); ok {
+		if v, err := n.Int64(); err == nil {
+			return v
+		}
+		if f, err := n.Float64(); err == nil {
+			return int64(f)
+		}
+	}
+	return 0
 }
 
 // Add returns u + v.
@@ -29,7 +65,7 @@ func (u Usage) Add(v Usage) Usage {
 		return u
 	}
 	if !u.Present {
-		v.Detail = cloneDetail(v.Detail)
+		v.Detail = v.Detail.clone()
 		return v
 	}
 	out := Usage{
@@ -51,10 +87,10 @@ func (u Usage) Add(v Usage) Usage {
 
 // sumDetail adds two usage objects: numbers are added, objects recurse,
 // other values (strings such as service_tier) keep the latest.
-func sumDetail(a, b map[string]any) map[string]any {
-	out := cloneDetail(a)
+func sumDetail(a, b UsageDetail) UsageDetail {
+	out := a.clone()
 	if out == nil {
-		out = map[string]any{}
+		out = UsageDetail{}
 	}
 	for k, bv := range b {
 		av, ok := out[k]
@@ -62,14 +98,14 @@ func sumDetail(a, b map[string]any) map[string]any {
 			out[k] = cloneValue(bv)
 			continue
 		}
-		switch bt := bv.(type) {
-		case json.Number:
+		if bt, ok := bv.(json.Number); ok {
 			if at, ok := av.(json.Number); ok {
 				out[k] = addNumbers(at, bt)
 				continue
 			}
-		case map[string]any:
-			if at, ok := av.(map[string]any); ok {
+		}
+		if bt, ok := object(bv); ok {
+			if at, ok := object(av); ok {
 				out[k] = sumDetail(at, bt)
 				continue
 			}
@@ -99,48 +135,35 @@ func formatInt(v int64) string {
 	return string(b)
 }
 
-func cloneDetail(m map[string]any) map[string]any {
-	if m == nil {
+func (d UsageDetail) clone() UsageDetail {
+	if d == nil {
 		return nil
 	}
-	out := make(map[string]any, len(m))
-	for k, v := range m {
+	out := make(UsageDetail, len(d))
+	for k, v := range d {
 		out[k] = cloneValue(v)
 	}
 	return out
 }
 
 func cloneValue(v any) any {
-	if m, ok := v.(map[string]any); ok {
-		return cloneDetail(m)
+	if m, ok := object(v); ok {
+		return m.clone()
 	}
 	return v
 }
 
 // DecodeUsageDetail reads an upstream usage object for Usage.Detail,
 // keeping numbers exact (json.Number).
-func DecodeUsageDetail(raw json.RawMessage) (map[string]any, error) {
+func DecodeUsageDetail(raw json.RawMessage) (UsageDetail, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
-	var m map[string]any
+	var m UsageDetail
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if err := dec.Decode(&m); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// UsageNumber is the integer at key of a usage detail (0 when absent).
-func UsageNumber(m map[string]any, key string) int64 {
-	if n, ok := m[key].(json.Number); ok {
-		if v, err := n.Int64(); err == nil {
-			return v
-		}
-		if f, err := n.Float64(); err == nil {
-			return int64(f)
-		}
-	}
-	return 0
 }

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 )
 
@@ -142,7 +143,9 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
 	}
 	msgs, _ := json.Marshal(req.Messages)
 	n := (len(req.System) + len(msgs) + len(req.Tools)) / 4
-	writeJSON(w, map[string]int{"input_tokens": n})
+	writeJSON(w, struct {
+		InputTokens int `json:"input_tokens"`
+	}{n})
 }
 
 func stopReason(rd Round) string {
@@ -155,32 +158,33 @@ func stopReason(rd Round) string {
 	return "end_turn"
 }
 
-// anthropicUsage converts a scripted usage object.
-func anthropicUsage(u json.RawMessage) map[string]any {
-	var m map[string]any
-	dec := json.NewDecoder(strings.NewReader(string(u)))
-	dec.UseNumber()
-	if len(u) == 0 || dec.Decode(&m) != nil {
-		return map[string]any{"input_tokens": 0, "output_tokens": 0}
+// anthropicUsage converts a scripted usage object, by member.
+func anthropicUsage(u json.RawMessage) map[string]json.RawMessage {
+	var m map[string]json.RawMessage
+	if len(u) == 0 || json.Unmarshal(u, &m) != nil || m == nil {
+		return map[string]json.RawMessage{"input_tokens": json.RawMessage("0"), "output_tokens": json.RawMessage("0")}
 	}
 	if _, ok := m["input_tokens"]; ok {
 		return m
 	}
-	num := func(v any) int64 {
-		n, _ := v.(json.Number)
+	num := func(raw json.RawMessage) int64 {
+		var n json.Number
+		if len(raw) == 0 || raw[0] == '"' || json.Unmarshal(raw, &n) != nil {
+			return 0
+		}
 		i, _ := n.Int64()
 		return i
 	}
-	var cached int64
-	if d, ok := m["prompt_tokens_details"].(map[string]any); ok {
-		cached = num(d["cached_tokens"])
-	}
-	return map[string]any{
-		"input_tokens":                num(m["prompt_tokens"]) - cached,
-		"cache_creation_input_tokens": 0,
-		"cache_read_input_tokens":     cached,
-		"output_tokens":               num(m["completion_tokens"]),
-		"service_tier":                "standard",
+	var details map[string]json.RawMessage
+	_ = json.Unmarshal(m["prompt_tokens_details"], &details)
+	cached := num(details["cached_tokens"])
+	enc := func(n int64) json.RawMessage { return strconv.AppendInt(nil, n, 10) }
+	return map[string]json.RawMessage{
+		"input_tokens":                enc(num(m["prompt_tokens"]) - cached),
+		"cache_creation_input_tokens": enc(0),
+		"cache_read_input_tokens":     enc(cached),
+		"output_tokens":               enc(num(m["completion_tokens"])),
+		"service_tier":                json.RawMessage(`"standard"`),
 	}
 }
 
@@ -191,33 +195,94 @@ func toolInput(args string) json.RawMessage {
 	return json.RawMessage(args)
 }
 
-func anthropicBlocks(rd Round) []map[string]any {
-	var blocks []map[string]any
+// The Messages shapes the fake writes, fields in alphabetical order (the
+// bytes the maps it wrote before gave).
+type (
+	anthropicMessageJSON struct {
+		Content      []any                      `json:"content"`
+		ID           string                     `json:"id"`
+		Model        string                     `json:"model"`
+		Role         string                     `json:"role"`
+		StopReason   *string                    `json:"stop_reason"`
+		StopSequence *string                    `json:"stop_sequence"`
+		Type         string                     `json:"type"`
+		Usage        map[string]json.RawMessage `json:"usage"`
+	}
+	thinkingBlock struct {
+		Signature string `json:"signature"`
+		Thinking  string `json:"thinking"`
+		Type      string `json:"type"`
+	}
+	textBlock struct {
+		Text string `json:"text"`
+		Type string `json:"type"`
+	}
+	toolUseBlock struct {
+		ID    string          `json:"id"`
+		Input json.RawMessage `json:"input"`
+		Name  string          `json:"name"`
+		Type  string          `json:"type"`
+	}
+	thinkingDelta struct {
+		Thinking string `json:"thinking"`
+		Type     string `json:"type"`
+	}
+	signatureDelta struct {
+		Signature string `json:"signature"`
+		Type      string `json:"type"`
+	}
+	inputJSONDelta struct {
+		PartialJSON string `json:"partial_json"`
+		Type        string `json:"type"`
+	}
+	stopDelta struct {
+		StopReason   string  `json:"stop_reason"`
+		StopSequence *string `json:"stop_sequence"`
+	}
+	outputUsage struct {
+		OutputTokens json.RawMessage `json:"output_tokens"`
+	}
+	// anthropicEvent is one event of the stream; its type names it.
+	anthropicEvent struct {
+		ContentBlock any                   `json:"content_block,omitempty"`
+		Delta        any                   `json:"delta,omitempty"`
+		Index        *int                  `json:"index,omitempty"`
+		Message      *anthropicMessageJSON `json:"message,omitempty"`
+		Type         string                `json:"type"`
+		Usage        *outputUsage          `json:"usage,omitempty"`
+	}
+	anthropicErrorJSON struct {
+		Error struct {
+			Message string `json:"message"`
+			Type    string `json:"type"`
+		} `json:"error"`
+		Type string `json:"type"`
+	}
+)
+
+func anthropicBlocks(rd Round) []any {
+	blocks := []any{}
 	if rd.Reasoning != "" {
-		blocks = append(blocks, map[string]any{"type": "thinking", "thinking": rd.Reasoning, "signature": "sig_fake"})
+		blocks = append(blocks, thinkingBlock{Type: "thinking", Thinking: rd.Reasoning, Signature: "sig_fake"})
 	}
 	if rd.Content != "" {
-		blocks = append(blocks, map[string]any{"type": "text", "text": rd.Content})
+		blocks = append(blocks, textBlock{Type: "text", Text: rd.Content})
 	}
 	for _, tc := range rd.ToolCalls {
-		blocks = append(blocks, map[string]any{"type": "tool_use", "id": tc.ID, "name": tc.Name, "input": toolInput(tc.Arguments)})
-	}
-	if blocks == nil {
-		blocks = []map[string]any{}
+		blocks = append(blocks, toolUseBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: toolInput(tc.Arguments)})
 	}
 	return blocks
 }
 
-func anthropicMessage(rd Round) map[string]any {
-	return map[string]any{
-		"id":            rd.ID,
-		"type":          "message",
-		"role":          "assistant",
-		"model":         rd.Model,
-		"content":       anthropicBlocks(rd),
-		"stop_reason":   stopReason(rd),
-		"stop_sequence": nil,
-		"usage":         anthropicUsage(rd.Usage),
+func anthropicMessage(rd Round) anthropicMessageJSON {
+	return anthropicMessageJSON{
+		ID:         rd.ID,
+		Type:       "message",
+		Role:       "assistant",
+		Model:      rd.Model,
+		Content:    anthropicBlocks(rd),
+		StopReason: ref(stopReason(rd)),
+		Usage:      anthropicUsage(rd.Usage),
 	}
 }
 
@@ -226,22 +291,21 @@ func (s *Server) anthropicStream(w http.ResponseWriter, r *http.Request, rd Roun
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	fl, _ := w.(http.Flusher)
-	send := func(v map[string]any) {
-		b, _ := json.Marshal(v)
-		_, _ = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", v["type"], b)
+	send := func(ev anthropicEvent) {
+		b, _ := json.Marshal(ev)
+		_, _ = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Type, b)
 		if fl != nil {
 			fl.Flush()
 		}
 	}
 	usage := anthropicUsage(rd.Usage)
-	startUsage := map[string]any{}
+	startUsage := map[string]json.RawMessage{}
 	for k, v := range usage {
 		startUsage[k] = v
 	}
-	startUsage["output_tokens"] = 1
-	send(map[string]any{"type": "message_start", "message": map[string]any{
-		"id": rd.ID, "type": "message", "role": "assistant", "model": rd.Model, "content": []any{},
-		"stop_reason": nil, "stop_sequence": nil, "usage": startUsage,
+	startUsage["output_tokens"] = json.RawMessage("1")
+	send(anthropicEvent{Type: "message_start", Message: &anthropicMessageJSON{
+		ID: rd.ID, Type: "message", Role: "assistant", Model: rd.Model, Content: []any{}, Usage: startUsage,
 	}})
 	if rd.Stall {
 		s.hanging <- struct{}{}
@@ -252,7 +316,7 @@ func (s *Server) anthropicStream(w http.ResponseWriter, r *http.Request, rd Roun
 		s.cancelledSig <- struct{}{}
 		return
 	}
-	send(map[string]any{"type": "ping"})
+	send(anthropicEvent{Type: "ping"})
 	n := rd.ChunkRunes
 	if n <= 0 {
 		n = 4
@@ -262,38 +326,44 @@ func (s *Server) anthropicStream(w http.ResponseWriter, r *http.Request, rd Roun
 		a = 8
 	}
 	index := 0
-	if rd.Reasoning != "" {
-		send(map[string]any{"type": "content_block_start", "index": index, "content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
-		for _, piece := range splitRunes(rd.Reasoning, n) {
-			send(map[string]any{"type": "content_block_delta", "index": index, "delta": map[string]any{"type": "thinking_delta", "thinking": piece}})
+	block := func(start any, deltas []any) {
+		send(anthropicEvent{Type: "content_block_start", Index: ref(index), ContentBlock: start})
+		for _, d := range deltas {
+			send(anthropicEvent{Type: "content_block_delta", Index: ref(index), Delta: d})
 		}
-		send(map[string]any{"type": "content_block_delta", "index": index, "delta": map[string]any{"type": "signature_delta", "signature": "sig_fake"}})
-		send(map[string]any{"type": "content_block_stop", "index": index})
+		send(anthropicEvent{Type: "content_block_stop", Index: ref(index)})
 		index++
+	}
+	if rd.Reasoning != "" {
+		var ds []any
+		for _, piece := range splitRunes(rd.Reasoning, n) {
+			ds = append(ds, thinkingDelta{Type: "thinking_delta", Thinking: piece})
+		}
+		block(thinkingBlock{Type: "thinking"}, append(ds, signatureDelta{Type: "signature_delta", Signature: "sig_fake"}))
 	}
 	if rd.Content != "" {
-		send(map[string]any{"type": "content_block_start", "index": index, "content_block": map[string]any{"type": "text", "text": ""}})
+		var ds []any
 		for _, piece := range splitRunes(rd.Content, n) {
-			send(map[string]any{"type": "content_block_delta", "index": index, "delta": map[string]any{"type": "text_delta", "text": piece}})
+			ds = append(ds, textBlock{Type: "text_delta", Text: piece})
 		}
-		send(map[string]any{"type": "content_block_stop", "index": index})
-		index++
+		block(textBlock{Type: "text"}, ds)
 	}
 	for _, tc := range rd.ToolCalls {
-		send(map[string]any{"type": "content_block_start", "index": index, "content_block": map[string]any{"type": "tool_use", "id": tc.ID, "name": tc.Name, "input": map[string]any{}}})
+		var ds []any
 		for _, piece := range splitBytes(string(toolInput(tc.Arguments)), a) {
-			send(map[string]any{"type": "content_block_delta", "index": index, "delta": map[string]any{"type": "input_json_delta", "partial_json": piece}})
+			ds = append(ds, inputJSONDelta{Type: "input_json_delta", PartialJSON: piece})
 		}
-		send(map[string]any{"type": "content_block_stop", "index": index})
-		index++
+		block(toolUseBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: json.RawMessage(`{}`)}, ds)
 	}
-	send(map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stopReason(rd), "stop_sequence": nil}, "usage": map[string]any{"output_tokens": usage["output_tokens"]}})
-	send(map[string]any{"type": "message_stop"})
+	send(anthropicEvent{Type: "message_delta", Delta: stopDelta{StopReason: stopReason(rd)}, Usage: &outputUsage{OutputTokens: usage["output_tokens"]}})
+	send(anthropicEvent{Type: "message_stop"})
 }
 
 func writeAnthropicError(w http.ResponseWriter, status int, typ, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}})
+	body := anthropicErrorJSON{Type: "error"}
+	body.Error.Type, body.Error.Message = typ, msg
+	b, _ := json.Marshal(body)
 	_, _ = w.Write(b)
 }

@@ -288,33 +288,78 @@ func finishReason(rd Round) string {
 	return "stop"
 }
 
-func completion(rd Round) map[string]any {
-	msg := map[string]any{"role": "assistant", "content": rd.Content, "refusal": nil}
-	if rd.Reasoning != "" {
-		msg["reasoning_content"] = rd.Reasoning
+// The Chat Completions shapes the fake writes. Fields are in alphabetical
+// order: the bytes are those the maps the fake wrote before gave.
+type (
+	completionJSON struct {
+		Choices           []choiceJSON    `json:"choices"`
+		Created           int64           `json:"created"`
+		ID                string          `json:"id"`
+		Model             string          `json:"model"`
+		Object            string          `json:"object"`
+		SystemFingerprint string          `json:"system_fingerprint"`
+		Usage             json.RawMessage `json:"usage,omitempty"`
 	}
+	// choiceJSON is a choice of a completion (Message) or of a chunk (Delta).
+	choiceJSON struct {
+		Delta        *deltaJSON      `json:"delta,omitempty"`
+		FinishReason *string         `json:"finish_reason"`
+		Index        int             `json:"index"`
+		Logprobs     json.RawMessage `json:"logprobs"`
+		Message      *messageJSON    `json:"message,omitempty"`
+	}
+	messageJSON struct {
+		Content          *string         `json:"content"`
+		ReasoningContent string          `json:"reasoning_content,omitempty"`
+		Refusal          json.RawMessage `json:"refusal"`
+		Role             string          `json:"role"`
+		ToolCalls        []toolCallJSON  `json:"tool_calls,omitempty"`
+	}
+	toolCallJSON struct {
+		Function functionJSON `json:"function"`
+		ID       *string      `json:"id,omitempty"`
+		Index    *int         `json:"index,omitempty"`
+		Type     string       `json:"type,omitempty"`
+	}
+	functionJSON struct {
+		Arguments string  `json:"arguments"`
+		Name      *string `json:"name,omitempty"`
+	}
+	deltaJSON struct {
+		Content          *string         `json:"content,omitempty"`
+		ReasoningContent string          `json:"reasoning_content,omitempty"`
+		Refusal          json.RawMessage `json:"refusal,omitempty"`
+		Role             string          `json:"role,omitempty"`
+		ToolCalls        []toolCallJSON  `json:"tool_calls,omitempty"`
+	}
+	errorJSON struct {
+		Error struct {
+			Message string `json:"message"`
+			Type    string `json:"type"`
+		} `json:"error"`
+	}
+)
+
+// ref is a pointer to a copy of v, for the optional fields.
+func ref[T any](v T) *T { return &v }
+
+func completion(rd Round) completionJSON {
+	msg := &messageJSON{Role: "assistant", Content: ref(rd.Content), ReasoningContent: rd.Reasoning}
 	if rd.Content == "" && len(rd.ToolCalls) > 0 {
-		msg["content"] = nil
+		msg.Content = nil
 	}
-	if len(rd.ToolCalls) > 0 {
-		calls := make([]map[string]any, len(rd.ToolCalls))
-		for i, tc := range rd.ToolCalls {
-			calls[i] = map[string]any{"id": tc.ID, "type": "function", "function": map[string]string{"name": tc.Name, "arguments": tc.Arguments}}
-		}
-		msg["tool_calls"] = calls
+	for _, tc := range rd.ToolCalls {
+		msg.ToolCalls = append(msg.ToolCalls, toolCallJSON{ID: ref(tc.ID), Type: "function", Function: functionJSON{Name: ref(tc.Name), Arguments: tc.Arguments}})
 	}
-	out := map[string]any{
-		"id":                 rd.ID,
-		"object":             "chat.completion",
-		"created":            rd.Created,
-		"model":              rd.Model,
-		"system_fingerprint": "fp_fake",
-		"choices":            []map[string]any{{"index": 0, "message": msg, "logprobs": nil, "finish_reason": finishReason(rd)}},
+	return completionJSON{
+		ID:                rd.ID,
+		Object:            "chat.completion",
+		Created:           rd.Created,
+		Model:             rd.Model,
+		SystemFingerprint: "fp_fake",
+		Choices:           []choiceJSON{{Index: 0, Message: msg, FinishReason: ref(finishReason(rd))}},
+		Usage:             rd.Usage,
 	}
-	if len(rd.Usage) > 0 {
-		out["usage"] = rd.Usage
-	}
-	return out
 }
 
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, rd Round, includeUsage bool) {
@@ -329,13 +374,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, rd Round, includ
 			fl.Flush()
 		}
 	}
-	chunk := func(choices any) map[string]any {
-		return map[string]any{"id": rd.ID, "object": "chat.completion.chunk", "created": rd.Created, "model": rd.Model, "system_fingerprint": "fp_fake", "choices": choices}
+	chunk := func(choices []choiceJSON) completionJSON {
+		return completionJSON{ID: rd.ID, Object: "chat.completion.chunk", Created: rd.Created, Model: rd.Model, SystemFingerprint: "fp_fake", Choices: choices}
 	}
-	delta := func(d map[string]any) []map[string]any {
-		return []map[string]any{{"index": 0, "delta": d, "logprobs": nil, "finish_reason": nil}}
+	delta := func(d deltaJSON) []choiceJSON {
+		return []choiceJSON{{Index: 0, Delta: &d}}
 	}
-	send(chunk(delta(map[string]any{"role": "assistant", "content": "", "refusal": nil})))
+	send(chunk(delta(deltaJSON{Role: "assistant", Content: ref(""), Refusal: json.RawMessage("null")})))
 	if rd.Stall {
 		s.hanging <- struct{}{}
 		<-r.Context().Done()
@@ -350,25 +395,25 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, rd Round, includ
 		n = 4
 	}
 	for _, piece := range splitRunes(rd.Reasoning, n) {
-		send(chunk(delta(map[string]any{"reasoning_content": piece})))
+		send(chunk(delta(deltaJSON{ReasoningContent: piece})))
 	}
 	for _, piece := range splitRunes(rd.Content, n) {
-		send(chunk(delta(map[string]any{"content": piece})))
+		send(chunk(delta(deltaJSON{Content: ref(piece)})))
 	}
 	a := rd.ArgsChunk
 	if a <= 0 {
 		a = 8
 	}
 	for i, tc := range rd.ToolCalls {
-		send(chunk(delta(map[string]any{"tool_calls": []map[string]any{{"index": i, "id": tc.ID, "type": "function", "function": map[string]string{"name": tc.Name, "arguments": ""}}}})))
+		send(chunk(delta(deltaJSON{ToolCalls: []toolCallJSON{{Index: ref(i), ID: ref(tc.ID), Type: "function", Function: functionJSON{Name: ref(tc.Name)}}}})))
 		for _, piece := range splitBytes(tc.Arguments, a) {
-			send(chunk(delta(map[string]any{"tool_calls": []map[string]any{{"index": i, "function": map[string]string{"arguments": piece}}}})))
+			send(chunk(delta(deltaJSON{ToolCalls: []toolCallJSON{{Index: ref(i), Function: functionJSON{Arguments: piece}}}})))
 		}
 	}
-	send(chunk([]map[string]any{{"index": 0, "delta": map[string]any{}, "logprobs": nil, "finish_reason": finishReason(rd)}}))
+	send(chunk([]choiceJSON{{Index: 0, Delta: &deltaJSON{}, FinishReason: ref(finishReason(rd))}}))
 	if includeUsage && len(rd.Usage) > 0 {
-		c := chunk([]any{})
-		c["usage"] = rd.Usage
+		c := chunk([]choiceJSON{})
+		c.Usage = rd.Usage
 		send(c)
 	}
 	_, _ = fmt.Fprint(w, "data: [DONE]\n\n")
@@ -414,6 +459,8 @@ func writeJSON(w http.ResponseWriter, v any) {
 func writeError(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error"}})
+	var body errorJSON
+	body.Error.Message, body.Error.Type = msg, "invalid_request_error"
+	b, _ := json.Marshal(body)
 	_, _ = w.Write(b)
 }

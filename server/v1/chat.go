@@ -3,136 +3,84 @@ package v1
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"net/http"
 
-	"toolhost/identity"
 	"toolhost/loop"
-	"toolhost/server"
+	"toolhost/wire"
 )
 
-// chatCompletions serves POST /v1/chat/completions.
-func (h *Handler) chatCompletions(w http.ResponseWriter, r *http.Request) {
-	body, rerr := h.readBody(w, r)
-	if rerr != nil {
-		writeRequestError(w, rerr)
-		return
-	}
-	h.withIdempotency(w, r, body, func(w http.ResponseWriter) {
-		h.serveChat(w, r, body)
-	})
+// chatFace is the Chat Completions format (POST /v1/chat/completions).
+type chatFace struct{ h *Handler }
+
+func (f chatFace) parse(_ *http.Request, body []byte) (request, error) { return f.h.parseChat(body) }
+
+func (chatFace) writeError(w http.ResponseWriter, e *requestError) { writeRequestError(w, e) }
+
+func (cr *chatRequest) prepare(*loop.Run) error { return nil }
+
+func (cr *chatRequest) render(run *loop.Run, res *loop.Result) any {
+	return cr.h.chatResponse(cr, run, res)
 }
 
-func (h *Handler) serveChat(w http.ResponseWriter, r *http.Request, body []byte) {
-	ctx := r.Context()
-	cr, err := h.parseChat(body)
-	if err != nil {
-		var re *requestError
-		if errors.As(err, &re) {
-			writeRequestError(w, re)
-			return
-		}
-		writeRequestError(w, badRequest(ReasonInvalidRequest, "", err.Error()))
-		return
-	}
-	route, err := h.opts.Router.Pick(cr.loop.Model, cr.declared)
-	if err != nil {
-		writeRequestError(w, h.runError(ctx, err))
-		return
-	}
-	id, _ := identity.FromContext(ctx)
-	run := &loop.Run{
-		Request: cr.loop,
-		Hosted:  cr.hosted,
-		Route:   route,
-		Lang:    lang(r),
-		Caller: loop.Caller{
-			RequestID:      requestID(ctx),
-			SessionID:      sessionID(r, cr.metadata),
-			Slot:           r.Header.Get(SlotHeader),
-			Identity:       id,
-			TraceID:        server.TraceID(r.Header),
-			IdempotencyKey: r.Header.Get("Idempotency-Key"),
-			Metadata:       cr.metadata,
-		},
-	}
-	if !cr.loop.Stream {
-		res, err := h.opts.Runner.Run(ctx, run)
-		if err != nil {
-			if ctx.Err() != nil {
-				return // the caller went away; nobody to answer
-			}
-			writeRequestError(w, h.runError(ctx, err))
-			return
-		}
-		server.WriteJSON(w, http.StatusOK, h.chatResponse(cr, run, res))
-		return
-	}
-	sw := &chatStream{h: h, sseWriter: sseWriter{w: w}, cr: cr, requestID: run.Caller.RequestID}
-	run.Sink = sw.event
-	res, err := h.opts.Runner.Run(ctx, run)
-	if err != nil {
-		if ctx.Err() != nil {
-			return
-		}
-		re := h.runError(ctx, err)
-		if !sw.started {
-			writeRequestError(w, re)
-			return
-		}
-		// A broken stream must not be replayed to an idempotent retry.
-		if d, ok := w.(interface{ discard() }); ok {
-			d.discard()
-		}
-		_ = sw.send(re.body())
-		return
-	}
-	sw.finish(run, res)
+func (cr *chatRequest) stream(w http.ResponseWriter) stream {
+	return &chatStream{h: cr.h, sseWriter: sseWriter{w: w}, cr: cr}
 }
 
-// extension is the top-level extension field of a response.
-func (h *Handler) extension(cr *chatRequest, run *loop.Run, res *loop.Result) map[string]any {
-	ext := map[string]any{"request_id": run.Caller.RequestID, "cost_quota": res.Cost}
-	if cr.declared {
-		calls := make([]map[string]any, 0, len(res.Calls))
-		for _, c := range res.Calls {
-			calls = append(calls, map[string]any{"round": c.Round, "id": c.ID, "name": c.Name, "status": c.Status, "summary": c.Summary, "ms": c.MS()})
-		}
-		ext["tool_rounds"] = res.ToolRounds()
-		ext["tool_calls"] = calls
-	}
-	return ext
+// chatCompletion is a chat.completion object; Extra holds the upstream's
+// other fields and the extension field.
+type chatCompletion struct {
+	Choices    []chatChoice               `json:"choices"`
+	Created    int64                      `json:"created"`
+	ID         string                     `json:"id"`
+	Model      string                     `json:"model"`
+	Object     string                     `json:"object"`
+	ToolChoice json.RawMessage            `json:"tool_choice,omitempty"`
+	Usage      json.RawMessage            `json:"usage,omitempty"`
+	Extra      map[string]json.RawMessage `json:"-"`
+}
+
+func (c chatCompletion) MarshalJSON() ([]byte, error) {
+	type plain chatCompletion
+	return wire.Marshal(plain(c), c.Extra)
+}
+
+// chatChoice is the one choice; Extra holds the upstream choice's other
+// fields.
+type chatChoice struct {
+	FinishReason string                     `json:"finish_reason"`
+	Index        int                        `json:"index"`
+	Logprobs     json.RawMessage            `json:"logprobs"`
+	Message      json.RawMessage            `json:"message"`
+	Extra        map[string]json.RawMessage `json:"-"`
+}
+
+func (c chatChoice) MarshalJSON() ([]byte, error) {
+	type plain chatChoice
+	return wire.Marshal(plain(c), c.Extra)
 }
 
 // chatResponse renders a finished run as a chat.completion object.
-func (h *Handler) chatResponse(cr *chatRequest, run *loop.Run, res *loop.Result) map[string]any {
-	out := map[string]any{}
-	for k, v := range res.Final.Extra {
-		out[k] = v
+func (h *Handler) chatResponse(cr *chatRequest, run *loop.Run, res *loop.Result) chatCompletion {
+	choice := chatChoice{
+		Index:        0,
+		Message:      finalMessage(res),
+		FinishReason: res.FinishReason,
+		Logprobs:     res.Final.ChoiceExtra["logprobs"],
+		Extra:        res.Final.ChoiceExtra,
 	}
-	out["id"] = res.First.ID
-	out["object"] = "chat.completion"
-	out["created"] = res.First.Created
-	out["model"] = res.First.Model
-	choice := map[string]any{}
-	for k, v := range res.Final.ChoiceExtra {
-		choice[k] = v
+	if choice.Logprobs == nil {
+		choice.Logprobs = json.RawMessage("null")
 	}
-	choice["index"] = 0
-	choice["message"] = finalMessage(res)
-	choice["finish_reason"] = res.FinishReason
-	if _, ok := choice["logprobs"]; !ok {
-		choice["logprobs"] = nil
+	return chatCompletion{
+		ID:         res.First.ID,
+		Object:     "chat.completion",
+		Created:    res.First.Created,
+		Model:      res.First.Model,
+		Choices:    []chatChoice{choice},
+		Usage:      usageJSON(res.Usage),
+		ToolChoice: cr.toolChoice,
+		Extra:      h.labelled(res.Final.Extra, h.extension(cr.declared, run, res)),
 	}
-	out["choices"] = []any{choice}
-	if u := usageJSON(res.Usage); u != nil {
-		out["usage"] = u
-	}
-	if len(cr.toolChoice) > 0 {
-		out["tool_choice"] = cr.toolChoice
-	}
-	out[h.opts.Label] = h.extension(cr, run, res)
-	return out
 }
 
 // finalMessage is the last assistant message without hosted calls, keeping
@@ -177,31 +125,57 @@ func finalMessage(res *loop.Result) json.RawMessage {
 	return b
 }
 
+// assistantMessage is an assistant message in Chat Completions form.
+type assistantMessage struct {
+	Content   *string        `json:"content"`
+	Role      string         `json:"role"`
+	ToolCalls []chatToolCall `json:"tool_calls,omitempty"`
+}
+
+type chatToolCall struct {
+	Function chatCallFunction `json:"function"`
+	ID       string           `json:"id"`
+	Type     string           `json:"type"`
+}
+
+type chatCallFunction struct {
+	Arguments string `json:"arguments"`
+	Name      string `json:"name"`
+}
+
 func encodeMessage(m loop.Message) json.RawMessage {
-	out := map[string]any{"role": "assistant", "content": m.Text}
-	if len(m.ToolCalls) > 0 {
-		calls := make([]map[string]any, len(m.ToolCalls))
-		for i, c := range m.ToolCalls {
-			calls[i] = map[string]any{"id": c.ID, "type": "function", "function": map[string]string{"name": c.Name, "arguments": string(c.Args)}}
-		}
-		out["tool_calls"] = calls
-		if m.Text == "" {
-			out["content"] = nil
-		}
+	text := m.Text
+	out := assistantMessage{Role: "assistant", Content: &text}
+	for _, c := range m.ToolCalls {
+		out.ToolCalls = append(out.ToolCalls, chatToolCall{ID: c.ID, Type: "function", Function: chatCallFunction{Name: c.Name, Arguments: string(c.Args)}})
+	}
+	if len(m.ToolCalls) > 0 && m.Text == "" {
+		out.Content = nil
 	}
 	b, _ := marshal(out)
 	return b
 }
 
-// usageJSON renders summed usage in Chat Completions form.
-func usageJSON(u loop.Usage) any {
+// chatUsage is usage in Chat Completions form.
+type chatUsage struct {
+	CompletionTokens int64 `json:"completion_tokens"`
+	PromptTokens     int64 `json:"prompt_tokens"`
+	TotalTokens      int64 `json:"total_tokens"`
+}
+
+// usageJSON renders summed usage in Chat Completions form: an OpenAI
+// upstream's own usage object as it came (summed), else the counts; nil
+// without usage.
+func usageJSON(u loop.Usage) json.RawMessage {
 	if !u.Present {
 		return nil
 	}
+	var v any = chatUsage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, TotalTokens: u.InputTokens + u.OutputTokens}
 	if u.Dialect == loop.DialectOpenAI && u.Detail != nil {
-		return u.Detail
+		v = u.Detail
 	}
-	return map[string]any{"prompt_tokens": u.InputTokens, "completion_tokens": u.OutputTokens, "total_tokens": u.InputTokens + u.OutputTokens}
+	b, _ := marshal(v)
+	return b
 }
 
 func marshal(v any) ([]byte, error) {
@@ -230,32 +204,94 @@ func upstreamMessage(ue *loop.UpstreamError) string {
 type chatStream struct {
 	h *Handler
 	sseWriter
-	cr        *chatRequest
-	requestID string
+	cr *chatRequest
 
 	meta     loop.Meta
 	haveMeta bool
 	roleSent bool
 }
 
+// chatChunk is a chat.completion.chunk; Extra holds the extension field.
+type chatChunk struct {
+	Choices []chatChunkChoice          `json:"choices"`
+	Created int64                      `json:"created"`
+	ID      string                     `json:"id"`
+	Model   string                     `json:"model"`
+	Object  string                     `json:"object"`
+	Usage   json.RawMessage            `json:"usage,omitempty"`
+	Extra   map[string]json.RawMessage `json:"-"`
+}
+
+func (c chatChunk) MarshalJSON() ([]byte, error) {
+	type plain chatChunk
+	return wire.Marshal(plain(c), c.Extra)
+}
+
+type chatChunkChoice struct {
+	Delta        chatDelta       `json:"delta"`
+	FinishReason *string         `json:"finish_reason"`
+	Index        int             `json:"index"`
+	Logprobs     json.RawMessage `json:"logprobs"`
+}
+
+// chatDelta is a chunk's delta; Extra holds an OpenAI upstream's other
+// delta fields (reasoning, refusal).
+type chatDelta struct {
+	Content   *string                    `json:"content,omitempty"`
+	Role      string                     `json:"role,omitempty"`
+	ToolCalls []chatCallDelta            `json:"tool_calls,omitempty"`
+	Extra     map[string]json.RawMessage `json:"-"`
+}
+
+func (d chatDelta) MarshalJSON() ([]byte, error) {
+	type plain chatDelta
+	return wire.Marshal(plain(d), d.Extra)
+}
+
+// chatCallDelta is a piece of a caller's tool call: the first carries id,
+// type and name.
+type chatCallDelta struct {
+	Function chatFunctionDelta `json:"function"`
+	ID       *string           `json:"id,omitempty"`
+	Index    int               `json:"index"`
+	Type     string            `json:"type,omitempty"`
+}
+
+type chatFunctionDelta struct {
+	Arguments string `json:"arguments"`
+	Name      string `json:"name,omitempty"`
+}
+
+func (s *chatStream) begun() bool { return s.started }
+
 func (s *chatStream) send(v any) error { return s.write("", v) }
 
-func (s *chatStream) chunk(choices any) map[string]any {
-	return map[string]any{"id": s.meta.ID, "object": "chat.completion.chunk", "created": s.meta.Created, "model": s.meta.Model, "choices": choices}
+func (s *chatStream) fail(re *requestError) { _ = s.send(re.body()) }
+
+func (s *chatStream) chunk(choices []chatChunkChoice) chatChunk {
+	if choices == nil {
+		choices = []chatChunkChoice{}
+	}
+	return chatChunk{ID: s.meta.ID, Object: "chat.completion.chunk", Created: s.meta.Created, Model: s.meta.Model, Choices: choices}
 }
 
-func (s *chatStream) delta(d map[string]any) map[string]any {
+func (s *chatStream) delta(d chatDelta) chatChunk {
 	if !s.roleSent {
 		s.roleSent = true
-		d["role"] = "assistant"
+		d.Role = "assistant"
 	}
-	return s.chunk([]any{map[string]any{"index": 0, "delta": d, "logprobs": nil, "finish_reason": nil}})
+	return s.chunk([]chatChunkChoice{{Index: 0, Delta: d}})
 }
 
-func (s *chatStream) ext(v any) map[string]any {
-	c := s.chunk([]any{})
-	c[s.h.opts.Label] = v
+func (s *chatStream) ext(v any) chatChunk {
+	c := s.chunk(nil)
+	c.Extra = s.h.labelled(nil, v)
 	return c
+}
+
+// toolNotice is the extension field of a chunk about one hosted call.
+type toolNotice struct {
+	Tool hostedCall `json:"tool"`
 }
 
 // event is the loop's sink.
@@ -267,32 +303,25 @@ func (s *chatStream) event(ev loop.Event) error {
 			s.meta = loop.Meta{ID: ev.ID, Created: ev.Created, Model: ev.Model}
 		}
 	case loop.EventTextDelta:
-		return s.send(s.delta(map[string]any{"content": ev.Text}))
+		text := ev.Text
+		return s.send(s.delta(chatDelta{Content: &text}))
 	case loop.EventDeltaExtra:
 		if ev.Dialect != loop.DialectOpenAI {
 			return nil
 		}
-		d := map[string]any{}
-		for k, v := range ev.Extra {
-			d[k] = v
-		}
-		return s.send(s.delta(d))
+		return s.send(s.delta(chatDelta{Extra: ev.Extra}))
 	case loop.EventCallerCallDelta:
-		tc := map[string]any{"index": ev.CallerIndex}
+		tc := chatCallDelta{Index: ev.CallerIndex, Function: chatFunctionDelta{Arguments: ev.ArgsDelta}}
 		if ev.Name != "" {
-			tc["id"] = ev.CallID
-			tc["type"] = "function"
-			tc["function"] = map[string]any{"name": ev.Name, "arguments": ev.ArgsDelta}
-		} else {
-			tc["function"] = map[string]any{"arguments": ev.ArgsDelta}
+			id := ev.CallID
+			tc.ID, tc.Type, tc.Function.Name = &id, "function", ev.Name
 		}
-		return s.send(s.delta(map[string]any{"tool_calls": []any{tc}}))
+		return s.send(s.delta(chatDelta{ToolCalls: []chatCallDelta{tc}}))
 	case loop.EventHostedCallStarted:
 		c := ev.Call
-		return s.send(s.ext(map[string]any{"tool": map[string]any{"round": c.Round, "id": c.ID, "name": c.Name, "status": "", "ms": 0}}))
+		return s.send(s.ext(toolNotice{Tool: hostedCall{Round: c.Round, ID: c.ID, Name: c.Name}}))
 	case loop.EventHostedCallFinished:
-		c := ev.Call
-		return s.send(s.ext(map[string]any{"tool": map[string]any{"round": c.Round, "id": c.ID, "name": c.Name, "status": c.Status, "summary": c.Summary, "ms": c.MS()}}))
+		return s.send(s.ext(toolNotice{Tool: reportCall(*ev.Call)}))
 	}
 	return nil
 }
@@ -303,23 +332,27 @@ func (s *chatStream) finish(run *loop.Run, res *loop.Result) {
 	if !s.haveMeta {
 		s.meta = res.First
 	}
-	d := map[string]any{}
+	d := chatDelta{}
 	if !s.roleSent {
 		s.roleSent = true
-		d["role"] = "assistant"
-		d["content"] = ""
+		empty := ""
+		d.Role, d.Content = "assistant", &empty
 	}
-	if s.send(s.chunk([]any{map[string]any{"index": 0, "delta": d, "logprobs": nil, "finish_reason": res.FinishReason}})) != nil {
+	finish := res.FinishReason
+	if s.send(s.chunk([]chatChunkChoice{{Index: 0, Delta: d, FinishReason: &finish}})) != nil {
 		return
 	}
 	if s.cr.includeUsage {
-		c := s.chunk([]any{})
-		c["usage"] = usageJSON(res.Usage)
+		c := s.chunk(nil)
+		c.Usage = usageJSON(res.Usage)
+		if c.Usage == nil {
+			c.Usage = json.RawMessage("null")
+		}
 		if s.send(c) != nil {
 			return
 		}
 	}
-	if s.send(s.ext(s.h.extension(s.cr, run, res))) != nil {
+	if s.send(s.ext(s.h.extension(s.cr.declared, run, res))) != nil {
 		return
 	}
 	_ = s.writeRaw("", []byte("[DONE]"))

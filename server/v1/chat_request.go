@@ -10,54 +10,50 @@ import (
 
 	"toolhost/loop"
 	"toolhost/loop/upstream/openai"
+	"toolhost/wire"
 )
 
 // chatRequest is a checked Chat Completions request.
 type chatRequest struct {
-	loop     loop.Request
-	hosted   loop.Hosted
-	declared bool // the request declared our hosted tools
+	hostedRequest
+	h *Handler
 	// includeUsage: stream_options.include_usage.
 	includeUsage bool
 	// toolChoice is the caller's tool_choice verbatim (echoed).
 	toolChoice json.RawMessage
-	metadata   map[string]string
 }
 
-// Fields of a Chat Completions request the hosted face consumes itself; the
-// rest are passed to the upstream untouched.
-var chatConsumed = map[string]bool{
-	"model": true, "messages": true, "tools": true, "tool_choice": true,
-	"stream": true, "stream_options": true, "max_tool_calls": true,
+// chatFields are the members of a Chat Completions request the face
+// consumes itself; the rest are passed to the upstream untouched.
+type chatFields struct {
+	MaxToolCalls  json.RawMessage `json:"max_tool_calls"`
+	Messages      json.RawMessage `json:"messages"`
+	Model         json.RawMessage `json:"model"`
+	Stream        json.RawMessage `json:"stream"`
+	StreamOptions json.RawMessage `json:"stream_options"`
+	ToolChoice    json.RawMessage `json:"tool_choice"`
+	Tools         json.RawMessage `json:"tools"`
 }
 
 // parseChat reads and checks a Chat Completions body. Every refusal is a
 // *requestError with a machine-readable reason.
 func (h *Handler) parseChat(body []byte) (*chatRequest, error) {
-	var top map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&top); err != nil {
-		return nil, badRequest(ReasonInvalidJSON, "", "the body is not a JSON object: "+err.Error())
+	top, err := readMembers(body)
+	if err != nil {
+		return nil, err
 	}
-	if dec.More() {
-		return nil, badRequest(ReasonInvalidJSON, "", "the body has data after the JSON object")
-	}
+	var in chatFields
+	_ = wire.Fill(top, &in) // raw members always decode
 	label := h.opts.Label
-	cr := &chatRequest{}
+	cr := &chatRequest{h: h}
 	cr.loop.OptionsDialect = loop.DialectOpenAI
-	cr.loop.Options = map[string]json.RawMessage{}
-	for k, v := range top {
-		if k == label || chatConsumed[k] {
-			continue
-		}
-		cr.loop.Options[k] = v
-	}
+	cr.loop.Options = h.options(top, in)
 
-	if err := json.Unmarshal(top["model"], &cr.loop.Model); err != nil || cr.loop.Model == "" {
+	if err := json.Unmarshal(in.Model, &cr.loop.Model); err != nil || cr.loop.Model == "" {
 		return nil, badRequest(ReasonInvalidRequest, "model", "model is required and must be a string")
 	}
 	var msgs []json.RawMessage
-	if err := json.Unmarshal(top["messages"], &msgs); err != nil || len(msgs) == 0 {
+	if err := json.Unmarshal(in.Messages, &msgs); err != nil || len(msgs) == 0 {
 		return nil, badRequest(ReasonInvalidRequest, "messages", "messages is required and must be a non-empty list")
 	}
 	for i, raw := range msgs {
@@ -67,12 +63,12 @@ func (h *Handler) parseChat(body []byte) (*chatRequest, error) {
 		}
 		cr.loop.Messages = append(cr.loop.Messages, m)
 	}
-	if s, ok := top["stream"]; ok && string(s) != "null" {
+	if s := in.Stream; present(s) {
 		if err := json.Unmarshal(s, &cr.loop.Stream); err != nil {
 			return nil, badRequest(ReasonInvalidRequest, "stream", "stream must be a boolean")
 		}
 	}
-	if so, ok := top["stream_options"]; ok && string(so) != "null" {
+	if so := in.StreamOptions; present(so) {
 		var opts struct {
 			IncludeUsage bool `json:"include_usage"`
 		}
@@ -93,7 +89,7 @@ func (h *Handler) parseChat(body []byte) (*chatRequest, error) {
 	}
 
 	// tools: the caller's functions and our declaration.
-	enabledSet, err := h.parseChatTools(top["tools"], cr)
+	enabledSet, err := h.parseChatTools(in.Tools, cr)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +108,7 @@ func (h *Handler) parseChat(body []byte) (*chatRequest, error) {
 	}
 
 	// tool_choice.
-	if tc, ok := top["tool_choice"]; ok && string(tc) != "null" {
+	if tc := in.ToolChoice; present(tc) {
 		cr.toolChoice = tc
 		choice, err := h.parseToolChoice(tc, enabledSet)
 		if err != nil {
@@ -183,8 +179,7 @@ func (h *Handler) parseDeclaration(item json.RawMessage, param string) ([]string
 		return nil, badRequest(ReasonInvalidRequest, param, "mcp tool: "+err.Error())
 	}
 	if d.ServerLabel != h.opts.Label {
-		e := badRequest(ReasonServerToolUnsupported, param+".server_label", fmt.Sprintf("server_label %q is not supported; the hosted tools here are declared with server_label %q", d.ServerLabel, h.opts.Label))
-		return nil, e
+		return nil, h.otherServer(param, d.ServerLabel)
 	}
 	if !h.opts.Enabled {
 		return nil, badRequest(ReasonHostedDisabled, param, "hosted tools are not enabled in this deployment")
@@ -221,10 +216,16 @@ func (h *Handler) parseDeclaration(item json.RawMessage, param string) ([]string
 	}
 	if len(unknown) > 0 {
 		e := badRequest(ReasonUnknownHostedTool, param+".allowed_tools", fmt.Sprintf("no hosted tool named %s; available: %s", strings.Join(quoteAll(unknown), ", "), strings.Join(h.publishedNames(), ", ")))
-		e.extra = map[string]any{"names": unknown}
+		e.names = unknown
 		return nil, e
 	}
 	return names, nil
+}
+
+// otherServer refuses an item (param) that names a server label other than
+// ours.
+func (h *Handler) otherServer(param, label string) *requestError {
+	return badRequest(ReasonServerToolUnsupported, param+".server_label", fmt.Sprintf("server_label %q is not supported; the hosted tools here are declared with server_label %q", label, h.opts.Label))
 }
 
 func (h *Handler) publishedNames() []string {
@@ -255,7 +256,7 @@ func (h *Handler) parseExtension(raw json.RawMessage) (rounds int, has bool, err
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
 		e := badRequest(ReasonUnknownExtensionKey, label+"."+unknown[0], fmt.Sprintf("%s accepts only max_tool_rounds; unknown key %s", label, strings.Join(quoteAll(unknown), ", ")))
-		e.extra = map[string]any{"keys": unknown}
+		e.keys = unknown
 		return 0, false, e
 	}
 	v, ok := ext["max_tool_rounds"]
@@ -309,7 +310,7 @@ func (h *Handler) parseToolChoice(raw json.RawMessage, enabled map[string]bool) 
 		}
 		if !enabled[obj.Name] {
 			e := badRequest(ReasonToolChoiceNotEnabled, "tool_choice.name", fmt.Sprintf("tool_choice names %q, which is not a hosted tool enabled in this request", obj.Name))
-			e.extra = map[string]any{"names": []string{obj.Name}}
+			e.names = []string{obj.Name}
 			return loop.ToolChoice{}, e
 		}
 		return loop.ToolChoice{Mode: loop.ToolChoiceFunction, Name: obj.Name}, nil
@@ -379,7 +380,7 @@ func (h *Handler) applyHosted(hosted *loop.Hosted, declared bool, enabledSet map
 	}
 	if len(clash) > 0 {
 		e := badRequest(ReasonToolNameConflict, "tools", fmt.Sprintf("your %s %s has the name of an enabled hosted tool; %s", noun, strings.Join(quoteAll(clash), ", "), renameHint))
-		e.extra = map[string]any{"names": clash}
+		e.names = clash
 		return e
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"toolhost/catalog"
 	"toolhost/loop"
 	"toolhost/server"
+	"toolhost/wire"
 )
 
 // countTokens serves POST /v1/messages/count_tokens: the input tokens of a
@@ -72,10 +73,31 @@ func (h *Handler) countTokens(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	server.WriteJSON(w, http.StatusOK, map[string]any{
-		"input_tokens": n,
-		h.opts.Label:   map[string]any{"request_id": requestID(ctx), "count_method": method},
-	})
+	server.WriteJSON(w, http.StatusOK, tokenCount{InputTokens: n, Extra: h.labelled(nil, countMethod{RequestID: requestID(ctx), CountMethod: method})})
+}
+
+// tokenCount is the count_tokens answer; Extra holds the extension field.
+type tokenCount struct {
+	InputTokens int64                      `json:"input_tokens"`
+	Extra       map[string]json.RawMessage `json:"-"`
+}
+
+func (c tokenCount) MarshalJSON() ([]byte, error) {
+	type plain tokenCount
+	return wire.Marshal(plain(c), c.Extra)
+}
+
+// toolDefinition is a tool as the estimate counts it (the Messages form).
+type toolDefinition struct {
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+	Name        string          `json:"name"`
+}
+
+// countMethod is count_tokens' extension field: how the count was made.
+type countMethod struct {
+	CountMethod string `json:"count_method"`
+	RequestID   string `json:"request_id"`
 }
 
 func upstreamCounter(route *loop.Route) (loop.TokenCounter, bool) {
@@ -278,7 +300,7 @@ func EstimateTokens(ctx context.Context, req *loop.UpstreamRequest) (int64, erro
 			buf.Reset()
 			buf.WriteString(`{"type":"object"}`)
 		}
-		b, err := marshal(map[string]any{"name": f.Name, "description": f.Description, "input_schema": json.RawMessage(buf.Bytes())})
+		b, err := marshal(toolDefinition{Name: f.Name, Description: f.Description, InputSchema: buf.Bytes()})
 		if err != nil {
 			return 0, err
 		}

@@ -10,5 +10,14 @@
 // round-log endpoint. The loop sees only canonical requests and emits
 // format-neutral events; the upstream clients (loop/upstream/openai and
 // loop/upstream/anthropic) also decode the caller's messages of their
-// dialect. The three streams share one SSE writer (sse.go).
+// dialect.
+//
+// Each format is a face (face.go): it parses a body into a request, which
+// renders a finished run or streams its events; one serve function runs
+// parse → route → loop → render/stream for all three, and the streams share
+// one SSE writer (sse.go). Every body, chunk and event is a struct whose
+// fields are in the alphabetical order of their JSON names; the fields an
+// upstream sent that we do not interpret and the extension field (named by
+// the label) travel as Extra through wire.Marshal, which writes keys in
+// sorted order — so the bytes are those the golden files pin.
 package v1

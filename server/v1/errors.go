@@ -36,7 +36,10 @@ type requestError struct {
 	reason  string
 	param   string
 	message string
-	extra   map[string]any
+	// names and keys are the request's names the refusal is about
+	// (details.names, details.keys).
+	names []string
+	keys  []string
 }
 
 func (e *requestError) Error() string { return e.reason + ": " + e.message }
@@ -45,9 +48,30 @@ func badRequest(reason, param, message string) *requestError {
 	return &requestError{status: http.StatusBadRequest, code: reason, reason: reason, param: param, message: message}
 }
 
-// body is the OpenAI-style error body with our details:
+// errorBody is the OpenAI-style error body with our details:
 // {"error":{"message","type","param","code","details":{"reason",...}}}.
-func (e *requestError) body() map[string]any {
+type errorBody struct {
+	Error errorObject `json:"error"`
+}
+
+// errorObject is the error of every format (Messages sets its own type).
+// Fields of the wire structs here are in the alphabetical order of their
+// names: the bytes are those a map gave, which the golden files pin.
+type errorObject struct {
+	Code    string       `json:"code"`
+	Details errorDetails `json:"details"`
+	Message string       `json:"message"`
+	Param   *string      `json:"param"`
+	Type    string       `json:"type"`
+}
+
+type errorDetails struct {
+	Keys   []string `json:"keys,omitempty"`
+	Names  []string `json:"names,omitempty"`
+	Reason string   `json:"reason"`
+}
+
+func (e *requestError) body() errorBody {
 	typ := "invalid_request_error"
 	switch {
 	case e.status == http.StatusServiceUnavailable:
@@ -55,44 +79,38 @@ func (e *requestError) body() map[string]any {
 	case e.status >= 500:
 		typ = "server_error"
 	}
-	details := map[string]any{"reason": e.reason}
-	for k, v := range e.extra {
-		details[k] = clipValue(v)
-	}
-	var param any
+	var param *string
 	if e.param != "" {
-		param = clip.Echo(e.param)
+		p := clip.Echo(e.param)
+		param = &p
 	}
-	return map[string]any{"error": map[string]any{
-		"message": clip.Message(e.message),
-		"type":    typ,
-		"param":   param,
-		"code":    e.code,
-		"details": details,
+	return errorBody{Error: errorObject{
+		Code:    e.code,
+		Details: errorDetails{Reason: e.reason, Names: clipNames(e.names), Keys: clipNames(e.keys)},
+		Message: clip.Message(e.message),
+		Param:   param,
+		Type:    typ,
 	}}
 }
 
 // maxEchoedItems bounds a list of names an error quotes.
 const maxEchoedItems = 20
 
-// clipValue bounds a detail that quotes the request: strings to
-// clip.EchoRunes, lists to maxEchoedItems of those.
-func clipValue(v any) any {
-	switch v := v.(type) {
-	case string:
-		return clip.Echo(v)
-	case []string:
-		out := make([]string, 0, min(len(v), maxEchoedItems+1))
-		for i, s := range v {
-			if i == maxEchoedItems {
-				out = append(out, fmt.Sprintf("…and %d more", len(v)-i))
-				break
-			}
-			out = append(out, clip.Echo(s))
-		}
-		return out
+// clipNames bounds names that quote the request: each to clip.EchoRunes,
+// the list to maxEchoedItems of them.
+func clipNames(v []string) []string {
+	if v == nil {
+		return nil
 	}
-	return v
+	out := make([]string, 0, min(len(v), maxEchoedItems+1))
+	for i, s := range v {
+		if i == maxEchoedItems {
+			out = append(out, fmt.Sprintf("…and %d more", len(v)-i))
+			break
+		}
+		out = append(out, clip.Echo(s))
+	}
+	return out
 }
 
 func writeRequestError(w http.ResponseWriter, e *requestError) {

@@ -1,7 +1,9 @@
 package v1
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +16,7 @@ import (
 	"toolhost/neterr"
 	"toolhost/server"
 	"toolhost/strictjson"
+	"toolhost/wire"
 )
 
 // Options configure the /v1 handlers.
@@ -82,12 +85,13 @@ func New(opts Options) *Handler {
 // Routes are the patterns to mount (server.Options.Routes).
 func (h *Handler) Routes() map[string]http.Handler {
 	m := map[string]http.Handler{
-		"POST /v1/chat/completions": http.HandlerFunc(h.chatCompletions),
+		// Each format is a face (face.go) served the same way.
+		"POST /v1/chat/completions": h.handle(chatFace{h}),
 		// Anthropic Messages format (messages.go, count_tokens.go).
-		"POST /v1/messages":              http.HandlerFunc(h.messages),
+		"POST /v1/messages":              h.handle(messagesFace{h}),
 		"POST /v1/messages/count_tokens": http.HandlerFunc(h.countTokens),
 		// OpenAI Responses format (responses.go, responses_stream.go).
-		"POST /v1/responses": http.HandlerFunc(h.responses),
+		"POST /v1/responses": h.handle(responsesFace{h}),
 	}
 	if h.opts.Rounds != nil {
 		m["GET /v1/tool-rounds"] = http.HandlerFunc(h.opts.Rounds.serve)
@@ -148,4 +152,34 @@ func (h *Handler) runError(ctx context.Context, err error) *requestError {
 		return &requestError{status: http.StatusBadGateway, code: "upstream_error", reason: "upstream_error",
 			message: "the upstream model API could not be reached (" + neterr.Describe(err) + "); the error was logged with request id " + requestID(ctx)}
 	}
+}
+
+// readMembers splits a request body into its members; every format refuses
+// a body that is not one JSON object the same way.
+func readMembers(body []byte) (map[string]json.RawMessage, error) {
+	var top map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&top); err != nil {
+		return nil, badRequest(ReasonInvalidJSON, "", "the body is not a JSON object: "+err.Error())
+	}
+	if dec.More() {
+		return nil, badRequest(ReasonInvalidJSON, "", "the body has data after the JSON object")
+	}
+	return top, nil
+}
+
+// options are the members of a request a face does not consume (fields,
+// a struct of the members it reads) nor the extension field: what goes on
+// to the upstream.
+func (h *Handler) options(members map[string]json.RawMessage, fields any) map[string]json.RawMessage {
+	out := make(map[string]json.RawMessage, len(members))
+	for k, v := range members {
+		if k != h.opts.Label {
+			out[k] = v
+		}
+	}
+	for _, k := range wire.Names(fields) {
+		delete(out, k)
+	}
+	return out
 }

@@ -2,103 +2,62 @@ package v1
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 
-	"toolhost/identity"
 	"toolhost/loop"
 	"toolhost/loop/upstream/anthropic"
 	"toolhost/server"
+	"toolhost/wire"
 )
 
-// messages serves POST /v1/messages (the Anthropic Messages format with
+// messagesFace is the Anthropic Messages format (POST /v1/messages, with
 // hosted tools declared through the MCP connector).
-func (h *Handler) messages(w http.ResponseWriter, r *http.Request) {
-	body, rerr := h.readBody(w, r)
-	if rerr != nil {
-		writeMessagesError(w, rerr)
-		return
-	}
-	h.withIdempotency(w, r, body, func(w http.ResponseWriter) {
-		h.serveMessages(w, r, body)
-	})
+type messagesFace struct{ h *Handler }
+
+func (f messagesFace) parse(r *http.Request, body []byte) (request, error) {
+	return f.h.parseMessages(r, body)
 }
 
-func (h *Handler) serveMessages(w http.ResponseWriter, r *http.Request, body []byte) {
-	ctx := r.Context()
-	mr, err := h.parseMessages(r, body)
-	if err != nil {
-		var re *requestError
-		if !errors.As(err, &re) {
-			re = badRequest(ReasonInvalidRequest, "", err.Error())
-		}
-		writeMessagesError(w, re)
-		return
-	}
-	route, err := h.opts.Router.Pick(mr.loop.Model, mr.declared)
-	if err != nil {
-		writeMessagesError(w, h.runError(ctx, err))
-		return
-	}
-	id, _ := identity.FromContext(ctx)
-	run := &loop.Run{
-		Request: mr.loop,
-		Hosted:  mr.hosted,
-		Route:   route,
-		Lang:    lang(r),
-		Caller: loop.Caller{
-			RequestID:      requestID(ctx),
-			SessionID:      sessionID(r, mr.metadata),
-			Slot:           r.Header.Get(SlotHeader),
-			Identity:       id,
-			TraceID:        server.TraceID(r.Header),
-			IdempotencyKey: r.Header.Get("Idempotency-Key"),
-			Metadata:       mr.metadata,
-		},
-	}
-	if !mr.loop.Stream {
-		res, err := h.opts.Runner.Run(ctx, run)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			writeMessagesError(w, h.runError(ctx, err))
-			return
-		}
-		server.WriteJSON(w, http.StatusOK, h.messagesResponse(mr, run, res))
-		return
-	}
-	ms := &messagesStream{h: h, sseWriter: sseWriter{w: w}, mr: mr, textOpen: -1, thinkOpen: -1}
-	run.Sink = ms.event
-	res, err := h.opts.Runner.Run(ctx, run)
-	if err != nil {
-		if ctx.Err() != nil {
-			return
-		}
-		re := h.runError(ctx, err)
-		if !ms.started {
-			writeMessagesError(w, re)
-			return
-		}
-		if d, ok := w.(interface{ discard() }); ok {
-			d.discard()
-		}
-		_ = ms.send("error", messagesErrorBody(re))
-		return
-	}
-	ms.finish(run, res)
+func (messagesFace) writeError(w http.ResponseWriter, e *requestError) { writeMessagesError(w, e) }
+
+func (mr *messagesRequest) prepare(*loop.Run) error { return nil }
+
+func (mr *messagesRequest) render(run *loop.Run, res *loop.Result) any {
+	return mr.h.messagesResponse(mr, run, res)
+}
+
+func (mr *messagesRequest) stream(w http.ResponseWriter) stream {
+	return &messagesStream{h: mr.h, sseWriter: sseWriter{w: w}, mr: mr, textOpen: -1, thinkOpen: -1}
+}
+
+// message is a Messages message; Extra holds an Anthropic upstream's other
+// fields and the extension field.
+type message struct {
+	Content      []json.RawMessage          `json:"content"`
+	ID           string                     `json:"id"`
+	Model        string                     `json:"model"`
+	Role         string                     `json:"role"`
+	StopReason   *string                    `json:"stop_reason"`
+	StopSequence json.RawMessage            `json:"stop_sequence"`
+	Type         string                     `json:"type"`
+	Usage        json.RawMessage            `json:"usage"`
+	Extra        map[string]json.RawMessage `json:"-"`
+}
+
+func (m message) MarshalJSON() ([]byte, error) {
+	type plain message
+	return wire.Marshal(plain(m), m.Extra)
 }
 
 // messagesResponse renders a finished run as one message: each hosted
 // round's blocks (hosted tool_use as mcp_tool_use) and its mcp_tool_result
 // blocks, then the last round's blocks without skipped hosted calls.
-func (h *Handler) messagesResponse(mr *messagesRequest, run *loop.Run, res *loop.Result) map[string]any {
-	out := map[string]any{}
+func (h *Handler) messagesResponse(mr *messagesRequest, run *loop.Run, res *loop.Result) message {
+	var extra map[string]json.RawMessage
 	if res.Final.Dialect == loop.DialectAnthropic {
-		for k, v := range res.Final.Extra {
-			out[k] = v
-		}
+		extra = res.Final.Extra
 	}
 	content := []json.RawMessage{}
 	for _, rr := range res.Rounds[:len(res.Rounds)-1] {
@@ -107,16 +66,17 @@ func (h *Handler) messagesResponse(mr *messagesRequest, run *loop.Run, res *loop
 	}
 	content = append(content, finalBlocks(res)...)
 	stopReason, stopSeq := messagesStop(res)
-	out["id"] = messageID(res.First.ID)
-	out["type"] = "message"
-	out["role"] = "assistant"
-	out["model"] = res.First.Model
-	out["content"] = content
-	out["stop_reason"] = stopReason
-	out["stop_sequence"] = stopSeq
-	out["usage"] = messagesUsage(res, mr.declared)
-	out[h.opts.Label] = h.extension(&chatRequest{declared: mr.declared}, run, res)
-	return out
+	return message{
+		ID:           messageID(res.First.ID),
+		Type:         "message",
+		Role:         "assistant",
+		Model:        res.First.Model,
+		Content:      content,
+		StopReason:   &stopReason,
+		StopSequence: stopSeq,
+		Usage:        messagesUsage(res, mr.declared),
+		Extra:        h.labelled(extra, h.extension(mr.declared, run, res)),
+	}
 }
 
 // messageID gives ids from an OpenAI upstream the Messages prefix.
@@ -127,16 +87,22 @@ func messageID(id string) string {
 	return "msg_" + id
 }
 
-func messagesStop(res *loop.Result) (string, any) {
+// messagesStop is the stop reason and stop sequence (JSON) of the run.
+func messagesStop(res *loop.Result) (string, json.RawMessage) {
+	null := json.RawMessage("null")
 	if res.Final.Dialect == loop.DialectAnthropic && !(res.HostedRemoved && res.FinishReason == loop.FinishStop) {
 		var s string
 		if json.Unmarshal(res.Final.Extra["stop_reason"], &s) == nil && s != "" {
+			// Whatever the upstream sent, as encoding/json reads it.
 			var seq any
 			_ = json.Unmarshal(res.Final.Extra["stop_sequence"], &seq)
-			return s, seq
+			if b, err := marshal(seq); err == nil {
+				return s, b
+			}
+			return s, null
 		}
 	}
-	return anthropic.StopReason(res.FinishReason), nil
+	return anthropic.StopReason(res.FinishReason), null
 }
 
 // modelBlocks are the content blocks of an upstream answer: the raw blocks
@@ -152,15 +118,11 @@ func modelBlocks(resp *loop.UpstreamResponse, msg loop.Message) []json.RawMessag
 	}
 	var out []json.RawMessage
 	if msg.Text != "" {
-		b, _ := marshal(map[string]string{"type": "text", "text": msg.Text})
+		b, _ := marshal(textBlock{Type: "text", Text: msg.Text})
 		out = append(out, b)
 	}
 	for _, c := range msg.ToolCalls {
-		input := json.RawMessage(c.Args)
-		if !json.Valid(input) || len(input) == 0 {
-			input = json.RawMessage(`{}`)
-		}
-		b, _ := marshal(map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": input})
+		b, _ := marshal(toolUseBlock{Type: "tool_use", ID: c.ID, Name: c.Name, Input: objectOrEmpty(c.Args)})
 		out = append(out, b)
 	}
 	return out
@@ -189,19 +151,52 @@ func (h *Handler) hostedRoundBlocks(rr loop.RoundResult) []json.RawMessage {
 	return out
 }
 
-func (h *Handler) mcpToolUse(id, name string, input json.RawMessage) json.RawMessage {
-	if len(input) == 0 || !json.Valid(input) {
-		input = json.RawMessage(`{}`)
+// Content blocks of a Messages answer.
+type (
+	textBlock struct {
+		Text string `json:"text"`
+		Type string `json:"type"`
 	}
-	b, _ := marshal(map[string]any{"type": "mcp_tool_use", "id": id, "name": name, "server_name": h.opts.Label, "input": input})
+	thinkingBlock struct {
+		Signature string `json:"signature"`
+		Thinking  string `json:"thinking"`
+		Type      string `json:"type"`
+	}
+	// toolUseBlock is tool_use, and mcp_tool_use with ServerName.
+	toolUseBlock struct {
+		ID         string          `json:"id"`
+		Input      json.RawMessage `json:"input"`
+		Name       string          `json:"name"`
+		ServerName string          `json:"server_name,omitempty"`
+		Type       string          `json:"type"`
+	}
+	mcpToolResultBlock struct {
+		Content   []textBlock `json:"content"`
+		IsError   bool        `json:"is_error"`
+		ToolUseID string      `json:"tool_use_id"`
+		Type      string      `json:"type"`
+	}
+)
+
+// objectOrEmpty is a tool input as given, or {} when it is not JSON.
+func objectOrEmpty(input []byte) json.RawMessage {
+	if len(input) == 0 || !json.Valid(input) {
+		return json.RawMessage(`{}`)
+	}
+	return input
+}
+
+func (h *Handler) mcpToolUse(id, name string, input json.RawMessage) json.RawMessage {
+	b, _ := marshal(toolUseBlock{Type: "mcp_tool_use", ID: id, Name: name, ServerName: h.opts.Label, Input: objectOrEmpty(input)})
 	return b
 }
 
+func mcpToolResult(c loop.Call) mcpToolResultBlock {
+	return mcpToolResultBlock{Type: "mcp_tool_result", ToolUseID: c.ID, IsError: c.IsError, Content: []textBlock{{Type: "text", Text: c.Result}}}
+}
+
 func resultBlock(c loop.Call) json.RawMessage {
-	b, _ := marshal(map[string]any{
-		"type": "mcp_tool_result", "tool_use_id": c.ID, "is_error": c.IsError,
-		"content": []map[string]string{{"type": "text", "text": c.Result}},
-	})
+	b, _ := marshal(mcpToolResult(c))
 	return b
 }
 
@@ -233,48 +228,80 @@ func finalBlocks(res *loop.Result) []json.RawMessage {
 	return out
 }
 
-// roundUsage renders one usage in Messages form.
-func roundUsage(u loop.Usage) map[string]any {
+// roundUsage is one usage in Messages form, by member: an Anthropic
+// upstream's own usage object as it came, else the counts.
+func roundUsage(u loop.Usage) map[string]json.RawMessage {
 	if u.Dialect == loop.DialectAnthropic && u.Detail != nil {
-		out := make(map[string]any, len(u.Detail))
+		out := make(map[string]json.RawMessage, len(u.Detail))
 		for k, v := range u.Detail {
-			out[k] = v
+			out[k], _ = marshal(v)
 		}
 		return out
 	}
-	return map[string]any{
-		"input_tokens":                u.InputTokens - u.CachedInputTokens,
-		"cache_creation_input_tokens": 0,
-		"cache_read_input_tokens":     u.CachedInputTokens,
-		"output_tokens":               u.OutputTokens,
+	num := func(n int64) json.RawMessage { return strconv.AppendInt(nil, n, 10) }
+	return map[string]json.RawMessage{
+		"input_tokens":                num(u.InputTokens - u.CachedInputTokens),
+		"cache_creation_input_tokens": num(0),
+		"cache_read_input_tokens":     num(u.CachedInputTokens),
+		"output_tokens":               num(u.OutputTokens),
 	}
+}
+
+// messagesUsageJSON is the usage of a message: the summed usage's members
+// (Extra) and, with hosted tools declared, each round's as iterations.
+type messagesUsageJSON struct {
+	Iterations *[]usageIteration          `json:"iterations,omitempty"`
+	Extra      map[string]json.RawMessage `json:"-"`
+}
+
+func (u messagesUsageJSON) MarshalJSON() ([]byte, error) {
+	type plain messagesUsageJSON
+	return wire.Marshal(plain(u), u.Extra)
+}
+
+// usageIteration is one BetaMessageIterationUsage: one upstream call.
+type usageIteration struct {
+	CacheCreation            json.RawMessage `json:"cache_creation"`
+	CacheCreationInputTokens json.RawMessage `json:"cache_creation_input_tokens,omitempty"`
+	CacheReadInputTokens     json.RawMessage `json:"cache_read_input_tokens,omitempty"`
+	InputTokens              json.RawMessage `json:"input_tokens,omitempty"`
+	Model                    string          `json:"model"`
+	OutputTokens             json.RawMessage `json:"output_tokens,omitempty"`
+	Type                     string          `json:"type"`
 }
 
 // messagesUsage is the summed usage; with hosted tools declared it also
 // lists each round's usage as iterations.
-func messagesUsage(res *loop.Result, declared bool) map[string]any {
-	out := roundUsage(res.Usage)
+func messagesUsage(res *loop.Result, declared bool) json.RawMessage {
+	out := messagesUsageJSON{Extra: roundUsage(res.Usage)}
 	if declared {
-		// One BetaMessageIterationUsage per upstream call.
-		its := make([]map[string]any, 0, len(res.Rounds))
+		its := make([]usageIteration, 0, len(res.Rounds))
 		for _, rr := range res.Rounds {
 			u := roundUsage(rr.Usage)
-			it := map[string]any{"type": "message", "model": rr.Response.Model, "cache_creation": nil}
-			for _, k := range []string{"input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "cache_creation"} {
-				if v, ok := u[k]; ok {
-					it[k] = v
-				}
+			it := usageIteration{
+				Type: "message", Model: rr.Response.Model, CacheCreation: u["cache_creation"],
+				InputTokens: u["input_tokens"], OutputTokens: u["output_tokens"],
+				CacheCreationInputTokens: u["cache_creation_input_tokens"], CacheReadInputTokens: u["cache_read_input_tokens"],
+			}
+			if it.CacheCreation == nil {
+				it.CacheCreation = json.RawMessage("null")
 			}
 			its = append(its, it)
 		}
-		out["iterations"] = its
+		out.Iterations = &its
 	}
-	return out
+	b, _ := marshal(out)
+	return b
 }
 
-// messagesErrorBody is the Anthropic error shape with our details:
+// messagesError is the Anthropic error shape with our details:
 // {"type":"error","error":{"type","message","param","code","details"}}.
-func messagesErrorBody(e *requestError) map[string]any {
+type messagesError struct {
+	Error errorObject `json:"error"`
+	Type  string      `json:"type"`
+}
+
+func messagesErrorBody(e *requestError) messagesError {
 	typ := "invalid_request_error"
 	switch {
 	case e.status == http.StatusUnauthorized:
@@ -290,9 +317,9 @@ func messagesErrorBody(e *requestError) map[string]any {
 	case e.status >= 500:
 		typ = "api_error"
 	}
-	inner := e.body()["error"].(map[string]any)
-	inner["type"] = typ
-	return map[string]any{"type": "error", "error": inner}
+	inner := e.body().Error
+	inner.Type = typ
+	return messagesError{Type: "error", Error: inner}
 }
 
 func writeMessagesError(w http.ResponseWriter, e *requestError) {

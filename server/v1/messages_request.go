@@ -10,6 +10,7 @@ import (
 
 	"toolhost/loop"
 	"toolhost/loop/upstream/anthropic"
+	"toolhost/wire"
 )
 
 // MCPBeta is the anthropic-beta value that declares the MCP connector
@@ -25,17 +26,21 @@ const (
 
 // messagesRequest is a checked Messages request.
 type messagesRequest struct {
-	loop     loop.Request
-	hosted   loop.Hosted
-	declared bool
-	metadata map[string]string
+	hostedRequest
+	h *Handler
 }
 
-// Fields of a Messages request the face consumes; the rest go to the
-// upstream untouched (an Anthropic route) or translated (an OpenAI one).
-var messagesConsumed = map[string]bool{
-	"model": true, "messages": true, "system": true, "tools": true, "tool_choice": true,
-	"stream": true, "mcp_servers": true,
+// messagesFields are the members of a Messages request the face consumes;
+// the rest go to the upstream untouched (an Anthropic route) or translated
+// (an OpenAI one).
+type messagesFields struct {
+	MCPServers json.RawMessage `json:"mcp_servers"`
+	Messages   json.RawMessage `json:"messages"`
+	Model      json.RawMessage `json:"model"`
+	Stream     json.RawMessage `json:"stream"`
+	System     json.RawMessage `json:"system"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
+	Tools      json.RawMessage `json:"tools"`
 }
 
 // hasBeta reports whether an anthropic-beta header lists beta.
@@ -53,28 +58,20 @@ func hasBeta(r *http.Request, beta string) bool {
 // parseMessages reads and checks a Messages body (also the count_tokens
 // body). Every refusal is a *requestError with a machine-readable reason.
 func (h *Handler) parseMessages(r *http.Request, body []byte) (*messagesRequest, error) {
-	var top map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&top); err != nil {
-		return nil, badRequest(ReasonInvalidJSON, "", "the body is not a JSON object: "+err.Error())
+	top, err := readMembers(body)
+	if err != nil {
+		return nil, err
 	}
-	if dec.More() {
-		return nil, badRequest(ReasonInvalidJSON, "", "the body has data after the JSON object")
-	}
+	var in messagesFields
+	_ = wire.Fill(top, &in) // raw members always decode
 	label := h.opts.Label
-	mr := &messagesRequest{}
+	mr := &messagesRequest{h: h}
 	mr.loop.OptionsDialect = loop.DialectAnthropic
-	mr.loop.Options = map[string]json.RawMessage{}
-	for k, v := range top {
-		if k == label || messagesConsumed[k] {
-			continue
-		}
-		mr.loop.Options[k] = v
-	}
-	if err := json.Unmarshal(top["model"], &mr.loop.Model); err != nil || mr.loop.Model == "" {
+	mr.loop.Options = h.options(top, in)
+	if err := json.Unmarshal(in.Model, &mr.loop.Model); err != nil || mr.loop.Model == "" {
 		return nil, badRequest(ReasonInvalidRequest, "model", "model is required and must be a string")
 	}
-	if s, ok := top["stream"]; ok && string(s) != "null" {
+	if s := in.Stream; present(s) {
 		if err := json.Unmarshal(s, &mr.loop.Stream); err != nil {
 			return nil, badRequest(ReasonInvalidRequest, "stream", "stream must be a boolean")
 		}
@@ -86,12 +83,12 @@ func (h *Handler) parseMessages(r *http.Request, body []byte) (*messagesRequest,
 	}
 
 	// The hosted declaration: mcp_servers and mcp_toolset tools items.
-	servers, err := h.parseMCPServers(r, top["mcp_servers"], label)
+	servers, err := h.parseMCPServers(r, in.MCPServers, label)
 	if err != nil {
 		return nil, err
 	}
 
-	enabledSet, toolsets, err := h.parseMessagesTools(top["tools"], servers, label, mr)
+	enabledSet, toolsets, err := h.parseMessagesTools(in.Tools, servers, label, mr)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +104,7 @@ func (h *Handler) parseMessages(r *http.Request, body []byte) (*messagesRequest,
 
 	// system, then the conversation with our blocks turned back into tool
 	// round trips.
-	if s, ok := top["system"]; ok && string(s) != "null" {
+	if s := in.System; present(s) {
 		text, err := systemText(s)
 		if err != nil {
 			return nil, badRequest(ReasonInvalidRequest, "system", err.Error())
@@ -115,7 +112,7 @@ func (h *Handler) parseMessages(r *http.Request, body []byte) (*messagesRequest,
 		mr.loop.Messages = append(mr.loop.Messages, loop.Message{Role: loop.RoleSystem, Text: text, Dialect: loop.DialectAnthropic, Raw: s})
 	}
 	var msgs []json.RawMessage
-	if err := json.Unmarshal(top["messages"], &msgs); err != nil || len(msgs) == 0 {
+	if err := json.Unmarshal(in.Messages, &msgs); err != nil || len(msgs) == 0 {
 		return nil, badRequest(ReasonInvalidRequest, "messages", "messages is required and must be a non-empty list")
 	}
 	for i, raw := range msgs {
@@ -133,7 +130,7 @@ func (h *Handler) parseMessages(r *http.Request, body []byte) (*messagesRequest,
 		}
 	}
 
-	if tc, ok := top["tool_choice"]; ok && string(tc) != "null" {
+	if tc := in.ToolChoice; present(tc) {
 		choice, err := messagesToolChoice(tc)
 		if err != nil {
 			return nil, err
@@ -146,25 +143,83 @@ func (h *Handler) parseMessages(r *http.Request, body []byte) (*messagesRequest,
 // readMetadata keeps metadata's string values for the round log and sends
 // on only user_id, the one key the Messages API accepts.
 func (mr *messagesRequest) readMetadata(md json.RawMessage) error {
-	var m map[string]any
+	var m map[string]json.RawMessage
 	if err := json.Unmarshal(md, &m); err != nil {
 		return badRequest(ReasonInvalidRequest, "metadata", "metadata must be an object")
 	}
 	mr.metadata = map[string]string{}
 	for k, v := range m {
-		if s, ok := v.(string); ok {
+		var s string
+		if len(v) > 0 && v[0] == '"' && json.Unmarshal(v, &s) == nil {
 			mr.metadata[k] = s
 		}
 	}
 	// The Messages API refuses metadata keys other than user_id; ours
 	// (session_id, tags for the round log) stay here.
-	if uid, ok := m["user_id"]; ok {
-		mr.loop.Options["metadata"], _ = json.Marshal(map[string]any{"user_id": uid})
+	if raw, ok := m["user_id"]; ok {
+		var upstream struct {
+			UserID any `json:"user_id"` // as encoding/json reads it
+		}
+		_ = json.Unmarshal(raw, &upstream.UserID)
+		mr.loop.Options["metadata"], _ = json.Marshal(upstream)
 	} else {
 		delete(mr.loop.Options, "metadata")
 	}
 	return nil
 }
+
+// continuedToolUse is an mcp_tool_use block of our server as the tool_use
+// the model made.
+func (h *Handler) continuedToolUse(b json.RawMessage, param string) (json.RawMessage, error) {
+	var u struct {
+		ID         string          `json:"id"`
+		Name       string          `json:"name"`
+		ServerName string          `json:"server_name"`
+		Input      json.RawMessage `json:"input"`
+	}
+	if err := json.Unmarshal(b, &u); err != nil {
+		return nil, badRequest(ReasonInvalidRequest, param, "mcp_tool_use: "+err.Error())
+	}
+	if u.ServerName != h.opts.Label {
+		return nil, badRequest(ReasonServerToolUnsupported, param+".server_name", fmt.Sprintf("mcp_tool_use of server %q cannot be continued here; only %q", u.ServerName, h.opts.Label))
+	}
+	if len(u.Input) == 0 {
+		u.Input = json.RawMessage(`{}`)
+	}
+	return marshal(toolUseBlock{Type: "tool_use", ID: u.ID, Name: u.Name, Input: u.Input})
+}
+
+// continuedToolResult is an mcp_tool_result block as the tool_result the
+// model was given.
+func continuedToolResult(b json.RawMessage, param string) (json.RawMessage, error) {
+	var r struct {
+		ToolUseID string          `json:"tool_use_id"`
+		IsError   bool            `json:"is_error"`
+		Content   json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, badRequest(ReasonInvalidRequest, param, "mcp_tool_result: "+err.Error())
+	}
+	tr := toolResultBlock{Type: "tool_result", ToolUseID: r.ToolUseID, Content: r.Content, IsError: r.IsError}
+	if len(r.Content) == 0 {
+		tr.Content = json.RawMessage(`""`)
+	}
+	return marshal(tr)
+}
+
+// Shapes of a continuation turned back into tool round trips.
+type (
+	turnJSON struct {
+		Content []json.RawMessage `json:"content"`
+		Role    string            `json:"role"`
+	}
+	toolResultBlock struct {
+		Content   json.RawMessage `json:"content"`
+		IsError   bool            `json:"is_error,omitempty"`
+		ToolUseID string          `json:"tool_use_id"`
+		Type      string          `json:"type"`
+	}
+)
 
 // parseMCPServers reads mcp_servers: only our own server, of type url,
 // once, with the MCP beta header, in a deployment with hosted tools.
@@ -307,7 +362,7 @@ func (h *Handler) parseToolset(item json.RawMessage, param string) ([]string, er
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
 		e := badRequest(ReasonUnknownHostedTool, param+".configs", fmt.Sprintf("no hosted tool named %s; available: %s", strings.Join(quoteAll(unknown), ", "), strings.Join(h.publishedNames(), ", ")))
-		e.extra = map[string]any{"names": unknown}
+		e.names = unknown
 		return nil, e
 	}
 	def := ts.DefaultConfig.Enabled == nil || *ts.DefaultConfig.Enabled
@@ -388,7 +443,7 @@ func (h *Handler) expandContinuation(raw json.RawMessage, param string) ([]json.
 			if len(*turn.blocks) == 0 {
 				continue
 			}
-			b, err := marshal(map[string]any{"role": turn.role, "content": *turn.blocks})
+			b, err := marshal(turnJSON{Role: turn.role, Content: *turn.blocks})
 			if err != nil {
 				return err
 			}
@@ -401,45 +456,21 @@ func (h *Handler) expandContinuation(raw json.RawMessage, param string) ([]json.
 		bp := fmt.Sprintf("%s.content[%d]", param, i)
 		switch anthropic.BlockType(b) {
 		case "mcp_tool_use":
-			var u struct {
-				ID         string          `json:"id"`
-				Name       string          `json:"name"`
-				ServerName string          `json:"server_name"`
-				Input      json.RawMessage `json:"input"`
-			}
-			if err := json.Unmarshal(b, &u); err != nil {
-				return nil, badRequest(ReasonInvalidRequest, bp, "mcp_tool_use: "+err.Error())
-			}
-			if u.ServerName != h.opts.Label {
-				return nil, badRequest(ReasonServerToolUnsupported, bp+".server_name", fmt.Sprintf("mcp_tool_use of server %q cannot be continued here; only %q", u.ServerName, h.opts.Label))
+			nb, err := h.continuedToolUse(b, bp)
+			if err != nil {
+				return nil, err
 			}
 			if len(results) > 0 {
 				if err := flush(); err != nil {
 					return nil, err
 				}
 			}
-			if len(u.Input) == 0 {
-				u.Input = json.RawMessage(`{}`)
-			}
-			nb, _ := marshal(map[string]any{"type": "tool_use", "id": u.ID, "name": u.Name, "input": u.Input})
 			asst = append(asst, nb)
 		case "mcp_tool_result":
-			var r struct {
-				ToolUseID string          `json:"tool_use_id"`
-				IsError   bool            `json:"is_error"`
-				Content   json.RawMessage `json:"content"`
+			nb, err := continuedToolResult(b, bp)
+			if err != nil {
+				return nil, err
 			}
-			if err := json.Unmarshal(b, &r); err != nil {
-				return nil, badRequest(ReasonInvalidRequest, bp, "mcp_tool_result: "+err.Error())
-			}
-			tr := map[string]any{"type": "tool_result", "tool_use_id": r.ToolUseID, "content": r.Content}
-			if len(r.Content) == 0 {
-				tr["content"] = ""
-			}
-			if r.IsError {
-				tr["is_error"] = true
-			}
-			nb, _ := marshal(tr)
 			results = append(results, nb)
 		default:
 			if len(results) > 0 {

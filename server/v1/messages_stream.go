@@ -1,7 +1,10 @@
 package v1
 
 import (
+	"encoding/json"
+
 	"toolhost/loop"
+	"toolhost/wire"
 )
 
 // messagesStream renders loop events as one Messages event stream: a single
@@ -26,37 +29,87 @@ type messagesStream struct {
 	nextResult int
 }
 
-func (s *messagesStream) send(event string, v map[string]any) error {
-	v["type"] = event
-	return s.write(event, v)
+// messagesEvent is one event of the stream; Extra holds the extension
+// field (message_stop).
+type messagesEvent struct {
+	ContentBlock any                        `json:"content_block,omitempty"`
+	Delta        any                        `json:"delta,omitempty"`
+	Index        *int                       `json:"index,omitempty"`
+	Message      *message                   `json:"message,omitempty"`
+	Type         string                     `json:"type"`
+	Usage        json.RawMessage            `json:"usage,omitempty"`
+	Extra        map[string]json.RawMessage `json:"-"`
 }
+
+func (e messagesEvent) MarshalJSON() ([]byte, error) {
+	type plain messagesEvent
+	return wire.Marshal(plain(e), e.Extra)
+}
+
+// Deltas of content blocks.
+type (
+	textDelta struct {
+		Text string `json:"text"`
+		Type string `json:"type"`
+	}
+	thinkingDelta struct {
+		Thinking json.RawMessage `json:"thinking"`
+		Type     string          `json:"type"`
+	}
+	signatureDelta struct {
+		Signature json.RawMessage `json:"signature"`
+		Type      string          `json:"type"`
+	}
+	inputJSONDelta struct {
+		PartialJSON string `json:"partial_json"`
+		Type        string `json:"type"`
+	}
+	stopDelta struct {
+		StopReason   string          `json:"stop_reason"`
+		StopSequence json.RawMessage `json:"stop_sequence"`
+	}
+)
+
+func (s *messagesStream) begun() bool { return s.started }
+
+func (s *messagesStream) send(event string, ev messagesEvent) error {
+	ev.Type = event
+	return s.write(event, ev)
+}
+
+func (s *messagesStream) fail(re *requestError) { _ = s.write("error", messagesErrorBody(re)) }
 
 func (s *messagesStream) messageStart(meta loop.Meta) error {
 	if s.msgStarted {
 		return nil
 	}
 	s.msgStarted = true
-	return s.send("message_start", map[string]any{"message": map[string]any{
-		"id": messageID(meta.ID), "type": "message", "role": "assistant", "model": meta.Model,
-		"content": []any{}, "stop_reason": nil, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": 0, "output_tokens": 0},
+	zero := json.RawMessage(`{"input_tokens":0,"output_tokens":0}`)
+	null := json.RawMessage("null")
+	return s.send("message_start", messagesEvent{Message: &message{
+		ID: messageID(meta.ID), Type: "message", Role: "assistant", Model: meta.Model,
+		Content: []json.RawMessage{}, StopSequence: null, Usage: zero,
 	}})
 }
 
-func (s *messagesStream) openBlock(block map[string]any) (int, error) {
+func (s *messagesStream) openBlock(block any) (int, error) {
 	i := s.next
 	s.next++
 	s.open = append(s.open, i)
-	return i, s.send("content_block_start", map[string]any{"index": i, "content_block": block})
+	return i, s.send("content_block_start", messagesEvent{Index: &i, ContentBlock: block})
 }
 
-func (s *messagesStream) delta(i int, d map[string]any) error {
-	return s.send("content_block_delta", map[string]any{"index": i, "delta": d})
+func (s *messagesStream) delta(i int, d any) error {
+	return s.send("content_block_delta", messagesEvent{Index: &i, Delta: d})
+}
+
+func (s *messagesStream) stop(i int) error {
+	return s.send("content_block_stop", messagesEvent{Index: &i})
 }
 
 func (s *messagesStream) closeAll() error {
 	for _, i := range s.open {
-		if err := s.send("content_block_stop", map[string]any{"index": i}); err != nil {
+		if err := s.stop(i); err != nil {
 			return err
 		}
 	}
@@ -79,70 +132,22 @@ func (s *messagesStream) event(ev loop.Event) error {
 			if err := s.closeAll(); err != nil {
 				return err
 			}
-			i, err := s.openBlock(map[string]any{"type": "text", "text": ""})
+			i, err := s.openBlock(textBlock{Type: "text"})
 			if err != nil {
 				return err
 			}
 			s.textOpen = i
 		}
-		return s.delta(s.textOpen, map[string]any{"type": "text_delta", "text": ev.Text})
+		return s.delta(s.textOpen, textDelta{Type: "text_delta", Text: ev.Text})
 	case loop.EventDeltaExtra:
 		if ev.Dialect != loop.DialectAnthropic {
 			return nil
 		}
-		if v, ok := ev.Extra["thinking"]; ok {
-			if s.thinkOpen < 0 {
-				if err := s.closeAll(); err != nil {
-					return err
-				}
-				i, err := s.openBlock(map[string]any{"type": "thinking", "thinking": "", "signature": ""})
-				if err != nil {
-					return err
-				}
-				s.thinkOpen = i
-			}
-			return s.delta(s.thinkOpen, map[string]any{"type": "thinking_delta", "thinking": v})
-		}
-		if v, ok := ev.Extra["signature"]; ok && s.thinkOpen >= 0 {
-			return s.delta(s.thinkOpen, map[string]any{"type": "signature_delta", "signature": v})
-		}
+		return s.thinking(ev)
 	case loop.EventCallerCallDelta:
-		if ev.Name != "" {
-			if s.textOpen >= 0 || s.thinkOpen >= 0 {
-				if err := s.closeAll(); err != nil {
-					return err
-				}
-			}
-			i, err := s.openBlock(map[string]any{"type": "tool_use", "id": ev.CallID, "name": ev.Name, "input": map[string]any{}})
-			if err != nil {
-				return err
-			}
-			s.callers[ev.CallerIndex] = i
-		}
-		i, ok := s.callers[ev.CallerIndex]
-		if !ok || ev.ArgsDelta == "" {
-			return nil
-		}
-		return s.delta(i, map[string]any{"type": "input_json_delta", "partial_json": ev.ArgsDelta})
+		return s.callerCall(ev)
 	case loop.EventHostedCallsProposed:
-		if err := s.closeAll(); err != nil {
-			return err
-		}
-		s.proposed = ev.Calls
-		for _, c := range ev.Calls {
-			i, err := s.openBlock(map[string]any{"type": "mcp_tool_use", "id": c.ID, "name": c.Name, "server_name": s.h.opts.Label, "input": map[string]any{}})
-			if err != nil {
-				return err
-			}
-			if len(c.Args) > 0 {
-				if err := s.delta(i, map[string]any{"type": "input_json_delta", "partial_json": string(c.Args)}); err != nil {
-					return err
-				}
-			}
-			if err := s.closeAll(); err != nil {
-				return err
-			}
-		}
+		return s.proposeCalls(ev.Calls)
 	case loop.EventHostedCallFinished:
 		s.finished[ev.Call.ID] = *ev.Call
 		return s.flushResults()
@@ -157,6 +162,71 @@ func (s *messagesStream) event(ev loop.Event) error {
 	return nil
 }
 
+// thinking streams an Anthropic upstream's thinking and its signature.
+func (s *messagesStream) thinking(ev loop.Event) error {
+	if v, ok := ev.Extra["thinking"]; ok {
+		if s.thinkOpen < 0 {
+			if err := s.closeAll(); err != nil {
+				return err
+			}
+			i, err := s.openBlock(thinkingBlock{Type: "thinking"})
+			if err != nil {
+				return err
+			}
+			s.thinkOpen = i
+		}
+		return s.delta(s.thinkOpen, thinkingDelta{Type: "thinking_delta", Thinking: v})
+	}
+	if v, ok := ev.Extra["signature"]; ok && s.thinkOpen >= 0 {
+		return s.delta(s.thinkOpen, signatureDelta{Type: "signature_delta", Signature: v})
+	}
+	return nil
+}
+
+// callerCall streams a piece of a call to one of the caller's tools.
+func (s *messagesStream) callerCall(ev loop.Event) error {
+	if ev.Name != "" {
+		if s.textOpen >= 0 || s.thinkOpen >= 0 {
+			if err := s.closeAll(); err != nil {
+				return err
+			}
+		}
+		i, err := s.openBlock(toolUseBlock{Type: "tool_use", ID: ev.CallID, Name: ev.Name, Input: json.RawMessage(`{}`)})
+		if err != nil {
+			return err
+		}
+		s.callers[ev.CallerIndex] = i
+	}
+	i, ok := s.callers[ev.CallerIndex]
+	if !ok || ev.ArgsDelta == "" {
+		return nil
+	}
+	return s.delta(i, inputJSONDelta{Type: "input_json_delta", PartialJSON: ev.ArgsDelta})
+}
+
+// proposeCalls sends the round's hosted calls as mcp_tool_use blocks.
+func (s *messagesStream) proposeCalls(calls []loop.Call) error {
+	if err := s.closeAll(); err != nil {
+		return err
+	}
+	s.proposed = calls
+	for _, c := range calls {
+		i, err := s.openBlock(toolUseBlock{Type: "mcp_tool_use", ID: c.ID, Name: c.Name, ServerName: s.h.opts.Label, Input: json.RawMessage(`{}`)})
+		if err != nil {
+			return err
+		}
+		if len(c.Args) > 0 {
+			if err := s.delta(i, inputJSONDelta{Type: "input_json_delta", PartialJSON: string(c.Args)}); err != nil {
+				return err
+			}
+		}
+		if err := s.closeAll(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // flushResults sends the results finished so far, in the model's order.
 func (s *messagesStream) flushResults() error {
 	for s.nextResult < len(s.proposed) {
@@ -167,14 +237,10 @@ func (s *messagesStream) flushResults() error {
 		s.nextResult++
 		i := s.next
 		s.next++
-		block := map[string]any{
-			"type": "mcp_tool_result", "tool_use_id": c.ID, "is_error": c.IsError,
-			"content": []map[string]string{{"type": "text", "text": c.Result}},
-		}
-		if err := s.send("content_block_start", map[string]any{"index": i, "content_block": block}); err != nil {
+		if err := s.send("content_block_start", messagesEvent{Index: &i, ContentBlock: mcpToolResult(c)}); err != nil {
 			return err
 		}
-		if err := s.send("content_block_stop", map[string]any{"index": i}); err != nil {
+		if err := s.stop(i); err != nil {
 			return err
 		}
 	}
@@ -188,11 +254,11 @@ func (s *messagesStream) finish(run *loop.Run, res *loop.Result) {
 		return
 	}
 	stop, seq := messagesStop(res)
-	if s.send("message_delta", map[string]any{
-		"delta": map[string]any{"stop_reason": stop, "stop_sequence": seq},
-		"usage": messagesUsage(res, s.mr.declared),
+	if s.send("message_delta", messagesEvent{
+		Delta: stopDelta{StopReason: stop, StopSequence: seq},
+		Usage: messagesUsage(res, s.mr.declared),
 	}) != nil {
 		return
 	}
-	_ = s.send("message_stop", map[string]any{s.h.opts.Label: s.h.extension(&chatRequest{declared: s.mr.declared}, run, res)})
+	_ = s.send("message_stop", messagesEvent{Extra: s.h.labelled(nil, s.h.extension(s.mr.declared, run, res))})
 }

@@ -2,17 +2,16 @@ package v1
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 
-	"toolhost/identity"
+	"toolhost/catalog"
 	"toolhost/loop"
-	"toolhost/server"
+	"toolhost/wire"
 )
 
-// responses serves POST /v1/responses (the OpenAI Responses format with
+// responsesFace serves POST /v1/responses (the OpenAI Responses format with
 // hosted tools declared as {"type":"mcp","server_label":LABEL}).
 //
 // The loop talks Chat Completions (or Messages) to the upstream; this face
@@ -21,95 +20,86 @@ import (
 // call as an mcp_call item, then the last round's message and function_call
 // items. Responses are not stored: a continuation sends the previous output
 // back as input (mcp_call items become function call round trips).
-func (h *Handler) responses(w http.ResponseWriter, r *http.Request) {
-	body, rerr := h.readBody(w, r)
-	if rerr != nil {
-		writeRequestError(w, rerr)
-		return
-	}
-	h.withIdempotency(w, r, body, func(w http.ResponseWriter) {
-		h.serveResponses(w, r, body)
-	})
+type responsesFace struct{ h *Handler }
+
+func (f responsesFace) parse(_ *http.Request, body []byte) (request, error) {
+	return f.h.parseResponses(body)
 }
 
-func (h *Handler) serveResponses(w http.ResponseWriter, r *http.Request, body []byte) {
-	ctx := r.Context()
-	rq, err := h.parseResponses(body)
-	if err != nil {
-		var re *requestError
-		if !errors.As(err, &re) {
-			re = badRequest(ReasonInvalidRequest, "", err.Error())
-		}
-		writeRequestError(w, re)
-		return
-	}
-	route, err := h.opts.Router.Pick(rq.loop.Model, rq.declared)
-	if err != nil {
-		writeRequestError(w, h.runError(ctx, err))
-		return
-	}
-	id, _ := identity.FromContext(ctx)
-	run := &loop.Run{
-		Request: rq.loop,
-		Hosted:  rq.hosted,
-		Route:   route,
-		Lang:    lang(r),
-		Caller: loop.Caller{
-			RequestID:      requestID(ctx),
-			SessionID:      sessionID(r, rq.metadata),
-			Slot:           r.Header.Get(SlotHeader),
-			Identity:       id,
-			TraceID:        server.TraceID(r.Header),
-			IdempotencyKey: r.Header.Get("Idempotency-Key"),
-			Metadata:       rq.metadata,
-		},
-	}
-	listTools, err := h.listToolsItem(run)
-	if err != nil {
-		writeRequestError(w, h.runError(ctx, err))
-		return
-	}
-	if !rq.loop.Stream {
-		res, err := h.opts.Runner.Run(ctx, run)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			writeRequestError(w, h.runError(ctx, err))
-			return
-		}
-		out := []any{}
-		if listTools != nil {
-			out = append(out, listTools)
-		}
-		out = append(out, responsesOutput(h.opts.Label, res)...)
-		server.WriteJSON(w, http.StatusOK, h.responseObject(rq, run, res, out))
-		return
-	}
-	rs := &responsesStream{h: h, sseWriter: sseWriter{w: w}, rq: rq, listTools: listTools, msgIndex: -1}
-	run.Sink = rs.event
-	res, err := h.opts.Runner.Run(ctx, run)
-	if err != nil {
-		if ctx.Err() != nil {
-			return
-		}
-		re := h.runError(ctx, err)
-		if !rs.started {
-			writeRequestError(w, re)
-			return
-		}
-		if d, ok := w.(interface{ discard() }); ok {
-			d.discard()
-		}
-		rs.fail(re)
-		return
-	}
-	rs.finish(run, res)
+func (responsesFace) writeError(w http.ResponseWriter, e *requestError) { writeRequestError(w, e) }
+
+// prepare makes the mcp_list_tools item before the loop runs.
+func (rq *responsesRequest) prepare(run *loop.Run) error {
+	item, err := rq.h.listToolsItem(run)
+	rq.listTools = item
+	return err
 }
+
+func (rq *responsesRequest) render(run *loop.Run, res *loop.Result) any {
+	out := []any{}
+	if rq.listTools != nil {
+		out = append(out, rq.listTools)
+	}
+	out = append(out, responsesOutput(rq.h.opts.Label, res)...)
+	return rq.h.responseObject(rq, run, res, out)
+}
+
+func (rq *responsesRequest) stream(w http.ResponseWriter) stream {
+	return &responsesStream{h: rq.h, sseWriter: sseWriter{w: w}, rq: rq, listTools: rq.listTools, msgIndex: -1}
+}
+
+// Output items of a response.
+type (
+	listToolsItem struct {
+		Error       json.RawMessage `json:"error"`
+		ID          string          `json:"id"`
+		ServerLabel string          `json:"server_label"`
+		Tools       []listedTool    `json:"tools"`
+		Type        string          `json:"type"`
+	}
+	listedTool struct {
+		Annotations *catalog.Annotations `json:"annotations,omitempty"`
+		Description string               `json:"description"`
+		InputSchema json.RawMessage      `json:"input_schema"`
+		Name        string               `json:"name"`
+	}
+	messageItem struct {
+		Content []outputTextPart `json:"content"`
+		ID      string           `json:"id"`
+		Role    string           `json:"role"`
+		Status  string           `json:"status"`
+		Type    string           `json:"type"`
+	}
+	outputTextPart struct {
+		Annotations []struct{} `json:"annotations"`
+		Logprobs    []struct{} `json:"logprobs"`
+		Text        string     `json:"text"`
+		Type        string     `json:"type"`
+	}
+	functionCallItem struct {
+		Arguments string `json:"arguments"`
+		CallID    string `json:"call_id"`
+		ID        string `json:"id"`
+		Name      string `json:"name"`
+		Status    string `json:"status"`
+		Type      string `json:"type"`
+	}
+	mcpCallItem struct {
+		ApprovalRequestID *string `json:"approval_request_id"`
+		Arguments         string  `json:"arguments"`
+		Error             *string `json:"error"`
+		ID                string  `json:"id"`
+		Name              string  `json:"name"`
+		Output            *string `json:"output"`
+		ServerLabel       string  `json:"server_label"`
+		Status            string  `json:"status"`
+		Type              string  `json:"type"`
+	}
+)
 
 // listToolsItem is the mcp_list_tools item: the hosted tools given to the
 // model with their input schemas and annotations (nil without hosted tools).
-func (h *Handler) listToolsItem(run *loop.Run) (map[string]any, error) {
+func (h *Handler) listToolsItem(run *loop.Run) (*listToolsItem, error) {
 	if len(run.Hosted.Tools) == 0 {
 		return nil, nil
 	}
@@ -117,18 +107,15 @@ func (h *Handler) listToolsItem(run *loop.Run) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	list := make([]map[string]any, 0, len(defs))
+	list := make([]listedTool, 0, len(defs))
 	for _, d := range defs {
-		t := map[string]any{"name": d.Name, "description": d.Description, "input_schema": d.Parameters}
+		t := listedTool{Name: d.Name, Description: d.Description, InputSchema: d.Parameters}
 		if s, ok := h.opts.Runner.Catalog().Lookup(d.Name); ok {
-			t["annotations"] = s.Annotations
+			t.Annotations = &s.Annotations
 		}
 		list = append(list, t)
 	}
-	return map[string]any{
-		"id": "mcpl_" + run.Caller.RequestID, "type": "mcp_list_tools",
-		"server_label": h.opts.Label, "tools": list, "error": nil,
-	}, nil
+	return &listToolsItem{ID: "mcpl_" + run.Caller.RequestID, Type: "mcp_list_tools", ServerLabel: h.opts.Label, Tools: list}, nil
 }
 
 // responsesOutput renders the rounds of a run after mcp_list_tools: each
@@ -139,10 +126,10 @@ func responsesOutput(label string, res *loop.Result) []any {
 	base := trimID(res.First.ID)
 	for _, rr := range res.Rounds[:len(res.Rounds)-1] {
 		if t := rr.Response.Message.Text; t != "" {
-			out = append(out, messageItem(roundItemID(base, rr.Round), t, "completed"))
+			out = append(out, newMessageItem(roundItemID(base, rr.Round), t, "completed"))
 		}
 		for _, c := range rr.Calls {
-			out = append(out, mcpCallItem(label, c, true))
+			out = append(out, newMCPCallItem(label, c, true))
 		}
 	}
 	last := res.Rounds[len(res.Rounds)-1]
@@ -151,10 +138,10 @@ func responsesOutput(label string, res *loop.Result) []any {
 		status = "incomplete"
 	}
 	if res.Message.Text != "" {
-		out = append(out, messageItem(roundItemID(base, last.Round), res.Message.Text, status))
+		out = append(out, newMessageItem(roundItemID(base, last.Round), res.Message.Text, status))
 	}
 	for _, c := range res.Message.ToolCalls {
-		out = append(out, functionCallItem(c.ID, c.Name, string(c.Args), "completed"))
+		out = append(out, newFunctionCallItem(c.ID, c.Name, string(c.Args), "completed"))
 	}
 	return out
 }
@@ -175,39 +162,31 @@ func responseID(first string) string { return "resp_" + trimID(first) }
 // and known as soon as the round starts streaming.
 func roundItemID(base string, round int) string { return fmt.Sprintf("msg_%s_%d", base, round) }
 
-func messageItem(id, text, status string) map[string]any {
-	return map[string]any{
-		"id": id, "type": "message", "role": "assistant", "status": status,
-		"content": []any{outputTextPart(text)},
-	}
+func newMessageItem(id, text, status string) messageItem {
+	return messageItem{ID: id, Type: "message", Role: "assistant", Status: status, Content: []outputTextPart{newOutputTextPart(text)}}
 }
 
-func outputTextPart(text string) map[string]any {
-	return map[string]any{"type": "output_text", "text": text, "annotations": []any{}, "logprobs": []any{}}
+func newOutputTextPart(text string) outputTextPart {
+	return outputTextPart{Type: "output_text", Text: text, Annotations: []struct{}{}, Logprobs: []struct{}{}}
 }
 
-func functionCallItem(callID, name, args, status string) map[string]any {
-	return map[string]any{"id": "fc_" + callID, "type": "function_call", "call_id": callID, "name": name, "arguments": args, "status": status}
+func newFunctionCallItem(callID, name, args, status string) functionCallItem {
+	return functionCallItem{ID: "fc_" + callID, Type: "function_call", CallID: callID, Name: name, Arguments: args, Status: status}
 }
 
-// mcpCallItem renders a hosted call; done says whether it has finished
+// newMCPCallItem renders a hosted call; done says whether it has finished
 // (status completed or failed, with output or error).
-func mcpCallItem(label string, c loop.Call, done bool) map[string]any {
-	it := map[string]any{
-		"id": c.ID, "type": "mcp_call", "server_label": label, "name": c.Name,
-		"arguments": string(c.Args), "approval_request_id": nil,
-		"status": "in_progress", "output": nil, "error": nil,
-	}
+func newMCPCallItem(label string, c loop.Call, done bool) mcpCallItem {
+	it := mcpCallItem{ID: c.ID, Type: "mcp_call", ServerLabel: label, Name: c.Name, Status: "in_progress"}
 	if !done {
-		it["arguments"] = ""
 		return it
 	}
+	it.Arguments = string(c.Args)
+	result := c.Result
 	if c.Status == loop.StatusFailed {
-		it["status"] = "failed"
-		it["error"] = c.Result
+		it.Status, it.Error = "failed", &result
 	} else {
-		it["status"] = "completed"
-		it["output"] = c.Result
+		it.Status, it.Output = "completed", &result
 	}
 	return it
 }
@@ -221,65 +200,105 @@ func responseStatus(finish string) string {
 	return "completed"
 }
 
-func incompleteDetails(finish string) any {
+// incompleteReason is the reason of an incomplete response.
+type incompleteReason struct {
+	Reason string `json:"reason"`
+}
+
+func incompleteDetails(finish string) *incompleteReason {
 	switch finish {
 	case loop.FinishLength:
-		return map[string]string{"reason": "max_output_tokens"}
+		return &incompleteReason{Reason: "max_output_tokens"}
 	case "content_filter":
-		return map[string]string{"reason": "content_filter"}
+		return &incompleteReason{Reason: "content_filter"}
 	}
 	return nil
 }
 
+// response is a Responses response object; the request's fields are echoed
+// as sent (or their defaults), Extra holds the extension field.
+type response struct {
+	Background         bool                       `json:"background"`
+	CreatedAt          int64                      `json:"created_at"`
+	Error              json.RawMessage            `json:"error"`
+	ID                 string                     `json:"id"`
+	IncompleteDetails  *incompleteReason          `json:"incomplete_details"`
+	Instructions       json.RawMessage            `json:"instructions"`
+	MaxOutputTokens    json.RawMessage            `json:"max_output_tokens"`
+	MaxToolCalls       json.RawMessage            `json:"max_tool_calls"`
+	Metadata           json.RawMessage            `json:"metadata"`
+	Model              string                     `json:"model"`
+	Object             string                     `json:"object"`
+	Output             []any                      `json:"output"`
+	ParallelToolCalls  json.RawMessage            `json:"parallel_tool_calls"`
+	PreviousResponseID json.RawMessage            `json:"previous_response_id"`
+	Reasoning          json.RawMessage            `json:"reasoning"`
+	ServiceTier        json.RawMessage            `json:"service_tier"`
+	Status             string                     `json:"status"`
+	Store              bool                       `json:"store"`
+	Temperature        json.RawMessage            `json:"temperature"`
+	Text               json.RawMessage            `json:"text"`
+	ToolChoice         json.RawMessage            `json:"tool_choice"`
+	Tools              any                        `json:"tools"`
+	TopLogprobs        json.RawMessage            `json:"top_logprobs"`
+	TopP               json.RawMessage            `json:"top_p"`
+	Truncation         string                     `json:"truncation"`
+	Usage              *responsesUsageJSON        `json:"usage"`
+	User               json.RawMessage            `json:"user"`
+	Extra              map[string]json.RawMessage `json:"-"`
+}
+
+func (r response) MarshalJSON() ([]byte, error) {
+	type plain response
+	return wire.Marshal(plain(r), r.Extra)
+}
+
 // responseObject is the response: request fields echoed as sent, output,
 // status, summed usage and the extension field. res nil renders the
-// in-progress object of response.created.
-func (h *Handler) responseObject(rq *responsesRequest, run *loop.Run, res *loop.Result, output []any) map[string]any {
-	echo := func(k string, def any) any {
-		if v := rq.top[k]; present(v) {
-			return v
+// in-progress object of response.created (without the extension field).
+func (h *Handler) responseObject(rq *responsesRequest, run *loop.Run, res *loop.Result, output []any) response {
+	echo := func(raw json.RawMessage, def string) json.RawMessage {
+		if present(raw) {
+			return raw
 		}
-		return def
+		return json.RawMessage(def)
 	}
-	out := map[string]any{
-		"object":               "response",
-		"background":           false,
-		"error":                nil,
-		"incomplete_details":   nil,
-		"instructions":         echo("instructions", nil),
-		"max_output_tokens":    echo("max_output_tokens", nil),
-		"max_tool_calls":       echo("max_tool_calls", nil),
-		"metadata":             echo("metadata", map[string]any{}),
-		"output":               output,
-		"parallel_tool_calls":  echo("parallel_tool_calls", true),
-		"previous_response_id": nil,
-		"reasoning":            echo("reasoning", map[string]any{"effort": nil, "summary": nil}),
-		"service_tier":         echo("service_tier", nil),
-		"store":                false,
-		"temperature":          echo("temperature", nil),
-		"text":                 echo("text", map[string]any{"format": map[string]string{"type": "text"}}),
-		"tool_choice":          echo("tool_choice", "auto"),
-		"tools":                echoTools(rq.top["tools"]),
-		"top_logprobs":         echo("top_logprobs", nil),
-		"top_p":                echo("top_p", nil),
-		"truncation":           "disabled",
-		"usage":                nil,
-		"user":                 echo("user", nil),
+	f := &rq.fields
+	out := response{
+		Object:             "response",
+		Error:              json.RawMessage("null"),
+		Instructions:       echo(f.Instructions, "null"),
+		MaxOutputTokens:    echo(f.MaxOutputTokens, "null"),
+		MaxToolCalls:       echo(f.MaxToolCalls, "null"),
+		Metadata:           echo(f.Metadata, "{}"),
+		Output:             output,
+		ParallelToolCalls:  echo(f.ParallelToolCalls, "true"),
+		PreviousResponseID: json.RawMessage("null"),
+		Reasoning:          echo(f.Reasoning, `{"effort":null,"summary":null}`),
+		ServiceTier:        echo(f.ServiceTier, "null"),
+		Temperature:        echo(f.Temperature, "null"),
+		Text:               echo(f.Text, `{"format":{"type":"text"}}`),
+		ToolChoice:         echo(f.ToolChoice, `"auto"`),
+		Tools:              echoTools(f.Tools),
+		TopLogprobs:        echo(f.TopLogprobs, "null"),
+		TopP:               echo(f.TopP, "null"),
+		Truncation:         "disabled",
+		User:               echo(f.User, "null"),
 	}
 	if res == nil {
-		out["status"] = "in_progress"
+		out.Status = "in_progress"
 		return out
 	}
-	out["id"] = responseID(res.First.ID)
-	out["created_at"] = res.First.Created
-	out["model"] = res.First.Model
+	out.ID = responseID(res.First.ID)
+	out.CreatedAt = res.First.Created
+	out.Model = res.First.Model
 	if res.First.Model == "" {
-		out["model"] = rq.loop.Model
+		out.Model = rq.loop.Model
 	}
-	out["status"] = responseStatus(res.FinishReason)
-	out["incomplete_details"] = incompleteDetails(res.FinishReason)
-	out["usage"] = responsesUsage(res.Usage)
-	out[h.opts.Label] = h.extension(&chatRequest{declared: rq.declared}, run, res)
+	out.Status = responseStatus(res.FinishReason)
+	out.IncompleteDetails = incompleteDetails(res.FinishReason)
+	out.Usage = responsesUsage(res.Usage)
+	out.Extra = h.labelled(nil, h.extension(rq.declared, run, res))
 	return out
 }
 
@@ -299,24 +318,30 @@ func echoTools(raw json.RawMessage) any {
 	return items
 }
 
+// responsesUsageJSON is usage in Responses form.
+type responsesUsageJSON struct {
+	InputTokens        int64 `json:"input_tokens"`
+	InputTokensDetails struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"input_tokens_details"`
+	OutputTokens        int64 `json:"output_tokens"`
+	OutputTokensDetails struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"output_tokens_details"`
+	TotalTokens int64 `json:"total_tokens"`
+}
+
 // responsesUsage renders summed usage in Responses form.
-func responsesUsage(u loop.Usage) any {
+func responsesUsage(u loop.Usage) *responsesUsageJSON {
 	if !u.Present {
 		return nil
 	}
-	var reasoning int64
+	out := &responsesUsageJSON{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.InputTokens + u.OutputTokens}
+	out.InputTokensDetails.CachedTokens = u.CachedInputTokens
 	if u.Dialect == loop.DialectOpenAI {
-		if d, ok := u.Detail["completion_tokens_details"].(map[string]any); ok {
-			if n, ok := d["reasoning_tokens"].(json.Number); ok {
-				reasoning, _ = n.Int64()
-			}
+		if n, ok := u.Detail.Object("completion_tokens_details")["reasoning_tokens"].(json.Number); ok {
+			out.OutputTokensDetails.ReasoningTokens, _ = n.Int64()
 		}
 	}
-	return map[string]any{
-		"input_tokens":          u.InputTokens,
-		"input_tokens_details":  map[string]any{"cached_tokens": u.CachedInputTokens},
-		"output_tokens":         u.OutputTokens,
-		"output_tokens_details": map[string]any{"reasoning_tokens": reasoning},
-		"total_tokens":          u.InputTokens + u.OutputTokens,
-	}
+	return out
 }

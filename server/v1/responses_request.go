@@ -1,13 +1,13 @@
 package v1
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
 
 	"toolhost/loop"
 	"toolhost/loop/upstream/openai"
+	"toolhost/wire"
 )
 
 // Reasons of 400 answers specific to the Responses format.
@@ -24,47 +24,75 @@ const (
 
 // responsesRequest is a checked Responses request.
 type responsesRequest struct {
-	loop     loop.Request
-	hosted   loop.Hosted
-	declared bool
-	metadata map[string]string
-	// top is the request body by field, for the fields a response echoes.
-	top map[string]json.RawMessage
+	hostedRequest
+	h *Handler
+	// fields are the request's fields a response echoes.
+	fields responsesEcho
+	// listTools is the mcp_list_tools item (nil without hosted tools).
+	listTools *listToolsItem
 }
 
-// Fields of a Responses request the face consumes or translates itself;
-// the rest go to the (Chat Completions) upstream as written.
-var responsesConsumed = map[string]bool{
-	"model": true, "input": true, "instructions": true, "tools": true, "tool_choice": true,
-	"stream": true, "stream_options": true, "metadata": true, "store": true,
-	"max_output_tokens": true, "max_tool_calls": true, "text": true, "reasoning": true,
-	"top_logprobs": true, "include": true, "truncation": true,
-	"previous_response_id": true, "conversation": true, "background": true, "prompt": true,
+// responsesEcho are the fields of a request a response repeats as sent.
+type responsesEcho struct {
+	Instructions      json.RawMessage `json:"instructions"`
+	MaxOutputTokens   json.RawMessage `json:"max_output_tokens"`
+	MaxToolCalls      json.RawMessage `json:"max_tool_calls"`
+	Metadata          json.RawMessage `json:"metadata"`
+	ParallelToolCalls json.RawMessage `json:"parallel_tool_calls"`
+	Reasoning         json.RawMessage `json:"reasoning"`
+	ServiceTier       json.RawMessage `json:"service_tier"`
+	Temperature       json.RawMessage `json:"temperature"`
+	Text              json.RawMessage `json:"text"`
+	ToolChoice        json.RawMessage `json:"tool_choice"`
+	Tools             json.RawMessage `json:"tools"`
+	TopLogprobs       json.RawMessage `json:"top_logprobs"`
+	TopP              json.RawMessage `json:"top_p"`
+	User              json.RawMessage `json:"user"`
+}
+
+// responsesFields are the members of a Responses request the face consumes
+// or translates itself; the rest go to the (Chat Completions) upstream as
+// written.
+type responsesFields struct {
+	Background         json.RawMessage `json:"background"`
+	Conversation       json.RawMessage `json:"conversation"`
+	Include            json.RawMessage `json:"include"`
+	Input              json.RawMessage `json:"input"`
+	Instructions       json.RawMessage `json:"instructions"`
+	MaxOutputTokens    json.RawMessage `json:"max_output_tokens"`
+	MaxToolCalls       json.RawMessage `json:"max_tool_calls"`
+	Metadata           json.RawMessage `json:"metadata"`
+	Model              json.RawMessage `json:"model"`
+	PreviousResponseID json.RawMessage `json:"previous_response_id"`
+	Prompt             json.RawMessage `json:"prompt"`
+	Reasoning          json.RawMessage `json:"reasoning"`
+	Store              json.RawMessage `json:"store"`
+	Stream             json.RawMessage `json:"stream"`
+	StreamOptions      json.RawMessage `json:"stream_options"`
+	Text               json.RawMessage `json:"text"`
+	ToolChoice         json.RawMessage `json:"tool_choice"`
+	Tools              json.RawMessage `json:"tools"`
+	TopLogprobs        json.RawMessage `json:"top_logprobs"`
+	Truncation         json.RawMessage `json:"truncation"`
 }
 
 // parseResponses reads and checks a Responses body. The conversation is
 // translated to Chat Completions messages (the dialect of the loop's
 // canonical Raw fields); every refusal is a *requestError.
 func (h *Handler) parseResponses(body []byte) (*responsesRequest, error) {
-	var top map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&top); err != nil {
-		return nil, badRequest(ReasonInvalidJSON, "", "the body is not a JSON object: "+err.Error())
+	top, err := readMembers(body)
+	if err != nil {
+		return nil, err
 	}
-	if dec.More() {
-		return nil, badRequest(ReasonInvalidJSON, "", "the body has data after the JSON object")
-	}
+	var in responsesFields
+	_ = wire.Fill(top, &in) // raw members always decode
 	label := h.opts.Label
-	rr := &responsesRequest{top: top}
+	rr := &responsesRequest{h: h}
+	// Raw messages always decode.
+	_ = wire.Fill(top, &rr.fields)
 	rr.loop.OptionsDialect = loop.DialectOpenAI
-	rr.loop.Options = map[string]json.RawMessage{}
-	for k, v := range top {
-		if k == label || responsesConsumed[k] {
-			continue
-		}
-		rr.loop.Options[k] = v
-	}
-	if err := json.Unmarshal(top["model"], &rr.loop.Model); err != nil || rr.loop.Model == "" {
+	rr.loop.Options = h.options(top, in)
+	if err := json.Unmarshal(in.Model, &rr.loop.Model); err != nil || rr.loop.Model == "" {
 		return nil, badRequest(ReasonInvalidRequest, "model", "model is required and must be a string")
 	}
 	for _, k := range []string{"previous_response_id", "conversation", "prompt"} {
@@ -72,41 +100,41 @@ func (h *Handler) parseResponses(body []byte) (*responsesRequest, error) {
 			return nil, badRequest(ReasonStatefulUnsupported, k, k+" is not supported: responses are not stored here; send the previous output as input instead")
 		}
 	}
-	if string(top["background"]) == "true" {
+	if string(in.Background) == "true" {
 		return nil, badRequest(ReasonStatefulUnsupported, "background", "background responses are not supported: responses are not stored here")
 	}
-	if s, ok := top["stream"]; ok && string(s) != "null" {
+	if s := in.Stream; present(s) {
 		if err := json.Unmarshal(s, &rr.loop.Stream); err != nil {
 			return nil, badRequest(ReasonInvalidRequest, "stream", "stream must be a boolean")
 		}
 	}
-	if md := top["metadata"]; present(md) {
+	if md := in.Metadata; present(md) {
 		if err := json.Unmarshal(md, &rr.metadata); err != nil {
 			return nil, badRequest(ReasonInvalidRequest, "metadata", "metadata must be an object of strings")
 		}
 	}
-	if err := translateResponsesOptions(top, rr.loop.Options); err != nil {
+	if err := translateResponsesOptions(&in, rr.loop.Options); err != nil {
 		return nil, err
 	}
 
 	// The conversation.
-	if present(top["instructions"]) {
+	if present(in.Instructions) {
 		var s string
-		if err := json.Unmarshal(top["instructions"], &s); err != nil {
+		if err := json.Unmarshal(in.Instructions, &s); err != nil {
 			return nil, badRequest(ReasonInvalidRequest, "instructions", "instructions must be a string")
 		}
 		if s != "" {
 			rr.loop.Messages = append(rr.loop.Messages, loop.Message{Role: loop.RoleSystem, Text: s})
 		}
 	}
-	msgs, err := h.responsesInput(top["input"])
+	msgs, err := h.responsesInput(in.Input)
 	if err != nil {
 		return nil, err
 	}
 	rr.loop.Messages = append(rr.loop.Messages, msgs...)
 
 	// tools: the caller's functions and our declaration.
-	enabledSet, err := h.parseResponsesTools(top["tools"], rr, label)
+	enabledSet, err := h.parseResponsesTools(in.Tools, rr, label)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +143,7 @@ func (h *Handler) parseResponses(body []byte) (*responsesRequest, error) {
 		return nil, err
 	}
 
-	if tc := top["tool_choice"]; present(tc) {
+	if tc := in.ToolChoice; present(tc) {
 		choice, err := h.parseResponsesToolChoice(tc, enabledSet)
 		if err != nil {
 			return nil, err
@@ -227,17 +255,17 @@ func (h *Handler) parseResponsesToolChoice(raw json.RawMessage, enabled map[stri
 
 // translateResponsesOptions adds to opts the Chat Completions spelling of
 // the Responses options that are spelled differently.
-func translateResponsesOptions(top map[string]json.RawMessage, opts map[string]json.RawMessage) error {
-	if v := top["max_output_tokens"]; present(v) {
+func translateResponsesOptions(in *responsesFields, opts map[string]json.RawMessage) error {
+	if v := in.MaxOutputTokens; present(v) {
 		// max_tokens rather than max_completion_tokens: every
 		// OpenAI-compatible API reads it.
 		opts["max_tokens"] = v
 	}
-	if v := top["top_logprobs"]; present(v) {
+	if v := in.TopLogprobs; present(v) {
 		opts["top_logprobs"] = v
 		opts["logprobs"] = json.RawMessage("true")
 	}
-	if v := top["reasoning"]; present(v) {
+	if v := in.Reasoning; present(v) {
 		var r struct {
 			Effort *string `json:"effort"`
 		}
@@ -248,7 +276,7 @@ func translateResponsesOptions(top map[string]json.RawMessage, opts map[string]j
 			opts["reasoning_effort"], _ = json.Marshal(*r.Effort)
 		}
 	}
-	if v := top["text"]; present(v) {
+	if v := in.Text; present(v) {
 		var t struct {
 			Format    map[string]json.RawMessage `json:"format"`
 			Verbosity json.RawMessage            `json:"verbosity"`
@@ -272,7 +300,7 @@ func translateResponsesOptions(top map[string]json.RawMessage, opts map[string]j
 					schema[k] = t.Format[k]
 				}
 			}
-			opts["response_format"], _ = marshal(map[string]any{"type": "json_schema", "json_schema": schema})
+			opts["response_format"], _ = marshal(jsonSchemaFormat{Type: "json_schema", JSONSchema: schema})
 		default:
 			return badRequest(ReasonInvalidRequest, "text.format.type", fmt.Sprintf("text format %q is not supported", typ))
 		}
@@ -389,7 +417,7 @@ func (h *Handler) inputItem(b *inputBuilder, item json.RawMessage, param string)
 		return nil
 	case "mcp_call":
 		if it.ServerLabel != h.opts.Label {
-			return badRequest(ReasonServerToolUnsupported, param+".server_label", fmt.Sprintf("server_label %q is not supported; the hosted tools here are declared with server_label %q", it.ServerLabel, h.opts.Label))
+			return h.otherServer(param, it.ServerLabel)
 		}
 		if len(b.results) > 0 && len(b.calls) == 0 {
 			b.flush()
@@ -411,7 +439,7 @@ func (h *Handler) inputItem(b *inputBuilder, item json.RawMessage, param string)
 		return nil
 	case "mcp_list_tools":
 		if it.ServerLabel != h.opts.Label {
-			return badRequest(ReasonServerToolUnsupported, param+".server_label", fmt.Sprintf("server_label %q is not supported; the hosted tools here are declared with server_label %q", it.ServerLabel, h.opts.Label))
+			return h.otherServer(param, it.ServerLabel)
 		}
 		return nil
 	case "reasoning":
@@ -426,7 +454,7 @@ func (h *Handler) inputItem(b *inputBuilder, item json.RawMessage, param string)
 func chatMessage(role string, content json.RawMessage) (loop.Message, error) {
 	var s string
 	if json.Unmarshal(content, &s) == nil {
-		raw, _ := marshal(map[string]any{"role": role, "content": s})
+		raw, _ := marshal(chatInputMessage{Role: role, Content: s})
 		return openai.DecodeMessage(raw)
 	}
 	var parts []map[string]json.RawMessage
@@ -439,7 +467,7 @@ func chatMessage(role string, content json.RawMessage) (loop.Message, error) {
 		_ = json.Unmarshal(p["type"], &typ)
 		switch typ {
 		case "input_text", "output_text":
-			out = append(out, map[string]json.RawMessage{"type": json.RawMessage(`"text"`), "text": p["text"]})
+			out = append(out, chatTextPart{Type: "text", Text: p["text"]})
 		case "input_image":
 			if !present(p["image_url"]) {
 				return loop.Message{}, fmt.Errorf("input_image needs image_url (file_id is not supported)")
@@ -448,7 +476,7 @@ func chatMessage(role string, content json.RawMessage) (loop.Message, error) {
 			if present(p["detail"]) {
 				img["detail"] = p["detail"]
 			}
-			out = append(out, map[string]any{"type": "image_url", "image_url": img})
+			out = append(out, chatImagePart{Type: "image_url", ImageURL: img})
 		case "input_file":
 			f := map[string]json.RawMessage{}
 			for _, k := range []string{"file_data", "file_id", "filename"} {
@@ -456,14 +484,39 @@ func chatMessage(role string, content json.RawMessage) (loop.Message, error) {
 					f[k] = p[k]
 				}
 			}
-			out = append(out, map[string]any{"type": "file", "file": f})
+			out = append(out, chatFilePart{Type: "file", File: f})
 		default:
 			return loop.Message{}, fmt.Errorf("content part type %q is not supported", typ)
 		}
 	}
-	raw, _ := marshal(map[string]any{"role": role, "content": out})
+	raw, _ := marshal(chatInputMessage{Role: role, Content: out})
 	return openai.DecodeMessage(raw)
 }
+
+// A Responses input message in the Chat Completions form the loop reads;
+// its parts keep the caller's values as sent.
+type (
+	chatInputMessage struct {
+		Content any    `json:"content"`
+		Role    string `json:"role"`
+	}
+	chatTextPart struct {
+		Text json.RawMessage `json:"text"`
+		Type string          `json:"type"`
+	}
+	chatImagePart struct {
+		ImageURL map[string]json.RawMessage `json:"image_url"`
+		Type     string                     `json:"type"`
+	}
+	chatFilePart struct {
+		File map[string]json.RawMessage `json:"file"`
+		Type string                     `json:"type"`
+	}
+	jsonSchemaFormat struct {
+		JSONSchema map[string]json.RawMessage `json:"json_schema"`
+		Type       string                     `json:"type"`
+	}
+)
 
 // assistantText joins the text of an assistant message's content.
 func assistantText(content json.RawMessage) (string, error) {

@@ -1,10 +1,12 @@
 package v1
 
 import (
+	"encoding/json"
 	"strings"
 
 	"toolhost/clip"
 	"toolhost/loop"
+	"toolhost/wire"
 )
 
 // responsesStream renders loop events as Responses SSE events.
@@ -19,7 +21,7 @@ type responsesStream struct {
 	h *Handler
 	sseWriter
 	rq        *responsesRequest
-	listTools map[string]any
+	listTools *listToolsItem
 
 	seq  int
 	meta loop.Meta
@@ -45,13 +47,56 @@ type streamedCall struct {
 	args   strings.Builder
 }
 
-// send writes one event; fields are the event's own (type and
-// sequence_number are added).
-func (s *responsesStream) send(typ string, fields map[string]any) error {
-	fields["type"] = typ
-	fields["sequence_number"] = s.seq
+// responsesEvent is one event of the stream; each kind sets its own fields
+// (send sets type and sequence_number), Extra holds the extension field.
+type responsesEvent struct {
+	Arguments      *string                    `json:"arguments,omitempty"`
+	Code           string                     `json:"code,omitempty"`
+	ContentIndex   *int                       `json:"content_index,omitempty"`
+	Delta          *string                    `json:"delta,omitempty"`
+	Item           any                        `json:"item,omitempty"`
+	ItemID         *string                    `json:"item_id,omitempty"`
+	Logprobs       *[]struct{}                `json:"logprobs,omitempty"`
+	Message        string                     `json:"message,omitempty"`
+	Name           *string                    `json:"name,omitempty"`
+	OutputIndex    *int                       `json:"output_index,omitempty"`
+	Param          json.RawMessage            `json:"param,omitempty"`
+	Part           *outputTextPart            `json:"part,omitempty"`
+	Response       *response                  `json:"response,omitempty"`
+	SequenceNumber int                        `json:"sequence_number"`
+	Text           *string                    `json:"text,omitempty"`
+	Type           string                     `json:"type"`
+	Extra          map[string]json.RawMessage `json:"-"`
+}
+
+func (e responsesEvent) MarshalJSON() ([]byte, error) {
+	type plain responsesEvent
+	return wire.Marshal(plain(e), e.Extra)
+}
+
+// at is an event about the item at output index i (with id itemID unless
+// empty).
+func at(i int, itemID string) responsesEvent {
+	ev := responsesEvent{OutputIndex: &i}
+	if itemID != "" {
+		ev.ItemID = &itemID
+	}
+	return ev
+}
+
+// ref returns a pointer to a copy of v, for the optional fields of events.
+func ref[T any](v T) *T { return &v }
+
+func noLogprobs() *[]struct{} { return &[]struct{}{} }
+
+func (s *responsesStream) begun() bool { return s.started }
+
+// send writes one event, numbering it.
+func (s *responsesStream) send(typ string, ev responsesEvent) error {
+	ev.Type = typ
+	ev.SequenceNumber = s.seq
 	s.seq++
-	return s.write(typ, fields)
+	return s.write(typ, ev)
 }
 
 // add records an item at its output_index (its final form comes with done).
@@ -60,47 +105,54 @@ func (s *responsesStream) add(item any) int {
 	return len(s.items) - 1
 }
 
-func (s *responsesStream) inProgress() map[string]any {
+func (s *responsesStream) inProgress() *response {
 	o := s.h.responseObject(s.rq, nil, nil, []any{})
-	o["id"] = responseID(s.meta.ID)
-	o["created_at"] = s.meta.Created
-	o["model"] = s.meta.Model
+	o.ID = responseID(s.meta.ID)
+	o.CreatedAt = s.meta.Created
+	o.Model = s.meta.Model
 	if s.meta.Model == "" {
-		o["model"] = s.rq.loop.Model
+		o.Model = s.rq.loop.Model
 	}
-	return o
+	return &o
 }
 
 // begin sends the opening events once the first upstream id is known.
 func (s *responsesStream) begin(meta loop.Meta) error {
 	s.meta = meta
 	s.base = trimID(meta.ID)
-	if err := s.send("response.created", map[string]any{"response": s.inProgress()}); err != nil {
+	if err := s.send("response.created", responsesEvent{Response: s.inProgress()}); err != nil {
 		return err
 	}
-	if err := s.send("response.in_progress", map[string]any{"response": s.inProgress()}); err != nil {
+	if err := s.send("response.in_progress", responsesEvent{Response: s.inProgress()}); err != nil {
 		return err
 	}
 	if s.listTools == nil {
 		return nil
 	}
-	id := s.listTools["id"]
-	pending := map[string]any{}
-	for k, v := range s.listTools {
-		pending[k] = v
-	}
-	pending["tools"] = []any{}
+	id := s.listTools.ID
+	pending := *s.listTools
+	pending.Tools = []listedTool{}
 	i := s.add(s.listTools)
-	if err := s.send("response.output_item.added", map[string]any{"output_index": i, "item": pending}); err != nil {
+	added := at(i, "")
+	added.Item = pending
+	if err := s.send("response.output_item.added", added); err != nil {
 		return err
 	}
-	if err := s.send("response.mcp_list_tools.in_progress", map[string]any{"output_index": i, "item_id": id}); err != nil {
+	if err := s.send("response.mcp_list_tools.in_progress", at(i, id)); err != nil {
 		return err
 	}
-	if err := s.send("response.mcp_list_tools.completed", map[string]any{"output_index": i, "item_id": id}); err != nil {
+	if err := s.send("response.mcp_list_tools.completed", at(i, id)); err != nil {
 		return err
 	}
-	return s.send("response.output_item.done", map[string]any{"output_index": i, "item": s.listTools})
+	return s.itemDone(i, s.listTools)
+}
+
+// itemDone records an item's final form and sends output_item.done.
+func (s *responsesStream) itemDone(i int, item any) error {
+	s.items[i] = item
+	ev := at(i, "")
+	ev.Item = item
+	return s.send("response.output_item.done", ev)
 }
 
 // event is the loop's sink.
@@ -117,51 +169,19 @@ func (s *responsesStream) event(ev loop.Event) error {
 			return err
 		}
 		s.msgText.WriteString(ev.Text)
-		return s.send("response.output_text.delta", map[string]any{
-			"item_id": s.msgID, "output_index": s.msgIndex, "content_index": 0, "delta": ev.Text, "logprobs": []any{},
-		})
+		d := at(s.msgIndex, s.msgID)
+		d.ContentIndex, d.Delta, d.Logprobs = ref(0), ref(ev.Text), noLogprobs()
+		return s.send("response.output_text.delta", d)
 	case loop.EventCallerCallDelta:
-		if err := s.closeMessage("completed"); err != nil {
-			return err
-		}
-		if ev.Name != "" {
-			c := &streamedCall{callID: ev.CallID, name: ev.Name}
-			c.itemID = "fc_" + ev.CallID
-			c.index = s.add(nil)
-			s.fcalls = append(s.fcalls, c)
-			if err := s.send("response.output_item.added", map[string]any{"output_index": c.index, "item": functionCallItem(c.callID, c.name, "", "in_progress")}); err != nil {
-				return err
-			}
-		}
-		if ev.CallerIndex >= len(s.fcalls) || ev.ArgsDelta == "" {
-			return nil
-		}
-		c := s.fcalls[ev.CallerIndex]
-		c.args.WriteString(ev.ArgsDelta)
-		return s.send("response.function_call_arguments.delta", map[string]any{"item_id": c.itemID, "output_index": c.index, "delta": ev.ArgsDelta})
+		return s.callerCall(ev)
 	case loop.EventHostedCallsProposed:
-		if err := s.closeMessage("completed"); err != nil {
-			return err
-		}
-		for _, c := range ev.Calls {
-			i := s.add(nil)
-			s.mcpIndex[c.ID] = i
-			if err := s.send("response.output_item.added", map[string]any{"output_index": i, "item": mcpCallItem(s.h.opts.Label, c, false)}); err != nil {
-				return err
-			}
-			if err := s.send("response.mcp_call_arguments.delta", map[string]any{"output_index": i, "item_id": c.ID, "delta": string(c.Args)}); err != nil {
-				return err
-			}
-			if err := s.send("response.mcp_call_arguments.done", map[string]any{"output_index": i, "item_id": c.ID, "arguments": string(c.Args)}); err != nil {
-				return err
-			}
-		}
+		return s.proposeCalls(ev.Calls)
 	case loop.EventHostedCallStarted:
 		i, ok := s.mcpIndex[ev.Call.ID]
 		if !ok {
 			return nil
 		}
-		return s.send("response.mcp_call.in_progress", map[string]any{"output_index": i, "item_id": ev.Call.ID})
+		return s.send("response.mcp_call.in_progress", at(i, ev.Call.ID))
 	case loop.EventHostedCallsDone:
 		// In the model's order, the order the results go to the model.
 		for _, c := range ev.Calls {
@@ -170,14 +190,65 @@ func (s *responsesStream) event(ev loop.Event) error {
 			if c.Status == loop.StatusFailed {
 				typ = "response.mcp_call.failed"
 			}
-			if err := s.send(typ, map[string]any{"output_index": i, "item_id": c.ID}); err != nil {
+			if err := s.send(typ, at(i, c.ID)); err != nil {
 				return err
 			}
-			item := mcpCallItem(s.h.opts.Label, c, true)
-			s.items[i] = item
-			if err := s.send("response.output_item.done", map[string]any{"output_index": i, "item": item}); err != nil {
+			if err := s.itemDone(i, newMCPCallItem(s.h.opts.Label, c, true)); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// callerCall streams a piece of a call to one of the caller's functions.
+func (s *responsesStream) callerCall(ev loop.Event) error {
+	if err := s.closeMessage("completed"); err != nil {
+		return err
+	}
+	if ev.Name != "" {
+		c := &streamedCall{callID: ev.CallID, name: ev.Name}
+		c.itemID = "fc_" + ev.CallID
+		c.index = s.add(nil)
+		s.fcalls = append(s.fcalls, c)
+		added := at(c.index, "")
+		added.Item = newFunctionCallItem(c.callID, c.name, "", "in_progress")
+		if err := s.send("response.output_item.added", added); err != nil {
+			return err
+		}
+	}
+	if ev.CallerIndex >= len(s.fcalls) || ev.ArgsDelta == "" {
+		return nil
+	}
+	c := s.fcalls[ev.CallerIndex]
+	c.args.WriteString(ev.ArgsDelta)
+	d := at(c.index, c.itemID)
+	d.Delta = ref(ev.ArgsDelta)
+	return s.send("response.function_call_arguments.delta", d)
+}
+
+// proposeCalls opens an mcp_call item for each hosted call of the round.
+func (s *responsesStream) proposeCalls(calls []loop.Call) error {
+	if err := s.closeMessage("completed"); err != nil {
+		return err
+	}
+	for _, c := range calls {
+		i := s.add(nil)
+		s.mcpIndex[c.ID] = i
+		added := at(i, "")
+		added.Item = newMCPCallItem(s.h.opts.Label, c, false)
+		if err := s.send("response.output_item.added", added); err != nil {
+			return err
+		}
+		d := at(i, c.ID)
+		d.Delta = ref(string(c.Args))
+		if err := s.send("response.mcp_call_arguments.delta", d); err != nil {
+			return err
+		}
+		done := at(i, c.ID)
+		done.Arguments = ref(string(c.Args))
+		if err := s.send("response.mcp_call_arguments.done", done); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -192,11 +263,14 @@ func (s *responsesStream) openMessage(round int) error {
 	s.msgID = roundItemID(s.base, round)
 	s.msgText.Reset()
 	s.msgIndex = s.add(nil)
-	item := map[string]any{"id": s.msgID, "type": "message", "role": "assistant", "status": "in_progress", "content": []any{}}
-	if err := s.send("response.output_item.added", map[string]any{"output_index": s.msgIndex, "item": item}); err != nil {
+	added := at(s.msgIndex, "")
+	added.Item = messageItem{ID: s.msgID, Type: "message", Role: "assistant", Status: "in_progress", Content: []outputTextPart{}}
+	if err := s.send("response.output_item.added", added); err != nil {
 		return err
 	}
-	return s.send("response.content_part.added", map[string]any{"item_id": s.msgID, "output_index": s.msgIndex, "content_index": 0, "part": outputTextPart("")})
+	part := at(s.msgIndex, s.msgID)
+	part.ContentIndex, part.Part = ref(0), ref(newOutputTextPart(""))
+	return s.send("response.content_part.added", part)
 }
 
 func (s *responsesStream) closeMessage(status string) error {
@@ -205,15 +279,17 @@ func (s *responsesStream) closeMessage(status string) error {
 	}
 	i, text := s.msgIndex, s.msgText.String()
 	s.msgIndex = -1
-	if err := s.send("response.output_text.done", map[string]any{"item_id": s.msgID, "output_index": i, "content_index": 0, "text": text, "logprobs": []any{}}); err != nil {
+	done := at(i, s.msgID)
+	done.ContentIndex, done.Text, done.Logprobs = ref(0), ref(text), noLogprobs()
+	if err := s.send("response.output_text.done", done); err != nil {
 		return err
 	}
-	if err := s.send("response.content_part.done", map[string]any{"item_id": s.msgID, "output_index": i, "content_index": 0, "part": outputTextPart(text)}); err != nil {
+	part := at(i, s.msgID)
+	part.ContentIndex, part.Part = ref(0), ref(newOutputTextPart(text))
+	if err := s.send("response.content_part.done", part); err != nil {
 		return err
 	}
-	item := messageItem(s.msgID, text, status)
-	s.items[i] = item
-	return s.send("response.output_item.done", map[string]any{"output_index": i, "item": item})
+	return s.itemDone(i, newMessageItem(s.msgID, text, status))
 }
 
 // finish closes the last round's items and sends the terminal event.
@@ -238,13 +314,14 @@ func (s *responsesStream) finish(run *loop.Run, res *loop.Result) {
 			tc := res.Message.ToolCalls[n]
 			callID, name, args = tc.ID, tc.Name, string(tc.Args)
 		}
-		if s.send("response.function_call_arguments.done", map[string]any{"item_id": c.itemID, "output_index": c.index, "name": name, "arguments": args}) != nil {
+		done := at(c.index, c.itemID)
+		done.Name, done.Arguments = ref(name), ref(args)
+		if s.send("response.function_call_arguments.done", done) != nil {
 			return
 		}
-		item := functionCallItem(callID, name, args, "completed")
-		item["id"] = c.itemID
-		s.items[c.index] = item
-		if s.send("response.output_item.done", map[string]any{"output_index": c.index, "item": item}) != nil {
+		item := newFunctionCallItem(callID, name, args, "completed")
+		item.ID = c.itemID
+		if s.itemDone(c.index, item) != nil {
 			return
 		}
 	}
@@ -253,11 +330,18 @@ func (s *responsesStream) finish(run *loop.Run, res *loop.Result) {
 	if status == "incomplete" {
 		typ = "response.incomplete"
 	}
-	_ = s.send(typ, map[string]any{"response": resp, s.h.opts.Label: resp[s.h.opts.Label]})
+	// The extension field also at the top of the event.
+	_ = s.send(typ, responsesEvent{Response: &resp, Extra: resp.Extra})
+}
+
+// errorReason is the extension field of an error event.
+type errorReason struct {
+	Reason string `json:"reason"`
 }
 
 // fail ends a started stream with an error event.
 func (s *responsesStream) fail(re *requestError) {
-	inner := re.body()["error"].(map[string]any)
-	_ = s.send("error", map[string]any{"code": re.code, "message": clip.Message(re.message), "param": inner["param"], s.h.opts.Label: map[string]any{"reason": re.reason}})
+	param, _ := marshal(re.body().Error.Param)
+	_ = s.send("error", responsesEvent{Code: re.code, Message: clip.Message(re.message), Param: param,
+		Extra: s.h.labelled(nil, errorReason{Reason: re.reason})})
 }

@@ -59,5 +59,11 @@ func (s *RoundStore) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	// A caller sees its own account's rounds only.
 	caller, _ := identity.FromContext(r.Context())
-	server.WriteJSON(w, http.StatusOK, map[string]any{"object": "list", "data": s.ByRequest(caller.AccountID, id)})
+	server.WriteJSON(w, http.StatusOK, roundList{Object: "list", Data: s.ByRequest(caller.AccountID, id)})
+}
+
+// roundList is the answer of GET /v1/tool-rounds.
+type roundList struct {
+	Data   []loop.RoundLog `json:"data"`
+	Object string          `json:"object"`
 }

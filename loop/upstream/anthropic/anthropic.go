@@ -31,6 +31,7 @@ import (
 
 	"toolhost/loop"
 	"toolhost/loop/upstream"
+	"toolhost/wire"
 )
 
 // Client is a loop.Upstream and loop.TokenCounter speaking Messages.
@@ -120,37 +121,33 @@ var countFields = map[string]bool{"model": true, "messages": true, "system": tru
 // encodeRequest renders the canonical request as a Messages body (for
 // count_tokens when count is set).
 func (c *Client) encodeRequest(req *loop.UpstreamRequest, count bool) ([]byte, error) {
-	body := map[string]any{}
-	if req.OptionsDialect == loop.DialectAnthropic {
-		for k, v := range req.Options {
-			body[k] = v
-		}
-	} else {
-		for k, v := range translateOptionsToAnthropic(req.Options) {
-			body[k] = v
+	opts := req.Options
+	if req.OptionsDialect != loop.DialectAnthropic {
+		opts = translateOptionsToAnthropic(req.Options)
+	}
+	body := requestJSON{Model: req.Model, Stream: req.Stream && !count, Extra: make(map[string]json.RawMessage, len(opts))}
+	for k, v := range opts {
+		switch {
+		case k == "system" || k == "tools" || k == "tool_choice" || k == "stream":
+			// Ours to set from the canonical request.
+		case count && !countFields[k]:
+		default:
+			body.Extra[k] = v
 		}
 	}
-	if _, ok := body["max_tokens"]; !ok {
-		body["max_tokens"] = c.maxTokens
+	if _, ok := opts["max_tokens"]; !ok && !count {
+		body.MaxTokens = &c.maxTokens
 	}
-	body["model"] = req.Model
 	system, msgs, err := encodeMessages(req.Messages)
 	if err != nil {
 		return nil, err
 	}
-	if system != nil {
-		body["system"] = system
-	} else {
-		delete(body, "system")
-	}
-	body["messages"] = msgs
-	delete(body, "tools")
-	delete(body, "tool_choice")
+	body.System, body.Messages = system, msgs
 	if len(req.Tools) > 0 {
-		ts := make([]json.RawMessage, 0, len(req.Tools))
+		body.Tools = make([]json.RawMessage, 0, len(req.Tools))
 		for _, f := range req.Tools {
 			if f.Dialect == loop.DialectAnthropic && len(f.Raw) > 0 {
-				ts = append(ts, f.Raw)
+				body.Tools = append(body.Tools, f.Raw)
 				continue
 			}
 			params := f.Parameters
@@ -161,27 +158,24 @@ func (c *Client) encodeRequest(req *loop.UpstreamRequest, count bool) ([]byte, e
 			if err != nil {
 				return nil, err
 			}
-			ts = append(ts, b)
+			body.Tools = append(body.Tools, b)
 		}
-		body["tools"] = ts
-		if tc := encodeAnthropicToolChoice(req.ToolChoice); tc != nil {
-			body["tool_choice"] = tc
-		}
+		body.ToolChoice = encodeAnthropicToolChoice(req.ToolChoice)
 	}
-	if count {
-		for k := range body {
-			if !countFields[k] {
-				delete(body, k)
-			}
-		}
-		return upstream.Marshal(body)
-	}
-	if req.Stream {
-		body["stream"] = true
-	} else {
-		delete(body, "stream")
-	}
-	return upstream.Marshal(body)
+	return wire.Marshal(body, body.Extra)
+}
+
+// requestJSON is a Messages (or count_tokens) request body; Extra holds
+// the caller's options.
+type requestJSON struct {
+	MaxTokens  *int                       `json:"max_tokens,omitempty"`
+	Messages   []json.RawMessage          `json:"messages"`
+	Model      string                     `json:"model"`
+	Stream     bool                       `json:"stream,omitempty"`
+	System     any                        `json:"system,omitempty"`
+	ToolChoice json.RawMessage            `json:"tool_choice,omitempty"`
+	Tools      []json.RawMessage          `json:"tools,omitempty"`
+	Extra      map[string]json.RawMessage `json:"-"`
 }
 
 type anthropicTool struct {
@@ -190,21 +184,32 @@ type anthropicTool struct {
 	InputSchema json.RawMessage `json:"input_schema"`
 }
 
-func encodeAnthropicToolChoice(tc loop.ToolChoice) any {
+// toolChoiceJSON is a Messages tool_choice.
+type toolChoiceJSON struct {
+	Name string `json:"name,omitempty"`
+	Type string `json:"type"`
+}
+
+// encodeAnthropicToolChoice is the tool_choice of a request (nil for none).
+func encodeAnthropicToolChoice(tc loop.ToolChoice) json.RawMessage {
 	if tc.Dialect == loop.DialectAnthropic && len(tc.Raw) > 0 {
 		return tc.Raw
 	}
+	var v toolChoiceJSON
 	switch tc.Mode {
 	case loop.ToolChoiceAuto:
-		return map[string]string{"type": "auto"}
+		v.Type = "auto"
 	case loop.ToolChoiceNone:
-		return map[string]string{"type": "none"}
+		v.Type = "none"
 	case loop.ToolChoiceRequired:
-		return map[string]string{"type": "any"}
+		v.Type = "any"
 	case loop.ToolChoiceFunction:
-		return map[string]string{"type": "tool", "name": tc.Name}
+		v.Type, v.Name = "tool", tc.Name
+	default:
+		return nil
 	}
-	return nil
+	b, _ := upstream.Marshal(v) // a struct of strings always encodes
+	return b
 }
 
 // translateOptionsToAnthropic carries the sampling options Chat Completions

@@ -260,7 +260,7 @@ func userBlocksFromCanonical(m loop.Message) ([]json.RawMessage, error) {
 			if json.Unmarshal(p.Raw, &w) != nil || w.ImageURL.URL == "" {
 				continue
 			}
-			block = map[string]any{"type": "image", "source": imageSource(w.ImageURL.URL)}
+			block = imageBlock{Type: "image", Source: imageSource(w.ImageURL.URL)}
 		default:
 			continue
 		}
@@ -272,6 +272,18 @@ func userBlocksFromCanonical(m loop.Message) ([]json.RawMessage, error) {
 	}
 	return out, nil
 }
+
+// Shapes this package writes into a conversation.
+type (
+	imageBlock struct {
+		Source map[string]string `json:"source"`
+		Type   string            `json:"type"`
+	}
+	turnJSON struct {
+		Content []json.RawMessage `json:"content"`
+		Role    string            `json:"role"`
+	}
+)
 
 func imageSource(u string) map[string]string {
 	if rest, ok := strings.CutPrefix(u, "data:"); ok {
@@ -354,7 +366,7 @@ func DecodeMessage(raw json.RawMessage) ([]loop.Message, error) {
 	if len(rest) == 0 {
 		return results, nil
 	}
-	m.Raw, err = upstream.Marshal(map[string]any{"role": w.Role, "content": rest})
+	m.Raw, err = upstream.Marshal(turnJSON{Role: w.Role, Content: rest})
 	if err != nil {
 		return nil, err
 	}

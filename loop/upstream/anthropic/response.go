@@ -91,12 +91,12 @@ func decodeUsage(raw json.RawMessage) (loop.Usage, error) {
 
 // anthropicUsage: input_tokens excludes cache reads and writes; the
 // canonical InputTokens counts all input, as prompt_tokens does.
-func anthropicUsage(d map[string]any) loop.Usage {
-	read := loop.UsageNumber(d, "cache_read_input_tokens")
-	write := loop.UsageNumber(d, "cache_creation_input_tokens")
+func anthropicUsage(d loop.UsageDetail) loop.Usage {
+	read := d.Number("cache_read_input_tokens")
+	write := d.Number("cache_creation_input_tokens")
 	return loop.Usage{Dialect: loop.DialectAnthropic, Detail: d, Present: true,
-		InputTokens:       loop.UsageNumber(d, "input_tokens") + read + write,
-		OutputTokens:      loop.UsageNumber(d, "output_tokens"),
+		InputTokens:       d.Number("input_tokens") + read + write,
+		OutputTokens:      d.Number("output_tokens"),
 		CachedInputTokens: read,
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"toolhost/loop"
 	"toolhost/loop/upstream"
+	"toolhost/wire"
 )
 
 // anthropicAssembler builds the complete response from Messages stream
@@ -20,7 +21,7 @@ type anthropicAssembler struct {
 	started bool
 	meta    loop.Meta
 	extra   map[string]json.RawMessage
-	usage   map[string]any
+	usage   loop.UsageDetail
 	blocks  map[int]*anthropicBlock
 	tools   int // tool_use blocks seen, the canonical tool index
 	stopped bool
@@ -206,7 +207,7 @@ func (a *anthropicAssembler) messageDelta(ev anthropicEvent) error {
 	}
 	if u != nil {
 		if a.usage == nil {
-			a.usage = map[string]any{}
+			a.usage = loop.UsageDetail{}
 		}
 		for k, v := range u {
 			if v != nil {
@@ -232,6 +233,46 @@ func field(m map[string]json.RawMessage, key string, v any) error {
 func jsonString(s string) json.RawMessage {
 	b, _ := upstream.Marshal(s)
 	return b
+}
+
+// assembledMessage is the message a stream adds up to; the other fields of
+// message_start and message_delta come as extra members (shadowing).
+type assembledMessage struct {
+	Content []json.RawMessage `json:"content"`
+	ID      string            `json:"id"`
+	Model   string            `json:"model"`
+	Role    string            `json:"role"`
+	Type    string            `json:"type"`
+	Usage   json.RawMessage   `json:"usage,omitempty"`
+}
+
+// encode writes the message with the streamed fields. A field a
+// message_delta repeats (id, type, ...) replaces ours as the upstream's
+// last word; usage is the sum when there is one.
+func (a *anthropicAssembler) encode(body assembledMessage) ([]byte, error) {
+	shadowed := false
+	for _, k := range wire.Names(body) {
+		if _, ok := a.extra[k]; ok && k != "usage" {
+			shadowed = true
+		}
+	}
+	if !shadowed {
+		return wire.Marshal(body, a.extra)
+	}
+	own, err := wire.Marshal(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(own, &members); err != nil {
+		return nil, err
+	}
+	for k, v := range a.extra {
+		if k != "usage" || body.Usage == nil {
+			members[k] = v
+		}
+	}
+	return upstream.Marshal(members)
 }
 
 // Finish implements upstream.Decoder.
@@ -276,14 +317,15 @@ func (a *anthropicAssembler) Finish() (*loop.UpstreamResponse, error) {
 		}
 		content = append(content, raw)
 	}
-	body := map[string]any{"id": a.meta.ID, "type": "message", "role": "assistant", "model": a.meta.Model, "content": content}
-	for k, v := range a.extra {
-		body[k] = v
-	}
+	body := assembledMessage{ID: a.meta.ID, Type: "message", Role: "assistant", Model: a.meta.Model, Content: content}
 	if a.usage != nil {
-		body["usage"] = a.usage
+		u, err := upstream.Marshal(a.usage)
+		if err != nil {
+			return nil, err
+		}
+		body.Usage = u
 	}
-	raw, err := upstream.Marshal(body)
+	raw, err := a.encode(body)
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,7 @@ import (
 
 	"toolhost/loop"
 	"toolhost/loop/upstream"
+	"toolhost/wire"
 )
 
 // Client is a loop.Upstream speaking Chat Completions.
@@ -66,54 +67,80 @@ func (c *Client) Call(ctx context.Context, req *loop.UpstreamRequest, onDelta fu
 	})
 }
 
+// requestJSON is a Chat Completions request body; Extra holds the
+// caller's options, which the fields we set win over.
+type requestJSON struct {
+	Messages      []json.RawMessage          `json:"messages"`
+	Model         string                     `json:"model"`
+	Stream        bool                       `json:"stream,omitempty"`
+	StreamOptions *streamOptions             `json:"stream_options,omitempty"`
+	ToolChoice    json.RawMessage            `json:"tool_choice,omitempty"`
+	Tools         []json.RawMessage          `json:"tools,omitempty"`
+	Extra         map[string]json.RawMessage `json:"-"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// functionTool is a function in the tools of a request.
+type functionTool struct {
+	Function openAIFunction `json:"function"`
+	Type     string         `json:"type"`
+}
+
 // encodeRequest renders the canonical request as a Chat Completions body.
 func encodeRequest(req *loop.UpstreamRequest) ([]byte, error) {
-	body := map[string]any{}
-	if req.OptionsDialect == loop.DialectOpenAI || req.OptionsDialect == "" {
-		for k, v := range req.Options {
-			body[k] = v
-		}
-	} else {
-		for k, v := range translateOptionsToOpenAI(req.Options) {
-			body[k] = v
-		}
+	body := requestJSON{Model: req.Model, Extra: req.Options}
+	if req.OptionsDialect != loop.DialectOpenAI && req.OptionsDialect != "" {
+		body.Extra = translateOptionsToOpenAI(req.Options)
 	}
-	body["model"] = req.Model
-	msgs := make([]json.RawMessage, 0, len(req.Messages))
+	body.Messages = make([]json.RawMessage, 0, len(req.Messages))
 	for _, m := range req.Messages {
 		b, err := EncodeMessage(m)
 		if err != nil {
 			return nil, err
 		}
-		msgs = append(msgs, b)
+		body.Messages = append(body.Messages, b)
 	}
-	body["messages"] = msgs
 	if len(req.Tools) > 0 {
-		ts := make([]json.RawMessage, 0, len(req.Tools))
+		body.Tools = make([]json.RawMessage, 0, len(req.Tools))
 		for _, f := range req.Tools {
 			if f.Dialect == loop.DialectOpenAI && len(f.Raw) > 0 {
-				ts = append(ts, f.Raw)
+				body.Tools = append(body.Tools, f.Raw)
 				continue
 			}
-			b, err := json.Marshal(map[string]any{"type": "function", "function": openAIFunction{Name: f.Name, Description: f.Description, Parameters: f.Parameters}})
+			b, err := json.Marshal(functionTool{Type: "function", Function: openAIFunction{Name: f.Name, Description: f.Description, Parameters: f.Parameters}})
 			if err != nil {
 				return nil, err
 			}
-			ts = append(ts, b)
+			body.Tools = append(body.Tools, b)
 		}
-		body["tools"] = ts
-		if tc := encodeOpenAIToolChoice(req.ToolChoice); tc != nil {
-			body["tool_choice"] = tc
-		}
+		body.ToolChoice = encodeOpenAIToolChoice(req.ToolChoice)
 	}
 	if req.Stream {
-		body["stream"] = true
-		body["stream_options"] = map[string]any{"include_usage": true}
-	} else {
-		delete(body, "stream")
-		delete(body, "stream_options")
+		body.Stream = true
+		body.StreamOptions = &streamOptions{IncludeUsage: true}
+	} else if hasAny(body.Extra, "stream", "stream_options") {
+		// Options may say stream; this call does not.
+		opts := make(map[string]json.RawMessage, len(body.Extra))
+		for k, v := range body.Extra {
+			if k != "stream" && k != "stream_options" {
+				opts[k] = v
+			}
+		}
+		body.Extra = opts
 	}
-	return upstream.Marshal(body)
+	return wire.Marshal(body, body.Extra)
+}
+
+func hasAny(m map[string]json.RawMessage, keys ...string) bool {
+	for _, k := range keys {
+		if _, ok := m[k]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 type openAIFunction struct {
@@ -122,18 +149,32 @@ type openAIFunction struct {
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
 }
 
-func encodeOpenAIToolChoice(tc loop.ToolChoice) any {
+// toolChoiceFunction is the tool_choice that names a function.
+type toolChoiceFunction struct {
+	Function struct {
+		Name string `json:"name"`
+	} `json:"function"`
+	Type string `json:"type"`
+}
+
+// encodeOpenAIToolChoice is the tool_choice of a request (nil for none).
+func encodeOpenAIToolChoice(tc loop.ToolChoice) json.RawMessage {
 	if tc.Dialect == loop.DialectOpenAI && len(tc.Raw) > 0 {
 		return tc.Raw
 	}
+	var v any
 	switch tc.Mode {
 	case loop.ToolChoiceDefault:
 		return nil
 	case loop.ToolChoiceFunction:
-		return map[string]any{"type": "function", "function": map[string]string{"name": tc.Name}}
+		f := toolChoiceFunction{Type: "function"}
+		f.Function.Name = tc.Name
+		v = f
 	default:
-		return string(tc.Mode)
+		v = string(tc.Mode)
 	}
+	b, _ := upstream.Marshal(v) // a struct or a string: it always encodes
+	return b
 }
 
 // translateOptionsToOpenAI carries the sampling options another dialect
@@ -166,39 +207,52 @@ func EncodeMessage(m loop.Message) (json.RawMessage, error) {
 	if m.Dialect == loop.DialectOpenAI && len(m.Raw) > 0 {
 		return m.Raw, nil
 	}
-	out := map[string]any{"role": string(m.Role)}
+	out := messageJSON{Role: string(m.Role)}
 	switch {
 	case m.Role == loop.RoleTool:
 		text := m.Text
 		if m.IsError {
 			text = "[tool error] " + text
 		}
-		out["content"] = text
-		out["tool_call_id"] = m.ToolCallID
+		out.Content = text
+		out.ToolCallID = &m.ToolCallID
 	case len(m.Parts) > 0 && m.Role != loop.RoleAssistant:
-		parts := make([]any, 0, len(m.Parts))
+		parts := make([]textPart, 0, len(m.Parts))
 		for _, p := range m.Parts {
 			if p.Type == "text" {
-				parts = append(parts, map[string]string{"type": "text", "text": p.Text})
+				parts = append(parts, textPart{Type: "text", Text: p.Text})
 			}
 		}
-		out["content"] = parts
+		out.Content = parts
 	case m.Text == "" && len(m.ToolCalls) > 0:
-		out["content"] = nil
+		out.Content = nil
 	default:
-		out["content"] = m.Text
+		out.Content = m.Text
 	}
 	if len(m.ToolCalls) > 0 {
-		calls := make([]openAIToolCall, len(m.ToolCalls))
+		out.ToolCalls = make([]openAIToolCall, len(m.ToolCalls))
 		for i, tc := range m.ToolCalls {
-			calls[i].ID = tc.ID
-			calls[i].Type = "function"
-			calls[i].Function.Name = tc.Name
-			calls[i].Function.Arguments = string(tc.Args)
+			out.ToolCalls[i].ID = tc.ID
+			out.ToolCalls[i].Type = "function"
+			out.ToolCalls[i].Function.Name = tc.Name
+			out.ToolCalls[i].Function.Arguments = string(tc.Args)
 		}
-		out["tool_calls"] = calls
 	}
 	return upstream.Marshal(out)
+}
+
+// messageJSON is a message we write; Content is a string, a list of
+// textPart or nil.
+type messageJSON struct {
+	Content    any              `json:"content"`
+	Role       string           `json:"role"`
+	ToolCallID *string          `json:"tool_call_id,omitempty"`
+	ToolCalls  []openAIToolCall `json:"tool_calls,omitempty"`
+}
+
+type textPart struct {
+	Text string `json:"text"`
+	Type string `json:"type"`
 }
 
 // DecodeMessage reads one Chat Completions message into canonical
@@ -320,13 +374,20 @@ func decodeUsage(raw json.RawMessage) (loop.Usage, error) {
 		return loop.Usage{}, err
 	}
 	u := loop.Usage{Dialect: loop.DialectOpenAI, Detail: d, Present: true,
-		InputTokens:  loop.UsageNumber(d, "prompt_tokens"),
-		OutputTokens: loop.UsageNumber(d, "completion_tokens"),
+		InputTokens:  d.Number("prompt_tokens"),
+		OutputTokens: d.Number("completion_tokens"),
 	}
-	if pd, ok := d["prompt_tokens_details"].(map[string]any); ok {
-		u.CachedInputTokens = loop.UsageNumber(pd, "cached_tokens")
-	}
+	u.CachedInputTokens = d.Object("prompt_tokens_details").Number("cached_tokens")
 	return u, nil
+}
+
+// assembledMessage is the message a stream adds up to; Extra holds the
+// other string fields of its deltas (refusal, reasoning_content).
+type assembledMessage struct {
+	Content   *string                    `json:"content"`
+	Role      string                     `json:"role"`
+	ToolCalls []openAIToolCall           `json:"tool_calls,omitempty"`
+	Extra     map[string]json.RawMessage `json:"-"`
 }
 
 // streamAssembler builds the complete response from Chat Completions chunks.
@@ -486,14 +547,16 @@ func (a *streamAssembler) Finish() (*loop.UpstreamResponse, error) {
 	if !a.started {
 		return nil, errors.New("stream ended without a chunk")
 	}
-	msg := map[string]any{"role": "assistant"}
+	msg := assembledMessage{Role: "assistant"}
 	if a.text.Len() > 0 || len(a.calls) == 0 {
-		msg["content"] = a.text.String()
-	} else {
-		msg["content"] = nil
+		text := a.text.String()
+		msg.Content = &text
 	}
-	for k, b := range a.other {
-		msg[k] = b.String()
+	if len(a.other) > 0 {
+		msg.Extra = make(map[string]json.RawMessage, len(a.other))
+		for k, b := range a.other {
+			msg.Extra[k], _ = upstream.Marshal(b.String()) // a string always encodes
+		}
 	}
 	idx := make([]int, 0, len(a.calls))
 	for i := range a.calls {
@@ -505,9 +568,9 @@ func (a *streamAssembler) Finish() (*loop.UpstreamResponse, error) {
 		for _, i := range idx {
 			calls = append(calls, *a.calls[i])
 		}
-		msg["tool_calls"] = calls
+		msg.ToolCalls = calls
 	}
-	raw, err := upstream.Marshal(msg)
+	raw, err := wire.Marshal(msg, msg.Extra)
 	if err != nil {
 		return nil, err
 	}
