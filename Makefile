@@ -16,6 +16,7 @@ prereqs:
 # looks for them however it is started.
 build: prereqs runtimes
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/toolhost
+	$(GO) build -o bin/mcp-testserver ./cmd/mcp-testserver
 
 # Starts the server on its embedded defaults: 127.0.0.1:8080 (TOOLHOST_ADDR
 # changes it), no auth (dev). It prints the MCP and health URLs.

@@ -91,6 +91,10 @@ type Config struct {
 	// Fetch configures fetch_page (SSRF allow-list, limits, robots, cache).
 	Fetch fetchpage.Config `json:"fetch"`
 
+	// MCPServers configures the gateway to remote MCP servers
+	// (cmd/toolhost/mcpservers.go, docs/mcp-servers.md).
+	MCPServers MCPServers `json:"mcp_servers"`
+
 	// Journal configures the execution journal (cmd/toolhost/store.go).
 	Journal Journal `json:"journal"`
 
@@ -317,4 +321,20 @@ func (c Log) Sample() float64 {
 		return 1
 	}
 	return *c.CallSample
+}
+
+// MCPServers is the "mcp_servers" section of the config file: the
+// gateway to the accounts' remote MCP servers (docs/mcp-servers.md). The
+// server key that seals their secrets is TOOLHOST_SECRET_KEY (and
+// TOOLHOST_SECRET_KEY_PREVIOUS while rotating), never the config file.
+type MCPServers struct {
+	// TTL is how long a tools listing is current without list_changed
+	// ("5m").
+	TTL duration.Duration `json:"ttl"`
+	// ProbeTimeout bounds connecting and listing for the catalog ("3s").
+	ProbeTimeout duration.Duration `json:"probe_timeout"`
+	// MaxConcurrent caps one account's calls in flight to one server (8).
+	MaxConcurrent int `json:"max_concurrent"`
+	// MaxResultBytes caps one answer of a server (4 MiB).
+	MaxResultBytes int64 `json:"max_result_bytes"`
 }

@@ -67,6 +67,29 @@ func (c *compiled) get(def tooldef.Definition) (*jsonschema.Schema, error) {
 	return s, nil
 }
 
+// getRemote compiles a remote tool's schema once per server, name and
+// version (the version is a digest of the listed tool).
+func (c *compiled) getRemote(provider string, spec catalog.Spec) (*jsonschema.Schema, error) {
+	key := provider + "/" + spec.Name + "@" + spec.Version
+	c.mu.Lock()
+	s, ok := c.m[key]
+	c.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	s, err := compileSchema(spec.Name, spec.Input)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) > 10_000 {
+		c.m = map[string]*jsonschema.Schema{}
+	}
+	c.m[key] = s
+	c.mu.Unlock()
+	return s, nil
+}
+
 // definitionSpec is the catalog spec of a definition.
 func definitionSpec(def tooldef.Definition) catalog.Spec {
 	desc := def.Description

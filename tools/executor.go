@@ -117,6 +117,9 @@ type Options struct {
 	// Variables keeps session variables for get_variable and set_variable
 	// (sessiontools.go); they exist only with Sessions and Variables set.
 	Variables session.VariableStore
+	// Remote, when set, makes the account's tools on its remote MCP
+	// servers callable (remote.go).
+	Remote RemoteTools
 }
 
 type entry struct {
@@ -259,6 +262,7 @@ func (e *Executor) Execute(ctx context.Context, p Proposal) (*Outcome, error) {
 		ent, ok = e.sessionTools[p.Tool]
 	}
 	var custom *customEntry
+	var remote *Remote
 	if !ok {
 		var err error
 		if custom, err = e.customTool(ctx, c.rec.AccountID, p.Tool); err != nil {
@@ -266,10 +270,23 @@ func (e *Executor) Execute(ctx context.Context, p Proposal) (*Outcome, error) {
 			return c.reject(ctx, journal.StateParseRejected, StatusError, Errorf(CodeInternal, "the tool definitions could not be read; the error was logged with execution id %s", c.rec.ID))
 		}
 		if custom == nil {
+			var rent *entry
+			if remote, rent, err = e.remoteEntry(ctx, c.rec.AccountID, p.Tool); remote != nil {
+				c.rec.ProviderType, c.rec.ProviderID = "mcp", remote.ProviderID
+			}
+			if err != nil {
+				e.opts.Logger.WarnContext(ctx, "remote tool lookup failed", "tool", p.Tool, "execution_id", c.rec.ID, "err", err)
+				return c.reject(ctx, journal.StateParseRejected, StatusError, asToolError(err, CodeUpstreamUnavailable))
+			}
+			ent = rent
+		}
+		if custom == nil && remote == nil {
 			return c.reject(ctx, journal.StateParseRejected, StatusError, Errorf(CodeUnknownTool, "unknown tool %q; available tools: %s", clip.Echo(p.Tool), strings.Join(e.names(), ", ")))
 		}
-		ent = &custom.entry
-		c.rec.ProviderType, c.rec.ProviderID = providerOf(custom.def)
+		if custom != nil {
+			ent = &custom.entry
+			c.rec.ProviderType, c.rec.ProviderID = providerOf(custom.def)
+		}
 	}
 	out.Version = ent.spec.Version
 	c.rec.ToolVersion = ent.spec.Version
@@ -338,6 +355,11 @@ func (e *Executor) Execute(ctx context.Context, p Proposal) (*Outcome, error) {
 			return c.reject(ctx, journal.StateAuthorizationRejected, StatusDenied, te)
 		}
 		if d := slotDenial(p.Tool, p.Caller.Slot, custom.def.AllowedSlots); d != nil {
+			return c.reject(ctx, journal.StateAuthorizationRejected, StatusDenied, denial(d))
+		}
+	}
+	if remote != nil {
+		if d := slotDenial(p.Tool, p.Caller.Slot, remote.AllowedSlots); d != nil {
 			return c.reject(ctx, journal.StateAuthorizationRejected, StatusDenied, denial(d))
 		}
 	}

@@ -213,6 +213,10 @@ func (c *callRecord) finish(ctx context.Context, spec catalog.Spec, ran, toolErr
 		out.Status = StatusUncertain
 		err = c.move(journal.StateOutcomeUnknown, detail)
 		commit = journal.CommitUncertain
+	case out.Code == CodeOutcomeUnknown:
+		out.Status = StatusUncertain
+		err = c.move(journal.StateOutcomeUnknown, detail)
+		commit = journal.CommitUncertain
 	case out.Code == CodeCancelled:
 		err = c.move(journal.StateCancelledBeforeCommit, detail)
 	default:

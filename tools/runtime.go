@@ -18,6 +18,9 @@ type RuntimeCatalog struct {
 	GeneratedAt int64         `json:"generated_at"`
 	Tools       []RuntimeTool `json:"tools"`
 	Conflicts   []Conflict    `json:"conflicts"`
+	// MCPServers are the account's remote MCP servers and where their
+	// tools come from now (remote.go).
+	MCPServers []RemoteServer `json:"mcp_servers,omitempty"`
 }
 
 // RuntimeTool is one tool of the runtime catalog, with every field of the
@@ -72,7 +75,16 @@ const (
 	basisInferred = "inferred_from_execution_policy"
 )
 
-var basisScope = map[string]string{basisDeclared: "tool", basisPlatform: "platform", basisInferred: "inference"}
+var basisScope = map[string]string{basisDeclared: "tool", basisPlatform: "platform", basisInferred: "inference",
+	BasisAccountOverride: "account", BasisServerDefault: "server"}
+
+// Bases a remote tool's governance may have besides those above.
+const (
+	BasisDeclared        = basisDeclared
+	BasisPlatform        = basisPlatform
+	BasisAccountOverride = "account_override"
+	BasisServerDefault   = "server_default"
+)
 
 // replaySafety derives the seed's replay_safety from a side-effect level.
 func replaySafety(side catalog.SideEffect, declaredSafe bool) string {
@@ -146,7 +158,11 @@ func (e *Executor) Runtime(ctx context.Context, account, sessionID, slot string)
 		common(&t)
 		cat.Tools = append(cat.Tools, t)
 	}
+	if err := e.addRemote(ctx, &cat, account, slot, common); err != nil {
+		return cat, err
+	}
 	if e.opts.Definitions == nil {
+		sortRuntime(&cat)
 		return cat, nil
 	}
 	on := true
@@ -189,6 +205,11 @@ func (e *Executor) Runtime(ctx context.Context, account, sessionID, slot string)
 		common(&t)
 		cat.Tools = append(cat.Tools, t)
 	}
+	sortRuntime(&cat)
+	return cat, nil
+}
+
+func sortRuntime(cat *RuntimeCatalog) {
 	slices.SortStableFunc(cat.Tools, func(a, b RuntimeTool) int {
 		if a.Name < b.Name {
 			return -1
@@ -198,5 +219,4 @@ func (e *Executor) Runtime(ctx context.Context, account, sessionID, slot string)
 		}
 		return 0
 	})
-	return cat, nil
 }

@@ -31,6 +31,9 @@ func compileSchema(name string, raw []byte) (*jsonschema.Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()
+	// A schema comes from a caller or a remote server: its $refs may
+	// point only inside itself, never to a file or a URL.
+	c.UseLoader(refusingLoader{})
 	url := "toolhost:///tools/" + name + ".json"
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, fmt.Errorf("schema of %s: %w", name, err)
@@ -40,6 +43,13 @@ func compileSchema(name string, raw []byte) (*jsonschema.Schema, error) {
 		return nil, fmt.Errorf("schema of %s: %w", name, err)
 	}
 	return s, nil
+}
+
+// refusingLoader loads no external schema.
+type refusingLoader struct{}
+
+func (refusingLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("the schema refers to %s; only references inside the schema are allowed", clip.Echo(url))
 }
 
 var printer = message.NewPrinter(language.Und)

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 
 	"toolhost/keys"
+	"toolhost/mcpgateway"
+	"toolhost/mcpremote"
 	"toolhost/sandbox"
 	"toolhost/store"
 	"toolhost/tooldef"
@@ -25,9 +27,15 @@ type app struct {
 	keys *keys.Service
 	// defs is the tool definitions store: the store's, with the config's
 	// presets.
-	defs    tooldef.Store
-	exec    *tools.Executor
-	closers []func()
+	defs tooldef.Store
+	// gateway serves the accounts' remote MCP servers as tools, their
+	// secrets sealed by sealer; mcpChanged, set by serve, tells the MCP
+	// face when an account's remote tools changed.
+	gateway    *mcpgateway.Gateway
+	sealer     *mcpremote.Sealer
+	mcpChanged func(account string)
+	exec       *tools.Executor
+	closers    []func()
 }
 
 // appOptions say what a command needs of the app.
@@ -86,6 +94,10 @@ func openApp(ctx context.Context, c *common, logger *slog.Logger, o appOptions) 
 		return nil, err
 	}
 	a.onClose(jr.Close)
+	if err := openGateway(c, a, logger); err != nil {
+		return nil, usageError{err}
+	}
+	a.onClose(a.gateway.Close)
 	a.exec, err = tools.NewExecutor(tools.Options{
 		DefaultTimeout:     c.cfg.Tools.DefaultTimeout.D(),
 		MaxResultBytes:     c.cfg.Tools.MaxResultBytes,
@@ -102,6 +114,7 @@ func openApp(ctx context.Context, c *common, logger *slog.Logger, o appOptions) 
 		Variables:          a.db,
 		Scripts:            scriptRunner(a.sandbox),
 		ScriptsEnabled:     scriptsEnabled(c),
+		Remote:             a.gateway,
 	}, kit.tools...)
 	if err != nil {
 		return nil, fmt.Errorf("tools: %w", err)

@@ -54,6 +54,10 @@ func commands() []command {
 			run: func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 				return cmdKeys(ctx, args, stdout, stderr)
 			}},
+		{name: "mcp-servers", args: "probe URL", summary: "toolhost's MCP client against one remote MCP server: initialize, the tools as toolhost would list them, and with --call one call through the pipeline", subcommands: []string{"probe"},
+			run: func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+				return cmdMCPServers(ctx, args, stdout, stderr)
+			}},
 		{name: "check", summary: "loads the config file and builds every tool and /v1 route as serve would, then exits: 0 when serve would start with it",
 			run: func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 				return cmdCheck(ctx, args, stdout, stderr)

@@ -55,7 +55,8 @@ func (t *routeTable) add(a access, routes map[string]http.Handler) {
 }
 
 // serveRoutes builds serve's routes on the app: /v1 (hosted scope), the
-// tools REST API (reads: any key; writes: tools scope), key management,
+// tools REST API (reads: any key; writes: tools scope), the remote MCP
+// servers (tools scope), key management,
 // metrics and OAuth grants (admin scope), OAuth's public endpoints; and
 // the authenticator /mcp uses too (API keys, plus OAuth tokens unless
 // --dev or turned off). health reports the /v1 routes for /healthz.
@@ -75,6 +76,7 @@ func serveRoutes(ctx context.Context, c *common, a *app, mcpSrv *mcpface.Server,
 	rt.add(access{scope: keys.ScopeHosted, xAPIKey: true}, withSlotCheck(v1, a.exec.Slots()))
 	rt.add(access{writeScope: keys.ScopeTools}, journalRoutes(a.exec))
 	rt.add(access{writeScope: keys.ScopeTools}, definitionRoutes(c, a.defs, a.exec, mcpSrv.DefinitionsChanged))
+	rt.add(access{scope: keys.ScopeTools}, mcpServerRoutes(c, a, mcpSrv.DefinitionsChanged, logger))
 	rt.add(access{scope: keys.ScopeAdmin}, keyRoutes(a.keys))
 	rt.add(access{scope: keys.ScopeAdmin}, metricsRoutes(a.sandbox))
 	rt.add(access{scope: keys.ScopeAdmin}, oauthAdmin)

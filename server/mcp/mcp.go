@@ -194,6 +194,13 @@ func (s *Server) sync(ctx context.Context, account string, as *accountServer) {
 		s.opts.Logger.Warn("custom tools of an account could not be read for tools/list", "account_id", account, "err", err)
 		return
 	}
+	// The account's remote MCP servers' tools (live or their snapshot).
+	remote, err := s.exec.RemoteSpecs(ctx, account)
+	if err != nil {
+		s.opts.Logger.Warn("remote MCP tools of an account could not be read for tools/list", "account_id", account, "err", err)
+		return
+	}
+	specs = append(specs, remote...)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	seen := map[string]bool{}

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"toolhost/identity"
+	"toolhost/mcpgateway"
+	"toolhost/mcpremote"
+	"toolhost/server/admin"
+	"toolhost/tools"
+	"toolhost/tools/fetchpage"
+)
+
+// secretSealer reads TOOLHOST_SECRET_KEY and TOOLHOST_SECRET_KEY_PREVIOUS
+// (comma-separated). Without a key, servers without secrets still work.
+func secretSealer() (*mcpremote.Sealer, error) {
+	var cur []byte
+	if s := os.Getenv("TOOLHOST_SECRET_KEY"); s != "" {
+		k, err := mcpremote.ParseKey(s)
+		if err != nil {
+			return nil, fmt.Errorf("TOOLHOST_SECRET_KEY: %w", err)
+		}
+		cur = k
+	}
+	var prev [][]byte
+	for _, s := range strings.Split(os.Getenv("TOOLHOST_SECRET_KEY_PREVIOUS"), ",") {
+		if strings.TrimSpace(s) == "" {
+			continue
+		}
+		k, err := mcpremote.ParseKey(s)
+		if err != nil {
+			return nil, fmt.Errorf("TOOLHOST_SECRET_KEY_PREVIOUS: %w", err)
+		}
+		prev = append(prev, k)
+	}
+	return mcpremote.NewSealer(cur, prev...)
+}
+
+// openGateway builds the gateway on the app's store: the accounts'
+// remote MCP servers as tools. Its Changed reaches the MCP face through
+// a.mcpChanged, which serve sets once the face exists.
+func openGateway(c *common, a *app, logger *slog.Logger) error {
+	sealer, err := secretSealer()
+	if err != nil {
+		return err
+	}
+	dial, err := fetchpage.DialContext(c.cfg.Fetch.AllowPrivate, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	cfg := c.cfg.MCPServers
+	a.sealer = sealer
+	a.gateway = mcpgateway.New(mcpgateway.Options{
+		Store: a.db, Sealer: sealer, Dial: dial,
+		TTL: cfg.TTL.D(), ProbeTimeout: cfg.ProbeTimeout.D(), MaxConcurrent: cfg.MaxConcurrent, MaxResultBytes: cfg.MaxResultBytes,
+		Changed: func(account string) {
+			if a.mcpChanged != nil {
+				a.mcpChanged(account)
+			}
+		},
+		Logger: logger, Version: version,
+	})
+	return nil
+}
+
+// mcpServerRoutes are /mcp-servers; changed tells the MCP face an
+// account's remote tools changed.
+func mcpServerRoutes(c *common, a *app, changed func(account string), logger *slog.Logger) map[string]http.Handler {
+	a.mcpChanged = changed
+	allow := c.cfg.Fetch.AllowPrivate
+	m := &admin.MCPServers{
+		Store: a.db, Sealer: a.sealer, Gateway: a.gateway,
+		Rules: mcpremote.Rules{Slots: a.exec.Slots()},
+		CheckHost: func(ctx context.Context, host string) error {
+			return fetchpage.CheckHost(ctx, allow, host)
+		},
+		Changed: changed, Logger: logger,
+	}
+	return m.Routes()
+}
+
+// cmdMCPServers is `toolhost mcp-servers probe URL`: toolhost's MCP client
+// (the gateway) against one server, without a store: it initializes,
+// lists the tools as the catalog would offer them and, with --call, calls
+// one through the pipeline. The MCP conformance suite's client scenarios
+// run it (e2e/mcp-client-conformance.test.mjs).
+func cmdMCPServers(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "probe" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+			writeCommandUsage(stdout, newFlagSet("mcp-servers"))
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "toolhost mcp-servers: the one subcommand is probe URL\n")
+		return exitUsage
+	}
+	fs := newFlagSet("mcp-servers probe")
+	var c common
+	fs.StringVar(&c.config, "config", "", "optional JSON config `FILE`: fetch.allow_private (loopback and intranet servers), mcp_servers")
+	call := fs.String("call", "", "call the remote `TOOL` (its own name) after listing")
+	callArgs := fs.String("args", "{}", "the call's arguments as a JSON `OBJECT`")
+	bearerEnv := fs.String("bearer-env", "", "send the bearer token from the environment `VARIABLE`")
+	timeout := fs.Duration("timeout", 30*time.Second, "the call's `TIMEOUT`")
+	if err := parseFlags(ctx, fs, args[1:], &c); err != nil {
+		return exitCodeOf(err, stderr, "mcp-servers probe")
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintf(stderr, "toolhost mcp-servers probe: give exactly one URL\n")
+		return exitUsage
+	}
+	u, err := mcpremote.CheckURL(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(stderr, "toolhost mcp-servers probe: the URL %s\n", err)
+		return exitUsage
+	}
+	dial, err := fetchpage.DialContext(c.cfg.Fetch.AllowPrivate, 10*time.Second)
+	if err != nil {
+		fmt.Fprintf(stderr, "toolhost mcp-servers probe: %v\n", err)
+		return exitUsage
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return exitStartup
+	}
+	sealer, _ := mcpremote.NewSealer(key) // this run's own: nothing is stored
+	st := mcpremote.NewMemStore()
+	srv := mcpremote.Server{ID: "probe", AccountID: tools.LocalAccount, Name: "probe", URL: u, Enabled: true,
+		Auth: mcpremote.Auth{Type: mcpremote.AuthNone}, Timeout: *timeout, UpdatedAt: time.Now()}
+	if *bearerEnv != "" {
+		srv.Auth.Type = mcpremote.AuthBearer
+		if srv.Sealed, err = sealer.Seal(srv.AccountID, srv.ID, mcpremote.Secrets{BearerToken: os.Getenv(*bearerEnv)}); err != nil {
+			fmt.Fprintf(stderr, "toolhost mcp-servers probe: %v\n", err)
+			return exitUsage
+		}
+	}
+	if err := st.CreateMCPServer(ctx, srv); err != nil {
+		return exitStartup
+	}
+	cfg := c.cfg.MCPServers
+	gw := mcpgateway.New(mcpgateway.Options{Store: st, Sealer: sealer, Dial: dial, ProbeTimeout: max(cfg.ProbeTimeout.D(), 10*time.Second),
+		MaxResultBytes: cfg.MaxResultBytes, Version: version})
+	defer gw.Close()
+	exec, err := tools.NewExecutor(tools.Options{Remote: gw})
+	if err != nil {
+		return exitStartup
+	}
+	state, err := gw.Refresh(ctx, srv)
+	out := probeReport{URL: u, CatalogSource: state.Source, Tools: []probeTool{}, Conflicts: []tools.Conflict{}}
+	if err != nil {
+		out.Error = state.Err
+	}
+	listing, lerr := exec.Remote().RemoteListing(ctx, tools.LocalAccount, false)
+	if lerr == nil {
+		for _, r := range listing.Tools {
+			s := r.Tool.Spec()
+			out.Tools = append(out.Tools, probeTool{Name: s.Name, SideEffectLevel: string(s.SideEffect), SideEffectBasis: r.SideEffectBasis})
+		}
+		out.Conflicts = append(out.Conflicts, listing.Conflicts...)
+	}
+	code := exitOK
+	if state.Source != mcpgateway.SourceLive {
+		code = exitStartup
+	}
+	if *call != "" && code == exitOK {
+		name, nerr := mcpgateway.ExposedName(srv.Name, *call)
+		if nerr != nil {
+			fmt.Fprintf(stderr, "toolhost mcp-servers probe: --call: %v\n", nerr)
+			return exitUsage
+		}
+		res, err := exec.Execute(ctx, tools.Proposal{Tool: name, Args: json.RawMessage(*callArgs), Timeout: *timeout,
+			Caller: tools.Caller{Face: "cli", Identity: identity.Identity{AccountID: tools.LocalAccount}}})
+		if err != nil {
+			fmt.Fprintf(stderr, "toolhost mcp-servers probe: %v\n", err)
+			return exitStartup
+		}
+		out.Call = &probeCall{Tool: name, Status: string(res.Status), Text: res.Text, Structured: res.Structured}
+		if res.IsError {
+			out.Call.Error = &probeError{Code: res.Code, Message: res.Message}
+			code = exitToolError
+		}
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(out)
+	return code
+}
+
+type probeReport struct {
+	URL           string           `json:"url"`
+	CatalogSource string           `json:"catalog_source"`
+	Error         string           `json:"error,omitempty"`
+	Tools         []probeTool      `json:"tools"`
+	Conflicts     []tools.Conflict `json:"conflicts"`
+	Call          *probeCall       `json:"call,omitempty"`
+}
+
+type probeTool struct {
+	Name            string `json:"name"`
+	SideEffectLevel string `json:"side_effect_level"`
+	SideEffectBasis string `json:"side_effect_level_basis"`
+}
+
+type probeCall struct {
+	Tool       string          `json:"tool"`
+	Status     string          `json:"status"`
+	Text       string          `json:"text"`
+	Structured json.RawMessage `json:"structured_content,omitempty"`
+	Error      *probeError     `json:"error,omitempty"`
+}
+
+type probeError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}

@@ -1,0 +1,171 @@
+package mcpgateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"toolhost/catalog"
+	"toolhost/clip"
+	"toolhost/mcpremote"
+	"toolhost/tools"
+)
+
+// Codes of remote calls besides tools.CodeUpstreamUnavailable and
+// tools.CodeOutcomeUnknown.
+const (
+	// CodeUpstreamError: the server answered the call with a protocol
+	// error (unknown tool, invalid params) or a remote isError result.
+	CodeUpstreamError = "upstream_error"
+	// CodeUpstreamTimeout: the server did not answer within its timeout
+	// (a tool without side effects; with side effects it is
+	// outcome_unknown).
+	CodeUpstreamTimeout = "upstream_timeout"
+	// CodeUpstreamTooLarge: the answer was over the size cap.
+	CodeUpstreamTooLarge = "upstream_result_too_large"
+	// CodeUpstreamBusy: every slot of the server's concurrency cap stayed
+	// taken until the deadline.
+	CodeUpstreamBusy = "upstream_busy"
+)
+
+// remoteTool is one remote tool as a tools.Tool.
+type remoteTool struct {
+	g          *Gateway
+	srv        mcpremote.Server
+	remoteName string
+	spec       catalog.Spec
+	timeout    time.Duration
+}
+
+func (t *remoteTool) Spec() catalog.Spec { return t.spec }
+
+// Call sends the call, retrying only as the package doc says.
+func (t *remoteTool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	l := t.g.linkFor(t.srv)
+	select {
+	case l.sem <- struct{}{}:
+		defer func() { <-l.sem }()
+	case <-ctx.Done():
+		return nil, &tools.Error{Code: CodeUpstreamBusy, RetryAfter: time.Second,
+			Message: fmt.Sprintf("the MCP server %s already has %d calls in flight from this account; none finished in time", t.srv.Name, cap(l.sem))}
+	}
+	token := inv.ID
+	l.progress.Store(token, inv.Progress)
+	defer l.progress.Delete(token)
+
+	for attempt := 1; ; attempt++ {
+		retry, res, err := t.attempt(ctx, l, inv, token, attempt)
+		if !retry {
+			return res, err
+		}
+	}
+}
+
+// attempt makes one try; retry says to try once more on a new session.
+func (t *remoteTool) attempt(ctx context.Context, l *link, inv *tools.Invocation, token string, attempt int) (bool, *tools.Result, error) {
+	sess, err := l.session(ctx)
+	if err != nil {
+		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return false, nil, ctx.Err()
+		}
+		return false, nil, tools.Errorf(tools.CodeUpstreamUnavailable, "the MCP server %s cannot be reached: %s; the call was not sent", t.srv.Name, describe(err))
+	}
+	cctx, ccancel := context.WithCancel(ctx)
+	defer ccancel()
+	tr := &tracker{cancel: ccancel}
+	params := &sdk.CallToolParams{Name: t.remoteName, Arguments: json.RawMessage(inv.Args)}
+	params.SetProgressToken(token)
+	res, err := sess.CallTool(withTracker(cctx, tr), params)
+	if err == nil {
+		r, rerr := t.result(res)
+		return false, r, rerr
+	}
+	seen := tr.get()
+	var werr *jsonrpc.Error
+	switch {
+	case seen.tooLarge || errors.Is(err, errTooLarge):
+		l.reset(sess)
+		return false, nil, tools.Errorf(CodeUpstreamTooLarge, "the MCP server %s answered with more than %d bytes; toolhost cut it off. Ask for less", t.srv.Name, t.g.opts.MaxResultBytes)
+	case errors.As(err, &werr):
+		return false, nil, &tools.Error{Code: CodeUpstreamError, Message: fmt.Sprintf("the MCP server %s refused the call: %s", t.srv.Name, tools.Fence(clip.Message(werr.Message))),
+			Details: map[string]any{"upstream_code": werr.Code}}
+	case seen.notSent || seen.status == http.StatusNotFound || errors.Is(err, sdk.ErrSessionMissing):
+		// Never reached the server's tool (no connection, or a session
+		// the server no longer knows): safe to send once more.
+		l.reset(sess)
+		if attempt < 2 && ctx.Err() == nil {
+			return true, nil, nil
+		}
+		return false, nil, tools.Errorf(tools.CodeUpstreamUnavailable, "the MCP server %s cannot be reached: %s; the call was not run", t.srv.Name, describe(err))
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		if t.spec.SideEffect == catalog.SideEffectNone {
+			return false, nil, tools.Errorf(CodeUpstreamTimeout, "the MCP server %s did not answer within %s", t.srv.Name, t.timeout)
+		}
+		return false, nil, tools.Errorf(tools.CodeOutcomeUnknown, "the MCP server %s did not answer within %s; the call may or may not have taken effect (check before calling again)", t.srv.Name, t.timeout)
+	case ctx.Err() != nil:
+		return false, nil, ctx.Err()
+	}
+	// Lost after sending: the outcome is unknown.
+	l.reset(sess)
+	if t.spec.SideEffect == catalog.SideEffectNone && attempt < 2 {
+		return true, nil, nil
+	}
+	if t.spec.SideEffect == catalog.SideEffectNone {
+		return false, nil, tools.Errorf(tools.CodeUpstreamUnavailable, "the connection to the MCP server %s was lost twice: %s", t.srv.Name, describe(err))
+	}
+	return false, nil, tools.Errorf(tools.CodeOutcomeUnknown, "the connection to the MCP server %s was lost after the call was sent (%s); it may or may not have taken effect, so toolhost does not retry it", t.srv.Name, describe(err))
+}
+
+// result turns the remote result into a toolhost result: text is
+// untrusted, structuredContent and isError are kept.
+func (t *remoteTool) result(res *sdk.CallToolResult) (*tools.Result, error) {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		switch c := c.(type) {
+		case *sdk.TextContent:
+			b.WriteString(c.Text)
+		case *sdk.ImageContent:
+			fmt.Fprintf(&b, "[image %s, %d bytes]", c.MIMEType, len(c.Data))
+		case *sdk.AudioContent:
+			fmt.Fprintf(&b, "[audio %s, %d bytes]", c.MIMEType, len(c.Data))
+		case *sdk.ResourceLink:
+			fmt.Fprintf(&b, "[resource %s %s]", c.Name, c.URI)
+		case *sdk.EmbeddedResource:
+			if c.Resource != nil && c.Resource.Text != "" {
+				b.WriteString(c.Resource.Text)
+			} else if c.Resource != nil {
+				fmt.Fprintf(&b, "[resource %s]", c.Resource.URI)
+			}
+		}
+	}
+	text := b.String()
+	if res.IsError {
+		d := map[string]any{"upstream_is_error": true}
+		if res.StructuredContent != nil {
+			d["structured_content"] = res.StructuredContent
+		}
+		return nil, &tools.Error{Code: CodeUpstreamError, Message: fmt.Sprintf("the MCP server %s reported an error: %s", t.srv.Name, tools.Fence(text)), Details: d}
+	}
+	var structured any
+	if m, ok := res.StructuredContent.(map[string]any); ok {
+		structured = m
+	} else if res.StructuredContent != nil {
+		structured = map[string]any{"value": res.StructuredContent}
+	}
+	if text == "" && structured == nil {
+		text = "(the tool returned no content)"
+	}
+	return &tools.Result{Structured: structured, Text: text, Summary: t.srv.Name + ": " + t.remoteName, Untrusted: true}, nil
+}

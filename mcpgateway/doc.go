@@ -1,0 +1,35 @@
+// Package mcpgateway makes the tools of an account's remote MCP servers
+// toolhost tools. It holds one go-sdk client session per registered server
+// (a server belongs to one account, so this is one per server per
+// account), reused by every call and opened again when the server drops
+// it; it lists the server's tools, keeps the last listing as the server's
+// snapshot in the store, and answers tools.RemoteTools for the Executor.
+//
+// Names: a remote tool t of the server named s is the toolhost tool
+// s__t, with t lower-cased and '-' and '.' written '_'. A remote name with
+// any other character, a result longer than 64 characters, and two remote
+// tools that come out as one name are reported in the runtime catalog's
+// conflicts and not callable.
+//
+// Catalog source: live when the server answered just now (a tools/list
+// within the TTL, else a ping), cached when it does not answer and a
+// snapshot exists (its age is reported), unavailable when it does not
+// answer and there is none: "cannot confirm", not "no tools". Listings are
+// refreshed on notifications/tools/list_changed, after the TTL, and on
+// demand (Refresh).
+//
+// Calls: arguments were validated by the pipeline against the schema the
+// server listed; here they are sent as they are. Each server has a
+// timeout and a concurrency cap; a response body (or SSE event) over
+// MaxResultBytes is cut off and the call fails. Retries follow the
+// tool-call seed: a call that never reached the server (refused
+// connection, expired session) is sent again once on a new session; a
+// call lost after it was sent is retried once only when the tool has no
+// side effects, and otherwise fails as outcome_unknown (journaled
+// uncertain). Results are untrusted data; the remote isError and
+// structuredContent are kept.
+//
+// Every connection goes through the dialer the caller gives (fetch_page's
+// SSRF policy), and secrets are opened from their sealed form only to set
+// the request headers; they are never logged.
+package mcpgateway

@@ -1,0 +1,360 @@
+package mcpgateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"toolhost/mcpremote"
+	"toolhost/neterr"
+	"toolhost/tools"
+)
+
+// Options configure a Gateway.
+type Options struct {
+	Store  mcpremote.Store
+	Sealer *mcpremote.Sealer
+	// Dial connects to a server (fetchpage.DialContext: the SSRF policy).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// TTL is how long a listing stays current without list_changed
+	// (5 min).
+	TTL time.Duration
+	// ProbeTimeout bounds connecting, listing and pinging for the catalog
+	// (3 s).
+	ProbeTimeout time.Duration
+	// MaxConcurrent caps the calls in flight to one server (8); more wait
+	// for a free slot within their deadline.
+	MaxConcurrent int
+	// MaxResultBytes caps one response body or SSE event from a server
+	// (4 MiB).
+	MaxResultBytes int64
+	// Changed is told when an account's remote tools changed
+	// (list_changed, a refresh), for the MCP face's tools/list.
+	Changed func(account string)
+	Logger  *slog.Logger
+	Now     func() time.Time
+	Version string
+}
+
+// Gateway holds the client sessions and answers tools.RemoteTools.
+type Gateway struct {
+	opts      Options
+	transport *http.Transport
+
+	mu    sync.Mutex
+	links map[string]*link // by server id
+}
+
+// New returns a gateway; Close ends its sessions.
+func New(opts Options) *Gateway {
+	if opts.TTL <= 0 {
+		opts.TTL = 5 * time.Minute
+	}
+	if opts.ProbeTimeout <= 0 {
+		opts.ProbeTimeout = 3 * time.Second
+	}
+	if opts.MaxConcurrent <= 0 {
+		opts.MaxConcurrent = 8
+	}
+	if opts.MaxResultBytes <= 0 {
+		opts.MaxResultBytes = 4 << 20
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil
+	if opts.Dial != nil {
+		tr.DialContext = opts.Dial
+	}
+	tr.MaxIdleConnsPerHost = 16
+	return &Gateway{opts: opts, transport: tr, links: map[string]*link{}}
+}
+
+// Close ends every session.
+func (g *Gateway) Close() {
+	g.mu.Lock()
+	links := g.links
+	g.links = map[string]*link{}
+	g.mu.Unlock()
+	for _, l := range links {
+		l.mu.Lock()
+		l.drop()
+		l.mu.Unlock()
+	}
+	g.transport.CloseIdleConnections()
+}
+
+// Forget ends the session of a server that was deleted or changed.
+func (g *Gateway) Forget(id string) {
+	g.mu.Lock()
+	l := g.links[id]
+	delete(g.links, id)
+	g.mu.Unlock()
+	if l != nil {
+		l.mu.Lock()
+		l.drop()
+		l.mu.Unlock()
+	}
+}
+
+// link is the gateway's state of one server.
+type link struct {
+	g   *Gateway
+	sem chan struct{}
+
+	mu       sync.Mutex
+	srv      mcpremote.Server
+	sess     *sdk.ClientSession
+	tools    []*sdk.Tool // the last live listing
+	listedAt time.Time
+	stale    bool
+	// built caches byName for the listing of builtAt and builtSource.
+	built       map[string]*tools.Remote
+	builtAt     time.Time
+	builtSource string
+
+	progress sync.Map // progress token → tools invocation progress func
+}
+
+// linkFor returns the server's link; a server changed since (its
+// UpdatedAt) gets a fresh one.
+func (g *Gateway) linkFor(srv mcpremote.Server) *link {
+	g.mu.Lock()
+	l, ok := g.links[srv.ID]
+	if ok && !l.srvEqual(srv) {
+		delete(g.links, srv.ID)
+		go func(old *link) {
+			old.mu.Lock()
+			old.drop()
+			old.mu.Unlock()
+		}(l)
+		ok = false
+	}
+	if !ok {
+		l = &link{g: g, srv: srv, sem: make(chan struct{}, g.opts.MaxConcurrent)}
+		g.links[srv.ID] = l
+	}
+	g.mu.Unlock()
+	return l
+}
+
+func (l *link) srvEqual(s mcpremote.Server) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.srv.UpdatedAt.Equal(s.UpdatedAt)
+}
+
+// drop closes the session (l.mu held).
+func (l *link) drop() {
+	if l.sess != nil {
+		s := l.sess
+		l.sess = nil
+		go func() { _ = s.Close() }()
+	}
+}
+
+// connect opens a session (l.mu held).
+func (l *link) connect(ctx context.Context) error {
+	g := l.g
+	sec, err := g.opts.Sealer.Open(l.srv.AccountID, l.srv.ID, l.srv.Sealed)
+	if err != nil {
+		return err
+	}
+	if g.opts.Sealer.Stale(l.srv.Sealed) {
+		l.reseal(ctx, sec)
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "toolhost", Title: "toolhost gateway", Version: g.opts.Version}, &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { l.listChanged() },
+		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+			if req == nil || req.Params == nil {
+				return
+			}
+			if f, ok := l.progress.Load(fmt.Sprint(req.Params.ProgressToken)); ok {
+				f.(func(float64, float64, string))(req.Params.Progress, req.Params.Total, req.Params.Message)
+			}
+		},
+	})
+	tr := &sdk.StreamableClientTransport{
+		Endpoint:   l.srv.URL,
+		HTTPClient: g.httpClient(l.srv, sec, g.opts.MaxResultBytes),
+		MaxRetries: 2,
+		// Above the body cap, so a call's answer trips the body cap (which
+		// ends the call at once); the event cap guards the standalone stream.
+		MaxEventSize: int(g.opts.MaxResultBytes) + 64<<10,
+	}
+	// Connect closes a session whose initialize failed, and that close
+	// waits for the cancellation notice to a server that may never read
+	// it (seconds): the caller's deadline is kept, and whatever Connect
+	// returns late is closed by the goroutine that waits for it.
+	type connected struct {
+		sess *sdk.ClientSession
+		err  error
+	}
+	ch := make(chan connected, 1)
+	go func() {
+		sess, err := client.Connect(ctx, tr, nil)
+		ch <- connected{sess, err}
+	}()
+	select {
+	case c := <-ch:
+		if c.err != nil {
+			return fmt.Errorf("connect to the MCP server %s: %w", l.srv.Name, c.err)
+		}
+		l.sess = c.sess
+		return nil
+	case <-ctx.Done():
+		go func() {
+			if c := <-ch; c.sess != nil {
+				_ = c.sess.Close()
+			}
+		}()
+		return fmt.Errorf("connect to the MCP server %s: %w", l.srv.Name, ctx.Err())
+	}
+}
+
+// reseal writes the secrets again under the current key (rotation).
+func (l *link) reseal(ctx context.Context, sec mcpremote.Secrets) {
+	g := l.g
+	sealed, err := g.opts.Sealer.Seal(l.srv.AccountID, l.srv.ID, sec)
+	if err != nil {
+		return
+	}
+	srv := l.srv
+	srv.Sealed = sealed
+	if err := g.opts.Store.UpdateMCPServer(ctx, srv); err != nil {
+		g.opts.Logger.Warn("re-sealing the secrets of an MCP server under the current key failed", "server_id", srv.ID, "err", err)
+		return
+	}
+	l.srv.Sealed = sealed
+}
+
+// list lists the server's tools on the session and saves the snapshot
+// (l.mu held).
+func (l *link) list(ctx context.Context) error {
+	var ts []*sdk.Tool
+	for t, err := range l.sess.Tools(ctx, nil) {
+		if err != nil {
+			return fmt.Errorf("list the tools of %s: %w", l.srv.Name, err)
+		}
+		if len(ts) >= mcpremote.MaxTools {
+			return fmt.Errorf("the MCP server %s lists more than %d tools", l.srv.Name, mcpremote.MaxTools)
+		}
+		ts = append(ts, t)
+	}
+	b, err := json.Marshal(ts)
+	if err != nil {
+		return fmt.Errorf("encode the tools of %s: %w", l.srv.Name, err)
+	}
+	now := l.g.opts.Now()
+	if err := l.g.opts.Store.SaveMCPSnapshot(ctx, l.srv.AccountID, l.srv.ID, mcpremote.Snapshot{Tools: b, ListedAt: now}); err != nil &&
+		!errors.Is(err, mcpremote.ErrNotFound) {
+		l.g.opts.Logger.Warn("saving the tools snapshot of an MCP server failed", "server_id", l.srv.ID, "err", err)
+	}
+	l.tools, l.listedAt, l.stale = ts, now, false
+	return nil
+}
+
+// ensure makes the link live: a session and a current listing. With
+// probe, a session that looks fine is pinged. On failure the session is
+// dropped and opened once more (an expired session), then the error is
+// returned.
+func (l *link) ensure(ctx context.Context, probe bool) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.sess != nil {
+		var err error
+		switch {
+		case l.stale || l.g.opts.Now().Sub(l.listedAt) > l.g.opts.TTL:
+			err = l.list(ctx)
+		case probe:
+			err = l.sess.Ping(ctx, nil)
+		}
+		if err == nil {
+			return nil
+		}
+		l.drop()
+	}
+	if err := l.connect(ctx); err != nil {
+		return err
+	}
+	if err := l.list(ctx); err != nil {
+		l.drop()
+		return err
+	}
+	return nil
+}
+
+// session returns the live session, opening one when there is none.
+func (l *link) session(ctx context.Context) (*sdk.ClientSession, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.sess == nil {
+		if err := l.connect(ctx); err != nil {
+			return nil, err
+		}
+		if l.tools == nil {
+			if err := l.list(ctx); err != nil {
+				l.drop()
+				return nil, err
+			}
+		}
+	}
+	return l.sess, nil
+}
+
+// reset drops the session if it is still s.
+func (l *link) reset(s *sdk.ClientSession) {
+	l.mu.Lock()
+	if l.sess == s {
+		l.drop()
+	}
+	l.mu.Unlock()
+}
+
+// listChanged re-lists after notifications/tools/list_changed.
+func (l *link) listChanged() {
+	l.mu.Lock()
+	l.stale = true
+	l.mu.Unlock()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), l.g.opts.ProbeTimeout*3)
+		defer cancel()
+		if err := l.ensure(ctx, false); err != nil {
+			l.g.opts.Logger.Warn("re-listing the tools of an MCP server after list_changed failed", "server_id", l.srv.ID, "err", neterr.Describe(err))
+		}
+		if l.g.opts.Changed != nil {
+			l.g.opts.Changed(l.srv.AccountID)
+		}
+	}()
+}
+
+// Refresh lists a server's tools now (POST /mcp-servers/:id/refresh).
+func (g *Gateway) Refresh(ctx context.Context, srv mcpremote.Server) (Status, error) {
+	l := g.linkFor(srv)
+	l.mu.Lock()
+	l.stale = true
+	l.mu.Unlock()
+	pctx, cancel := context.WithTimeout(ctx, g.opts.ProbeTimeout*3)
+	defer cancel()
+	err := l.ensure(pctx, true)
+	st := g.status(ctx, srv, l, err)
+	if g.opts.Changed != nil {
+		g.opts.Changed(srv.AccountID)
+	}
+	return st, err
+}

@@ -1,0 +1,136 @@
+package mcpremote
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// MemStore is a Store in memory (tests, a server without a data store).
+type MemStore struct {
+	mu      sync.Mutex
+	servers map[string]Server // by id
+	snaps   map[string]Snapshot
+}
+
+// NewMemStore returns an empty MemStore.
+func NewMemStore() *MemStore {
+	return &MemStore{servers: map[string]Server{}, snaps: map[string]Snapshot{}}
+}
+
+var _ Store = (*MemStore)(nil)
+
+func (m *MemStore) nameTaken(s Server) bool {
+	for _, o := range m.servers {
+		if o.AccountID == s.AccountID && o.Name == s.Name && o.ID != s.ID {
+			return true
+		}
+	}
+	return false
+}
+
+// CreateMCPServer implements Store.
+func (m *MemStore) CreateMCPServer(_ context.Context, s Server) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.servers[s.ID]; ok || m.nameTaken(s) {
+		return ErrConflict
+	}
+	m.servers[s.ID] = clone(s)
+	return nil
+}
+
+// GetMCPServer implements Store.
+func (m *MemStore) GetMCPServer(_ context.Context, account, id string) (Server, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.servers[id]
+	if !ok || s.AccountID != account {
+		return Server{}, ErrNotFound
+	}
+	return clone(s), nil
+}
+
+// ListMCPServers implements Store.
+func (m *MemStore) ListMCPServers(_ context.Context, account string) ([]Server, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Server
+	for _, s := range m.servers {
+		if s.AccountID == account {
+			out = append(out, clone(s))
+		}
+	}
+	slices.SortFunc(out, func(a, b Server) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// UpdateMCPServer implements Store.
+func (m *MemStore) UpdateMCPServer(_ context.Context, s Server) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	o, ok := m.servers[s.ID]
+	if !ok || o.AccountID != s.AccountID {
+		return ErrNotFound
+	}
+	if m.nameTaken(s) {
+		return ErrConflict
+	}
+	m.servers[s.ID] = clone(s)
+	return nil
+}
+
+// DeleteMCPServer implements Store.
+func (m *MemStore) DeleteMCPServer(_ context.Context, account, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.servers[id]
+	if !ok || s.AccountID != account {
+		return ErrNotFound
+	}
+	delete(m.servers, id)
+	delete(m.snaps, id)
+	return nil
+}
+
+// SaveMCPSnapshot implements Store.
+func (m *MemStore) SaveMCPSnapshot(_ context.Context, account, id string, snap Snapshot) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.servers[id]
+	if !ok || s.AccountID != account {
+		return ErrNotFound
+	}
+	m.snaps[id] = Snapshot{Tools: slices.Clone(snap.Tools), ListedAt: snap.ListedAt}
+	return nil
+}
+
+// GetMCPSnapshot implements Store.
+func (m *MemStore) GetMCPSnapshot(_ context.Context, account, id string) (Snapshot, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.servers[id]
+	if !ok || s.AccountID != account {
+		return Snapshot{}, ErrNotFound
+	}
+	snap, ok := m.snaps[id]
+	if !ok {
+		return Snapshot{}, ErrNoSnapshot
+	}
+	return snap, nil
+}
+
+func clone(s Server) Server {
+	s.HeaderNames = slices.Clone(s.HeaderNames)
+	s.Auth.Scopes = slices.Clone(s.Auth.Scopes)
+	s.Sealed = slices.Clone(s.Sealed)
+	if s.Tools != nil {
+		t := make(map[string]Override, len(s.Tools))
+		for k, v := range s.Tools {
+			t[k] = v
+		}
+		s.Tools = t
+	}
+	return s
+}

@@ -1,0 +1,104 @@
+// Package remotetest is the conformance suite every mcpremote.Store runs.
+package remotetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"toolhost/mcpremote"
+)
+
+// Run checks st against the Store contract: tenancy, name uniqueness per
+// account, secrets kept byte for byte, snapshots.
+func Run(t *testing.T, st mcpremote.Store) {
+	ctx := context.Background()
+	now := time.UnixMilli(time.Now().UnixMilli()).UTC()
+	off := false
+	level := "none"
+	a := mcpremote.Server{ID: "mcpsrv_a", AccountID: "acct_1", Name: "github", URL: "https://example.com/mcp",
+		HeaderNames: []string{"X-Api-Key"}, Auth: mcpremote.Auth{Type: mcpremote.AuthBearer}, Enabled: true,
+		Timeout: 1500 * time.Millisecond, Tools: map[string]mcpremote.Override{"delete": {Enabled: &off}, "get": {SideEffectLevel: &level}},
+		Sealed: []byte{1, 2, 3, 0, 255}, CreatedAt: now, UpdatedAt: now}
+	if err := st.CreateMCPServer(ctx, a); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	dup := a
+	dup.ID = "mcpsrv_b"
+	if err := st.CreateMCPServer(ctx, dup); !errors.Is(err, mcpremote.ErrConflict) {
+		t.Fatalf("same name in one account: %v, want ErrConflict", err)
+	}
+	other := dup
+	other.AccountID = "acct_2"
+	if err := st.CreateMCPServer(ctx, other); err != nil {
+		t.Fatalf("same name in another account: %v", err)
+	}
+	if _, err := st.GetMCPServer(ctx, "acct_2", a.ID); !errors.Is(err, mcpremote.ErrNotFound) {
+		t.Fatalf("another account's server: %v, want ErrNotFound", err)
+	}
+	got, err := st.GetMCPServer(ctx, "acct_1", a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Name != a.Name || got.URL != a.URL || !bytes.Equal(got.Sealed, a.Sealed) || got.Timeout != a.Timeout ||
+		got.Auth.Type != a.Auth.Type || len(got.HeaderNames) != 1 || !got.Enabled || !got.UpdatedAt.Equal(now) ||
+		got.Tools["delete"].Enabled == nil || *got.Tools["delete"].Enabled || *got.Tools["get"].SideEffectLevel != "none" {
+		t.Fatalf("round trip: got %+v, want %+v", got, a)
+	}
+	b := a
+	b.ID, b.Name = "mcpsrv_c", "alpha"
+	b.Sealed = nil
+	if err := st.CreateMCPServer(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	list, err := st.ListMCPServers(ctx, "acct_1")
+	if err != nil || len(list) != 2 || list[0].Name != "alpha" || list[1].Name != "github" || len(list[0].Sealed) != 0 {
+		t.Fatalf("list: %v %+v", err, list)
+	}
+	b.Name = "github"
+	if err := st.UpdateMCPServer(ctx, b); !errors.Is(err, mcpremote.ErrConflict) {
+		t.Fatalf("rename onto a taken name: %v, want ErrConflict", err)
+	}
+	b.Name, b.Enabled = "beta", false
+	if err := st.UpdateMCPServer(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.GetMCPServer(ctx, "acct_1", b.ID); got.Name != "beta" || got.Enabled {
+		t.Fatalf("after update: %+v", got)
+	}
+	b.AccountID = "acct_2"
+	if err := st.UpdateMCPServer(ctx, b); !errors.Is(err, mcpremote.ErrNotFound) {
+		t.Fatalf("update through another account: %v, want ErrNotFound", err)
+	}
+	if _, err := st.GetMCPSnapshot(ctx, "acct_1", a.ID); !errors.Is(err, mcpremote.ErrNoSnapshot) {
+		t.Fatalf("snapshot before a listing: %v, want ErrNoSnapshot", err)
+	}
+	snap := mcpremote.Snapshot{Tools: []byte(`[{"name":"echo","inputSchema":{"type":"object"}}]`), ListedAt: now}
+	if err := st.SaveMCPSnapshot(ctx, "acct_2", a.ID, snap); !errors.Is(err, mcpremote.ErrNotFound) {
+		t.Fatalf("snapshot through another account: %v, want ErrNotFound", err)
+	}
+	if err := st.SaveMCPSnapshot(ctx, "acct_1", a.ID, snap); err != nil {
+		t.Fatal(err)
+	}
+	gs, err := st.GetMCPSnapshot(ctx, "acct_1", a.ID)
+	if err != nil || string(gs.Tools) != string(snap.Tools) || !gs.ListedAt.Equal(now) {
+		t.Fatalf("snapshot: %v %+v", err, gs)
+	}
+	if _, err := st.GetMCPSnapshot(ctx, "acct_2", a.ID); !errors.Is(err, mcpremote.ErrNotFound) {
+		t.Fatalf("another account's snapshot: %v, want ErrNotFound", err)
+	}
+	if err := st.DeleteMCPServer(ctx, "acct_2", a.ID); !errors.Is(err, mcpremote.ErrNotFound) {
+		t.Fatalf("delete through another account: %v", err)
+	}
+	if err := st.DeleteMCPServer(ctx, "acct_1", a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.GetMCPSnapshot(ctx, "acct_1", a.ID); !errors.Is(err, mcpremote.ErrNotFound) {
+		t.Fatalf("snapshot of a deleted server: %v", err)
+	}
+	if err := st.CreateMCPServer(ctx, a); err != nil {
+		t.Fatalf("the name is free again after delete: %v", err)
+	}
+}

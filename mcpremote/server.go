@@ -1,0 +1,103 @@
+package mcpremote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Auth types.
+const (
+	AuthNone              = "none"
+	AuthBearer            = "bearer"
+	AuthClientCredentials = "oauth_client_credentials"
+	// AuthAuthorizationCode needs a user's consent redirect; it is named
+	// so a request for it gets a clear "not supported yet".
+	AuthAuthorizationCode = "oauth_authorization_code"
+)
+
+// Server is one registered remote MCP server. Everything secret is in
+// Sealed (see Secrets).
+type Server struct {
+	ID        string
+	AccountID string
+	// Name is the namespace of its tools: a call of NAME__tool runs tool
+	// on this server.
+	Name string
+	// URL is the streamable HTTP endpoint.
+	URL string
+	// HeaderNames are the names of the extra headers sent to it; their
+	// values are secrets.
+	HeaderNames []string
+	Auth        Auth
+	Enabled     bool
+	// Timeout bounds one call to the server (DefaultTimeout when zero).
+	Timeout time.Duration
+	// Tools are the account's overrides by remote tool name.
+	Tools map[string]Override
+	// Sealed is the sealed Secrets.
+	Sealed    []byte
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Auth is the non-secret part of how toolhost authenticates to a server.
+type Auth struct {
+	Type string `json:"type"`
+	// TokenURL, ClientID and Scopes are for oauth_client_credentials.
+	TokenURL string   `json:"token_url,omitempty"`
+	ClientID string   `json:"client_id,omitempty"`
+	Scopes   []string `json:"scopes,omitempty"`
+}
+
+// Override is the account's governance of one remote tool; nil fields
+// keep what the server's annotations say.
+type Override struct {
+	SideEffectLevel *string   `json:"side_effect_level,omitempty"`
+	AllowedSlots    *[]string `json:"allowed_slots,omitempty"`
+	Enabled         *bool     `json:"enabled,omitempty"`
+}
+
+// Secrets are the values that are sealed at rest.
+type Secrets struct {
+	Headers      map[string]string `json:"headers,omitempty"`
+	BearerToken  string            `json:"bearer_token,omitempty"`
+	ClientSecret string            `json:"client_secret,omitempty"`
+}
+
+// Snapshot is the last successful tools/list of a server: the tools as the
+// server sent them (JSON of []*mcp.Tool) and when.
+type Snapshot struct {
+	Tools    json.RawMessage
+	ListedAt time.Time
+}
+
+// Defaults and bounds.
+const (
+	DefaultTimeout = 30 * time.Second
+	MaxTimeout     = 5 * time.Minute
+	MaxNameLen     = 32
+	MaxHeaders     = 32
+	MaxTools       = 512
+)
+
+// Errors of the stores.
+var (
+	ErrNotFound   = errors.New("no such MCP server")
+	ErrConflict   = errors.New("an MCP server with this name already exists")
+	ErrNoSnapshot = errors.New("no snapshot of this MCP server")
+)
+
+// Store keeps the registered servers and their snapshots.
+type Store interface {
+	CreateMCPServer(ctx context.Context, s Server) error
+	GetMCPServer(ctx context.Context, account, id string) (Server, error)
+	// ListMCPServers returns an account's servers by name.
+	ListMCPServers(ctx context.Context, account string) ([]Server, error)
+	UpdateMCPServer(ctx context.Context, s Server) error
+	DeleteMCPServer(ctx context.Context, account, id string) error
+	SaveMCPSnapshot(ctx context.Context, account, id string, snap Snapshot) error
+	// GetMCPSnapshot returns ErrNoSnapshot when the server was never listed.
+	GetMCPSnapshot(ctx context.Context, account, id string) (Snapshot, error)
+}

@@ -1,0 +1,164 @@
+package admin_test
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"toolhost/mcpgateway"
+	"toolhost/mcpgateway/testserver"
+	"toolhost/mcpremote"
+	"toolhost/server/admin"
+	"toolhost/tools/fetchpage"
+)
+
+// mcpStores are the stores the /mcp-servers tests run on.
+func mcpStores(t *testing.T) map[string]mcpremote.Store {
+	out := map[string]mcpremote.Store{"memory": mcpremote.NewMemStore()}
+	for name, db := range sqlStores(t) {
+		out[name] = db
+	}
+	return out
+}
+
+func mcpUpstream(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", testserver.New(false).Handler())
+	srv := &http.Server{Handler: mux}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + ln.Addr().String() + "/mcp"
+}
+
+func mcpServersRoutes(t *testing.T, st mcpremote.Store, allow []string) map[string]http.Handler {
+	t.Helper()
+	seal, err := mcpremote.NewSealer(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dial, err := fetchpage.DialContext(allow, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := mcpgateway.New(mcpgateway.Options{Store: st, Sealer: seal, Dial: dial, ProbeTimeout: 2 * time.Second})
+	t.Cleanup(gw.Close)
+	m := &admin.MCPServers{Store: st, Sealer: seal, Gateway: gw, Rules: mcpremote.Rules{Slots: []string{"narrator"}},
+		CheckHost: func(ctx context.Context, host string) error { return fetchpage.CheckHost(ctx, allow, host) },
+		Account:   accountHeader}
+	return m.Routes()
+}
+
+func TestMCPServersRegistration(t *testing.T) {
+	upURL := mcpUpstream(t)
+	for name, st := range mcpStores(t) {
+		t.Run(name, func(t *testing.T) {
+			srv := tenantServer(t, mcpServersRoutes(t, st, []string{"127.0.0.1"}))
+			body := `{"name":"demo","url":"` + upURL + `","headers":{"x-api-key":"hunter2"},"auth":{"type":"bearer","token":"s3cret"},"timeout":"5s",
+				"tools":{"write":{"side_effect_level":"none","allowed_slots":["narrator"]}}}`
+			var id string
+			do(t, srv, call{method: "POST", path: "/mcp-servers", account: "acct_a", body: body, status: 201, check: func(t *testing.T, d map[string]any) {
+				id, _ = d["id"].(string)
+				cat := d["catalog"].(map[string]any)
+				if cat["catalog_source"] != "live" || !strings.Contains(strings.Join(anyStrings(cat["tools"]), ","), "echo") {
+					t.Fatalf("first listing: %v", cat)
+				}
+				auth := d["auth"].(map[string]any)
+				if auth["type"] != "bearer" || auth["token_set"] != true || d["headers"].(map[string]any)["X-Api-Key"] != "[redacted]" || d["timeout"] != "5s" {
+					t.Fatalf("view: %v", d)
+				}
+			}})
+			raw := rawGet(t, srv.URL+"/mcp-servers", "acct_a")
+			if strings.Contains(raw, "hunter2") || strings.Contains(raw, "s3cret") {
+				t.Fatalf("a secret in a response: %s", raw)
+			}
+			if !strings.Contains(raw, `"demo"`) || !strings.Contains(raw, `"echo"`) {
+				t.Fatalf("list: %s", raw)
+			}
+			calls := []call{
+				{method: "POST", path: "/mcp-servers", account: "acct_a", body: body, status: 409, code: "mcp_server_conflict"},
+				// Another account may use the name; it sees none of acct_a's.
+				{method: "GET", path: "/mcp-servers/" + id, account: "acct_b", status: 404, code: "not_found"},
+				{method: "PATCH", path: "/mcp-servers/" + id, account: "acct_b", body: `{"enabled":false}`, status: 404, code: "not_found"},
+				{method: "POST", path: "/mcp-servers/" + id + "/refresh", account: "acct_b", status: 404, code: "not_found"},
+				{method: "DELETE", path: "/mcp-servers/" + id, account: "acct_b", status: 404, code: "not_found"},
+				{method: "POST", path: "/mcp-servers", account: "acct_b", body: `{"name":"demo","url":"` + upURL + `"}`, status: 201},
+				{method: "PATCH", path: "/mcp-servers/" + id, account: "acct_a", body: `{}`, status: 400, code: "validation_error"},
+				{method: "PATCH", path: "/mcp-servers/" + id, account: "acct_a", body: `{"name":"a__b"}`, status: 400, code: "validation_error"},
+				{method: "PATCH", path: "/mcp-servers/" + id, account: "acct_a", body: `{"enabled":false,"enabled":true}`, status: 400, code: "validation_error"},
+				{method: "PATCH", path: "/mcp-servers/" + id, account: "acct_a", body: `{"timeout":"2s"}`, status: 200, check: func(t *testing.T, d map[string]any) {
+					if d["timeout"] != "2s" || d["auth"].(map[string]any)["token_set"] != true {
+						t.Fatalf("patch keeps the secrets: %v", d)
+					}
+				}},
+				{method: "POST", path: "/mcp-servers/" + id + "/refresh", account: "acct_a", status: 200, check: func(t *testing.T, d map[string]any) {
+					if d["catalog"].(map[string]any)["catalog_source"] != "live" {
+						t.Fatalf("refresh: %v", d)
+					}
+				}},
+				{method: "PATCH", path: "/mcp-servers/" + id, account: "acct_a", body: `{"enabled":false}`, status: 200},
+				{method: "POST", path: "/mcp-servers/" + id + "/refresh", account: "acct_a", status: 409, code: "mcp_server_disabled"},
+				{method: "DELETE", path: "/mcp-servers/" + id, account: "acct_a", status: 200},
+				{method: "GET", path: "/mcp-servers/" + id, account: "acct_a", status: 404, code: "not_found"},
+			}
+			for _, c := range calls {
+				do(t, srv, c)
+			}
+			// The secrets are sealed in the store.
+			if ss, _ := st.ListMCPServers(context.Background(), "acct_b"); len(ss) != 1 || len(ss[0].Sealed) != 0 {
+				t.Fatalf("acct_b: %+v", ss)
+			}
+		})
+	}
+}
+
+func TestMCPServersRefusesBadInput(t *testing.T) {
+	srv := tenantServer(t, mcpServersRoutes(t, mcpremote.NewMemStore(), nil))
+	tests := []struct{ name, body, code string }{
+		{"loopback without allow_private", `{"name":"a","url":"http://127.0.0.1:9/mcp"}`, "url_not_allowed"},
+		{"localhost", `{"name":"a","url":"http://localhost:9/mcp"}`, "url_not_allowed"},
+		{"cloud metadata", `{"name":"a","url":"http://169.254.169.254/latest"}`, "url_not_allowed"},
+		{"decimal loopback", `{"name":"a","url":"http://2130706433/mcp"}`, "url_not_allowed"},
+		{"mapped IPv6", `{"name":"a","url":"http://[::ffff:10.0.0.1]/mcp"}`, "url_not_allowed"},
+		{"private token endpoint", `{"name":"a","url":"https://93.184.215.14/mcp","auth":{"type":"oauth_client_credentials","token_url":"http://10.0.0.1/token","client_id":"c","client_secret":"s"}}`, "url_not_allowed"},
+		{"user consent", `{"name":"a","url":"https://93.184.215.14/mcp","auth":{"type":"oauth_authorization_code"}}`, "unsupported_auth"},
+		{"unknown field", `{"name":"a","url":"https://93.184.215.14/mcp","secret":"x"}`, "validation_error"},
+		{"not an object", `["a"]`, "validation_error"},
+		{"huge body", `{"name":"a","url":"https://93.184.215.14/mcp","headers":{"X-A":"` + strings.Repeat("a", 300<<10) + `"}}`, "validation_error"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			do(t, srv, call{method: "POST", path: "/mcp-servers", account: "acct_a", body: tc.body, status: 400, code: tc.code})
+		})
+	}
+}
+
+func anyStrings(v any) []string {
+	var out []string
+	for _, x := range v.([]any) {
+		out = append(out, x.(string))
+	}
+	return out
+}
+
+func rawGet(t *testing.T, url, account string) string {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("X-Account", account)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	_, _ = b.ReadFrom(resp.Body)
+	return b.String()
+}

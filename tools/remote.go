@@ -1,0 +1,170 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"toolhost/catalog"
+)
+
+// Codes of tools on remote MCP servers (mcpgateway).
+const (
+	// CodeUpstreamUnavailable: the MCP server cannot be reached now.
+	CodeUpstreamUnavailable = "upstream_unavailable"
+	// CodeOutcomeUnknown: the call was sent and the connection was lost
+	// before its answer; it may or may not have run. It is journaled
+	// uncertain and never retried by toolhost.
+	CodeOutcomeUnknown = "outcome_unknown"
+)
+
+// RemoteTools are an account's tools on its remote MCP servers. The
+// gateway (mcpgateway) implements it; the Executor asks it for a name no
+// builtin and no definition answers to.
+type RemoteTools interface {
+	// RemoteTool returns the remote tool a call of name runs for the
+	// account, or nil when there is none.
+	RemoteTool(ctx context.Context, account, name string) (*Remote, error)
+	// RemoteListing lists the account's remote tools and servers. With
+	// probe, each server is asked now whether it answers (the runtime
+	// catalog); without, what is known is enough (tools/list).
+	RemoteListing(ctx context.Context, account string, probe bool) (RemoteListing, error)
+}
+
+// Remote is one tool of a remote MCP server as the pipeline runs it.
+type Remote struct {
+	// Tool's Spec carries the exposed name (NAME__tool), the remote input
+	// schema and the side-effect level after overrides; its Call sends
+	// the call to the server.
+	Tool Tool
+	// ProviderID is "mcp:" and the server's id.
+	ProviderID string
+	// AllowedSlots restrict the callers (empty: any), from the account's
+	// override.
+	AllowedSlots []string
+	// Basis of side_effect_level and allowed_slots (runtime catalog).
+	SideEffectBasis, SlotsBasis string
+	// CatalogSource is live or cached.
+	CatalogSource string
+}
+
+// RemoteListing is what the runtime catalog shows of remote servers.
+type RemoteListing struct {
+	Tools     []Remote
+	Conflicts []Conflict
+	Servers   []RemoteServer
+}
+
+// RemoteServer is the state of one registered server in the runtime
+// catalog: where its tools come from now and how old they are.
+type RemoteServer struct {
+	ID            string  `json:"id"`
+	Name          string  `json:"name"`
+	CatalogSource string  `json:"catalog_source"`
+	ListedAt      *int64  `json:"listed_at"`
+	AgeMS         *int64  `json:"age_ms"`
+	Tools         int     `json:"tools"`
+	Error         *string `json:"error"`
+}
+
+// Fence marks text from outside as data, as the encoder does for
+// untrusted results; for messages that quote a remote server.
+func Fence(text string) string { return untrustedOpen + text + untrustedClose }
+
+// remoteEntry looks up a remote tool and compiles its schema. A schema
+// that does not compile is a tool failure: toolhost does not send
+// arguments it could not validate.
+func (e *Executor) remoteEntry(ctx context.Context, account, name string) (*Remote, *entry, error) {
+	if e.opts.Remote == nil {
+		return nil, nil, nil
+	}
+	r, err := e.opts.Remote.RemoteTool(ctx, account, name)
+	if err != nil || r == nil {
+		return nil, nil, err
+	}
+	spec := r.Tool.Spec()
+	sch, err := e.schemas.getRemote(r.ProviderID, spec)
+	if err != nil {
+		return r, nil, Errorf(CodeInvalidRemoteSchema, "the MCP server's input schema of %s cannot be used, so toolhost will not call it: %s", name, err)
+	}
+	doc, _ := ParseArgs(spec.Input)
+	props, _ := doc["properties"].(map[string]any)
+	return r, &entry{tool: r.Tool, spec: spec, schema: sch, props: props}, nil
+}
+
+// CodeInvalidRemoteSchema: a remote tool's input schema does not compile.
+const CodeInvalidRemoteSchema = "upstream_schema_invalid"
+
+// RemoteSpecs returns the specs of the account's callable remote tools
+// for the MCP face's tools/list: those no builtin or definition shadows.
+func (e *Executor) RemoteSpecs(ctx context.Context, account string) ([]catalog.Spec, error) {
+	if e.opts.Remote == nil {
+		return nil, nil
+	}
+	l, err := e.opts.Remote.RemoteListing(ctx, account, false)
+	if err != nil {
+		return nil, fmt.Errorf("remote tools of %s: %w", account, err)
+	}
+	var out []catalog.Spec
+	for _, r := range l.Tools {
+		s := r.Tool.Spec()
+		if e.shadowed(ctx, account, s.Name) {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// shadowed reports whether a builtin or a definition answers to name.
+func (e *Executor) shadowed(ctx context.Context, account, name string) bool {
+	_, b := e.tools[name]
+	_, s := e.sessionTools[name]
+	return b || s || e.HasDefinition(ctx, account, name)
+}
+
+// addRemote puts the account's remote tools and servers into the runtime
+// catalog.
+func (e *Executor) addRemote(ctx context.Context, cat *RuntimeCatalog, account, slot string, common func(*RuntimeTool)) error {
+	if e.opts.Remote == nil {
+		return nil
+	}
+	l, err := e.opts.Remote.RemoteListing(ctx, account, true)
+	if err != nil {
+		return fmt.Errorf("runtime catalog: %w", err)
+	}
+	cat.MCPServers = l.Servers
+	cat.Conflicts = append(cat.Conflicts, l.Conflicts...)
+	for _, r := range l.Tools {
+		spec := r.Tool.Spec()
+		t := runtimeTool(spec, r.ProviderID, "mcp", "mcp", slices.Clone(r.AllowedSlots), r.SlotsBasis, basisInferred)
+		t.SideEffectLevelBasis = r.SideEffectBasis
+		t.MetadataBasisDetail["side_effect_level"] = BasisScope{r.SideEffectBasis, basisScope[r.SideEffectBasis]}
+		t.MetadataBasisDetail["allowed_slots"] = BasisScope{r.SlotsBasis, basisScope[r.SlotsBasis]}
+		src := r.CatalogSource
+		t.CatalogSource = &src
+		if e.shadowed(ctx, account, spec.Name) {
+			reason := fmt.Sprintf("a builtin or a tool definition is named %s; a call runs that one", spec.Name)
+			t.Availability, t.AvailabilityReason = InConflict, &reason
+			cat.Conflicts = append(cat.Conflicts, Conflict{Name: spec.Name, Winner: "toolhost", Shadowed: []string{r.ProviderID}, Reason: reason})
+		} else if d := slotDenial(spec.Name, slot, r.AllowedSlots); d != nil {
+			t.unavailable(d.Message)
+		}
+		common(&t)
+		cat.Tools = append(cat.Tools, t)
+	}
+	return nil
+}
+
+// HasRemote reports whether the account has a remote tool of that name
+// (its server may be down: the call then says so).
+func (e *Executor) HasRemote(ctx context.Context, account, name string) bool {
+	if e.opts.Remote == nil {
+		return false
+	}
+	r, err := e.opts.Remote.RemoteTool(ctx, account, name)
+	return r != nil || err != nil
+}
+
+// Remote returns the executor's remote tools (nil without).
+func (e *Executor) Remote() RemoteTools { return e.opts.Remote }
