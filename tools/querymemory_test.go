@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"toolhost/identity"
 	"toolhost/session"
 	"toolhost/tools"
 )
@@ -55,7 +56,7 @@ func TestQueryMemory(t *testing.T) {
 			}
 			run := func(account, sid, args string) (result, *tools.Outcome) {
 				t.Helper()
-				out, err := e.Execute(ctx, tools.Proposal{Tool: "query_memory", Args: json.RawMessage(args), Caller: tools.Caller{AccountID: account, SessionID: sid}})
+				out, err := e.Execute(ctx, tools.Proposal{Tool: "query_memory", Args: json.RawMessage(args), Caller: tools.Caller{Identity: identity.Identity{AccountID: account}, SessionID: sid}})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"testing"
 
+	"toolhost/identity"
 	"toolhost/journal"
 	"toolhost/server/admin"
 	"toolhost/tools"
@@ -98,7 +99,7 @@ func TestCharacterDefinitionsFollowTheSessionsCharacter(t *testing.T) {
 			// nothing.
 			run := func(account, sid string) *tools.Outcome {
 				out, err := ex.Execute(ctx, tools.Proposal{Tool: "secret_of", Args: json.RawMessage(`{}`),
-					Caller: tools.Caller{AccountID: account, SessionID: sid}})
+					Caller: tools.Caller{Identity: identity.Identity{AccountID: account}, SessionID: sid}})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -56,10 +56,7 @@ func (m *MCPServers) Routes() map[string]http.Handler {
 }
 
 func (m *MCPServers) account(r *http.Request) string {
-	if m.Account != nil {
-		return m.Account(r)
-	}
-	return "local"
+	return accountOf(r, m.Account)
 }
 
 func (m *MCPServers) now() time.Time {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"toolhost/identity"
 	"toolhost/loop"
 	"toolhost/loop/fakeupstream"
 	"toolhost/loop/upstream/openai"
@@ -72,7 +73,7 @@ func newCustomEnv(t *testing.T, rounds ...fakeupstream.Round) *customEnv {
 	inner := pinnedRequestIDs(server.New(server.Options{Routes: routes}).Handler())
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if a := r.Header.Get("X-Test-Account"); a != "" {
-			r = r.WithContext(v1.WithIdentity(r.Context(), v1.Identity{AccountID: a}))
+			r = r.WithContext(identity.NewContext(r.Context(), identity.Identity{AccountID: a}))
 		}
 		inner.ServeHTTP(w, r)
 	}))

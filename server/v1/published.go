@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"toolhost/identity"
 	"toolhost/loop"
 )
 
@@ -25,7 +26,8 @@ type requestCatalog struct {
 // the caller's own hosted tools.
 func (h *Handler) scoped(r *http.Request, body []byte) *Handler {
 	c := *h
-	c.req = &requestCatalog{ctx: r.Context(), account: IdentityFrom(r.Context()).AccountID, session: sessionID(r, peekMetadata(body))}
+	id, _ := identity.FromContext(r.Context())
+	c.req = &requestCatalog{ctx: r.Context(), account: id.AccountID, session: sessionID(r, peekMetadata(body))}
 	return &c
 }
 
