@@ -76,19 +76,14 @@ func New() Definition {
 }
 
 // Apply sets the fields in into d and checks the result. create says the
-// body is a POST (name required).
+// body is a POST (name required). The fields are checked in the order of
+// the wire format, and the first bad one is the error.
 func (r Rules) Apply(d *Definition, in Input, create bool) error {
 	if create && in.Name == nil {
 		return bad("name", "is required")
 	}
-	if in.Name != nil {
-		if !namePattern.MatchString(*in.Name) {
-			return bad("name", "%q is not a tool name: want 1 to 64 of A-Z a-z 0-9 _ -", clip(*in.Name))
-		}
-		if r.Reserved != nil && r.Reserved(*in.Name) {
-			return bad("name", "%q is the name of a builtin tool", *in.Name)
-		}
-		d.Name = *in.Name
+	if err := r.applyName(d, in.Name); err != nil {
+		return err
 	}
 	if in.Description != nil {
 		if n := utf8.RuneCountInString(*in.Description); n > MaxDescriptionRunes {
@@ -96,32 +91,8 @@ func (r Rules) Apply(d *Definition, in Input, create bool) error {
 		}
 		d.Description = *in.Description
 	}
-	if in.Parameters != nil {
-		p := bytes.TrimSpace(in.Parameters)
-		switch {
-		case string(p) == "null":
-			d.Parameters = DefaultParameters
-		case len(p) > MaxParametersBytes:
-			return bad("parameters", "is %d bytes; at most %d", len(p), MaxParametersBytes)
-		case p[0] != '{':
-			return bad("parameters", "must be a JSON Schema object")
-		default:
-			var top map[string]any
-			if err := json.Unmarshal(p, &top); err != nil {
-				return bad("parameters", "%v", err)
-			}
-			if top["type"] != "object" {
-				return bad("parameters", `must have "type": "object" (tool arguments are an object)`)
-			}
-			if r.CheckSchema != nil {
-				if err := r.CheckSchema(p); err != nil {
-					return bad("parameters", "is not a valid JSON Schema (2020-12): %v", err)
-				}
-			}
-			var buf bytes.Buffer
-			_ = json.Compact(&buf, p)
-			d.Parameters = buf.Bytes()
-		}
+	if err := r.applyParameters(d, in.Parameters); err != nil {
+		return err
 	}
 	if in.SideEffectLevel != nil {
 		if !slices.Contains([]string{"none", "sandbox", "irreversible"}, *in.SideEffectLevel) {
@@ -129,34 +100,106 @@ func (r Rules) Apply(d *Definition, in Input, create bool) error {
 		}
 		d.SideEffectLevel = *in.SideEffectLevel
 	}
-	if in.AllowedSlots != nil {
-		slots := []string{}
-		for _, s := range *in.AllowedSlots {
-			if !slices.Contains(r.Slots, s) {
-				return bad("allowed_slots", "unknown slot %q; slots: %v", clip(s), r.Slots)
-			}
-			if !slices.Contains(slots, s) {
-				slots = append(slots, s)
-			}
-		}
-		d.AllowedSlots = slots
+	if err := r.applySlots(d, in.AllowedSlots); err != nil {
+		return err
 	}
-	if in.Source != nil {
-		switch *in.Source {
+	if err := applySource(d, in.Source, in.SourceID); err != nil {
+		return err
+	}
+	if in.Enabled != nil {
+		d.Enabled = *in.Enabled
+	}
+	if err := applyHandler(d, in.HandlerType, in.Handler); err != nil {
+		return err
+	}
+	return checkHandler(d)
+}
+
+func (r Rules) applyName(d *Definition, name *string) error {
+	if name == nil {
+		return nil
+	}
+	if !namePattern.MatchString(*name) {
+		return bad("name", "%q is not a tool name: want 1 to 64 of A-Z a-z 0-9 _ -", clip(*name))
+	}
+	if r.Reserved != nil && r.Reserved(*name) {
+		return bad("name", "%q is the name of a builtin tool", *name)
+	}
+	d.Name = *name
+	return nil
+}
+
+// applyParameters keeps a schema that is an object schema of bounded size,
+// compacted; null restores the default.
+func (r Rules) applyParameters(d *Definition, params json.RawMessage) error {
+	if params == nil {
+		return nil
+	}
+	p := bytes.TrimSpace(params)
+	switch {
+	case string(p) == "null":
+		d.Parameters = DefaultParameters
+		return nil
+	case len(p) > MaxParametersBytes:
+		return bad("parameters", "is %d bytes; at most %d", len(p), MaxParametersBytes)
+	case p[0] != '{':
+		return bad("parameters", "must be a JSON Schema object")
+	}
+	var top map[string]any
+	if err := json.Unmarshal(p, &top); err != nil {
+		return bad("parameters", "%v", err)
+	}
+	if top["type"] != "object" {
+		return bad("parameters", `must have "type": "object" (tool arguments are an object)`)
+	}
+	if r.CheckSchema != nil {
+		if err := r.CheckSchema(p); err != nil {
+			return bad("parameters", "is not a valid JSON Schema (2020-12): %v", err)
+		}
+	}
+	var buf bytes.Buffer
+	_ = json.Compact(&buf, p)
+	d.Parameters = buf.Bytes()
+	return nil
+}
+
+// applySlots keeps the known slots, each once, in the order given.
+func (r Rules) applySlots(d *Definition, allowed *[]string) error {
+	if allowed == nil {
+		return nil
+	}
+	slots := []string{}
+	for _, s := range *allowed {
+		if !slices.Contains(r.Slots, s) {
+			return bad("allowed_slots", "unknown slot %q; slots: %v", clip(s), r.Slots)
+		}
+		if !slices.Contains(slots, s) {
+			slots = append(slots, s)
+		}
+	}
+	d.AllowedSlots = slots
+	return nil
+}
+
+// applySource sets where the definition comes from; a character's
+// definition must name the character.
+func applySource(d *Definition, source *string, sourceID json.RawMessage) error {
+	if source != nil {
+		switch *source {
 		case SourceCustom, SourceCharacter:
-			d.Source = *in.Source
+			d.Source = *source
 		case SourcePreset:
 			return bad("source", "preset definitions come from the server's config file and cannot be written over the API")
 		default:
-			return bad("source", "must be custom or character, not %q", clip(*in.Source))
+			return bad("source", "must be custom or character, not %q", clip(*source))
 		}
 	}
-	if in.SourceID != nil {
-		if string(in.SourceID) == "null" {
+	if sourceID != nil {
+		if string(sourceID) == "null" {
 			d.SourceID = ""
 		} else {
 			var s string
-			if err := json.Unmarshal(in.SourceID, &s); err != nil || !sourceIDPattern.MatchString(s) {
+			if err := json.Unmarshal(sourceID, &s); err != nil || !sourceIDPattern.MatchString(s) {
 				return bad("source_id", "must be null or 1 to %d of A-Z a-z 0-9 . _ : -", MaxSourceIDLength)
 			}
 			d.SourceID = s
@@ -165,12 +208,15 @@ func (r Rules) Apply(d *Definition, in Input, create bool) error {
 	if d.Source == SourceCharacter && d.SourceID == "" {
 		return bad("source_id", "a character definition needs the character's id")
 	}
-	if in.Enabled != nil {
-		d.Enabled = *in.Enabled
-	}
-	if in.HandlerType != nil {
+	return nil
+}
+
+// applyHandler sets the handler type (script or null) and the handler;
+// checkHandler then checks the pair.
+func applyHandler(d *Definition, handlerType, handler json.RawMessage) error {
+	if handlerType != nil {
 		var ht *string
-		if err := json.Unmarshal(in.HandlerType, &ht); err != nil {
+		if err := json.Unmarshal(handlerType, &ht); err != nil {
 			return bad("handler_type", "must be \"script\" or null")
 		}
 		switch {
@@ -182,14 +228,14 @@ func (r Rules) Apply(d *Definition, in Input, create bool) error {
 			return bad("handler_type", "must be \"script\" or null, not %q", clip(*ht))
 		}
 	}
-	if in.Handler != nil {
-		if string(in.Handler) == "null" {
+	if handler != nil {
+		if string(handler) == "null" {
 			d.Handler = nil
 		} else {
-			d.Handler = in.Handler
+			d.Handler = handler
 		}
 	}
-	return checkHandler(d)
+	return nil
 }
 
 func checkHandler(d *Definition) error {
