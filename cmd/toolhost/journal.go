@@ -68,7 +68,7 @@ func cmdJournal(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			return 1
 		}
 		if *asJSON {
-			data := make([]map[string]any, len(evs))
+			data := make([]admin.EventView, len(evs))
 			for i, e := range evs {
 				data[i] = admin.Event(e)
 			}
@@ -90,7 +90,7 @@ func cmdJournal(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 	if *asJSON {
-		data := make([]map[string]any, len(recs))
+		data := make([]admin.ExecutionView, len(recs))
 		for i, r := range recs {
 			data[i] = admin.Execution(r)
 		}

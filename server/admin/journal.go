@@ -187,20 +187,56 @@ func (j *Journal) serveList(w http.ResponseWriter, r *http.Request, v url.Values
 		writeErr(w, err)
 		return
 	}
-	data := make([]map[string]any, len(recs))
+	data := make([]ExecutionView, len(recs))
 	for i, rec := range recs {
 		data[i] = Execution(rec)
 	}
-	server.WriteJSON(w, http.StatusOK, map[string]any{"data": data, "meta": meta(q, total, len(recs))})
+	server.WriteJSON(w, http.StatusOK, page[ExecutionView]{Data: data, Meta: meta(q, total, len(recs))})
 }
 
-func meta(q journal.Query, total, n int) map[string]any {
+// page is a list response of the journal routes. Its fields, and those of
+// the types below, are declared in the order encoding/json writes a map's
+// keys (sorted): the bytes these routes wrote when they were maps.
+type page[T any] struct {
+	Data []T      `json:"data"`
+	Meta pageMeta `json:"meta"`
+}
+
+type pageMeta struct {
+	HasMore   bool   `json:"has_more"`
+	Limit     int    `json:"limit"`
+	Offset    int    `json:"offset"`
+	SortBy    string `json:"sort_by"`
+	SortOrder string `json:"sort_order"`
+	Total     int    `json:"total"`
+}
+
+type eventsPage struct {
+	Data []EventView `json:"data"`
+	Meta eventsMeta  `json:"meta"`
+}
+
+type eventsMeta struct {
+	ExecutionID string `json:"execution_id"`
+	Total       int    `json:"total"`
+}
+
+// fieldErrorBody is the error body of a validation error that names its field.
+type fieldErrorBody struct {
+	Error struct {
+		Code    string `json:"code"`
+		Field   string `json:"field"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func meta(q journal.Query, total, n int) pageMeta {
 	order := "desc"
 	if q.Asc {
 		order = "asc"
 	}
-	return map[string]any{"total": total, "limit": q.Limit, "offset": q.Offset,
-		"has_more": q.Offset+n < total, "sort_by": q.SortBy, "sort_order": order}
+	return pageMeta{Total: total, Limit: q.Limit, Offset: q.Offset,
+		HasMore: q.Offset+n < total, SortBy: q.SortBy, SortOrder: order}
 }
 
 func (j *Journal) one(w http.ResponseWriter, r *http.Request) {
@@ -213,7 +249,9 @@ func (j *Journal) one(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	server.WriteJSON(w, http.StatusOK, map[string]any{"data": Execution(rec)})
+	server.WriteJSON(w, http.StatusOK, struct {
+		Data ExecutionView `json:"data"`
+	}{Execution(rec)})
 }
 
 func (j *Journal) events(w http.ResponseWriter, r *http.Request) {
@@ -227,11 +265,11 @@ func (j *Journal) events(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	data := make([]map[string]any, len(evs))
+	data := make([]EventView, len(evs))
 	for i, e := range evs {
 		data[i] = Event(e)
 	}
-	server.WriteJSON(w, http.StatusOK, map[string]any{"data": data, "meta": map[string]any{"execution_id": id, "total": len(evs)}})
+	server.WriteJSON(w, http.StatusOK, eventsPage{Data: data, Meta: eventsMeta{ExecutionID: id, Total: len(evs)}})
 }
 
 func (j *Journal) callRecords(w http.ResponseWriter, r *http.Request) {
@@ -272,19 +310,20 @@ func (j *Journal) callRecords(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	data := make([]map[string]any, len(recs))
+	data := make([]CallRecordView, len(recs))
 	for i, rec := range recs {
 		data[i] = CallRecord(rec)
 	}
-	server.WriteJSON(w, http.StatusOK, map[string]any{"data": data, "meta": meta(q, total, len(recs))})
+	server.WriteJSON(w, http.StatusOK, page[CallRecordView]{Data: data, Meta: meta(q, total, len(recs))})
 }
 
 func writeErr(w http.ResponseWriter, err error) {
 	var ve validationError
 	switch {
 	case errors.As(err, &ve) && ve.field != "":
-		server.WriteJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{
-			"code": "validation_error", "message": ve.msg, "field": ve.field}})
+		var fe fieldErrorBody
+		fe.Error.Code, fe.Error.Message, fe.Error.Field = "validation_error", ve.msg, ve.field
+		server.WriteJSON(w, http.StatusBadRequest, fe)
 	case errors.As(err, &ve):
 		server.WriteError(w, http.StatusBadRequest, "validation_error", ve.msg)
 	case errors.Is(err, journal.ErrNotFound):
@@ -296,18 +335,21 @@ func writeErr(w http.ResponseWriter, err error) {
 	}
 }
 
-func str(s string) any {
+// str is a nullable string: null when empty.
+func str(s string) *string {
 	if s == "" {
 		return nil
 	}
-	return s
+	return &s
 }
 
-func millis(t time.Time) any {
+// millis is a nullable time in Unix milliseconds: null when zero.
+func millis(t time.Time) *int64 {
 	if t.IsZero() {
 		return nil
 	}
-	return t.UnixMilli()
+	ms := t.UnixMilli()
+	return &ms
 }
 
 // args renders the arguments: normalized when the call got that far, else
@@ -322,6 +364,11 @@ func args(r journal.Record) any {
 	return string(r.ArgsRaw)
 }
 
+// successResult is the result of a call that succeeded.
+type successResult struct {
+	Data any `json:"data"`
+}
+
 // result renders the seed's result shape: {"data": ...} on success, the
 // stored {"error": {...}} on failure, null while open.
 func result(r journal.Record) any {
@@ -333,49 +380,116 @@ func result(r journal.Record) any {
 		if len(r.Result) == 0 {
 			data = nil
 		}
-		return map[string]any{"data": data}
+		return successResult{Data: data}
 	case len(r.Result) > 0:
 		return r.Result
 	}
 	return nil
 }
 
-// Execution is one record in the /tool-executions shape: the seed's fields,
-// then ours.
-func Execution(r journal.Record) map[string]any {
-	return map[string]any{
-		"id": r.ID, "run_id": str(r.RunID), "floor_id": str(r.FloorID), "page_id": str(r.PageID),
-		"session_id": str(r.SessionID), "caller_slot": str(r.CallerSlot), "provider_id": r.ProviderID,
-		"provider_type": r.ProviderType, "tool_name": r.ToolName, "tool_version": r.ToolVersion,
-		"args": args(r), "result": result(r), "status": r.Status, "lifecycle_state": r.Lifecycle,
-		"commit_outcome": r.Commit, "side_effect_level": str(r.SideEffectLevel),
-		"error_message": str(r.ErrorMessage), "duration_ms": r.Duration.Milliseconds(),
-		"started_at": millis(r.StartedAt), "finished_at": millis(r.FinishedAt),
-		"delivery_mode": r.DeliveryMode, "attempt_no": r.AttemptNo, "runtime_job_id": str(r.RuntimeJobID),
-		"replay_parent_execution_id": str(r.ReplayParentID), "created_at": millis(r.CreatedAt),
+// ExecutionView is one record in the /tool-executions shape: the seed's
+// fields and ours. The fields are declared in the order encoding/json
+// writes a map's keys (sorted), the shape this route has always written.
+type ExecutionView struct {
+	AccountID       string            `json:"account_id"`
+	Args            any               `json:"args"`
+	ArgsDigest      *string           `json:"args_digest"`
+	ArgsRaw         string            `json:"args_raw"`
+	AttemptNo       int               `json:"attempt_no"`
+	CallID          *string           `json:"call_id"`
+	CallerSlot      *string           `json:"caller_slot"`
+	CommitOutcome   journal.Commit    `json:"commit_outcome"`
+	CreatedAt       *int64            `json:"created_at"`
+	DeliveryMode    string            `json:"delivery_mode"`
+	DurationMS      int64             `json:"duration_ms"`
+	ErrorCode       *string           `json:"error_code"`
+	ErrorMessage    *string           `json:"error_message"`
+	Face            *string           `json:"face"`
+	FinishedAt      *int64            `json:"finished_at"`
+	FloorID         *string           `json:"floor_id"`
+	ID              string            `json:"id"`
+	IdempotencyKey  *string           `json:"idempotency_key"`
+	KeyID           *string           `json:"key_id"`
+	LifecycleState  journal.Lifecycle `json:"lifecycle_state"`
+	PageID          *string           `json:"page_id"`
+	ProviderID      string            `json:"provider_id"`
+	ProviderType    string            `json:"provider_type"`
+	ReplayParentID  *string           `json:"replay_parent_execution_id"`
+	Result          any               `json:"result"`
+	Round           int               `json:"round"`
+	RunID           *string           `json:"run_id"`
+	RuntimeJobID    *string           `json:"runtime_job_id"`
+	SessionID       *string           `json:"session_id"`
+	SideEffectLevel *string           `json:"side_effect_level"`
+	StartedAt       *int64            `json:"started_at"`
+	State           journal.State     `json:"state"`
+	Status          journal.Status    `json:"status"`
+	Summary         string            `json:"summary"`
+	ToolName        string            `json:"tool_name"`
+	ToolVersion     string            `json:"tool_version"`
+	TraceID         *string           `json:"trace_id"`
+	Truncated       bool              `json:"truncated"`
+	Units           float64           `json:"units"`
+}
 
-		"face": str(r.Face), "account_id": r.AccountID, "key_id": str(r.KeyID), "round": r.Round, "call_id": str(r.CallID),
-		"args_raw": string(r.ArgsRaw), "args_digest": str(r.ArgsDigest), "idempotency_key": str(r.IdempotencyKey),
-		"trace_id": str(r.TraceID), "state": r.State, "error_code": str(r.ErrorCode), "summary": r.Summary,
-		"units": r.Units, "truncated": r.Truncated,
+// Execution is one record in the /tool-executions shape.
+func Execution(r journal.Record) ExecutionView {
+	return ExecutionView{
+		ID: r.ID, RunID: str(r.RunID), FloorID: str(r.FloorID), PageID: str(r.PageID),
+		SessionID: str(r.SessionID), CallerSlot: str(r.CallerSlot), ProviderID: r.ProviderID,
+		ProviderType: r.ProviderType, ToolName: r.ToolName, ToolVersion: r.ToolVersion,
+		Args: args(r), Result: result(r), Status: r.Status, LifecycleState: r.Lifecycle,
+		CommitOutcome: r.Commit, SideEffectLevel: str(r.SideEffectLevel),
+		ErrorMessage: str(r.ErrorMessage), DurationMS: r.Duration.Milliseconds(),
+		StartedAt: millis(r.StartedAt), FinishedAt: millis(r.FinishedAt),
+		DeliveryMode: r.DeliveryMode, AttemptNo: r.AttemptNo, RuntimeJobID: str(r.RuntimeJobID),
+		ReplayParentID: str(r.ReplayParentID), CreatedAt: millis(r.CreatedAt),
+
+		Face: str(r.Face), AccountID: r.AccountID, KeyID: str(r.KeyID), Round: r.Round, CallID: str(r.CallID),
+		ArgsRaw: string(r.ArgsRaw), ArgsDigest: str(r.ArgsDigest), IdempotencyKey: str(r.IdempotencyKey),
+		TraceID: str(r.TraceID), State: r.State, ErrorCode: str(r.ErrorCode), Summary: r.Summary,
+		Units: r.Units, Truncated: r.Truncated,
 	}
 }
 
-// CallRecord is one record in the legacy /tools/call-records shape: five
-// statuses, none of the journal-only fields.
-func CallRecord(r journal.Record) map[string]any {
-	return map[string]any{
-		"id": r.ID, "page_id": str(r.PageID), "seq": r.Seq, "caller_slot": str(r.CallerSlot),
-		"tool_name": r.ToolName, "args": args(r), "result": result(r), "status": r.Status.Legacy(),
-		"duration_ms": r.Duration.Milliseconds(), "created_at": millis(r.CreatedAt),
+// CallRecordView is one record in the legacy /tools/call-records shape:
+// five statuses, none of the journal-only fields (keys sorted, as above).
+type CallRecordView struct {
+	Args       any            `json:"args"`
+	CallerSlot *string        `json:"caller_slot"`
+	CreatedAt  *int64         `json:"created_at"`
+	DurationMS int64          `json:"duration_ms"`
+	ID         string         `json:"id"`
+	PageID     *string        `json:"page_id"`
+	Result     any            `json:"result"`
+	Seq        int            `json:"seq"`
+	Status     journal.Status `json:"status"`
+	ToolName   string         `json:"tool_name"`
+}
+
+// CallRecord is one record in the legacy /tools/call-records shape.
+func CallRecord(r journal.Record) CallRecordView {
+	return CallRecordView{
+		ID: r.ID, PageID: str(r.PageID), Seq: r.Seq, CallerSlot: str(r.CallerSlot),
+		ToolName: r.ToolName, Args: args(r), Result: result(r), Status: r.Status.Legacy(),
+		DurationMS: r.Duration.Milliseconds(), CreatedAt: millis(r.CreatedAt),
 	}
 }
 
-// Event is one state event in the /tool-executions/{id}/events shape.
-func Event(e journal.Event) map[string]any {
-	var detail any
+// EventView is one state event in the /tool-executions/{id}/events shape.
+type EventView struct {
+	At     int64           `json:"at"`
+	Detail json.RawMessage `json:"detail"`
+	Seq    int             `json:"seq"`
+	State  journal.State   `json:"state"`
+}
+
+// Event is one state event in the /tool-executions/{id}/events shape; an
+// event with no detail has detail null.
+func Event(e journal.Event) EventView {
+	var detail json.RawMessage
 	if len(e.Detail) > 0 {
 		detail = e.Detail
 	}
-	return map[string]any{"seq": e.Seq, "state": e.State, "at": e.At.UnixMilli(), "detail": detail}
+	return EventView{Seq: e.Seq, State: e.State, At: e.At.UnixMilli(), Detail: detail}
 }

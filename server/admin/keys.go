@@ -71,10 +71,10 @@ func (k *Keys) create(w http.ResponseWriter, r *http.Request) {
 		k.fail(w, err)
 		return
 	}
-	server.WriteJSON(w, http.StatusCreated, map[string]any{
-		"key":    key,
-		"secret": secret,
-		"notice": "store the secret now: it is shown only once",
+	server.WriteJSON(w, http.StatusCreated, createdKey{
+		Key:    key,
+		Secret: secret,
+		Notice: "store the secret now: it is shown only once",
 	})
 }
 
@@ -84,7 +84,7 @@ func (k *Keys) list(w http.ResponseWriter, r *http.Request) {
 		k.fail(w, err)
 		return
 	}
-	server.WriteJSON(w, http.StatusOK, map[string]any{"data": ks})
+	server.WriteJSON(w, http.StatusOK, keyList{Data: ks})
 }
 
 func (k *Keys) one(w http.ResponseWriter, r *http.Request) {
@@ -170,9 +170,9 @@ func (k *Keys) usage(w http.ResponseWriter, r *http.Request) {
 		cost += row.Cost
 		calls += row.Calls
 	}
-	server.WriteJSON(w, http.StatusOK, map[string]any{
-		"month": month, "account": q.Get("account"), "data": rows,
-		"totals": map[string]any{"calls": calls, "units": units, "cost": cost},
+	server.WriteJSON(w, http.StatusOK, usageReport{
+		Month: month, Account: q.Get("account"), Data: rows,
+		Totals: usageTotals{Calls: calls, Units: units, Cost: cost},
 	})
 }
 
@@ -186,3 +186,29 @@ func (k *Keys) fail(w http.ResponseWriter, err error) {
 		server.WriteError(w, http.StatusInternalServerError, "internal_error", "the key store failed; see the server log")
 	}
 }
+
+// The key routes' response shapes. Their fields are declared in the order
+// encoding/json writes a map's keys (sorted): the bytes these routes wrote
+// when they were maps.
+type (
+	// createdKey answers a POST: the secret appears here and never again.
+	createdKey struct {
+		Key    *keys.Key `json:"key"`
+		Notice string    `json:"notice"`
+		Secret string    `json:"secret"`
+	}
+	keyList struct {
+		Data []keys.Key `json:"data"`
+	}
+	usageReport struct {
+		Account string          `json:"account"`
+		Data    []keys.UsageRow `json:"data"`
+		Month   string          `json:"month"`
+		Totals  usageTotals     `json:"totals"`
+	}
+	usageTotals struct {
+		Calls int64   `json:"calls"`
+		Cost  float64 `json:"cost"`
+		Units float64 `json:"units"`
+	}
+)
