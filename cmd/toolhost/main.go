@@ -122,6 +122,9 @@ type common struct {
 	sealer     *mcpremote.Sealer
 	gateway    *mcpgateway.Gateway
 	mcpChanged func(account string)
+	// mcpPublic is the authorization callback of oauth_authorization_code
+	// servers, mounted without authentication.
+	mcpPublic map[string]http.Handler
 }
 
 // register defines the flags of the commands that run tools (serve, stdio,
@@ -285,7 +288,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	routes = withJournalRoutes(routes, exec)
 	routes = withDefinitionRoutes(routes, &c, exec, mcpSrv.DefinitionsChanged)
-	routes = withMCPServerRoutes(routes, &c, exec, mcpSrv.DefinitionsChanged, logger)
+	routes = withMCPServerRoutes(routes, &c, exec, mcpSrv.DefinitionsChanged, publicBase(c.cfg.Auth.OAuth.PublicURL, ln.Addr()), logger)
 	routes = withSlotCheck(routes, exec.Slots())
 	for pattern, h := range keyRoutes(ks) {
 		routes[pattern] = h
@@ -309,6 +312,9 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	routes = secureRoutes(routes, authn, *dev)
 	for pattern, h := range oauthPublic {
+		routes[pattern] = h
+	}
+	for pattern, h := range c.mcpPublic {
 		routes[pattern] = h
 	}
 	srv := server.New(server.Options{

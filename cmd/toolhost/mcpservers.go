@@ -98,8 +98,18 @@ func remoteTools(c *common) tools.RemoteTools {
 	return c.gateway
 }
 
-// withMCPServerRoutes adds /mcp-servers.
-func withMCPServerRoutes(routes map[string]http.Handler, c *common, exec *tools.Executor, changed func(account string), logger *slog.Logger) map[string]http.Handler {
+// publicBase is the URL browsers reach this server at: auth.oauth.public_url,
+// else the listen address.
+func publicBase(configured string, listen net.Addr) string {
+	if b := strings.TrimRight(configured, "/"); b != "" {
+		return b
+	}
+	return "http://" + listen.String()
+}
+
+// withMCPServerRoutes adds /mcp-servers; the authorization callback goes
+// to c.mcpPublic (base is the URL browsers reach this server at).
+func withMCPServerRoutes(routes map[string]http.Handler, c *common, exec *tools.Executor, changed func(account string), base string, logger *slog.Logger) map[string]http.Handler {
 	if c.gateway == nil {
 		return routes
 	}
@@ -112,10 +122,12 @@ func withMCPServerRoutes(routes map[string]http.Handler, c *common, exec *tools.
 			return fetchpage.CheckHost(ctx, allow, host)
 		},
 		Changed: changed, Account: accountOf, Logger: logger,
+		CallbackURL: base + admin.CallbackPath,
 	}
 	for pattern, h := range m.Routes() {
 		routes[pattern] = h
 	}
+	c.mcpPublic = m.CallbackRoutes()
 	return routes
 }
 
