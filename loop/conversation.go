@@ -2,6 +2,8 @@ package loop
 
 import (
 	"encoding/json"
+
+	"toolhost/identity"
 )
 
 // Dialect names a wire format family. Raw fields tagged with a dialect are
@@ -132,11 +134,10 @@ type Caller struct {
 	RequestID string // journal floor_id
 	SessionID string
 	// Slot is the caller slot the request declared (X-Toolhost-Slot).
-	Slot      string
-	AccountID string
-	KeyID     string
-	TraceID   string
-	Scopes    []string
+	Slot    string
+	TraceID string
+	// Identity is who the request acts for (authentication decided).
+	identity.Identity
 	// IdempotencyKey of the whole request; each hosted call derives its own
 	// key from it so a replayed request replays its calls.
 	IdempotencyKey string

@@ -8,6 +8,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"toolhost/identity"
 	"toolhost/mcpgateway"
 	"toolhost/tools"
 )
@@ -37,7 +38,7 @@ func BenchmarkRemoteCall(b *testing.B) {
 		r.register("acct", "demo", up.url(), nil)
 		args := json.RawMessage(`{"message":"hi"}`)
 		for b.Loop() {
-			out, err := r.exec.Execute(context.Background(), tools.Proposal{Tool: "demo__echo", Args: args, Caller: tools.Caller{AccountID: "acct"}})
+			out, err := r.exec.Execute(context.Background(), tools.Proposal{Tool: "demo__echo", Args: args, Caller: tools.Caller{Identity: identity.Identity{AccountID: "acct"}}})
 			if err != nil || out.IsError {
 				b.Fatal(err, out)
 			}

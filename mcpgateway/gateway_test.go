@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"toolhost/identity"
 	"toolhost/journal"
 	"toolhost/mcpgateway"
 	"toolhost/mcpgateway/testserver"
@@ -143,7 +144,7 @@ func (r *rig) register(account, name, url string, mod func(*mcpremote.Server, *m
 func (r *rig) call(account, tool, args string) *tools.Outcome {
 	r.t.Helper()
 	out, err := r.exec.Execute(context.Background(), tools.Proposal{Tool: tool, Args: json.RawMessage(args),
-		Caller: tools.Caller{AccountID: account, SessionID: "sess_1", Face: "mcp"}})
+		Caller: tools.Caller{SessionID: "sess_1", Face: "mcp", Identity: identity.Identity{AccountID: account}}})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -354,12 +355,12 @@ func TestConcurrencyCapRefusesWhatCannotStartInTime(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	out, err := r.exec.Execute(context.Background(), tools.Proposal{Tool: "evil__echo_never", Args: json.RawMessage(`{}`),
-		Caller: tools.Caller{AccountID: "acct_a", SessionID: "sess_1"}})
+		Caller: tools.Caller{SessionID: "sess_1", Identity: identity.Identity{AccountID: "acct_a"}}})
 	if err != nil || out.Code != tools.CodeUnknownTool {
 		t.Fatalf("unknown remote tool: %v %+v", err, out)
 	}
 	out, err = r.exec.Execute(context.Background(), tools.Proposal{Tool: "evil__lying", Args: json.RawMessage(`{"n":1}`),
-		Timeout: 200 * time.Millisecond, Caller: tools.Caller{AccountID: "acct_a", SessionID: "sess_1"}})
+		Timeout: 200 * time.Millisecond, Caller: tools.Caller{SessionID: "sess_1", Identity: identity.Identity{AccountID: "acct_a"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,7 +414,7 @@ func TestOverridesGovernTheRemoteTool(t *testing.T) {
 	}
 	wantCode(t, r.call("acct_a", "demo__write", `{"note":"x"}`), "permission_denied")
 	out, _ := r.exec.Execute(context.Background(), tools.Proposal{Tool: "demo__write", Args: json.RawMessage(`{"note":"x"}`),
-		Caller: tools.Caller{AccountID: "acct_a", SessionID: "sess_1", Slot: "narrator"}})
+		Caller: tools.Caller{SessionID: "sess_1", Slot: "narrator", Identity: identity.Identity{AccountID: "acct_a"}}})
 	if out.IsError {
 		t.Fatalf("narrator: %+v", out)
 	}
@@ -481,7 +482,7 @@ func TestCancellationReachesTheServer(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan *tools.Outcome)
 	go func() {
-		out, _ := r.exec.Execute(ctx, tools.Proposal{Tool: "evil__hang", Args: json.RawMessage(`{}`), Caller: tools.Caller{AccountID: "acct_a"}})
+		out, _ := r.exec.Execute(ctx, tools.Proposal{Tool: "evil__hang", Args: json.RawMessage(`{}`), Caller: tools.Caller{Identity: identity.Identity{AccountID: "acct_a"}}})
 		done <- out
 	}()
 	for up.ts.Calls("hang") == 0 {
@@ -568,7 +569,7 @@ func TestProgressIsForwarded(t *testing.T) {
 	var mu sync.Mutex
 	var got []float64
 	out, err := r.exec.Execute(context.Background(), tools.Proposal{Tool: "evil__progress", Args: json.RawMessage(`{}`),
-		Caller: tools.Caller{AccountID: "acct_a"}, Progress: func(p, total float64, msg string) {
+		Caller: tools.Caller{Identity: identity.Identity{AccountID: "acct_a"}}, Progress: func(p, total float64, msg string) {
 			mu.Lock()
 			got = append(got, p)
 			mu.Unlock()

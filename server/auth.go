@@ -6,46 +6,14 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
-
+	"toolhost/identity"
 	"toolhost/keys"
 )
 
-// Identity is who a request acts for.
-type Identity struct {
-	AccountID string
-	KeyID     string // "" in development mode
-	Scopes    []string
-}
-
-// Has reports whether the identity holds scope.
-func (i *Identity) Has(scope string) bool {
-	for _, s := range i.Scopes {
-		if s == scope {
-			return true
-		}
-	}
-	return false
-}
-
 // DevIdentity is the caller in --dev mode: the single local account with
 // every scope and no key.
-var DevIdentity = &Identity{AccountID: "local", Scopes: keys.AllScopes}
-
-type identityKey struct{}
-
-// IdentityFrom returns the identity the auth middleware stored, or nil.
-func IdentityFrom(ctx context.Context) *Identity {
-	id, _ := ctx.Value(identityKey{}).(*Identity)
-	return id
-}
-
-// WithIdentity stores id in ctx.
-func WithIdentity(ctx context.Context, id *Identity) context.Context {
-	return context.WithValue(ctx, identityKey{}, id)
-}
+var DevIdentity = identity.Identity{AccountID: "local", Scopes: keys.AllScopes}
 
 // Authenticator resolves a presented secret.
 type Authenticator interface {
@@ -62,7 +30,7 @@ type TokenAuthenticator interface {
 	// VerifyToken returns the identity of a valid token, an error wrapping
 	// ErrInvalidToken for a token to refuse, or another error when it
 	// cannot tell.
-	VerifyToken(ctx context.Context, token string) (*Identity, error)
+	VerifyToken(ctx context.Context, token string) (identity.Identity, error)
 	// ResourceMetadataURL is the RFC 9728 metadata URL of this resource.
 	ResourceMetadataURL() string
 }
@@ -72,7 +40,7 @@ var ErrInvalidToken = errors.New("invalid access token")
 
 // Auth authenticates every request with "Authorization: Bearer <key>" (and,
 // when allowXAPIKey says so for the path, "x-api-key: <key>" as Anthropic
-// clients send it) and stores the identity in the context. scope, when not
+// clients send it) and stores the caller's identity.Identity in the context. scope, when not
 // empty, is required: without it the answer is 403. A missing, unknown or
 // revoked key is 401 with WWW-Authenticate: Bearer and a JSON error.
 //
@@ -82,7 +50,7 @@ func Auth(a Authenticator, dev bool, scope string, allowXAPIKey bool) func(http.
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if dev {
-				next.ServeHTTP(w, r.WithContext(WithIdentity(r.Context(), DevIdentity)))
+				next.ServeHTTP(w, r.WithContext(identity.NewContext(r.Context(), DevIdentity)))
 				return
 			}
 			ch := challenge{ta: ta, scope: scope}
@@ -108,7 +76,7 @@ func Auth(a Authenticator, dev bool, scope string, allowXAPIKey bool) func(http.
 					ch.forbidden(w, "this access token lacks the "+scope+" scope; authorize again asking for it")
 					return
 				}
-				next.ServeHTTP(w, r.WithContext(WithIdentity(r.Context(), id)))
+				next.ServeHTTP(w, r.WithContext(identity.NewContext(r.Context(), id)))
 				return
 			}
 			k, err := a.Authenticate(r.Context(), secret)
@@ -127,8 +95,8 @@ func Auth(a Authenticator, dev bool, scope string, allowXAPIKey bool) func(http.
 				ch.forbidden(w, "this API key lacks the "+scope+" scope")
 				return
 			}
-			id := &Identity{AccountID: k.AccountID, KeyID: k.ID, Scopes: k.Scopes}
-			next.ServeHTTP(w, r.WithContext(WithIdentity(r.Context(), id)))
+			id := identity.Identity{AccountID: k.AccountID, KeyID: k.ID, Scopes: k.Scopes}
+			next.ServeHTTP(w, r.WithContext(identity.NewContext(r.Context(), id)))
 		})
 	}
 }
@@ -195,32 +163,4 @@ func bearer(h string) string {
 		return ""
 	}
 	return f[1]
-}
-
-// MCPTokenInfo hands the identity Auth established to the go-sdk as its
-// TokenInfo, so the MCP server sees it in every request's extra (and binds
-// each session to the key that opened it). It must run inside Auth.
-func MCPTokenInfo(next http.Handler) http.Handler {
-	verify := func(ctx context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
-		id := IdentityFrom(r.Context())
-		if id == nil {
-			return nil, auth.ErrInvalidToken
-		}
-		return &auth.TokenInfo{
-			UserID:     id.KeyID,
-			Scopes:     id.Scopes,
-			Expiration: time.Now().Add(24 * time.Hour),
-			Extra:      map[string]any{"account_id": id.AccountID},
-		}, nil
-	}
-	return auth.RequireBearerToken(verify, nil)(next)
-}
-
-// IdentityFromTokenInfo reverses MCPTokenInfo inside an MCP handler.
-func IdentityFromTokenInfo(ti *auth.TokenInfo) *Identity {
-	if ti == nil {
-		return nil
-	}
-	acc, _ := ti.Extra["account_id"].(string)
-	return &Identity{AccountID: acc, KeyID: ti.UserID, Scopes: ti.Scopes}
 }

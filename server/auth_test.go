@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"toolhost/identity"
 	"toolhost/keys"
 )
 
@@ -23,14 +24,14 @@ func (fixedAuth) Authenticate(_ context.Context, secret string) (*keys.Key, erro
 
 type tokenAuth struct{ fixedAuth }
 
-func (tokenAuth) VerifyToken(_ context.Context, token string) (*Identity, error) {
+func (tokenAuth) VerifyToken(_ context.Context, token string) (identity.Identity, error) {
 	switch token {
 	case "tok_mcp":
-		return &Identity{AccountID: "acme", KeyID: "key_1", Scopes: []string{keys.ScopeMCP}}, nil
+		return identity.Identity{AccountID: "acme", KeyID: "key_1", Scopes: []string{keys.ScopeMCP}}, nil
 	case "tok_down":
-		return nil, fmt.Errorf("jwks unreachable")
+		return identity.Identity{}, fmt.Errorf("jwks unreachable")
 	}
-	return nil, fmt.Errorf("%w: expired", ErrInvalidToken)
+	return identity.Identity{}, fmt.Errorf("%w: expired", ErrInvalidToken)
 }
 
 func (tokenAuth) ResourceMetadataURL() string {
@@ -63,7 +64,7 @@ func TestAuthAnswersWithTheRFC6750AndRFC9728Challenge(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := Auth(tt.a, false, tt.scope, false)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if IdentityFrom(r.Context()).AccountID != "acme" {
+				if id, _ := identity.FromContext(r.Context()); id.AccountID != "acme" {
 					t.Error("no identity")
 				}
 			}))

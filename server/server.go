@@ -38,13 +38,17 @@ type Server struct {
 	handler http.Handler
 }
 
+// DefaultShutdownTimeout is Options.ShutdownTimeout's default (and the
+// config file's shutdown_timeout).
+const DefaultShutdownTimeout = 10 * time.Second
+
 // New builds the route table and middleware chain.
 func New(opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.ShutdownTimeout <= 0 {
-		opts.ShutdownTimeout = 10 * time.Second
+		opts.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

@@ -141,18 +141,24 @@ type Executor struct {
 	schemas      compiled
 }
 
+// Defaults of Options (and of the config file's tools section).
+const (
+	DefaultTimeout        = 60 * time.Second
+	DefaultMaxResultBytes = 256 << 10
+)
+
 // NewExecutor builds an executor and its catalog from tool constructors'
 // values. Every spec is checked and every schema compiled here, so a broken
 // tool fails at start-up, not at its first call.
 func NewExecutor(opts Options, ts ...Tool) (*Executor, error) {
 	if opts.DefaultTimeout <= 0 {
-		opts.DefaultTimeout = 60 * time.Second
+		opts.DefaultTimeout = DefaultTimeout
 	}
 	if opts.MaxTimeout <= 0 {
 		opts.MaxTimeout = 5 * time.Minute
 	}
 	if opts.MaxResultBytes <= 0 {
-		opts.MaxResultBytes = 256 << 10
+		opts.MaxResultBytes = DefaultMaxResultBytes
 	}
 	if opts.JournalArgsBytes <= 0 {
 		opts.JournalArgsBytes = 64 << 10

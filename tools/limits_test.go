@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"toolhost/catalog"
+	"toolhost/identity"
 	"toolhost/journal"
 	"toolhost/keys"
 	"toolhost/store"
@@ -39,7 +40,7 @@ func keyed(t *testing.T, limits keys.Limits, ts ...Tool) (*Executor, *keys.Servi
 }
 
 func callerOf(k *keys.Key) Caller {
-	return Caller{Face: "mcp", AccountID: k.AccountID, KeyID: k.ID, Scopes: k.Scopes}
+	return Caller{Face: "mcp", Identity: identity.Identity{AccountID: k.AccountID, KeyID: k.ID, Scopes: k.Scopes}}
 }
 
 // hugeArgs is a 3.5 MB argument object of 300 000 unknown properties.

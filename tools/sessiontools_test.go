@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"toolhost/identity"
 	"toolhost/session"
 	"toolhost/store"
 	"toolhost/tools"
@@ -98,7 +99,7 @@ func TestSessionBuiltins(t *testing.T) {
 			}
 			for _, c := range cases {
 				out, err := e.Execute(ctx, tools.Proposal{Tool: c.tool, Args: json.RawMessage(c.args),
-					Caller: tools.Caller{Face: "mcp", SessionID: c.sid, AccountID: c.account}})
+					Caller: tools.Caller{Face: "mcp", SessionID: c.sid, Identity: identity.Identity{AccountID: c.account}}})
 				if err != nil {
 					t.Fatalf("%s: %v", c.name, err)
 				}
@@ -186,7 +187,7 @@ func TestRuntimeCatalogListsTheSessionBuiltins(t *testing.T) {
 		}
 	}
 	out, err := e.Execute(ctx, tools.Proposal{Tool: "set_variable", Args: json.RawMessage(`{"name":"x","value":1}`),
-		Caller: tools.Caller{Face: "mcp", SessionID: "s", AccountID: "a", Slot: "verifier"}})
+		Caller: tools.Caller{Face: "mcp", SessionID: "s", Slot: "verifier", Identity: identity.Identity{AccountID: "a"}}})
 	if err != nil || out.Code != tools.CodePermissionDenied {
 		t.Fatalf("set_variable as verifier: %+v, %v", out, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"toolhost/catalog"
+	"toolhost/identity"
 )
 
 // Tool is one callable tool. Spec is static data; Call does the work.
@@ -56,13 +57,13 @@ type Caller struct {
 	SessionID string // MCP session or the caller's conversation id
 	// FloorID is the turn: one /v1 request, the MCP _meta toolhost/floor-id
 	// when given, else one MCP tools/call.
-	FloorID   string
-	RunID     string // one loop run inside a floor
-	Round     int    // loop round (hosted)
-	AccountID string
-	KeyID     string
-	TraceID   string
-	Scopes    []string
+	FloorID string
+	RunID   string // one loop run inside a floor
+	Round   int    // loop round (hosted)
+	TraceID string
+	// Identity is the account, key and scopes authentication established
+	// ("" account: the executor's own, Options.AccountID).
+	identity.Identity
 }
 
 // ProgressFunc reports progress of a running call. total is 0 when unknown.

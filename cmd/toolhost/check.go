@@ -29,19 +29,15 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if _, err := (&logFlags{format: "text", level: "info"}).logger(io.Discard, c.cfg.Log); err != nil {
-		return exitCodeOf(err, stderr, "check")
-	}
 	// run_code is checked below without starting its sandbox, and the
 	// search cache stays in memory: check creates nothing.
-	c.skipRunCode = true
 	c.cfg.Search.Cache.MemoryOnly = true
-	ts, cleanup, err := toolset(&c, logger)
+	kit, err := toolset(&c, logger, toolsetOptions{skipRunCode: true})
 	if err != nil {
 		return exitCodeOf(usageError{err}, stderr, "check")
 	}
-	defer cleanup()
-	exec, err := tools.NewExecutor(tools.Options{}, ts...)
+	defer kit.close()
+	exec, err := tools.NewExecutor(tools.Options{}, kit.tools...)
 	if err != nil {
 		return exitCodeOf(usageError{err}, stderr, "check")
 	}

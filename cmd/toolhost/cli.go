@@ -235,6 +235,18 @@ func flags(fs *flag.FlagSet) []*flag.Flag {
 	return out
 }
 
+// settings are the flags that also read TOOLHOST_<FLAG> from the
+// environment: where and how the process runs (its address, state, store,
+// config file, logging), the same for every invocation of a deployment. A
+// flag that says what one invocation does (keys create --name, call
+// --slot, the journal's filters, mcp-config --install) is read from the
+// command line only: a variable left in the environment must not create a
+// key under a stale name. docs/configuration.md lists them.
+var settings = map[string]bool{
+	"addr": true, "config": true, "data": true, "dev": true, "log-format": true, "log-level": true,
+	"postgres": true, "redis": true, "runtimes": true, "stateless": true, "test-tools": true,
+}
+
 // envName is the environment variable that sets flag name.
 func envName(name string) string {
 	return "TOOLHOST_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
@@ -293,7 +305,7 @@ func writeCommandUsage(w io.Writer, fs *flag.FlagSet) {
 	if len(fl) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nFlags (also set by the environment variable shown; a flag on the command line wins):\n")
+	fmt.Fprintf(w, "\nFlags (a setting also reads the environment variable shown; a flag on the command line wins):\n")
 	writeFlags(w, fl)
 }
 
@@ -321,12 +333,19 @@ func writeFlags(w io.Writer, fl []*flag.Flag) {
 		default:
 			def = "default " + def
 		}
-		if def != "" {
-			def += "; "
+		if settings[f.Name] {
+			if def != "" {
+				def += "; "
+			}
+			def += "env " + envName(f.Name)
 		}
 		// "default X" stays on one line (\x00 is no space to wrap).
 		def = strings.Replace(def, "default ", "default\x00", 1)
-		text := wrap(fmt.Sprintf("%s (%senv %s)", help, def, envName(f.Name)), 72, "      ")
+		text := help
+		if def != "" {
+			text += " (" + def + ")"
+		}
+		text = wrap(text, 72, "      ")
 		fmt.Fprintf(w, "%s\n%s\n", head, strings.ReplaceAll(text, "\x00", " "))
 	}
 }

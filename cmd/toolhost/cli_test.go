@@ -39,8 +39,12 @@ func TestEveryCommandHasHelpListingEveryFlag(t *testing.T) {
 					t.Fatalf("usage starts %q", firstLine(out))
 				}
 				fs.VisitAll(func(f *flag.Flag) {
-					if !strings.Contains(out, "--"+f.Name) || !strings.Contains(out, envName(f.Name)) {
-						t.Errorf("--%s or %s missing from:\n%s", f.Name, envName(f.Name), out)
+					if !strings.Contains(out, "--"+f.Name) {
+						t.Errorf("--%s missing from:\n%s", f.Name, out)
+					}
+					// A setting names its variable; no other flag has one.
+					if hasEnv := strings.Contains(out, envName(f.Name)+")"); hasEnv != settings[f.Name] {
+						t.Errorf("--%s: %s shown = %v, want %v:\n%s", f.Name, envName(f.Name), hasEnv, settings[f.Name], out)
 					}
 					if f.DefValue != "" && !strings.Contains(out, "default "+f.DefValue) {
 						t.Errorf("--%s: default %q missing", f.Name, f.DefValue)
@@ -107,6 +111,10 @@ func TestCommandLineErrors(t *testing.T) {
 		{"keys without a subcommand", []string{"keys"}, nil, exitUsage, []string{"Subcommands", "create", "usage"}},
 		{"help of an unknown command", []string{"help", "nope"}, nil, exitUsage, []string{`unknown command "nope"`}},
 		{"bad log level", []string{"serve", "--dev", "--addr", "127.0.0.1:0", "--data", data, "--log-level", "loud"}, nil, exitUsage, []string{"--log-level"}},
+		// Only settings read the environment: a TOOLHOST_NAME left exported
+		// must not name a new key (it did, when every flag read one).
+		{"an invocation's flag reads no environment variable", []string{"keys", "create", "--data", data, "--account", "acme"},
+			map[string]string{"TOOLHOST_NAME": "stale", "TOOLHOST_SCOPES": "admin"}, exitUsage, []string{"a key needs a name"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

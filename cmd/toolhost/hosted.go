@@ -14,30 +14,6 @@ import (
 	"toolhost/tools"
 )
 
-// RouteConfig is one upstream model API in the config file
-// (hosted.routes[]).
-type RouteConfig struct {
-	Name string `json:"name"`
-	// Protocol is the upstream's wire format: "openai" (Chat Completions)
-	// or "anthropic" (the Messages API).
-	Protocol string `json:"protocol"`
-	// BaseURL is the API root ("https://…/v1"); /chat/completions is
-	// appended.
-	BaseURL string `json:"base_url"`
-	// APIKeyEnv names the environment variable holding the API key; the key
-	// itself never goes into the file.
-	APIKeyEnv string `json:"api_key_env"`
-	// Models are model names or patterns ("gpt-4o*"); empty serves all.
-	Models        []string `json:"models"`
-	SupportsTools bool     `json:"supports_tools"`
-	// Prices: quota units per million tokens, by model name or pattern
-	// ("*" = default).
-	Prices         map[string]loop.Price `json:"prices"`
-	HeaderTimeout  Duration              `json:"header_timeout"`
-	IdleTimeout    Duration              `json:"idle_timeout"`
-	RequestTimeout Duration              `json:"request_timeout"`
-}
-
 // hostedRoutes builds the /v1 handler and its routes from the config, and
 // a function reporting the routes' state for /healthz. A route whose API key
 // variable is not set is a warning, not a failure (as a search provider's

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"toolhost/config"
 	"toolhost/loop/fakeupstream"
 	"toolhost/tools"
 )
@@ -18,18 +19,18 @@ import (
 func TestHostedRoutesConfigErrors(t *testing.T) {
 	cases := []struct {
 		name   string
-		routes []RouteConfig
+		routes []config.Route
 		want   string
 	}{
-		{"bad_protocol", []RouteConfig{{Name: "a", BaseURL: "http://127.0.0.1:1/v1", Protocol: "smoke"}}, `protocol "smoke"`},
-		{"no_base_url", []RouteConfig{{Name: "a"}}, "base_url is required"},
-		{"no_name", []RouteConfig{{BaseURL: "http://127.0.0.1:1/v1"}}, "name is required"},
-		{"duplicate", []RouteConfig{{Name: "a", BaseURL: "http://127.0.0.1:1/v1"}, {Name: "a", BaseURL: "http://127.0.0.1:2/v1"}}, "defined twice"},
-		{"bad_pattern", []RouteConfig{{Name: "a", BaseURL: "http://127.0.0.1:1/v1", Models: []string{"gpt-["}}}, "bad model pattern"},
+		{"bad_protocol", []config.Route{{Name: "a", BaseURL: "http://127.0.0.1:1/v1", Protocol: "smoke"}}, `protocol "smoke"`},
+		{"no_base_url", []config.Route{{Name: "a"}}, "base_url is required"},
+		{"no_name", []config.Route{{BaseURL: "http://127.0.0.1:1/v1"}}, "name is required"},
+		{"duplicate", []config.Route{{Name: "a", BaseURL: "http://127.0.0.1:1/v1"}, {Name: "a", BaseURL: "http://127.0.0.1:2/v1"}}, "defined twice"},
+		{"bad_pattern", []config.Route{{Name: "a", BaseURL: "http://127.0.0.1:1/v1", Models: []string{"gpt-["}}}, "bad model pattern"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &common{cfg: defaultConfig()}
+			c := &common{cfg: config.Default()}
 			c.cfg.Hosted.Routes = tc.routes
 			_, _, err := hostedRoutes(c, nil, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -43,8 +44,8 @@ func TestHostedRoutesConfigErrors(t *testing.T) {
 // search provider's missing key does not): it is marked unavailable in
 // /healthz, and a request for its model is told why, naming the variable.
 func TestHostedRouteWithoutKeyIsUnavailable(t *testing.T) {
-	c := &common{cfg: defaultConfig()}
-	c.cfg.Hosted.Routes = []RouteConfig{
+	c := &common{cfg: config.Default()}
+	c.cfg.Hosted.Routes = []config.Route{
 		{Name: "nokey", BaseURL: "http://127.0.0.1:1/v1", APIKeyEnv: "TOOLHOST_TEST_NO_SUCH_KEY", Models: []string{"gpt-*"}, SupportsTools: true},
 	}
 	exec, err := tools.NewExecutor(tools.Options{})

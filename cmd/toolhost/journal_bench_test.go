@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"toolhost/config"
 	"toolhost/journal"
 	"toolhost/server"
 	mcpface "toolhost/server/mcp"
@@ -83,7 +84,7 @@ func BenchmarkJournalOverhead(b *testing.B) {
 
 func benchJournal(b *testing.B, st journal.Store, spool bool, clients int) {
 	// serve's default unless BENCH_COMMIT_DELAY says otherwise
-	delay := DefaultCommitDelay
+	delay := config.DefaultCommitDelay
 	if v := os.Getenv("BENCH_COMMIT_DELAY"); v != "" {
 		delay, _ = time.ParseDuration(v)
 	}

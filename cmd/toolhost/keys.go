@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,7 +14,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/go-redis/v9"
 
 	"toolhost/keys"
@@ -21,33 +21,14 @@ import (
 	"toolhost/server/admin"
 	v1 "toolhost/server/v1"
 	"toolhost/store"
-	"toolhost/tools"
 )
-
-// KeysConfig is the "keys" section of the config file.
-type KeysConfig struct {
-	// Prices maps a tool to its price per paid unit (web_search: per
-	// provider call, fetch_page: per PDF page, run_code: per started
-	// second). Unlisted tools cost 1 per unit. The monthly cap is in these
-	// priced units.
-	Prices map[string]float64 `json:"prices"`
-	// Redis holds the per-key limit state shared by replicas
-	// ("redis://127.0.0.1:6379/0"); also --redis / TOOLHOST_REDIS. Empty:
-	// the state is kept in process memory, right for one process only.
-	Redis string `json:"redis"`
-	// RedisPrefix namespaces the limit keys in Redis ("toolhost:").
-	RedisPrefix string `json:"redis_prefix"`
-}
 
 // newKeys builds the key service on an open store: Redis limit state when
 // configured (replicas), process memory otherwise.
 func newKeys(c *common, db *store.DB, logger *slog.Logger) (*keys.Service, func(), error) {
 	var limiter keys.Limiter
 	cleanup := func() {}
-	url := c.redis
-	if url == "" {
-		url = c.cfg.Keys.Redis
-	}
+	url := c.cfg.Keys.Redis
 	if url != "" {
 		opt, err := redis.ParseURL(url)
 		if err != nil {
@@ -71,47 +52,52 @@ func newKeys(c *common, db *store.DB, logger *slog.Logger) (*keys.Service, func(
 	return svc, cleanup, nil
 }
 
-// secureRoutes puts every route behind authentication with the scope its
-// path needs: /v1 hosted (x-api-key accepted too), /admin admin, the journal
-// any valid key (its records scoped to the key's account).
-func secureRoutes(routes map[string]http.Handler, a server.Authenticator, dev bool) map[string]http.Handler {
-	out := make(map[string]http.Handler, len(routes))
-	for pattern, h := range routes {
-		_, path, _ := strings.Cut(pattern, " ")
-		if path == "" {
-			path = pattern
-		}
-		switch {
-		case strings.HasPrefix(path, "/v1/"):
-			out[pattern] = server.Auth(a, dev, keys.ScopeHosted, true)(v1Identity(h))
-		case strings.HasPrefix(path, "/admin/") || path == "/metrics":
-			out[pattern] = server.Auth(a, dev, keys.ScopeAdmin, false)(h)
-		case toolsWrite(pattern) || strings.HasPrefix(path, "/mcp-servers"):
-			out[pattern] = server.Auth(a, dev, keys.ScopeTools, false)(h)
-		default:
-			out[pattern] = server.Auth(a, dev, "", false)(h)
-		}
-	}
-	return out
+// keyFlags are the flags of the keys subcommands; each subcommand defines
+// the ones it takes (register), the others stay nil.
+type keyFlags struct {
+	account, name, scopes, month *string
+	cpm, conc                    *int
+	capUnits                     *float64
+	asJSON                       *bool
 }
 
-// toolsWrite reports the routes that change an account's tools API state
-// (definitions, sessions, permissions): they need the tools scope; reading
-// them needs any key of the account, like the journal.
-func toolsWrite(pattern string) bool {
-	method, path, _ := strings.Cut(pattern, " ")
-	if method == http.MethodGet || method == "" {
-		return false
+func (f *keyFlags) register(fs *flag.FlagSet, sub string) {
+	switch sub {
+	case "create", "list", "usage":
+		f.account = fs.String("account", "", "`ACCOUNT` id (create: required; list, usage: only this account)")
 	}
-	return strings.HasPrefix(path, "/tools/definitions") || strings.HasPrefix(path, "/sessions")
+	switch sub {
+	case "create":
+		f.name = fs.String("name", "", "key `NAME` (required), e.g. ci or alice-laptop")
+		f.scopes = fs.String("scopes", "mcp,hosted", "comma-separated `SCOPES`: mcp, hosted, admin")
+	case "usage":
+		f.month = fs.String("month", keys.Month(time.Now()), "`MONTH` as YYYY-MM")
+	}
+	switch sub {
+	case "create", "set-limits":
+		f.cpm = fs.Int("calls-per-minute", -1, "MCP calls per minute, `N` (0 = unlimited; -1 keeps the current value)")
+		f.conc = fs.Int("concurrent-calls", -1, "MCP calls at once, `N` (0 = unlimited; -1 keeps the current value)")
+		f.capUnits = fs.Float64("monthly-units-cap", -1, "monthly cap of priced paid `UNITS` (0 = unlimited; -1 keeps the current value)")
+	case "list", "usage":
+		f.asJSON = fs.Bool("json", false, "print JSON")
+	}
 }
 
-// accountOf is the journal's account for a request: the caller's own.
-func accountOf(r *http.Request) string {
-	if id := server.IdentityFrom(r.Context()); id != nil {
-		return id.AccountID
+// limits is base with the limit flags that were given (>= 0) applied.
+func (f *keyFlags) limits(base keys.Limits) keys.Limits {
+	if f.cpm == nil {
+		return base
 	}
-	return "local"
+	if *f.cpm >= 0 {
+		base.CallsPerMinute = *f.cpm
+	}
+	if *f.conc >= 0 {
+		base.ConcurrentCalls = *f.conc
+	}
+	if *f.capUnits >= 0 {
+		base.MonthlyUnitsCap = *f.capUnits
+	}
+	return base
 }
 
 // keySubcommands are the subcommands of toolhost keys, in usage order.
@@ -144,29 +130,9 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("keys " + sub)
 	var c common
 	c.registerStore(fs)
-	var account, name, scopes, month *string
-	var cpm, conc *int
-	var capUnits *float64
-	var asJSON *bool
-	switch sub {
-	case "create", "list", "usage":
-		account = fs.String("account", "", "`ACCOUNT` id (create: required; list, usage: only this account)")
-	}
-	switch sub {
-	case "create":
-		name = fs.String("name", "", "key `NAME` (required), e.g. ci or alice-laptop")
-		scopes = fs.String("scopes", "mcp,hosted", "comma-separated `SCOPES`: mcp, hosted, admin")
-	case "usage":
-		month = fs.String("month", keys.Month(time.Now()), "`MONTH` as YYYY-MM")
-	}
-	switch sub {
-	case "create", "set-limits":
-		cpm = fs.Int("calls-per-minute", -1, "MCP calls per minute, `N` (0 = unlimited; -1 keeps the current value)")
-		conc = fs.Int("concurrent-calls", -1, "MCP calls at once, `N` (0 = unlimited; -1 keeps the current value)")
-		capUnits = fs.Float64("monthly-units-cap", -1, "monthly cap of priced paid `UNITS` (0 = unlimited; -1 keeps the current value)")
-	case "list", "usage":
-		asJSON = fs.Bool("json", false, "print JSON")
-	}
+	var kf keyFlags
+	kf.register(fs, sub)
+	account, name, scopes, month, asJSON := kf.account, kf.name, kf.scopes, kf.month, kf.asJSON
 	if err := parseFlags(ctx, fs, args[1:], &c); err != nil {
 		return exitCodeOf(err, stderr, "keys "+sub)
 	}
@@ -188,21 +154,7 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	svc := keys.New(keys.Options{Store: db})
 	out := json.NewEncoder(stdout)
 	out.SetIndent("", "  ")
-	limitsFrom := func(base keys.Limits) keys.Limits {
-		if cpm == nil {
-			return base
-		}
-		if *cpm >= 0 {
-			base.CallsPerMinute = *cpm
-		}
-		if *conc >= 0 {
-			base.ConcurrentCalls = *conc
-		}
-		if *capUnits >= 0 {
-			base.MonthlyUnitsCap = *capUnits
-		}
-		return base
-	}
+	limitsFrom := kf.limits
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "toolhost keys %s: %v\n", sub, err)
 		if errors.Is(err, keys.ErrInvalidInput) || errors.Is(err, keys.ErrNotFound) {
@@ -227,14 +179,7 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			_ = out.Encode(ks)
 			return exitOK
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tACCOUNT\tNAME\tPREFIX\tSCOPES\tCPM\tCONC\tCAP\tLAST USED\tREVOKED")
-		for _, k := range ks {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%d\t%d\t%g\t%s\t%s\n", k.ID, k.AccountID, k.Name, k.Prefix,
-				strings.Join(k.Scopes, ","), k.Limits.CallsPerMinute, k.Limits.ConcurrentCalls, k.Limits.MonthlyUnitsCap,
-				when(k.LastUsedAt), when(k.RevokedAt))
-		}
-		tw.Flush()
+		printKeys(stdout, ks)
 	case "revoke", "set-limits":
 		id := fs.Arg(0)
 		if sub == "revoke" {
@@ -262,14 +207,31 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			_ = out.Encode(rows)
 			return exitOK
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "MONTH\tACCOUNT\tKEY\tTOOL\tCALLS\tUNITS\tCOST")
-		for _, r := range rows {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%g\t%g\n", r.Month, r.AccountID, r.KeyID, r.Tool, r.Calls, r.Units, r.Cost)
-		}
-		tw.Flush()
+		printUsageRows(stdout, rows)
 	}
 	return exitOK
+}
+
+// printKeys is keys list's table.
+func printKeys(w io.Writer, ks []keys.Key) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tACCOUNT\tNAME\tPREFIX\tSCOPES\tCPM\tCONC\tCAP\tLAST USED\tREVOKED")
+	for _, k := range ks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%d\t%d\t%g\t%s\t%s\n", k.ID, k.AccountID, k.Name, k.Prefix,
+			strings.Join(k.Scopes, ","), k.Limits.CallsPerMinute, k.Limits.ConcurrentCalls, k.Limits.MonthlyUnitsCap,
+			when(k.LastUsedAt), when(k.RevokedAt))
+	}
+	tw.Flush()
+}
+
+// printUsageRows is keys usage's table.
+func printUsageRows(w io.Writer, rows []keys.UsageRow) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MONTH\tACCOUNT\tKEY\tTOOL\tCALLS\tUNITS\tCOST")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%g\t%g\n", r.Month, r.AccountID, r.KeyID, r.Tool, r.Calls, r.Units, r.Cost)
+	}
+	tw.Flush()
 }
 
 func when(t *time.Time) string {
@@ -284,19 +246,13 @@ func keyRoutes(svc *keys.Service) map[string]http.Handler {
 	return (&admin.Keys{Service: svc}).Routes()
 }
 
-// setupKeys opens the key service for serve. Outside --dev, a store with no
+// setupKeys builds the key service for serve on the store. Outside --dev, a store with no
 // key at all gets a first admin key, whose secret is printed once to stderr.
-func setupKeys(ctx context.Context, c *common, dev bool, logger *slog.Logger, stderr io.Writer) (*keys.Service, func(), error) {
-	db, err := openStore(ctx, c)
+func setupKeys(ctx context.Context, c *common, db *store.DB, dev bool, logger *slog.Logger, stderr io.Writer) (*keys.Service, func(), error) {
+	svc, cleanup, err := newKeys(c, db, logger)
 	if err != nil {
 		return nil, nil, err
 	}
-	svc, closeLimiter, err := newKeys(c, db, logger)
-	if err != nil {
-		db.Close()
-		return nil, nil, err
-	}
-	cleanup := func() { closeLimiter(); db.Close() }
 	if !dev {
 		secret, created, err := svc.Bootstrap(ctx)
 		if err != nil {
@@ -312,34 +268,12 @@ func setupKeys(ctx context.Context, c *common, dev bool, logger *slog.Logger, st
 	return svc, cleanup, nil
 }
 
-// mcpHandler puts the MCP endpoint behind the mcp scope and hands the
-// caller's identity to the go-sdk.
-func mcpHandler(h http.Handler, a server.Authenticator, dev bool) http.Handler {
-	if dev {
-		return server.Auth(a, true, "", false)(h)
-	}
-	return server.Auth(a, false, keys.ScopeMCP, false)(server.MCPTokenInfo(h))
-}
-
-// mcpCaller is the MCP face's Identify hook: the account and key of the
-// token the request carried, or the local account in --dev.
-func mcpCaller(_ context.Context, extra *sdk.RequestExtra) tools.Caller {
-	if extra != nil {
-		if id := server.IdentityFromTokenInfo(extra.TokenInfo); id != nil {
-			return tools.Caller{AccountID: id.AccountID, KeyID: id.KeyID, Scopes: id.Scopes}
-		}
-	}
-	return tools.Caller{AccountID: server.DevIdentity.AccountID, Scopes: server.DevIdentity.Scopes}
-}
-
 // withSlotCheck refuses a /v1 request whose X-Toolhost-Slot names no
 // configured slot with a 400, before any upstream round is spent on it.
 func withSlotCheck(routes map[string]http.Handler, slots []string) map[string]http.Handler {
+	out := make(map[string]http.Handler, len(routes))
 	for pattern, h := range routes {
-		if _, path, _ := strings.Cut(pattern, " "); !strings.HasPrefix(path, "/v1/") {
-			continue
-		}
-		routes[pattern] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		out[pattern] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			vals := r.Header.Values(v1.SlotHeader)
 			if len(vals) > 1 || (len(vals) == 1 && !slices.Contains(slots, vals[0])) {
 				server.WriteJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{
@@ -351,15 +285,5 @@ func withSlotCheck(routes map[string]http.Handler, slots []string) map[string]ht
 			h.ServeHTTP(w, r)
 		})
 	}
-	return routes
-}
-
-// v1Identity hands the identity Auth established to the /v1 handlers.
-func v1Identity(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if id := server.IdentityFrom(r.Context()); id != nil {
-			r = r.WithContext(v1.WithIdentity(r.Context(), v1.Identity{AccountID: id.AccountID, KeyID: id.KeyID, Scopes: id.Scopes}))
-		}
-		h.ServeHTTP(w, r)
-	})
+	return out
 }

@@ -11,12 +11,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"toolhost/config"
 )
 
 // The README has always said MCP sessions expire after 30 idle minutes;
 // the default now does.
 func TestDefaultConfigExpiresIdleMCPSessions(t *testing.T) {
-	if got := defaultConfig().MCP.SessionTimeout.D(); got != 30*time.Minute {
+	if got := config.Default().MCP.SessionTimeout.D(); got != 30*time.Minute {
 		t.Fatalf("default mcp.session_timeout %s, want 30m", got)
 	}
 }

@@ -9,23 +9,6 @@ import (
 	"strings"
 )
 
-// LogConfig is the "log" section of the config file.
-type LogConfig struct {
-	// CallSample is the fraction of successful tool calls that get a log
-	// line (tool, status, duration, session, execution id) at info level:
-	// 1 (the default) logs every call, 0.01 one in a hundred, 0 none. Calls
-	// that fail, are refused or time out are always logged.
-	CallSample *float64 `json:"call_sample"`
-}
-
-// callSample is the effective CallSample.
-func (c LogConfig) callSample() float64 {
-	if c.CallSample == nil {
-		return 1
-	}
-	return *c.CallSample
-}
-
 // logFlags are the logging flags of the long-running commands.
 type logFlags struct {
 	format string
@@ -38,13 +21,10 @@ func (l *logFlags) register(fs *flag.FlagSet, defaultLevel string) {
 }
 
 // logger builds the logger the flags describe, writing to w.
-func (l *logFlags) logger(w io.Writer, cfg LogConfig) (*slog.Logger, error) {
+func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(l.level)); err != nil {
 		return nil, usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", l.level)}
-	}
-	if s := cfg.callSample(); s < 0 || s > 1 {
-		return nil, usageError{fmt.Errorf("config log.call_sample %g: want a fraction from 0 to 1", s)}
 	}
 	opts := &slog.HandlerOptions{Level: level}
 	switch strings.ToLower(l.format) {

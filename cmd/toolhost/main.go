@@ -1,7 +1,7 @@
 // Command toolhost serves web_search, fetch_page, run_code and the builtin
 // tools over MCP (streamable HTTP or stdio) and as hosted tools on /v1, and
-// runs single calls from the shell. It is the only package that reads flags,
-// the environment and the config file.
+// runs single calls from the shell. It is the only package that reads flags
+// and the environment, and the only caller of config.Load.
 package main
 
 import (
@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"math"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -27,13 +26,11 @@ import (
 	"github.com/google/uuid"
 
 	"toolhost/catalog"
-	"toolhost/mcpgateway"
-	"toolhost/mcpremote"
-	"toolhost/sandbox"
+	"toolhost/config"
+	"toolhost/keys"
 	"toolhost/server"
 	mcpface "toolhost/server/mcp"
-	"toolhost/session"
-	"toolhost/tooldef"
+	"toolhost/store"
 	"toolhost/tools"
 	"toolhost/tools/runcode"
 )
@@ -89,42 +86,12 @@ type common struct {
 	data      string
 	config    string
 	testTools bool
-	cfg       Config
+	cfg       config.Config
 	// postgres, when set, holds the journal in PostgreSQL instead of the
 	// SQLite file under data (store.go).
 	postgres string
 	// runtimes is the folder holding python.wasm and quickjs.wasm (run_code).
 	runtimes string
-	// redis, when set, holds the per-key limit state shared by replicas
-	// (keys.go).
-	redis string
-	// authorizer admits calls under API-key limits (serve only; keys.go).
-	authorizer tools.Authorizer
-	// sandbox is run_code's sandbox once toolset built it; /healthz reports
-	// its runtimes and warm pools.
-	sandbox *sandbox.Sandbox
-	// skipRunCode leaves run_code (and its runtimes) out of the toolset:
-	// toolhost call of another tool.
-	skipRunCode bool
-	// preload: start loading run_code's runtimes as soon as the sandbox
-	// exists (servers), not on the first call (one-shot commands).
-	preload bool
-	// sessions is the session store (with its cache) once openJournal
-	// opened the store; the REST API and the pipeline share it.
-	sessions session.Store
-	// defs is the tool definitions store, opened with sessions.
-	defs tooldef.Store
-	// variables keeps session variables, opened with sessions.
-	variables session.VariableStore
-	// mcpServers, sealer and gateway: the accounts' remote MCP servers
-	// (mcpservers.go); mcpChanged tells the MCP face their tools changed.
-	mcpServers mcpremote.Store
-	sealer     *mcpremote.Sealer
-	gateway    *mcpgateway.Gateway
-	mcpChanged func(account string)
-	// mcpPublic is the authorization callback of oauth_authorization_code
-	// servers, mounted without authentication.
-	mcpPublic map[string]http.Handler
 }
 
 // register defines the flags of the commands that run tools (serve, stdio,
@@ -133,7 +100,7 @@ func (c *common) register(fs *flag.FlagSet) {
 	c.registerStore(fs)
 	fs.BoolVar(&c.testTools, "test-tools", false, "also publish the test-only sleep tools (tests and load runs only)")
 	fs.StringVar(&c.runtimes, "runtimes", "", "`DIR` holding run_code's runtimes (python.wasm, quickjs.wasm); default: searched next to the binary, in <data>/runtimes, the user cache and ./runtimes")
-	fs.StringVar(&c.redis, "redis", "", "Redis `URL` for per-key limit state shared by replicas (default: in process memory)")
+	fs.String("redis", "", "Redis `URL` for per-key limit state shared by replicas (default: in process memory); overrides keys.redis")
 }
 
 // registerStore defines the flags that locate the store and the config.
@@ -149,57 +116,15 @@ func parseFlags(ctx context.Context, fs *flag.FlagSet, args []string, c *common)
 	if err := parseArgs(ctx, fs, args); err != nil {
 		return err
 	}
-	cfg, err := loadConfig(c.config)
+	cfg, err := config.Load(c.config)
 	if err != nil {
+		return usageError{err}
+	}
+	if err := applyOverrides(fs, &cfg); err != nil {
 		return usageError{err}
 	}
 	c.cfg = cfg
 	return nil
-}
-
-func newExecutor(c *common, logger *slog.Logger) (*tools.Executor, func(), error) {
-	ts, cleanup, err := toolset(c, logger)
-	if err != nil {
-		return nil, nil, err
-	}
-	jr, closeJournal, err := openJournal(c, logger)
-	if err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	toolsCleanup := cleanup
-	cleanup = func() { toolsCleanup(); closeJournal() }
-	if err := setupGateway(c, logger); err != nil {
-		cleanup()
-		return nil, nil, usageError{err}
-	}
-	if c.gateway != nil {
-		jc := cleanup
-		cleanup = func() { c.gateway.Close(); jc() }
-	}
-	exec, err := tools.NewExecutor(tools.Options{
-		DefaultTimeout:     c.cfg.Tools.DefaultTimeout.D(),
-		MaxResultBytes:     c.cfg.Tools.MaxResultBytes,
-		JournalArgsBytes:   c.cfg.Journal.MaxArgsBytes,
-		JournalResultBytes: c.cfg.Journal.MaxResultBytes,
-		Logger:             logger,
-		Journal:            jr,
-		Authorizer:         c.authorizer,
-		LogCalls:           true,
-		LogSample:          c.cfg.Log.callSample(),
-		Slots:              c.cfg.Tools.Slots,
-		Sessions:           c.sessions,
-		Definitions:        c.defs,
-		Variables:          c.variables,
-		Scripts:            scriptRunner(c),
-		ScriptsEnabled:     scriptsEnabled(c),
-		Remote:             remoteTools(c),
-	}, ts...)
-	if err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	return exec, cleanup, nil
 }
 
 func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
@@ -210,14 +135,14 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	lf.register(fs, "info")
 	addr := fs.String("addr", "127.0.0.1:8080", "listen `ADDRESS` (host:port; port 0 picks a free one)")
 	dev := fs.Bool("dev", false, "development mode: no authentication; only on a loopback address")
-	stateless := fs.Bool("stateless", false, "MCP stateless mode for replicas behind a load balancer (no sessions, no server-initiated notifications outside a request)")
+	fs.Bool("stateless", false, "MCP stateless mode for replicas behind a load balancer (no sessions, no server-initiated notifications outside a request); overrides mcp.stateless")
 	if err := parseFlags(ctx, fs, args, &c); err != nil {
 		return err
 	}
 	if *dev && !isLoopback(*addr) {
 		return usageError{fmt.Errorf("--dev turns authentication off, so it is only allowed on a loopback address (127.0.0.1, ::1 or localhost), not %q", *addr)}
 	}
-	logger, err := lf.logger(stderr, c.cfg.Log)
+	logger, err := lf.logger(stderr)
 	if err != nil {
 		return err
 	}
@@ -248,85 +173,33 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := tuneGC(logger, c.cfg.Server.MemoryLimitMiB); err != nil {
 		return usageError{err}
 	}
-	ks, closeKeys, err := setupKeys(ctx, &c, *dev, logger, stderr)
-	if err != nil {
-		return startupError{err}
-	}
-	defer closeKeys()
-	c.authorizer = tools.KeysAuthorizer(ks)
-	c.preload = true // compile run_code's runtimes and fill the pools now
-	exec, cleanup, err := newExecutor(&c, logger)
-	if err != nil {
-		return startupError{err}
-	}
-	defer cleanup()
-
-	mcpSrv := mcpface.New(exec, mcpface.Options{
-		Identify:       mcpCaller,
-		Version:        version,
-		Stateless:      *stateless || c.cfg.MCP.Stateless,
-		JSONResponse:   c.cfg.MCP.JSONResponse,
-		SessionTimeout: c.cfg.MCP.SessionTimeout.D(),
-		Limits: mcpface.Limits{
-			MaxBodyBytes: c.cfg.MCP.MaxBodyBytes, MaxClientInfoBytes: c.cfg.MCP.MaxClientInfoBytes,
-			SessionsPerKey: c.cfg.MCP.SessionsPerKey, Sessions: c.cfg.MCP.Sessions,
+	a, err := openApp(ctx, &c, logger, appOptions{
+		preload: true, // compile run_code's runtimes and fill the pools now
+		keys: func(db *store.DB) (*keys.Service, func(), error) {
+			return setupKeys(ctx, &c, db, *dev, logger, stderr)
 		},
-		AccountOf: accountOf,
-		KeyOf: func(r *http.Request) string {
-			if id := server.IdentityFrom(r.Context()); id != nil {
-				return id.KeyID
-			}
-			return ""
-		},
-		Logger: logger,
 	})
-	// routes: every extra route of the HTTP server (/v1 here; others add
-	// theirs to the same map).
-	routes, hostedHealth, err := hostedRoutes(&c, exec, logger)
+	if err != nil {
+		return startupError{err}
+	}
+	defer a.close()
+	exec := a.exec
+
+	mcpSrv := mcpServer(&c, exec, logger)
+	rt, hostedHealth, err := serveRoutes(ctx, &c, a, mcpSrv, *dev, ln.Addr(), logger)
 	if err != nil {
 		return err
-	}
-	routes = withJournalRoutes(routes, exec)
-	routes = withDefinitionRoutes(routes, &c, exec, mcpSrv.DefinitionsChanged)
-	routes = withMCPServerRoutes(routes, &c, exec, mcpSrv.DefinitionsChanged, publicBase(c.cfg.Auth.OAuth.PublicURL, ln.Addr()), logger)
-	routes = withSlotCheck(routes, exec.Slots())
-	for pattern, h := range keyRoutes(ks) {
-		routes[pattern] = h
-	}
-	for pattern, h := range metricsRoutes(c.sandbox) {
-		routes[pattern] = h
-	}
-	// OAuth for remote MCP clients beside the API keys (oauth.go); never
-	// in --dev, where nothing is authenticated.
-	var authn server.Authenticator = ks
-	var oauthPublic map[string]http.Handler
-	if !*dev {
-		var oauthAdmin map[string]http.Handler
-		authn, oauthAdmin, oauthPublic, err = setupOAuth(ctx, c.cfg.Auth.OAuth, ks, ln.Addr(), logger)
-		if err != nil {
-			return startupError{err}
-		}
-		for pattern, h := range oauthAdmin {
-			routes[pattern] = h
-		}
-	}
-	routes = secureRoutes(routes, authn, *dev)
-	for pattern, h := range oauthPublic {
-		routes[pattern] = h
-	}
-	for pattern, h := range c.mcpPublic {
-		routes[pattern] = h
 	}
 	srv := server.New(server.Options{
 		Addr:            *addr,
 		Version:         version,
-		MCP:             mcpHandler(mcpSrv.Handler(), authn, *dev),
-		Routes:          routes,
+		MCP:             mcpHandler(mcpSrv.Handler(), rt.authn, *dev),
+		Routes:          rt.m,
 		ShutdownTimeout: c.cfg.ShutdownTimeout.D(),
-		Limits:          c.cfg.Server.limits(),
+		Limits:          serverLimits(c.cfg.Server),
 		Logger:          logger,
 		Health: func() map[string]any {
-			return map[string]any{"run_code": c.sandbox.Status(), "hosted": hostedHealth()}
+			return map[string]any{"run_code": a.sandbox.Status(), "hosted": hostedHealth()}
 		},
 	})
 	if ctx.Err() != nil {
@@ -337,7 +210,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	auth := "off (--dev: every caller is the local account)"
 	if !*dev {
 		auth = "on: send Authorization: Bearer <API key>; the first admin key is printed once when the store is created, more with `toolhost keys create`"
-		if _, ok := authn.(server.TokenAuthenticator); ok {
+		if _, ok := rt.authn.(server.TokenAuthenticator); ok {
 			auth += "; OAuth for remote MCP clients (docs/oauth.md)"
 		}
 	}
@@ -375,21 +248,20 @@ func cmdStdio(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	// stdout carries the protocol; every log line goes to stderr (which
 	// Claude Desktop keeps in its MCP log file).
-	logger, err := lf.logger(stderr, c.cfg.Log)
-	// A client launches this process to use it: load run_code's runtimes
-	// while it initializes, not on its first call.
-	c.preload = true
+	logger, err := lf.logger(stderr)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	exec, cleanup, err := newExecutor(&c, logger)
+	// A client launches this process to use it: load run_code's runtimes
+	// while it initializes, not on its first call.
+	a, err := openApp(ctx, &c, logger, appOptions{preload: true})
 	if err != nil {
 		return startupError{err}
 	}
-	defer cleanup()
-	srv := mcpface.New(exec, mcpface.Options{Version: version, Lang: catalog.Lang(*lang), Logger: logger})
+	defer a.close()
+	srv := mcpface.New(a.exec, mcpface.Options{Version: version, Lang: catalog.Lang(*lang), Logger: logger})
 	if err := srv.RunStdio(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		return err
 	}
@@ -423,8 +295,8 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c.cfg.Sandbox.PythonPool, c.cfg.Sandbox.JavaScriptPool = -1, -1
 	// A tool that is not a builtin may be a definition with a script
 	// handler, which runs in run_code's sandbox.
-	c.skipRunCode = tool != runCodeName && slices.Contains(builtinNames, tool)
-	exec, cleanup, err := newExecutor(&c, logger)
+	skipRunCode := tool != runCodeName && slices.Contains(builtinNames, tool)
+	a, err := openApp(ctx, &c, logger, appOptions{skipRunCode: skipRunCode})
 	if err != nil {
 		fmt.Fprintf(stderr, "toolhost call: %v\n", err)
 		var ue usageError
@@ -433,13 +305,14 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return exitStartup
 	}
-	defer cleanup()
+	defer a.close()
+	exec := a.exec
 	if _, ok := exec.Catalog().Lookup(tool); !ok && !slices.Contains(tools.SessionToolNames, tool) && !exec.HasDefinition(ctx, tools.LocalAccount, tool) && !exec.HasRemote(ctx, tools.LocalAccount, tool) {
 		names := []string{}
 		for _, s := range exec.Catalog().List() {
 			names = append(names, s.Name)
 		}
-		if c.skipRunCode {
+		if skipRunCode {
 			names = append(names, runCodeName)
 		}
 		fmt.Fprintf(stderr, "toolhost call: unknown tool %q; available: %s\n", tool, strings.Join(names, ", "))

@@ -13,28 +13,13 @@ import (
 	"strings"
 	"time"
 
+	"toolhost/identity"
 	"toolhost/mcpgateway"
 	"toolhost/mcpremote"
 	"toolhost/server/admin"
 	"toolhost/tools"
 	"toolhost/tools/fetchpage"
 )
-
-// MCPServersConfig is the "mcp_servers" section of the config file: the
-// gateway to the accounts' remote MCP servers (docs/mcp-servers.md). The
-// server key that seals their secrets is TOOLHOST_SECRET_KEY (and
-// TOOLHOST_SECRET_KEY_PREVIOUS while rotating), never the config file.
-type MCPServersConfig struct {
-	// TTL is how long a tools listing is current without list_changed
-	// ("5m").
-	TTL Duration `json:"ttl"`
-	// ProbeTimeout bounds connecting and listing for the catalog ("3s").
-	ProbeTimeout Duration `json:"probe_timeout"`
-	// MaxConcurrent caps one account's calls in flight to one server (8).
-	MaxConcurrent int `json:"max_concurrent"`
-	// MaxResultBytes caps one answer of a server (4 MiB).
-	MaxResultBytes int64 `json:"max_result_bytes"`
-}
 
 // secretSealer reads TOOLHOST_SECRET_KEY and TOOLHOST_SECRET_KEY_PREVIOUS
 // (comma-separated). Without a key, servers without secrets still work.
@@ -61,12 +46,10 @@ func secretSealer() (*mcpremote.Sealer, error) {
 	return mcpremote.NewSealer(cur, prev...)
 }
 
-// setupGateway builds the gateway once the store is open; its Changed
-// reaches the MCP face through c.mcpChanged, set when that exists.
-func setupGateway(c *common, logger *slog.Logger) error {
-	if c.mcpServers == nil {
-		return nil
-	}
+// openGateway builds the gateway on the app's store: the accounts'
+// remote MCP servers as tools. Its Changed reaches the MCP face through
+// a.mcpChanged, which serve sets once the face exists.
+func openGateway(c *common, a *app, logger *slog.Logger) error {
 	sealer, err := secretSealer()
 	if err != nil {
 		return err
@@ -76,26 +59,18 @@ func setupGateway(c *common, logger *slog.Logger) error {
 		return err
 	}
 	cfg := c.cfg.MCPServers
-	c.sealer = sealer
-	c.gateway = mcpgateway.New(mcpgateway.Options{
-		Store: c.mcpServers, Sealer: sealer, Dial: dial,
+	a.sealer = sealer
+	a.gateway = mcpgateway.New(mcpgateway.Options{
+		Store: a.db, Sealer: sealer, Dial: dial,
 		TTL: cfg.TTL.D(), ProbeTimeout: cfg.ProbeTimeout.D(), MaxConcurrent: cfg.MaxConcurrent, MaxResultBytes: cfg.MaxResultBytes,
 		Changed: func(account string) {
-			if c.mcpChanged != nil {
-				c.mcpChanged(account)
+			if a.mcpChanged != nil {
+				a.mcpChanged(account)
 			}
 		},
 		Logger: logger, Version: version,
 	})
 	return nil
-}
-
-// remoteTools is the executor's view of the gateway (nil without one).
-func remoteTools(c *common) tools.RemoteTools {
-	if c.gateway == nil {
-		return nil
-	}
-	return c.gateway
 }
 
 // publicBase is the URL browsers reach this server at: auth.oauth.public_url,
@@ -107,28 +82,23 @@ func publicBase(configured string, listen net.Addr) string {
 	return "http://" + listen.String()
 }
 
-// withMCPServerRoutes adds /mcp-servers; the authorization callback goes
-// to c.mcpPublic (base is the URL browsers reach this server at).
-func withMCPServerRoutes(routes map[string]http.Handler, c *common, exec *tools.Executor, changed func(account string), base string, logger *slog.Logger) map[string]http.Handler {
-	if c.gateway == nil {
-		return routes
-	}
-	c.mcpChanged = changed
+// mcpServerRoutes are /mcp-servers and, public, the authorization callback
+// of oauth_authorization_code servers; changed tells the MCP face an
+// account's remote tools changed; base is the URL browsers reach this
+// server at.
+func mcpServerRoutes(c *common, a *app, changed func(account string), base string, logger *slog.Logger) (routes, public map[string]http.Handler) {
+	a.mcpChanged = changed
 	allow := c.cfg.Fetch.AllowPrivate
 	m := &admin.MCPServers{
-		Store: c.mcpServers, Sealer: c.sealer, Gateway: c.gateway,
-		Rules: mcpremote.Rules{Slots: exec.Slots()},
+		Store: a.db, Sealer: a.sealer, Gateway: a.gateway,
+		Rules: mcpremote.Rules{Slots: a.exec.Slots()},
 		CheckHost: func(ctx context.Context, host string) error {
 			return fetchpage.CheckHost(ctx, allow, host)
 		},
-		Changed: changed, Account: accountOf, Logger: logger,
+		Changed: changed, Logger: logger,
 		CallbackURL: base + admin.CallbackPath,
 	}
-	for pattern, h := range m.Routes() {
-		routes[pattern] = h
-	}
-	c.mcpPublic = m.CallbackRoutes()
-	return routes
+	return m.Routes(), m.CallbackRoutes()
 }
 
 // cmdMCPServers is `toolhost mcp-servers probe URL`: toolhost's MCP client
@@ -237,7 +207,7 @@ func cmdMCPServers(ctx context.Context, args []string, stdout, stderr io.Writer)
 			return exitUsage
 		}
 		res, err := exec.Execute(ctx, tools.Proposal{Tool: name, Args: json.RawMessage(*callArgs), Timeout: *timeout,
-			Caller: tools.Caller{AccountID: tools.LocalAccount, Face: "cli"}})
+			Caller: tools.Caller{Face: "cli", Identity: identity.Identity{AccountID: tools.LocalAccount}}})
 		if err != nil {
 			fmt.Fprintf(stderr, "toolhost mcp-servers probe: %v\n", err)
 			return exitStartup

@@ -8,50 +8,18 @@ import (
 	"net/http"
 	"strings"
 
+	"toolhost/config"
 	"toolhost/grants"
 	"toolhost/keys"
 	"toolhost/server"
 	"toolhost/server/oauth"
 )
 
-// OAuthConfig is the "auth.oauth" section of the config file
-// (docs/oauth.md).
-type OAuthConfig struct {
-	// Enabled turns OAuth on /mcp and /v1 on or off (default on; never in
-	// --dev, where nothing is authenticated).
-	Enabled *bool `json:"enabled"`
-	// PublicURL is the base URL clients reach this server at
-	// ("https://tools.example.com"); default http://<listen address>. The
-	// resource is PublicURL + "/mcp"; the embedded issuer is PublicURL.
-	PublicURL string `json:"public_url"`
-	// Issuer, when set, is an external authorization server whose JWTs are
-	// accepted instead of running the embedded one.
-	Issuer string `json:"issuer"`
-	// AccountClaim names the external token's claim holding the toolhost
-	// account id (default "sub").
-	AccountClaim string `json:"account_claim"`
-	// AccessTokenTTL (default "1h") and RefreshTokenTTL (default "720h")
-	// of the embedded server's tokens.
-	AccessTokenTTL  Duration `json:"access_token_ttl"`
-	RefreshTokenTTL Duration `json:"refresh_token_ttl"`
-	// ClientMetadataPrivateHosts lets Client ID Metadata Documents be
-	// fetched from private and loopback addresses (default: public only).
-	ClientMetadataPrivateHosts bool `json:"client_metadata_private_hosts"`
-	// ExtraResources are other resource URLs the embedded server may bind
-	// tokens to (other toolhost servers using this one as their issuer).
-	ExtraResources []string `json:"extra_resources"`
-}
-
-// AuthConfig is the "auth" section of the config file.
-type AuthConfig struct {
-	OAuth OAuthConfig `json:"oauth"`
-}
-
 // setupOAuth builds the resource server (and the embedded authorization
 // server unless an external issuer is configured). It returns the
 // authenticator the routes use (API keys as before, plus OAuth tokens),
 // the routes to mount behind the admin scope and the public ones.
-func setupOAuth(ctx context.Context, cfg OAuthConfig, ks *keys.Service, listen net.Addr, logger *slog.Logger) (server.Authenticator, map[string]http.Handler, map[string]http.Handler, error) {
+func setupOAuth(ctx context.Context, cfg config.OAuth, ks *keys.Service, listen net.Addr, logger *slog.Logger) (server.Authenticator, map[string]http.Handler, map[string]http.Handler, error) {
 	if cfg.Enabled != nil && !*cfg.Enabled {
 		return ks, nil, nil, nil
 	}

@@ -15,7 +15,7 @@ import (
 // the config file's "sandbox" section. A missing runtime does not stop the
 // server: run_code then answers runtime_unavailable naming every folder it
 // searched.
-func newSandbox(c *common, logger *slog.Logger) (*sandbox.Sandbox, error) {
+func newSandbox(c *common, logger *slog.Logger, preload bool) (*sandbox.Sandbox, error) {
 	sb, err := sandbox.New(context.Background(), sandbox.Options{
 		Config:      c.cfg.Sandbox,
 		RuntimeDirs: runtimeDirs(c),
@@ -25,7 +25,7 @@ func newSandbox(c *common, logger *slog.Logger) (*sandbox.Sandbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("run_code sandbox: %w", err)
 	}
-	if c.preload {
+	if preload {
 		sb.Preload() // before the journal and the rest open: it is the long part
 	}
 	return sb, nil

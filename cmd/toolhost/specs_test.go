@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"toolhost/config"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -17,14 +19,14 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // languages' text. A change to any of them fails here until the golden is
 // refreshed on purpose with `go test ./cmd/toolhost -run TestToolSpecs -update`.
 func TestToolSpecsMatchGolden(t *testing.T) {
-	c := &common{data: t.TempDir(), testTools: true, cfg: defaultConfig()}
-	ts, cleanup, err := toolset(c, slog.New(slog.DiscardHandler))
+	c := &common{data: t.TempDir(), testTools: true, cfg: config.Default()}
+	kit, err := toolset(c, slog.New(slog.DiscardHandler), toolsetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cleanup()
+	defer kit.close()
 	var buf bytes.Buffer
-	for _, tl := range ts {
+	for _, tl := range kit.tools {
 		spec := tl.Spec()
 		// Re-indent the raw schemas so the golden diff is readable.
 		var in, out any

@@ -13,7 +13,9 @@ import (
 	"github.com/google/uuid"
 
 	"toolhost/catalog"
+	"toolhost/config"
 	"toolhost/journal"
+	"toolhost/sandbox"
 	"toolhost/server/admin"
 	"toolhost/session"
 	"toolhost/store"
@@ -22,53 +24,6 @@ import (
 	"toolhost/tools/runcode"
 	"toolhost/tools/sleep"
 )
-
-// JournalConfig is the "journal" section of the config file.
-type JournalConfig struct {
-	// IdempotencyRetention is how long an idempotency key is remembered
-	// ("24h" by default). Within it, the same key and arguments get the
-	// stored result and other arguments are refused; after it, the key is
-	// free and a call with it runs as a new call. Expired keys are purged at
-	// start-up; journal records are never deleted.
-	IdempotencyRetention Duration `json:"idempotency_retention"`
-	// MaxArgsBytes and MaxResultBytes bound what one record keeps of a
-	// call's arguments (64 KiB) and result (256 KiB); more is cut and
-	// marked "…[truncated by the journal: N bytes in all]".
-	MaxArgsBytes   int `json:"max_args_bytes"`
-	MaxResultBytes int `json:"max_result_bytes"`
-	// SQLiteSynchronous is NORMAL (default: durable across a killed
-	// process) or FULL (also across a power cut, slower).
-	SQLiteSynchronous string `json:"sqlite_synchronous"`
-	// MaxBatch caps how many journal writes share one transaction (256).
-	MaxBatch int `json:"max_batch"`
-	// CommitDelay is how long the journal writer waits for more writes
-	// before a commit while other calls are in flight ("300us" by default,
-	// "0s" never waits): fewer transactions for a bounded wait per write.
-	// It applies to writes that go to the store directly (spool off).
-	CommitDelay *Duration `json:"commit_delay"`
-	// Spool is the journal's write-ahead spool under DATA/journal (on by
-	// default): a call's opened record is durable there before its tool
-	// runs, and reaches the store while the call runs or together with its
-	// outcome, which is in the store before the call returns. false writes
-	// every record to the store and waits for it (two commits per call).
-	Spool *bool `json:"spool"`
-	// SpoolSync flushes the spool to the disk at every write (off by
-	// default: the spool survives a killed process, like SQLite's NORMAL;
-	// on, it also survives a power cut).
-	SpoolSync bool `json:"spool_sync"`
-	// ApplyInterval is how long a spooled write may wait before it is
-	// written to the store ("200ms" by default); reads through the REST API
-	// do not wait for it (they apply the spools first).
-	ApplyInterval Duration `json:"apply_interval"`
-	// WaitForStore makes every finished call wait until its record is in
-	// the store itself, not only in the spool (off by default): one commit
-	// on every call's path, for deployments that want a returned call in
-	// the database even if the server's disk is lost.
-	WaitForStore bool `json:"wait_for_store"`
-}
-
-// DefaultCommitDelay is journal.commit_delay when the config says nothing.
-const DefaultCommitDelay = 300 * time.Microsecond
 
 // storeDSN is the PostgreSQL URL when given, else the SQLite file under the
 // data directory.
@@ -89,15 +44,11 @@ func openStore(ctx context.Context, c *common) (*store.DB, error) {
 	return db, nil
 }
 
-// openJournal opens the store, marks this process alive in it and
-// reconciles the calls that dead processes left open, before any call runs.
-func openJournal(c *common, logger *slog.Logger) (*journal.Journal, func(), error) {
-	ctx := context.Background()
-	db, err := openStore(ctx, c)
-	if err != nil {
-		return nil, nil, err
-	}
-	delay := DefaultCommitDelay
+// openJournal starts the journal on the store: it marks this process
+// alive there and reconciles the calls that dead processes left open,
+// before any call runs. The caller closes the journal, then the store.
+func openJournal(ctx context.Context, c *common, db *store.DB, logger *slog.Logger) (*journal.Journal, error) {
+	delay := config.DefaultCommitDelay
 	if d := c.cfg.Journal.CommitDelay; d != nil {
 		delay = d.D()
 	}
@@ -115,31 +66,20 @@ func openJournal(c *common, logger *slog.Logger) (*journal.Journal, func(), erro
 		opts.WaitForStore = c.cfg.Journal.WaitForStore
 	}
 	j := journal.New(db, opts)
-	c.sessions = session.NewCache(db, time.Second)
-	c.variables = db
-	c.mcpServers = db
-	closeAll := func() {
-		j.Close()
-		if err := db.Close(); err != nil {
-			logger.Warn("closing the journal store", "err", err)
-		}
-	}
-	presets, err := presetDefinitions(c)
-	if err != nil {
-		closeAll()
-		return nil, nil, err
-	}
-	c.defs = tooldef.WithPresets(db, presets)
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	n, err := j.Start(sctx)
 	if err != nil {
-		closeAll()
-		return nil, nil, err
+		j.Close()
+		return nil, err
 	}
 	logger.Info("journal ready", "store", db.Dialect(), "instance_id", j.InstanceID(), "reconciled", n)
-	return j, closeAll, nil
+	return j, nil
 }
+
+// sessionCache is the session store the REST API and the pipeline share:
+// the store's, behind a short-lived cache.
+func sessionCache(db *store.DB) session.Store { return session.NewCache(db, time.Second) }
 
 // scriptsEnabled reports whether tool definitions may carry script
 // handlers: ENABLE_UNSAFE_SCRIPT_HANDLER=true or the config key.
@@ -149,11 +89,11 @@ func scriptsEnabled(c *common) bool {
 
 // scriptRunner runs script handlers in run_code's sandbox when the
 // toolset built one.
-func scriptRunner(c *common) tools.ScriptRunner {
-	if c.sandbox == nil {
+func scriptRunner(sb *sandbox.Sandbox) tools.ScriptRunner {
+	if sb == nil {
 		return nil
 	}
-	return runcode.NewScripts(c.sandbox)
+	return runcode.NewScripts(sb)
 }
 
 // builtinNames are the tools toolhost call knows without reading the
@@ -181,11 +121,8 @@ func presetDefinitions(c *common) ([]tooldef.Definition, error) {
 	return rules.Presets(c.cfg.Tools.Presets, time.Now())
 }
 
-// withDefinitionRoutes adds GET /tools/builtin and the definitions CRUD.
-func withDefinitionRoutes(routes map[string]http.Handler, c *common, exec *tools.Executor, changed func(account string)) map[string]http.Handler {
-	if c.defs == nil {
-		return routes
-	}
+// definitionRoutes are GET /tools/builtin and the definitions CRUD.
+func definitionRoutes(c *common, defs tooldef.Store, exec *tools.Executor, changed func(account string)) map[string]http.Handler {
 	test := map[string]bool{}
 	for _, t := range []tools.Tool{sleep.New(), sleep.NewEffect()} {
 		test[t.Spec().Name] = true
@@ -205,7 +142,7 @@ func withDefinitionRoutes(routes map[string]http.Handler, c *common, exec *tools
 	}
 	scripts := scriptsEnabled(c)
 	d := &admin.Definitions{
-		Store:    c.defs,
+		Store:    defs,
 		Builtins: func() []catalog.Spec { return builtins },
 		Rules: tooldef.Rules{
 			Slots: exec.Slots(),
@@ -217,25 +154,19 @@ func withDefinitionRoutes(routes map[string]http.Handler, c *common, exec *tools
 		},
 		ScriptsEnabled: func() bool { return scripts },
 		Changed:        changed,
-		Account:        accountOf,
 	}
-	for pattern, h := range d.Routes() {
-		routes[pattern] = h
-	}
-	return routes
+	return d.Routes()
 }
 
-// withJournalRoutes adds the journal's REST routes to routes.
-func withJournalRoutes(routes map[string]http.Handler, exec *tools.Executor) map[string]http.Handler {
-	if routes == nil {
-		routes = map[string]http.Handler{}
-	}
-	jr := &admin.Journal{Store: exec.Journal().Store(), Account: accountOf}
+// journalRoutes are the journal's REST routes and the sessions'.
+func journalRoutes(exec *tools.Executor) map[string]http.Handler {
+	routes := map[string]http.Handler{}
+	jr := &admin.Journal{Store: exec.Journal().Store()}
 	for pattern, h := range jr.Routes() {
 		routes[pattern] = h
 	}
 	if st := exec.Sessions(); st != nil {
-		ss := &admin.Sessions{Store: st, Slots: exec.Slots(), Account: accountOf,
+		ss := &admin.Sessions{Store: st, Slots: exec.Slots(),
 			Runtime: func(ctx context.Context, account, id, slot string) (any, error) {
 				return exec.Runtime(ctx, account, id, slot)
 			}}

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"toolhost/sandbox"
 	"toolhost/tools"
 	"toolhost/tools/builtin"
 	"toolhost/tools/fetchpage"
@@ -11,41 +12,56 @@ import (
 	"toolhost/tools/sleep"
 )
 
+// toolkit is what toolset built: the tools in publishing order, run_code's
+// sandbox (nil when left out) and the function releasing what the tools
+// hold (pools, caches, connections).
+type toolkit struct {
+	tools   []tools.Tool
+	sandbox *sandbox.Sandbox
+	close   func()
+}
+
+// toolsetOptions say which tools a command needs built.
+type toolsetOptions struct {
+	// skipRunCode leaves run_code and its sandbox out.
+	skipRunCode bool
+	// preload starts loading run_code's runtimes at once (servers).
+	preload bool
+}
+
 // toolset builds every tool this deployment publishes, in publishing order.
-// Each tool is one constructor call with its config section; the cleanup
-// function releases what the tools hold (pools, caches, connections).
-func toolset(c *common, logger *slog.Logger) ([]tools.Tool, func(), error) {
+// Each tool is one constructor call with its config section.
+func toolset(c *common, logger *slog.Logger, o toolsetOptions) (*toolkit, error) {
 	ts := builtin.All()
 	ws, err := newWebSearch(c, logger)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	ts = append(ts, ws)
 	fp, err := fetchpage.New(c.cfg.Fetch, fetchpage.WithLogger(logger))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	ts = append(ts, fp)
 	cleanups := []func(){fp.Close}
-	if !c.skipRunCode {
-		sb, err := newSandbox(c, logger)
+	var sb *sandbox.Sandbox
+	if !o.skipRunCode {
+		sb, err = newSandbox(c, logger, o.preload)
 		if err != nil {
 			fp.Close()
-			return nil, nil, err
+			return nil, err
 		}
-		c.sandbox = sb
 		ts = append(ts, runcode.New(sb))
 		cleanups = append(cleanups, func() { closeSandbox(sb, logger) })
 	}
 	if c.testTools {
 		ts = append(ts, sleep.New(), sleep.NewEffect())
 	}
-	cleanup := func() {
+	return &toolkit{tools: ts, sandbox: sb, close: func() {
 		for i := len(cleanups) - 1; i >= 0; i-- {
 			cleanups[i]()
 		}
-	}
-	return ts, cleanup, nil
+	}}, nil
 }
 
 // runCodeName is run_code's tool name, known before its sandbox exists.

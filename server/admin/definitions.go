@@ -45,10 +45,7 @@ func (d *Definitions) Routes() map[string]http.Handler {
 }
 
 func (d *Definitions) account(r *http.Request) string {
-	if d.Account != nil {
-		return d.Account(r)
-	}
-	return "local"
+	return accountOf(r, d.Account)
 }
 
 func (d *Definitions) now() time.Time {

@@ -30,7 +30,7 @@ const MaxLimit = 500
 type Journal struct {
 	Store journal.Store
 	// Account returns the account whose records a request may read. Nil
-	// means the single local account ("local") until API keys exist.
+	// means the caller's identity.Identity (accountOf).
 	Account func(*http.Request) string
 }
 
@@ -46,10 +46,7 @@ func (j *Journal) Routes() map[string]http.Handler {
 }
 
 func (j *Journal) account(r *http.Request) string {
-	if j.Account != nil {
-		return j.Account(r)
-	}
-	return "local"
+	return accountOf(r, j.Account)
 }
 
 type validationError struct{ msg, field string }

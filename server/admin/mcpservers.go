@@ -158,10 +158,7 @@ func (m *MCPServers) callback(w http.ResponseWriter, r *http.Request) {
 }
 
 func (m *MCPServers) account(r *http.Request) string {
-	if m.Account != nil {
-		return m.Account(r)
-	}
-	return "local"
+	return accountOf(r, m.Account)
 }
 
 func (m *MCPServers) now() time.Time {

@@ -46,10 +46,7 @@ func (s *Sessions) Routes() map[string]http.Handler {
 }
 
 func (s *Sessions) account(r *http.Request) string {
-	if s.Account != nil {
-		return s.Account(r)
-	}
-	return "local"
+	return accountOf(r, s.Account)
 }
 
 func (s *Sessions) now() time.Time {

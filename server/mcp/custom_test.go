@@ -11,6 +11,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"toolhost/identity"
 	"toolhost/server"
 	mcpface "toolhost/server/mcp"
 	"toolhost/session"
@@ -45,8 +46,8 @@ func TestCustomToolsPerAccount(t *testing.T) {
 	acct := func(h http.Header) string { return h.Get("X-Account") }
 	face := mcpface.New(exec, mcpface.Options{
 		AccountOf: func(r *http.Request) string { return acct(r.Header) },
-		Identify: func(_ context.Context, extra *sdk.RequestExtra) tools.Caller {
-			return tools.Caller{AccountID: acct(extra.Header)}
+		Identify: func(_ context.Context, extra *sdk.RequestExtra) identity.Identity {
+			return identity.Identity{AccountID: acct(extra.Header)}
 		},
 	})
 	hs := httptest.NewServer(server.New(server.Options{MCP: face.Handler()}).Handler())

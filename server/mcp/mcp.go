@@ -24,6 +24,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"toolhost/catalog"
+	"toolhost/identity"
 	"toolhost/server"
 	"toolhost/tools"
 )
@@ -73,16 +74,23 @@ type Options struct {
 	// Limits bound bodies, clientInfo and sessions (guard.go).
 	Limits Limits
 	// KeyOf names the API key a request acts for, for the per-key session
-	// cap ("" for everyone in development mode).
+	// cap; default: the identity.Identity in the request's context ("" for
+	// everyone in development mode).
 	KeyOf func(*http.Request) string
-	// Identify, when set, returns the caller (account, key, scopes) of a
-	// request from its HTTP header and token info; the server fills in the
-	// transport's own fields (slot, session, floor, trace).
-	Identify func(ctx context.Context, extra *sdk.RequestExtra) tools.Caller
+	// Identify returns the caller (account, key, scopes) of a request;
+	// the server fills in the transport's own fields (slot, session,
+	// floor, trace). Default: the identity that Authenticated handed to
+	// the go-sdk, else Anonymous.
+	Identify func(ctx context.Context, extra *sdk.RequestExtra) identity.Identity
+	// Anonymous is the caller of requests that carry no identity: stdio
+	// (zero: the executor's own account) and the HTTP endpoint in --dev
+	// (server.DevIdentity).
+	Anonymous identity.Identity
 	// AccountOf names the account a request that opens a session acts
 	// for; each account gets a server of its own whose tools/list carries
-	// the account's custom tools (nil: every session sees the builtins
-	// only, as stdio of an executor without definitions).
+	// the account's custom tools. Default: the account of the
+	// identity.Identity in the request's context; a request without one
+	// sees the builtins only, as stdio of an executor without definitions.
 	AccountOf func(*http.Request) string
 	Logger    *slog.Logger
 }
@@ -243,10 +251,13 @@ func (s *Server) SDK() *sdk.Server { return s.srv }
 // caps; guard.go).
 func (s *Server) Handler() http.Handler {
 	h := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
-		if s.opts.AccountOf == nil {
-			return s.srv
+		if s.opts.AccountOf != nil {
+			return s.serverFor(r.Context(), s.opts.AccountOf(r))
 		}
-		return s.serverFor(r.Context(), s.opts.AccountOf(r))
+		if id, ok := identity.FromContext(r.Context()); ok {
+			return s.serverFor(r.Context(), id.AccountID)
+		}
+		return s.srv
 	}, &sdk.StreamableHTTPOptions{
 		Stateless:           s.opts.Stateless,
 		JSONResponse:        s.opts.JSONResponse,
@@ -254,7 +265,14 @@ func (s *Server) Handler() http.Handler {
 		MaxRequestBodyBytes: s.opts.Limits.MaxBodyBytes,
 		Logger:              s.opts.Logger,
 	})
-	return newGuard(h, s.sessions, s.opts.Limits, s.opts.KeyOf)
+	keyOf := s.opts.KeyOf
+	if keyOf == nil {
+		keyOf = func(r *http.Request) string {
+			id, _ := identity.FromContext(r.Context())
+			return id.KeyID
+		}
+	}
+	return newGuard(h, s.sessions, s.opts.Limits, keyOf)
 }
 
 // RunStdio serves one client over stdin/stdout until it disconnects or ctx
@@ -349,9 +367,7 @@ func (s *Server) handler(name string, structuredErrors bool) sdk.ToolHandler {
 			Lang:   s.opts.Lang,
 		}
 		extra := req.GetExtra()
-		if s.opts.Identify != nil {
-			p.Caller = s.opts.Identify(ctx, extra)
-		}
+		p.Caller.Identity = s.identify(ctx, extra)
 		p.Caller.Face = "mcp"
 		p.Caller.SessionID = req.Session.ID()
 		p.Caller.FloorID = p.CallID

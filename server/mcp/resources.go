@@ -81,11 +81,7 @@ func executionID(uri string) (string, bool) {
 // account is the account a request reads the journal of: the caller's
 // own, as the Executor records it.
 func (s *Server) account(ctx context.Context, extra *sdk.RequestExtra) string {
-	var c tools.Caller
-	if s.opts.Identify != nil {
-		c = s.opts.Identify(ctx, extra)
-	}
-	return s.exec.Account(c)
+	return s.exec.Account(tools.Caller{Identity: s.identify(ctx, extra)})
 }
 
 func (s *Server) readExecution(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {

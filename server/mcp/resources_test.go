@@ -14,6 +14,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"toolhost/catalog"
+	"toolhost/identity"
 	"toolhost/server"
 	mcpface "toolhost/server/mcp"
 	"toolhost/tools"
@@ -30,11 +31,11 @@ func accounts(t *testing.T) string {
 	}
 	face := mcpface.New(exec, mcpface.Options{
 		Lang: catalog.English,
-		Identify: func(_ context.Context, extra *sdk.RequestExtra) tools.Caller {
+		Identify: func(_ context.Context, extra *sdk.RequestExtra) identity.Identity {
 			if extra == nil || extra.Header == nil {
-				return tools.Caller{}
+				return identity.Identity{}
 			}
-			return tools.Caller{AccountID: extra.Header.Get("X-Account")}
+			return identity.Identity{AccountID: extra.Header.Get("X-Account")}
 		},
 	})
 	hs := httptest.NewServer(server.New(server.Options{MCP: face.Handler()}).Handler())

@@ -16,8 +16,8 @@ import (
 	"github.com/zitadel/oidc/v3/pkg/oidc"
 	"github.com/zitadel/oidc/v3/pkg/op"
 
+	"toolhost/identity"
 	"toolhost/keys"
-	"toolhost/server"
 )
 
 // ExternalOptions configure verification of an external issuer's tokens.
@@ -94,26 +94,26 @@ func (e *External) load(ctx context.Context) (*op.AccessTokenVerifier, error) {
 }
 
 // VerifyToken checks the token and maps it to an account and key.
-func (e *External) VerifyToken(ctx context.Context, token string) (*server.Identity, error) {
+func (e *External) VerifyToken(ctx context.Context, token string) (identity.Identity, error) {
 	v, err := e.load(ctx)
 	if err != nil {
-		return nil, err
+		return identity.Identity{}, err
 	}
 	claims, err := verifyJWT(ctx, v, token, e.opts.Resource)
 	if err != nil {
-		return nil, err
+		return identity.Identity{}, err
 	}
 	account := claims.Subject
 	if e.opts.AccountClaim != "sub" {
 		account, _ = claims.Claims[e.opts.AccountClaim].(string)
 	}
 	if account == "" {
-		return nil, fmt.Errorf("%w: the token has no %s claim", ErrInvalidToken, e.opts.AccountClaim)
+		return identity.Identity{}, fmt.Errorf("%w: the token has no %s claim", ErrInvalidToken, e.opts.AccountClaim)
 	}
 	scopes := []string(claims.Scopes)
 	ks, err := e.opts.Keys.ListKeys(ctx, account)
 	if err != nil && !errors.Is(err, keys.ErrNotFound) {
-		return nil, err
+		return identity.Identity{}, err
 	}
 	// Oldest first: the account's first key carries OAuth callers.
 	slices.SortFunc(ks, func(a, b keys.Key) int { return a.CreatedAt.Compare(b.CreatedAt) })
@@ -128,10 +128,10 @@ func (e *External) VerifyToken(ctx context.Context, token string) (*server.Ident
 			}
 		}
 		if len(held) > 0 {
-			return &server.Identity{AccountID: account, KeyID: k.ID, Scopes: held}, nil
+			return identity.Identity{AccountID: account, KeyID: k.ID, Scopes: held}, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: account %q has no active API key holding the token's scopes", ErrInvalidToken, account)
+	return identity.Identity{}, fmt.Errorf("%w: account %q has no active API key holding the token's scopes", ErrInvalidToken, account)
 }
 
 var _ oidc.Claims = (*oidc.AccessTokenClaims)(nil)

@@ -9,13 +9,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
+	"toolhost/identity"
 	"toolhost/keys"
 	"toolhost/server"
 )
 
 // TokenVerifier resolves an access token to the identity it acts for.
 type TokenVerifier interface {
-	VerifyToken(ctx context.Context, token string) (*server.Identity, error)
+	VerifyToken(ctx context.Context, token string) (identity.Identity, error)
 }
 
 // Resource is toolhost as an OAuth protected resource (RFC 9728): it
@@ -39,7 +40,7 @@ func (r *Resource) Authenticate(ctx context.Context, secret string) (*keys.Key, 
 }
 
 // VerifyToken is the OAuth path.
-func (r *Resource) VerifyToken(ctx context.Context, token string) (*server.Identity, error) {
+func (r *Resource) VerifyToken(ctx context.Context, token string) (identity.Identity, error) {
 	return r.Verifier.VerifyToken(ctx, token)
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/zitadel/oidc/v3/pkg/op"
 
 	"toolhost/grants"
-	"toolhost/server"
+	"toolhost/identity"
 )
 
 // localKeySet verifies our own tokens with the public half of the signing
@@ -42,27 +42,27 @@ func verifyJWT(ctx context.Context, v *op.AccessTokenVerifier, token, resource s
 // journal apply) and the token's scopes. Beyond the signature it checks
 // the token, its grant and its key in the store on every request, so a
 // revoked grant or key is refused at once.
-func (p *Provider) VerifyToken(ctx context.Context, token string) (*server.Identity, error) {
+func (p *Provider) VerifyToken(ctx context.Context, token string) (identity.Identity, error) {
 	claims, err := verifyJWT(ctx, p.verifier, token, p.opts.Resource)
 	if err != nil {
-		return nil, err
+		return identity.Identity{}, err
 	}
 	t, err := p.opts.Store.Token(ctx, grants.Hash(claims.JWTID))
 	if errors.Is(err, grants.ErrNotFound) || (err == nil && t.Kind != grants.KindAccess) {
-		return nil, fmt.Errorf("%w: unknown token id", ErrInvalidToken)
+		return identity.Identity{}, fmt.Errorf("%w: unknown token id", ErrInvalidToken)
 	}
 	if err != nil {
-		return nil, err
+		return identity.Identity{}, err
 	}
 	if t.RevokedAt != nil {
-		return nil, fmt.Errorf("%w: the token was revoked", ErrInvalidToken)
+		return identity.Identity{}, fmt.Errorf("%w: the token was revoked", ErrInvalidToken)
 	}
 	g, err := p.storage.liveGrant(ctx, t.GrantID)
 	if errors.Is(err, grants.ErrNotFound) {
-		return nil, fmt.Errorf("%w: the grant was revoked", ErrInvalidToken)
+		return identity.Identity{}, fmt.Errorf("%w: the grant was revoked", ErrInvalidToken)
 	}
 	if err != nil {
-		return nil, err
+		return identity.Identity{}, err
 	}
 	var scopes []string
 	for _, s := range claims.Scopes {
@@ -70,5 +70,5 @@ func (p *Provider) VerifyToken(ctx context.Context, token string) (*server.Ident
 			scopes = append(scopes, s)
 		}
 	}
-	return &server.Identity{AccountID: g.AccountID, KeyID: g.KeyID, Scopes: scopes}, nil
+	return identity.Identity{AccountID: g.AccountID, KeyID: g.KeyID, Scopes: scopes}, nil
 }

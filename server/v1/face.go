@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	"toolhost/identity"
 	"toolhost/loop"
 	"toolhost/server"
 )
@@ -83,7 +84,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, f face, body []b
 		f.writeError(w, h.runError(ctx, err))
 		return
 	}
-	id := IdentityFrom(ctx)
+	id, _ := identity.FromContext(ctx)
 	run := &loop.Run{
 		Request: c.loop,
 		Hosted:  c.hosted,
@@ -93,9 +94,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, f face, body []b
 			RequestID:      requestID(ctx),
 			SessionID:      sessionID(r, c.metadata),
 			Slot:           r.Header.Get(SlotHeader),
-			AccountID:      id.AccountID,
-			KeyID:          id.KeyID,
-			Scopes:         id.Scopes,
+			Identity:       id,
 			TraceID:        server.TraceID(r.Header),
 			IdempotencyKey: r.Header.Get("Idempotency-Key"),
 			Metadata:       c.metadata,

@@ -53,10 +53,13 @@ type Handler struct {
 	opts Options
 }
 
+// DefaultLabel is Options.Label's default (and hosted.label's).
+const DefaultLabel = "toolhost"
+
 // New returns the handler.
 func New(opts Options) *Handler {
 	if opts.Label == "" {
-		opts.Label = "toolhost"
+		opts.Label = DefaultLabel
 	}
 	if opts.DefaultMaxToolRounds <= 0 {
 		opts.DefaultMaxToolRounds = 8
@@ -94,28 +97,6 @@ func (h *Handler) Routes() map[string]http.Handler {
 		m["GET /v1/tool-rounds"] = http.HandlerFunc(h.opts.Rounds.serve)
 	}
 	return m
-}
-
-// Identity is who is calling, as authentication established it. The auth
-// middleware stores it with WithIdentity; without one the caller is
-// anonymous (dev mode).
-type Identity struct {
-	AccountID string
-	KeyID     string
-	Scopes    []string
-}
-
-type identityKey struct{}
-
-// WithIdentity returns ctx carrying id.
-func WithIdentity(ctx context.Context, id Identity) context.Context {
-	return context.WithValue(ctx, identityKey{}, id)
-}
-
-// IdentityFrom returns the caller's identity (zero when anonymous).
-func IdentityFrom(ctx context.Context) Identity {
-	id, _ := ctx.Value(identityKey{}).(Identity)
-	return id
 }
 
 // requestID is the id of a /v1 request: the extension field's request_id

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"toolhost/identity"
 )
 
 // IdempotencyStore remembers whole /v1 responses by Idempotency-Key, scoped
@@ -201,7 +203,8 @@ func (h *Handler) withIdempotency(w http.ResponseWriter, r *http.Request, body [
 		writeRequestError(w, badRequest(ReasonInvalidRequest, "Idempotency-Key", "Idempotency-Key must be at most 255 characters"))
 		return
 	}
-	account := IdentityFrom(r.Context()).AccountID
+	id, _ := identity.FromContext(r.Context())
+	account := id.AccountID
 	scoped := fmt.Sprintf("%s\x00%s\x00%s", account, r.URL.Path, key)
 	digest := sha256.Sum256(body)
 	stored, rerr := h.opts.Idempotency.begin(account, scoped, digest)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"sync"
 
+	"toolhost/identity"
 	"toolhost/loop"
 	"toolhost/server"
 )
@@ -57,7 +58,8 @@ func (s *RoundStore) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// A caller sees its own account's rounds only.
-	server.WriteJSON(w, http.StatusOK, roundList{Object: "list", Data: s.ByRequest(IdentityFrom(r.Context()).AccountID, id)})
+	caller, _ := identity.FromContext(r.Context())
+	server.WriteJSON(w, http.StatusOK, roundList{Object: "list", Data: s.ByRequest(caller.AccountID, id)})
 }
 
 // roundList is the answer of GET /v1/tool-rounds.

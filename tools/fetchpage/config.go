@@ -1,9 +1,9 @@
 package fetchpage
 
 import (
-	"encoding/json"
-	"fmt"
 	"time"
+
+	"toolhost/config/duration"
 )
 
 // Config is the `fetch` section of the server's config file. Every zero value
@@ -19,9 +19,9 @@ type Config struct {
 	// (HTTP_PROXY, ...) are never used.
 	Proxy string `json:"proxy"`
 	// ConnectTimeout bounds DNS plus TCP/TLS connect (default 10s).
-	ConnectTimeout Duration `json:"connect_timeout"`
+	ConnectTimeout duration.Duration `json:"connect_timeout"`
 	// Timeout bounds one whole fetch including redirects and body (default 30s).
-	Timeout Duration `json:"timeout"`
+	Timeout duration.Duration `json:"timeout"`
 	// MaxHTMLBytes caps the decoded body of anything that is not a PDF
 	// (default 10 MiB).
 	MaxHTMLBytes int64 `json:"max_html_bytes"`
@@ -44,19 +44,19 @@ type Config struct {
 	// and extracting (default 40 MiB; a fetch reserves its announced length,
 	// else its type's cap). A fetch waits up to QueueTimeout (default 10s)
 	// for both, then answers busy with retry_after_ms.
-	MaxInFlight     int      `json:"max_in_flight"`
-	BodyBudgetBytes int64    `json:"body_budget_bytes"`
-	QueueTimeout    Duration `json:"queue_timeout"`
+	MaxInFlight     int               `json:"max_in_flight"`
+	BodyBudgetBytes int64             `json:"body_budget_bytes"`
+	QueueTimeout    duration.Duration `json:"queue_timeout"`
 	// CacheTTL is how long an extracted page is served from memory
 	// (default 5m; negative disables the cache).
-	CacheTTL Duration `json:"cache_ttl"`
+	CacheTTL duration.Duration `json:"cache_ttl"`
 	// CacheMaxBytes bounds the cache's content size (default 32 MiB).
 	CacheMaxBytes int64 `json:"cache_max_bytes"`
 	// IgnoreRobots turns the robots.txt check off (default: robots.txt is
 	// obeyed).
 	IgnoreRobots bool `json:"ignore_robots"`
 	// RobotsTTL is how long a host's robots.txt is cached (default 1h).
-	RobotsTTL Duration `json:"robots_ttl"`
+	RobotsTTL duration.Duration `json:"robots_ttl"`
 }
 
 // DefaultMaxExtractTextBytes is the default of
@@ -77,10 +77,10 @@ func (c Config) withDefaults() Config {
 		c.UserAgent = DefaultUserAgent
 	}
 	if c.ConnectTimeout <= 0 {
-		c.ConnectTimeout = Duration(10 * time.Second)
+		c.ConnectTimeout = duration.Duration(10 * time.Second)
 	}
 	if c.Timeout <= 0 {
-		c.Timeout = Duration(30 * time.Second)
+		c.Timeout = duration.Duration(30 * time.Second)
 	}
 	if c.MaxHTMLBytes <= 0 {
 		c.MaxHTMLBytes = 10 << 20
@@ -107,37 +107,16 @@ func (c Config) withDefaults() Config {
 		c.BodyBudgetBytes = 40 << 20
 	}
 	if c.QueueTimeout <= 0 {
-		c.QueueTimeout = Duration(10 * time.Second)
+		c.QueueTimeout = duration.Duration(10 * time.Second)
 	}
 	if c.CacheTTL == 0 {
-		c.CacheTTL = Duration(5 * time.Minute)
+		c.CacheTTL = duration.Duration(5 * time.Minute)
 	}
 	if c.CacheMaxBytes <= 0 {
 		c.CacheMaxBytes = 32 << 20
 	}
 	if c.RobotsTTL <= 0 {
-		c.RobotsTTL = Duration(time.Hour)
+		c.RobotsTTL = duration.Duration(time.Hour)
 	}
 	return c
 }
-
-// Duration is a time.Duration written as "30s" in JSON.
-type Duration time.Duration
-
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
-
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration must be a string such as \"30s\": %w", err)
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return err
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// D returns the value as a time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }

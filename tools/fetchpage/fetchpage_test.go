@@ -20,6 +20,7 @@ import (
 	"golang.org/x/text/encoding/simplifiedchinese"
 
 	"toolhost/catalog"
+	"toolhost/config/duration"
 	"toolhost/tools"
 )
 
@@ -205,7 +206,7 @@ func brotliBytes(b []byte) []byte {
 }
 
 func TestFetchErrorsHaveStableCodes(t *testing.T) {
-	f := newFixture(t, Config{MaxHTMLBytes: 1 << 20, Timeout: Duration(2 * time.Second)})
+	f := newFixture(t, Config{MaxHTMLBytes: 1 << 20, Timeout: duration.Duration(2 * time.Second)})
 	f.dns.set("other.test", "127.0.0.1")
 	bomb := bytes.Repeat([]byte("A"), 8<<20) // 8 MiB of A, 8× the cap: a few KiB compressed
 	gzBomb, brBomb := gzipBytes(bomb), brotliBytes(bomb)
@@ -443,7 +444,7 @@ func TestCacheExpiresAndBoundsBytes(t *testing.T) {
 }
 
 func TestFetchLimitsConcurrencyPerHost(t *testing.T) {
-	f := newFixture(t, Config{IgnoreRobots: true, PerHostConcurrency: 1, CacheTTL: Duration(-1)})
+	f := newFixture(t, Config{IgnoreRobots: true, PerHostConcurrency: 1, CacheTTL: duration.Duration(-1)})
 	var inFlight, maxSeen atomic.Int64
 	arrived := make(chan struct{}, 3)
 	release := make(chan struct{})

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"toolhost/config/duration"
 	"toolhost/tools"
 )
 
@@ -105,7 +106,7 @@ func TestFetchBudgetBoundsBodiesInFlight(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tc.cfg
-			cfg.IgnoreRobots, cfg.CacheTTL, cfg.QueueTimeout, cfg.PerHostConcurrency = true, Duration(-1), Duration(300*time.Millisecond), 8
+			cfg.IgnoreRobots, cfg.CacheTTL, cfg.QueueTimeout, cfg.PerHostConcurrency = true, duration.Duration(-1), duration.Duration(300*time.Millisecond), 8
 			f := newFixture(t, cfg)
 			release := make(chan struct{})
 			f.mux.HandleFunc("/big", func(w http.ResponseWriter, _ *http.Request) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"toolhost/catalog"
+	"toolhost/identity"
 	"toolhost/sandbox"
 	"toolhost/tools"
 )
@@ -262,7 +263,7 @@ func TestRunsOfOneAndOfAnotherAccountStartPristine(t *testing.T) {
 		t.Helper()
 		b, _ := json.Marshal(args)
 		out, err := ex.Execute(context.Background(), tools.Proposal{Tool: "run_code", Args: b, CallID: "t",
-			Caller: tools.Caller{Face: "cli", AccountID: account, KeyID: account + "-key"}})
+			Caller: tools.Caller{Face: "cli", Identity: identity.Identity{AccountID: account, KeyID: account + "-key"}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -327,7 +328,7 @@ func TestOneAccountCannotTakeEverySlot(t *testing.T) {
 	ex := newExecutor(t, sb)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	greedy := tools.Caller{Face: "mcp", AccountID: "greedy", KeyID: "key_greedy"}
+	greedy := tools.Caller{Face: "mcp", Identity: identity.Identity{AccountID: "greedy", KeyID: "key_greedy"}}
 	var wg sync.WaitGroup
 	codes := make(chan string, 16)
 	for range 6 {
@@ -343,7 +344,7 @@ func TestOneAccountCannotTakeEverySlot(t *testing.T) {
 	if code := <-codes; code != CodeBusy {
 		t.Fatalf("greedy call over its share: %q, want busy", code)
 	}
-	out, err := ex.Execute(context.Background(), tools.Proposal{Tool: "run_code", Caller: tools.Caller{Face: "mcp", AccountID: "other", KeyID: "key_other"},
+	out, err := ex.Execute(context.Background(), tools.Proposal{Tool: "run_code", Caller: tools.Caller{Face: "mcp", Identity: identity.Identity{AccountID: "other", KeyID: "key_other"}},
 		Args: json.RawMessage(`{"language":"javascript","code":"1+2"}`)})
 	if err != nil || out.IsError {
 		t.Fatalf("another account: %v %s %s", err, out.Code, out.Message)

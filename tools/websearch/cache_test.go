@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"toolhost/catalog"
+	"toolhost/config/duration"
 )
 
 func TestCacheServesRepeatsFreeUntilTTL(t *testing.T) {
 	f := newFixture(t, engineByKind(t, KindSearXNG), modeSuccess)
 	h := newHarness(t, Config{
 		Providers: []ProviderConfig{f.providerConfig("", 10*time.Second)},
-		Cache:     CacheConfig{TTL: Duration(5 * time.Minute), MemoryOnly: true},
+		Cache:     CacheConfig{TTL: duration.Duration(5 * time.Minute), MemoryOnly: true},
 	})
 	first := h.call(t, testQuery, catalog.English)
 	if out := output(t, first); out.Cached || first.Units != 1 {

@@ -1,11 +1,12 @@
 package websearch
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
 	"time"
+
+	"toolhost/config/duration"
 )
 
 // Provider kinds accepted in the config.
@@ -34,12 +35,12 @@ type Config struct {
 	UserAgent string `json:"user_agent,omitempty"`
 	// Deadline bounds one whole search, every provider included; default
 	// 10s. See hedge.go.
-	Deadline Duration `json:"deadline,omitempty"`
+	Deadline duration.Duration `json:"deadline,omitempty"`
 	// HedgeDelay is how long the current provider may take before the next
 	// one is asked too (the first good answer wins); default 1.5s, or the
 	// provider's recent p90 once it has answered often enough. Negative
 	// turns hedging off: the next provider is asked only after a failure.
-	HedgeDelay Duration `json:"hedge_delay,omitempty"`
+	HedgeDelay duration.Duration `json:"hedge_delay,omitempty"`
 }
 
 // ProviderConfig configures one engine.
@@ -58,14 +59,14 @@ type ProviderConfig struct {
 	// resolves it (see ResolveKeys); this package never reads the environment.
 	APIKeyEnv string `json:"api_key_env,omitempty"`
 	// Timeout of one request to this engine; default 8s.
-	Timeout Duration `json:"timeout,omitempty"`
+	Timeout duration.Duration `json:"timeout,omitempty"`
 }
 
 // CacheConfig bounds the query cache.
 type CacheConfig struct {
 	// TTL of a cached answer; default (and when "0s") 10m. To disable
 	// caching set MaxEntries to -1.
-	TTL Duration `json:"ttl,omitempty"`
+	TTL duration.Duration `json:"ttl,omitempty"`
 	// MaxEntries bounds the cache (memory and disk each); default 1000;
 	// -1 disables caching.
 	MaxEntries int `json:"max_entries,omitempty"`
@@ -90,24 +91,6 @@ const (
 	minFailureBackoff = 2 * time.Second
 	maxFailureBackoff = time.Minute
 )
-
-// Duration is a time.Duration written as "8s" in JSON.
-type Duration time.Duration
-
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
-
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration must be a string such as \"8s\": %w", err)
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return err
-	}
-	*d = Duration(v)
-	return nil
-}
 
 // ResolveKeys fills APIKey from APIKeyEnv through lookup (os.LookupEnv in the
 // binary). A variable that is unset or empty leaves the key empty; New then

@@ -48,6 +48,7 @@ import (
 	"time"
 
 	"toolhost/catalog"
+	"toolhost/config/duration"
 	"toolhost/tools"
 )
 
@@ -278,7 +279,7 @@ func (f *fixture) lastRequest() request {
 
 // providerConfig points a provider of the fixture's kind at it.
 func (f *fixture) providerConfig(name string, timeout time.Duration) ProviderConfig {
-	return ProviderConfig{Kind: f.eng.kind, Name: name, BaseURL: f.srv.URL, APIKey: f.eng.key, Timeout: Duration(timeout)}
+	return ProviderConfig{Kind: f.eng.kind, Name: name, BaseURL: f.srv.URL, APIKey: f.eng.key, Timeout: duration.Duration(timeout)}
 }
 
 // fakeClock is a clock tests move by hand.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"toolhost/catalog"
+	"toolhost/config/duration"
 	"toolhost/tools"
 )
 
@@ -31,7 +32,7 @@ func TestHedgingAsksTheNextProviderWhenTheCurrentIsSlow(t *testing.T) {
 	h := newHarness(t, Config{
 		Providers:  []ProviderConfig{slow.providerConfig("slow", 8*time.Second), fast.providerConfig("fast", 8*time.Second)},
 		Cache:      noCache(),
-		HedgeDelay: Duration(100 * time.Millisecond),
+		HedgeDelay: duration.Duration(100 * time.Millisecond),
 	})
 	start := time.Now()
 	o := h.call(t, testQuery, catalog.English)
@@ -91,7 +92,7 @@ func TestOverallDeadlineBoundsTheSearch(t *testing.T) {
 		fx = append(fx, f)
 		pcs = append(pcs, f.providerConfig(string(rune('a'+i)), 8*time.Second))
 	}
-	h := newHarness(t, Config{Providers: pcs, Cache: noCache(), Deadline: Duration(400 * time.Millisecond), HedgeDelay: Duration(100 * time.Millisecond)})
+	h := newHarness(t, Config{Providers: pcs, Cache: noCache(), Deadline: duration.Duration(400 * time.Millisecond), HedgeDelay: duration.Duration(100 * time.Millisecond)})
 	start := time.Now()
 	o := h.call(t, testQuery, catalog.English)
 	// Three providers of 8 s each used to mean 24 s.
@@ -117,7 +118,7 @@ func TestFailureStartsTheNextProviderWithoutWaitingForTheHedge(t *testing.T) {
 	h := newHarness(t, Config{
 		Providers:  []ProviderConfig{bad.providerConfig("bad", 8*time.Second), good.providerConfig("good", 8*time.Second)},
 		Cache:      noCache(),
-		HedgeDelay: Duration(time.Hour),
+		HedgeDelay: duration.Duration(time.Hour),
 	})
 	start := time.Now()
 	if p := output(t, h.call(t, testQuery, catalog.English)).Provider; p != "good" {

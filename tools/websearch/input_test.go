@@ -13,6 +13,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"toolhost/catalog"
+	"toolhost/config/duration"
 	"toolhost/tools"
 )
 
@@ -93,7 +94,7 @@ func TestConfigErrors(t *testing.T) {
 		{"ftp base_url", []ProviderConfig{{Kind: "searxng", BaseURL: "ftp://x.test"}}, "http or https"},
 		{"base_url with query", []ProviderConfig{{Kind: "searxng", BaseURL: "http://x.test/?a=1"}}, "without user, query"},
 		{"duplicate names", []ProviderConfig{{Kind: "html"}, {Kind: "duckduckgo"}}, "duplicate name"},
-		{"negative timeout", []ProviderConfig{{Kind: "html", Timeout: Duration(-time.Second)}}, "negative timeout"},
+		{"negative timeout", []ProviderConfig{{Kind: "html", Timeout: duration.Duration(-time.Second)}}, "negative timeout"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,0 +1,71 @@
+package config_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"toolhost/config"
+)
+
+func TestLoadWithoutAFileIsTheDefault(t *testing.T) {
+	c, err := config.Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Hosted.Label != "toolhost" || c.MCP.SessionTimeout.D() != 30*time.Minute || c.Tools.DefaultTimeout.D() != time.Minute ||
+		c.Tools.MaxResultBytes != 256<<10 || c.ShutdownTimeout.D() != 10*time.Second || c.Log.Sample() != 1 {
+		t.Fatalf("defaults: %+v", c)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	tests := []struct {
+		name    string
+		file    string
+		wantErr string
+		check   func(c config.Config) bool
+	}{
+		{"a file over the defaults", `{"tools": {"default_timeout": "90s"}, "log": {"call_sample": 0.1}}`, "",
+			func(c config.Config) bool {
+				return c.Tools.DefaultTimeout.D() == 90*time.Second && c.Log.Sample() == 0.1 && c.Hosted.Label == "toolhost"
+			}},
+		{"custom slots", `{"tools": {"slots": ["narrator", "gm-2"]}}`, "", func(c config.Config) bool { return len(c.Tools.Slots) == 2 }},
+		{"a misspelt key", `{"tools": {"default_timout": "90s"}}`, `unknown field "default_timout"`, nil},
+		{"a number for a duration", `{"shutdown_timeout": 10}`, `duration must be a string such as "30s"`, nil},
+		{"a bad slot name", `{"tools": {"slots": ["Narrator"]}}`, `tools.slots: "Narrator" is not a slot name`, nil},
+		{"a slot twice", `{"tools": {"slots": ["a", "a"]}}`, `tools.slots: "a" is not a slot name`, nil},
+		{"a slot with a Unicode look-alike", `{"tools": {"slots": ["nаrrator"]}}`, "is not a slot name", nil},
+		{"a sample above one", `{"log": {"call_sample": 1.5}}`, "log.call_sample 1.5: want a fraction from 0 to 1", nil},
+		{"a negative sample", `{"log": {"call_sample": -0.1}}`, "log.call_sample -0.1", nil},
+		{"two documents", `{} {}`, "", func(config.Config) bool { return true }}, // as before: the first is read
+		{"not an object", `[1, 2]`, "cannot unmarshal array", nil},
+		{"deeply nested", strings.Repeat(`{"hosted":`, 20000) + "{}" + strings.Repeat("}", 20000), "exceeded max depth", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "config.json")
+			if err := os.WriteFile(path, []byte(tt.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c, err := config.Load(path)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), path) {
+					t.Fatalf("err = %v, want one naming %s and containing %q", err, path, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || !tt.check(c) {
+				t.Fatalf("Load = %+v, %v", c, err)
+			}
+		})
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	if _, err := config.Load(filepath.Join(t.TempDir(), "nope.json")); err == nil || !strings.Contains(err.Error(), "no such file") {
+		t.Fatalf("err = %v", err)
+	}
+}

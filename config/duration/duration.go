@@ -1,0 +1,35 @@
+// Package duration provides Duration, the one duration type of every
+// config section (the file's own keys, fetch_page's, web_search's, the
+// upstream routes'): a time.Duration written as a string such as "30s" in
+// JSON, so a config file never holds bare nanoseconds.
+package duration
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Duration is a time.Duration written as "30s" in JSON.
+type Duration time.Duration
+
+// MarshalJSON writes the duration as time.Duration.String does ("1m30s").
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads a string time.ParseDuration accepts; a number or any
+// other JSON value is refused with a message saying what is expected.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string such as \"30s\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }

@@ -1,0 +1,20 @@
+package admin
+
+import (
+	"net/http"
+
+	"toolhost/identity"
+)
+
+// accountOf is the account a request acts for: hook's answer when the
+// caller set one (tests), else the identity.Identity that authentication
+// stored, else the single local account (no authentication in front).
+func accountOf(r *http.Request, hook func(*http.Request) string) string {
+	if hook != nil {
+		return hook(r)
+	}
+	if id, ok := identity.FromContext(r.Context()); ok && id.AccountID != "" {
+		return id.AccountID
+	}
+	return "local"
+}
