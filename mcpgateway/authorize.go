@@ -41,9 +41,13 @@ type pending struct {
 	account, server string
 	code            chan *auth.AuthorizationResult
 	done            chan error
+	// cancel ends the flow's goroutine.
+	cancel context.CancelFunc
 }
 
-// authorizations are the pending authorizations by state.
+// authorizations are the pending authorizations by state, at most one per
+// server: a new one ends the previous (its URL then leads nowhere), so
+// repeated requests cannot pile up waiting flows.
 type authorizations struct {
 	mu sync.Mutex
 	m  map[string]*pending
@@ -54,6 +58,12 @@ func (a *authorizations) put(state string, p *pending) {
 	defer a.mu.Unlock()
 	if a.m == nil {
 		a.m = map[string]*pending{}
+	}
+	for st, old := range a.m {
+		if old.account == p.account && old.server == p.server {
+			delete(a.m, st)
+			old.cancel()
+		}
 	}
 	a.m[state] = p
 }
@@ -89,7 +99,7 @@ func (g *Gateway) Authorize(ctx context.Context, srv mcpremote.Server, redirectU
 	}
 	fctx, cancel := context.WithTimeout(g.closing, AuthorizeTimeout)
 	urls := make(chan string, 1)
-	p := &pending{account: srv.AccountID, server: srv.ID, code: make(chan *auth.AuthorizationResult, 1), done: make(chan error, 1)}
+	p := &pending{account: srv.AccountID, server: srv.ID, code: make(chan *auth.AuthorizationResult, 1), done: make(chan error, 1), cancel: cancel}
 	var state string
 	hc := &http.Client{Transport: g.transport, Timeout: g.opts.ProbeTimeout * 3}
 	cfg := &auth.AuthorizationCodeHandlerConfig{

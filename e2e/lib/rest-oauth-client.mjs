@@ -37,8 +37,15 @@ if (reg.body.data.catalog.catalog_source !== "unavailable" || !/authorization/.t
 }
 if (reg.body.data.auth.authorized !== false) fail("not authorized yet", reg.body.data.auth);
 const id = reg.body.data.id;
+// Asked twice: the second authorization replaces the first, whose URL
+// then leads to an unknown state.
+const first = await api("POST", `/mcp-servers/${id}/authorize`);
+if (first.status !== 200) fail("authorize", first);
 const start = await api("POST", `/mcp-servers/${id}/authorize`);
-if (start.status !== 200) fail("authorize", start);
+if (start.status !== 200) fail("authorize again", start);
+const stale = await fetch((await fetch(first.body.data.authorization_url, { redirect: "manual" })).headers.get("location"));
+const staleBody = await stale.json();
+if (stale.status !== 400 || staleBody.error?.code !== "unknown_state") fail("the replaced authorization's callback", staleBody);
 // The user's browser: the authorization server redirects to toolhost.
 const consent = await fetch(start.body.data.authorization_url, { redirect: "manual" });
 const callback = consent.headers.get("location");
