@@ -47,7 +47,7 @@ type FieldError struct {
 	Field string
 	Msg   string
 	// Code is a machine code other than validation_error, when one fits
-	// (unsupported_auth).
+	// (none does today: every auth type is supported).
 	Code string
 }
 
