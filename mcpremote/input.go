@@ -97,6 +97,11 @@ func (r Rules) Apply(s *Server, sec *Secrets, in Input, create bool) error {
 		if err != nil {
 			return &FieldError{Field: "url", Msg: err.Error()}
 		}
+		if u != s.URL {
+			// A consent's tokens are for the server that was authorized;
+			// they never go to another URL.
+			sec.Grant = nil
+		}
 		s.URL = u
 	}
 	if in.Headers != nil {

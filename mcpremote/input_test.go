@@ -100,3 +100,27 @@ func TestApplyAuthorizationCodeKeepsClientAndForgetsOldGrant(t *testing.T) {
 		t.Fatalf("secrets = %+v: a new auth must forget the old token and grant", sec)
 	}
 }
+
+func TestApplyNewURLForgetsTheGrant(t *testing.T) {
+	s := mcpremote.Server{URL: "https://mcp.example.com/mcp", Auth: mcpremote.Auth{Type: mcpremote.AuthAuthorizationCode}}
+	tests := []struct {
+		name  string
+		url   string
+		grant bool
+	}{
+		{"same URL", "https://mcp.example.com/mcp", true},
+		{"another URL", "https://evil.example.com/mcp", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := s
+			sec := mcpremote.Secrets{Grant: &mcpremote.Grant{AccessToken: "a"}}
+			if err := (mcpremote.Rules{}).Apply(&s, &sec, mcpremote.Input{URL: ptr(tc.url)}, false); err != nil {
+				t.Fatal(err)
+			}
+			if (sec.Grant != nil) != tc.grant {
+				t.Fatalf("grant kept = %v, want %v", sec.Grant != nil, tc.grant)
+			}
+		})
+	}
+}
