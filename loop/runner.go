@@ -42,6 +42,20 @@ type stepLimiter interface {
 	MaxSteps(ctx context.Context, accountID, sessionID string) (int, bool)
 }
 
+// Catalog is a set of tools a run may host: *catalog.Registry (the
+// published tools) and *tools.ToolSet (one caller's, custom tools
+// included) are both one.
+type Catalog interface {
+	Lookup(name string) (catalog.Spec, bool)
+	List() []catalog.Spec
+}
+
+// hostedCataloger is implemented by executors that know a caller's own
+// tools (tools.Executor: its custom, preset and character definitions).
+type hostedCataloger interface {
+	HostedCatalog(ctx context.Context, account, sessionID string) (*tools.ToolSet, error)
+}
+
 // Runner runs hosted-tool loops. One Runner serves every request.
 type Runner struct {
 	exec   Executor
@@ -67,11 +81,29 @@ func NewRunner(exec Executor, opts RunnerOptions) *Runner {
 // Catalog is the registry of tools the runner can host.
 func (r *Runner) Catalog() *catalog.Registry { return r.exec.Catalog() }
 
+// Published is the catalog a caller's run may host: the executor's
+// HostedCatalog when it has one, else the published tools. Run.Catalog
+// takes it, so that the declaration is checked against the same set the
+// run then executes from.
+func (r *Runner) Published(ctx context.Context, account, sessionID string) (Catalog, error) {
+	if hc, ok := r.exec.(hostedCataloger); ok {
+		ts, err := hc.HostedCatalog(ctx, account, sessionID)
+		if err != nil {
+			return nil, fmt.Errorf("hosted tools of the caller: %w", err)
+		}
+		return ts, nil
+	}
+	return r.exec.Catalog(), nil
+}
+
 // Run is one loop run: a request, its hosted tools, the route and the caller.
 type Run struct {
 	Request Request
 	Hosted  Hosted
 	Route   *Route
+	// Catalog is where Hosted.Tools are looked up (Runner.Published); nil
+	// means the published tools.
+	Catalog Catalog
 	Lang    catalog.Lang
 	Caller  Caller
 	// MaxCost ends the loop early (the final call with tool choice none)
@@ -125,9 +157,14 @@ func (r *Result) ToolRounds() int { return len(r.Rounds) }
 // Definitions returns the hosted tools as function definitions, in the
 // order of names, with descriptions in lang (seed rule 1).
 func (r *Runner) Definitions(names []string, lang catalog.Lang) ([]Function, error) {
+	return DefinitionsFrom(r.exec.Catalog(), names, lang)
+}
+
+// DefinitionsFrom is Definitions with the tools looked up in cat.
+func DefinitionsFrom(cat Catalog, names []string, lang catalog.Lang) ([]Function, error) {
 	out := make([]Function, 0, len(names))
 	for _, n := range names {
-		s, ok := r.exec.Catalog().Lookup(n)
+		s, ok := cat.Lookup(n)
 		if !ok {
 			return nil, fmt.Errorf("hosted tool %q is not published", n)
 		}
@@ -142,7 +179,11 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 	if run.Route == nil || run.Route.Upstream == nil {
 		return nil, errors.New("loop: run without a route")
 	}
-	defs, err := r.Definitions(run.Hosted.Tools, run.Lang)
+	cat := run.Catalog
+	if cat == nil {
+		cat = r.exec.Catalog()
+	}
+	defs, err := DefinitionsFrom(cat, run.Hosted.Tools, run.Lang)
 	if err != nil {
 		return nil, err
 	}

@@ -88,6 +88,10 @@ type VariableStore interface {
 	// SetVariable stores a value, replacing the old one; a new name past
 	// MaxVariablesPerSession is ErrTooManyVariables.
 	SetVariable(ctx context.Context, accountID, sessionID string, v Variable) error
+	// ListVariables returns up to limit variables of a session whose
+	// names sort after after, in name order: a page of a scan (the
+	// builtin query_memory reads a session's variables this way).
+	ListVariables(ctx context.Context, accountID, sessionID, after string, limit int) ([]Variable, error)
 }
 
 var variableNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)

@@ -3,6 +3,8 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -124,6 +126,23 @@ func (s *MemStore) SetVariable(_ context.Context, account, sid string, v Variabl
 	v.Value = append(json.RawMessage(nil), v.Value...)
 	vs[v.Name] = v
 	return nil
+}
+
+func (s *MemStore) ListVariables(_ context.Context, account, sid, after string, limit int) ([]Variable, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Variable
+	for name, v := range s.vars[[2]string{account, sid}] {
+		if name > after {
+			v.Value = append(json.RawMessage(nil), v.Value...)
+			out = append(out, v)
+		}
+	}
+	slices.SortFunc(out, func(a, b Variable) int { return strings.Compare(a.Name, b.Name) })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
 }
 
 func copySession(se Session) Session {

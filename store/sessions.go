@@ -103,6 +103,37 @@ func (d *DB) GetVariable(ctx context.Context, account, sid, name string) (sessio
 	return v, nil
 }
 
+// ListVariables implements session.VariableStore. Names are compared
+// byte by byte (COLLATE "C" in PostgreSQL, SQLite's default), so the
+// pages follow one order whatever the database's locale.
+func (d *DB) ListVariables(ctx context.Context, account, sid, after string, limit int) ([]session.Variable, error) {
+	collate := ""
+	if d.pg() {
+		collate = ` COLLATE "C"`
+	}
+	rows, err := d.db.QueryContext(ctx, d.q(`SELECT name, value, updated_at FROM session_variables
+		WHERE account_id = ? AND session_id = ? AND name`+collate+` > ? ORDER BY name`+collate+` LIMIT ?`), account, sid, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list variables: %w", err)
+	}
+	defer rows.Close()
+	var out []session.Variable
+	for rows.Next() {
+		var v session.Variable
+		var val string
+		var at int64
+		if err := rows.Scan(&v.Name, &val, &at); err != nil {
+			return nil, fmt.Errorf("list variables: %w", err)
+		}
+		v.Value, v.UpdatedAt = json.RawMessage(val), time.UnixMilli(at).UTC()
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list variables: %w", err)
+	}
+	return out, nil
+}
+
 // SetVariable implements session.VariableStore: one upsert that inserts a
 // new name only while the session has fewer than MaxVariablesPerSession;
 // an existing name is always replaced.

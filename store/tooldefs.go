@@ -89,9 +89,14 @@ func (d *DB) ListDefinitions(ctx context.Context, q tooldef.Query) ([]tooldef.De
 		where += ` AND enabled = ?`
 		args = append(args, *q.Enabled)
 	}
+	// An unpaged list (every call of a custom tool looks its definition
+	// up this way) is its own count: one query instead of two.
+	paged := q.Limit > 0 || q.Offset > 0
 	var total int
-	if err := d.db.QueryRowContext(ctx, d.q(`SELECT COUNT(*) FROM tool_definitions`+where), args...).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("count tool definitions: %w", err)
+	if paged {
+		if err := d.db.QueryRowContext(ctx, d.q(`SELECT COUNT(*) FROM tool_definitions`+where), args...).Scan(&total); err != nil {
+			return nil, 0, fmt.Errorf("count tool definitions: %w", err)
+		}
 	}
 	col := "updated_at"
 	if q.SortBy == tooldef.SortName {
@@ -111,6 +116,9 @@ func (d *DB) ListDefinitions(ctx context.Context, q tooldef.Query) ([]tooldef.De
 		return nil, 0, fmt.Errorf("list tool definitions: %w", err)
 	}
 	defs, err := scanDefs(rows)
+	if !paged {
+		total = len(defs)
+	}
 	return defs, total, err
 }
 

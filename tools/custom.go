@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -105,20 +106,38 @@ func definitionSpec(def tooldef.Definition) catalog.Spec {
 }
 
 // callable picks, of an account's enabled definitions of one name, the one
-// a call runs: a preset (the operator's) over the account's custom one.
-// Definitions of source character are not callable here.
-func callable(defs []tooldef.Definition) (tooldef.Definition, bool) {
+// a call runs in a session whose character is character ("" for none): a
+// preset (the operator's) first, else the character's own definition,
+// else the account's custom one. Another character's definitions are
+// never callable.
+func callable(defs []tooldef.Definition, character string) (tooldef.Definition, bool) {
 	var best tooldef.Definition
-	found := false
+	rank := 0
 	for _, d := range defs {
+		r := 0
 		switch {
 		case d.Source == tooldef.SourcePreset:
 			return d, true
-		case d.Source == tooldef.SourceCustom && !found:
-			best, found = d, true
+		case d.Source == tooldef.SourceCharacter && character != "" && d.SourceID == character:
+			r = 2
+		case d.Source == tooldef.SourceCustom:
+			r = 1
+		}
+		if r > rank {
+			best, rank = d, r
 		}
 	}
-	return best, found
+	return best, rank > 0
+}
+
+// visible reports whether a definition belongs to the tools of a session
+// whose character is character: the account's custom and the presets
+// always, a character definition only in its character's sessions.
+func visible(d tooldef.Definition, character string) bool {
+	if d.Source == tooldef.SourceCharacter {
+		return character != "" && d.SourceID == character
+	}
+	return d.Source == tooldef.SourceCustom || d.Source == tooldef.SourcePreset
 }
 
 // providerOf is the journal's and the catalog's provider of a definition.
@@ -126,11 +145,14 @@ func providerOf(def tooldef.Definition) (typ, id string) {
 	if def.Source == tooldef.SourcePreset {
 		return "preset", "preset:" + def.Name
 	}
+	// A character's definition is the account's own too: custom.
 	return "custom", "tooldef:" + def.ID
 }
 
-// customTool looks up the enabled definition a call of name runs.
-func (e *Executor) customTool(ctx context.Context, account, name string) (*customEntry, error) {
+// customTool looks up the enabled definition a call of name runs in the
+// session sessionID ("" for none). The session's character is read only
+// when a character definition has that name.
+func (e *Executor) customTool(ctx context.Context, account, sessionID, name string) (*customEntry, error) {
 	if e.opts.Definitions == nil {
 		return nil, nil
 	}
@@ -139,7 +161,13 @@ func (e *Executor) customTool(ctx context.Context, account, name string) (*custo
 	if err != nil {
 		return nil, fmt.Errorf("look up tool definition %s: %w", name, err)
 	}
-	def, ok := callable(defs)
+	character := ""
+	if slices.ContainsFunc(defs, func(d tooldef.Definition) bool { return d.Source == tooldef.SourceCharacter }) {
+		if character, err = e.characterOf(ctx, account, sessionID); err != nil {
+			return nil, err
+		}
+	}
+	def, ok := callable(defs, character)
 	if !ok {
 		return nil, nil
 	}
@@ -152,11 +180,35 @@ func (e *Executor) customTool(ctx context.Context, account, name string) (*custo
 	return &customEntry{entry: entry{tool: &scriptTool{e: e, def: def}, spec: definitionSpec(def), schema: sch, props: props}, def: def}, nil
 }
 
+// characterOf is the id of the character the session plays, "" when the
+// call names no session, the session does not exist yet or has none.
+func (e *Executor) characterOf(ctx context.Context, account, sessionID string) (string, error) {
+	if sessionID == "" || e.opts.Sessions == nil {
+		return "", nil
+	}
+	s, err := e.opts.Sessions.GetSession(ctx, account, sessionID)
+	switch {
+	case errors.Is(err, session.ErrNotFound):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("character of session %s: %w", sessionID, err)
+	case s.Character == nil:
+		return "", nil
+	}
+	return s.Character.ID, nil
+}
+
 // CustomSpecs returns the specs of the account's enabled custom and
 // preset tools that a call can reach (one per name, a preset before a
 // custom one; a definition shadowed by a builtin is left out), for the MCP
 // face's tools/list.
 func (e *Executor) CustomSpecs(ctx context.Context, account string) ([]catalog.Spec, error) {
+	return e.customSpecs(ctx, account, "")
+}
+
+// customSpecs is CustomSpecs in a session whose character is character:
+// that character's definitions are among them.
+func (e *Executor) customSpecs(ctx context.Context, account, character string) ([]catalog.Spec, error) {
 	if e.opts.Definitions == nil {
 		return nil, nil
 	}
@@ -169,6 +221,9 @@ func (e *Executor) CustomSpecs(ctx context.Context, account string) ([]catalog.S
 	byName := map[string][]tooldef.Definition{}
 	var names []string
 	for _, d := range defs {
+		if !visible(d, character) {
+			continue
+		}
 		if _, ok := byName[d.Name]; !ok {
 			names = append(names, d.Name)
 		}
@@ -178,17 +233,17 @@ func (e *Executor) CustomSpecs(ctx context.Context, account string) ([]catalog.S
 	for _, n := range names {
 		_, builtin := e.tools[n]
 		_, session := e.sessionTools[n]
-		if d, ok := callable(byName[n]); ok && !builtin && !session {
+		if d, ok := callable(byName[n], character); ok && !builtin && !session {
 			out = append(out, definitionSpec(d))
 		}
 	}
 	return out, nil
 }
 
-// HasDefinition reports whether the account has an enabled custom tool
-// of that name.
-func (e *Executor) HasDefinition(ctx context.Context, account, name string) bool {
-	c, err := e.customTool(ctx, account, name)
+// HasDefinition reports whether a call of name in the account's session
+// sessionID ("" for none) would run one of its enabled definitions.
+func (e *Executor) HasDefinition(ctx context.Context, account, sessionID, name string) bool {
+	c, err := e.customTool(ctx, account, sessionID, name)
 	return err == nil && c != nil
 }
 

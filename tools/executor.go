@@ -265,7 +265,7 @@ func (e *Executor) Execute(ctx context.Context, p Proposal) (*Outcome, error) {
 	var remote *Remote
 	if !ok {
 		var err error
-		if custom, err = e.customTool(ctx, c.rec.AccountID, p.Tool); err != nil {
+		if custom, err = e.customTool(ctx, c.rec.AccountID, p.Caller.SessionID, p.Tool); err != nil {
 			e.opts.Logger.ErrorContext(ctx, "tool definition lookup failed", "tool", p.Tool, "execution_id", c.rec.ID, "err", err)
 			return c.reject(ctx, journal.StateParseRejected, StatusError, Errorf(CodeInternal, "the tool definitions could not be read; the error was logged with execution id %s", c.rec.ID))
 		}

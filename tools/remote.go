@@ -120,7 +120,7 @@ func (e *Executor) RemoteSpecs(ctx context.Context, account string) ([]catalog.S
 func (e *Executor) shadowed(ctx context.Context, account, name string) bool {
 	_, b := e.tools[name]
 	_, s := e.sessionTools[name]
-	return b || s || e.HasDefinition(ctx, account, name)
+	return b || s || e.HasDefinition(ctx, account, "", name)
 }
 
 // addRemote puts the account's remote tools and servers into the runtime

@@ -171,27 +171,33 @@ func (e *Executor) Runtime(ctx context.Context, account, sessionID, slot string)
 	if err != nil {
 		return cat, fmt.Errorf("runtime catalog: %w", err)
 	}
+	character := ""
+	if s.Character != nil {
+		character = s.Character.ID
+	}
 	byName := map[string][]tooldef.Definition{}
 	for _, d := range defs {
-		byName[d.Name] = append(byName[d.Name], d)
+		if visible(d, character) {
+			byName[d.Name] = append(byName[d.Name], d)
+		}
 	}
 	for _, def := range defs {
-		if def.Source != tooldef.SourceCustom && def.Source != tooldef.SourcePreset {
+		if !visible(def, character) {
 			continue
 		}
 		typ, id := providerOf(def)
 		t := runtimeTool(definitionSpec(def), id, typ, def.Source, def.AllowedSlots, basisDeclared, basisInferred)
 		_, builtin := e.tools[def.Name]
 		_, sessionTool := e.sessionTools[def.Name]
-		winner, _ := callable(byName[def.Name])
+		winner, _ := callable(byName[def.Name], character)
 		switch {
 		case builtin || sessionTool:
 			reason := fmt.Sprintf("the builtin %s has this name; a call runs the builtin", def.Name)
 			t.Availability, t.AvailabilityReason = InConflict, &reason
 			cat.Conflicts = append(cat.Conflicts, Conflict{Name: def.Name, Winner: "toolhost", Shadowed: []string{t.ProviderID}, Reason: reason})
 		case winner.ID != def.ID:
-			wt, wid := providerOf(winner)
-			reason := fmt.Sprintf("the %s definition %s has this name; a call runs it", wt, def.Name)
+			_, wid := providerOf(winner)
+			reason := fmt.Sprintf("the %s definition %s has this name; a call runs it", winner.Source, def.Name)
 			t.Availability, t.AvailabilityReason = InConflict, &reason
 			cat.Conflicts = append(cat.Conflicts, Conflict{Name: def.Name, Winner: wid, Shadowed: []string{t.ProviderID}, Reason: reason})
 		}

@@ -12,11 +12,12 @@ import (
 
 // The seed's builtins that read or write the caller's session:
 // get_character_info (the session's character), get_variable and
-// set_variable (its key → JSON value store). They need the session the
+// set_variable (its key → JSON value store) and query_memory (a search of
+// those variables, querymemory.go). They need the session the
 // call names, so they exist only when the executor has a session store
 // (and, for the variables, a variable store). They are builtins
 // (provider_type builtin) but not catalog entries: GET /tools/builtin
-// lists get_character_info only, and the runtime catalog lists all three.
+// lists get_character_info only, and the runtime catalog lists them all.
 
 // Codes of the session builtins.
 const (
@@ -30,7 +31,7 @@ const (
 
 // SessionToolNames are the names of the session builtins, reserved for
 // them.
-var SessionToolNames = []string{"get_character_info", "get_variable", "set_variable"}
+var SessionToolNames = []string{"get_character_info", "get_variable", "query_memory", "set_variable"}
 
 // SessionSpecs returns the specs of the session builtins this executor
 // runs, in name order.
@@ -50,7 +51,7 @@ func (e *Executor) addSessionTools() error {
 	}
 	ts := []Tool{&characterTool{e: e}}
 	if e.opts.Variables != nil {
-		ts = append(ts, &getVariable{e: e}, &setVariable{e: e})
+		ts = append(ts, &getVariable{e: e}, &setVariable{e: e}, &queryMemory{e: e})
 	}
 	e.sessionTools = map[string]*entry{}
 	for _, t := range ts {

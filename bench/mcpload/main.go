@@ -119,6 +119,12 @@ func main() {
 		}
 		return
 	}
+	if *scriptMode {
+		if err := runScript(ctx, cfg, min(max(*scriptCalls, 1), 5000), os.Stdout); err != nil {
+			log.Fatalf("mcpload: %v", err)
+		}
+		return
+	}
 	if *runcode {
 		if *rcCalls < 1 || *rcCalls > 1000 {
 			log.Fatalf("mcpload: -calls %d out of range (1..1000)", *rcCalls)

@@ -307,7 +307,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer a.close()
 	exec := a.exec
-	if _, ok := exec.Catalog().Lookup(tool); !ok && !slices.Contains(tools.SessionToolNames, tool) && !exec.HasDefinition(ctx, tools.LocalAccount, tool) && !exec.HasRemote(ctx, tools.LocalAccount, tool) {
+	if _, ok := exec.Catalog().Lookup(tool); !ok && !slices.Contains(tools.SessionToolNames, tool) && !exec.HasDefinition(ctx, tools.LocalAccount, *sess, tool) && !exec.HasRemote(ctx, tools.LocalAccount, tool) {
 		names := []string{}
 		for _, s := range exec.Catalog().List() {
 			names = append(names, s.Name)

@@ -102,7 +102,7 @@ var builtinNames = []string{"get_time", "roll_dice", "random_choice", "web_searc
 
 // sessionBuiltins are the seed's builtins that need a session; their
 // names are reserved for them.
-var sessionBuiltins = append([]string{"query_memory"}, tools.SessionToolNames...)
+var sessionBuiltins = tools.SessionToolNames
 
 // presetDefinitions checks the config's tools.presets with the rules of
 // POST /tools/definitions.

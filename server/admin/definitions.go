@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
@@ -68,14 +69,14 @@ func (d *Definitions) builtin(w http.ResponseWriter, r *http.Request) {
 		writeDefErr(w, err)
 		return
 	}
-	data := []map[string]any{}
+	data := []BuiltinTool{}
 	if d.Builtins != nil {
 		for _, s := range d.Builtins() {
-			data = append(data, map[string]any{"name": s.Name, "description": s.Description.EN, "parameters": s.Input,
-				"side_effect_level": s.SideEffect, "allowed_slots": []string{}, "source": "builtin"})
+			data = append(data, BuiltinTool{Name: s.Name, Description: s.Description.EN, Parameters: s.Input,
+				SideEffectLevel: string(s.SideEffect), AllowedSlots: []string{}, Source: "builtin"})
 		}
 	}
-	server.WriteJSON(w, http.StatusOK, map[string]any{"data": data})
+	server.WriteJSON(w, http.StatusOK, envelope[[]BuiltinTool]{Data: data})
 }
 
 func (d *Definitions) list(w http.ResponseWriter, r *http.Request) {
@@ -117,13 +118,13 @@ func (d *Definitions) list(w http.ResponseWriter, r *http.Request) {
 		writeDefErr(w, err)
 		return
 	}
-	data := make([]map[string]any, len(defs))
+	data := make([]Definition, len(defs))
 	for i, def := range defs {
 		data[i] = DefinitionView(def)
 	}
-	server.WriteJSON(w, http.StatusOK, map[string]any{"data": data, "meta": map[string]any{
-		"total": total, "limit": q.Limit, "offset": q.Offset, "has_more": q.Offset+len(defs) < total,
-		"sort_by": q.SortBy, "sort_order": order}})
+	server.WriteJSON(w, http.StatusOK, definitionList{Data: data, Meta: ListMeta{
+		Total: total, Limit: q.Limit, Offset: q.Offset, HasMore: q.Offset+len(defs) < total,
+		SortBy: q.SortBy, SortOrder: order}})
 }
 
 func (d *Definitions) one(w http.ResponseWriter, r *http.Request) {
@@ -136,7 +137,7 @@ func (d *Definitions) one(w http.ResponseWriter, r *http.Request) {
 		writeDefErr(w, err)
 		return
 	}
-	server.WriteJSON(w, http.StatusOK, map[string]any{"data": DefinitionView(def)})
+	server.WriteJSON(w, http.StatusOK, envelope[Definition]{Data: DefinitionView(def)})
 }
 
 // errScriptsDisabled is the 403 of a write the script gate refuses.
@@ -168,7 +169,7 @@ func (d *Definitions) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.changed(def.AccountID)
-	server.WriteJSON(w, http.StatusCreated, map[string]any{"data": DefinitionView(def)})
+	server.WriteJSON(w, http.StatusCreated, envelope[Definition]{Data: DefinitionView(def)})
 }
 
 func (d *Definitions) patch(w http.ResponseWriter, r *http.Request) {
@@ -240,7 +241,7 @@ func (d *Definitions) update(w http.ResponseWriter, r *http.Request, edit func(*
 		return
 	}
 	d.changed(def.AccountID)
-	server.WriteJSON(w, http.StatusOK, map[string]any{"data": DefinitionView(def)})
+	server.WriteJSON(w, http.StatusOK, envelope[Definition]{Data: DefinitionView(def)})
 }
 
 func (d *Definitions) delete(w http.ResponseWriter, r *http.Request) {
@@ -254,33 +255,103 @@ func (d *Definitions) delete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.changed(account)
-	server.WriteJSON(w, http.StatusOK, map[string]any{"data": map[string]any{"id": id, "deleted": true}})
+	server.WriteJSON(w, http.StatusOK, envelope[Deleted]{Data: Deleted{ID: id, Deleted: true}})
+}
+
+// The wire shapes of the definitions routes. Fields are declared in
+// alphabetical order of their JSON names: the bytes are those of the maps
+// they replaced, which encoding/json wrote with sorted keys.
+
+// envelope is the seed's {"data": ...}.
+type envelope[T any] struct {
+	Data T `json:"data"`
+}
+
+// ListMeta is the seed's meta of a list.
+type ListMeta struct {
+	HasMore   bool   `json:"has_more"`
+	Limit     int    `json:"limit"`
+	Offset    int    `json:"offset"`
+	SortBy    string `json:"sort_by"`
+	SortOrder string `json:"sort_order"`
+	Total     int    `json:"total"`
+}
+
+type definitionList struct {
+	Data []Definition `json:"data"`
+	Meta ListMeta     `json:"meta"`
+}
+
+// Deleted answers a DELETE.
+type Deleted struct {
+	Deleted bool   `json:"deleted"`
+	ID      string `json:"id"`
+}
+
+// BuiltinTool is one item of GET /tools/builtin.
+type BuiltinTool struct {
+	AllowedSlots    []string        `json:"allowed_slots"`
+	Description     string          `json:"description"`
+	Name            string          `json:"name"`
+	Parameters      json.RawMessage `json:"parameters"`
+	SideEffectLevel string          `json:"side_effect_level"`
+	Source          string          `json:"source"`
+}
+
+// Definition is a tool definition in the seed's shape; null where the
+// seed shows null (source_id, handler_type, handler).
+type Definition struct {
+	AllowedSlots    []string        `json:"allowed_slots"`
+	CreatedAt       int64           `json:"created_at"`
+	Description     string          `json:"description"`
+	Enabled         bool            `json:"enabled"`
+	Handler         json.RawMessage `json:"handler"`
+	HandlerType     *string         `json:"handler_type"`
+	ID              string          `json:"id"`
+	Name            string          `json:"name"`
+	Parameters      json.RawMessage `json:"parameters"`
+	SideEffectLevel string          `json:"side_effect_level"`
+	Source          string          `json:"source"`
+	SourceID        *string         `json:"source_id"`
+	UpdatedAt       int64           `json:"updated_at"`
+}
+
+// validationBody is a 400 validation_error naming its field.
+type validationBody struct {
+	Code    string `json:"code"`
+	Field   string `json:"field"`
+	Message string `json:"message"`
 }
 
 // DefinitionView is a definition in the seed's shape.
-func DefinitionView(d tooldef.Definition) map[string]any {
-	var handler any
-	if d.Handler != nil {
-		handler = d.Handler
-	}
+func DefinitionView(d tooldef.Definition) Definition {
 	slots := d.AllowedSlots
 	if slots == nil {
 		slots = []string{}
 	}
-	return map[string]any{
-		"id": d.ID, "name": d.Name, "description": d.Description, "parameters": d.Parameters,
-		"side_effect_level": d.SideEffectLevel, "allowed_slots": slots, "source": d.Source,
-		"source_id": str(d.SourceID), "enabled": d.Enabled, "handler_type": str(d.HandlerType),
-		"handler": handler, "created_at": d.CreatedAt.UnixMilli(), "updated_at": d.UpdatedAt.UnixMilli(),
+	return Definition{
+		ID: d.ID, Name: d.Name, Description: d.Description, Parameters: d.Parameters,
+		SideEffectLevel: d.SideEffectLevel, AllowedSlots: slots, Source: d.Source,
+		SourceID: optional(d.SourceID), Enabled: d.Enabled, HandlerType: optional(d.HandlerType),
+		Handler: d.Handler, CreatedAt: d.CreatedAt.UnixMilli(), UpdatedAt: d.UpdatedAt.UnixMilli(),
 	}
+}
+
+// optional is nil for "" (JSON null).
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 func writeDefErr(w http.ResponseWriter, err error) {
 	var fe *tooldef.FieldError
 	switch {
 	case errors.As(err, &fe):
-		server.WriteJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{
-			"code": "validation_error", "message": fe.Error(), "field": fe.Field}})
+		server.WriteJSON(w, http.StatusBadRequest, struct {
+			Error validationBody `json:"error"`
+		}{validationBody{Code: "validation_error", Message: fe.Error(), Field: fe.Field}})
 	case errors.Is(err, errScriptsDisabled):
 		server.WriteError(w, http.StatusForbidden, "tool_script_handler_disabled", err.Error())
 	case errors.Is(err, tooldef.ErrNotFound):

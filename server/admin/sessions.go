@@ -104,7 +104,7 @@ func (s *Sessions) create(w http.ResponseWriter, r *http.Request) {
 		writeSessionErr(w, err)
 		return
 	}
-	server.WriteJSON(w, http.StatusCreated, map[string]any{"data": SessionView(se)})
+	server.WriteJSON(w, http.StatusCreated, envelope[Session]{Data: SessionView(se)})
 }
 
 func (s *Sessions) get(w http.ResponseWriter, r *http.Request) (session.Session, bool) {
@@ -122,7 +122,7 @@ func (s *Sessions) get(w http.ResponseWriter, r *http.Request) (session.Session,
 
 func (s *Sessions) one(w http.ResponseWriter, r *http.Request) {
 	if se, ok := s.get(w, r); ok {
-		server.WriteJSON(w, http.StatusOK, map[string]any{"data": SessionView(se)})
+		server.WriteJSON(w, http.StatusOK, envelope[Session]{Data: SessionView(se)})
 	}
 }
 
@@ -136,7 +136,7 @@ func (s *Sessions) delete(w http.ResponseWriter, r *http.Request) {
 		writeSessionErr(w, err)
 		return
 	}
-	server.WriteJSON(w, http.StatusOK, map[string]any{"data": map[string]any{"id": id, "deleted": true}})
+	server.WriteJSON(w, http.StatusOK, envelope[Deleted]{Data: Deleted{ID: id, Deleted: true}})
 }
 
 // characterIn is a character as POST and PATCH /sessions take it; id is
@@ -207,12 +207,12 @@ func (s *Sessions) patch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	se.Character, se.UpdatedAt = char, now
-	server.WriteJSON(w, http.StatusOK, map[string]any{"data": SessionView(se)})
+	server.WriteJSON(w, http.StatusOK, envelope[Session]{Data: SessionView(se)})
 }
 
 func (s *Sessions) permissions(w http.ResponseWriter, r *http.Request) {
 	if se, ok := s.get(w, r); ok {
-		server.WriteJSON(w, http.StatusOK, map[string]any{"data": se.Permissions})
+		server.WriteJSON(w, http.StatusOK, envelope[session.Permissions]{Data: se.Permissions})
 	}
 }
 
@@ -244,7 +244,7 @@ func (s *Sessions) setPermissions(w http.ResponseWriter, r *http.Request) {
 		writeSessionErr(w, err)
 		return
 	}
-	server.WriteJSON(w, http.StatusOK, map[string]any{"data": p})
+	server.WriteJSON(w, http.StatusOK, envelope[session.Permissions]{Data: p})
 }
 
 // runtime serves GET /sessions/{id}/tools/runtime?slot=.
@@ -265,7 +265,7 @@ func (s *Sessions) runtime(w http.ResponseWriter, r *http.Request) {
 		writeSessionErr(w, err)
 		return
 	}
-	server.WriteJSON(w, http.StatusOK, map[string]any{"data": cat})
+	server.WriteJSON(w, http.StatusOK, envelope[any]{Data: cat})
 }
 
 func (s *Sessions) slots() []string {
@@ -275,10 +275,21 @@ func (s *Sessions) slots() []string {
 	return s.Slots
 }
 
+// Session is a session in the REST shape (fields in alphabetical order of
+// their JSON names, as the map it replaced was written).
+type Session struct {
+	Character       *session.Character  `json:"character"`
+	CreatedAt       int64               `json:"created_at"`
+	ID              string              `json:"id"`
+	Metadata        json.RawMessage     `json:"metadata"`
+	ToolPermissions session.Permissions `json:"tool_permissions"`
+	UpdatedAt       int64               `json:"updated_at"`
+}
+
 // SessionView is a session in the REST shape.
-func SessionView(se session.Session) map[string]any {
-	return map[string]any{"id": se.ID, "metadata": se.Metadata, "tool_permissions": se.Permissions,
-		"character": se.Character, "created_at": se.CreatedAt.UnixMilli(), "updated_at": se.UpdatedAt.UnixMilli()}
+func SessionView(se session.Session) Session {
+	return Session{ID: se.ID, Metadata: se.Metadata, ToolPermissions: se.Permissions,
+		Character: se.Character, CreatedAt: se.CreatedAt.UnixMilli(), UpdatedAt: se.UpdatedAt.UnixMilli()}
 }
 
 func noQuery(r *http.Request) error {

@@ -153,7 +153,7 @@ func (s *Server) newSDKServer() *sdk.Server {
 	}
 	s.addPrompts(srv)
 	s.addExecutions(srv)
-	srv.AddReceivingMiddleware(s.localize, s.serveExtras)
+	srv.AddReceivingMiddleware(s.localize, s.serveExtras, s.characterTools)
 	return srv
 }
 

@@ -187,7 +187,7 @@ func (h *Handler) parseDeclaration(item json.RawMessage, param string) ([]string
 	if len(d.RequireApproval) > 0 && string(d.RequireApproval) != "null" && string(d.RequireApproval) != `"never"` {
 		return nil, badRequest(ReasonApprovalUnsupported, param+".require_approval", `hosted tools run without approval; require_approval must be "never" or absent`)
 	}
-	published := h.opts.Runner.Catalog()
+	published := h.published()
 	if len(d.AllowedTools) == 0 || string(d.AllowedTools) == "null" {
 		var all []string
 		for _, s := range published.List() {
@@ -230,7 +230,7 @@ func (h *Handler) otherServer(param, label string) *requestError {
 
 func (h *Handler) publishedNames() []string {
 	var out []string
-	for _, s := range h.opts.Runner.Catalog().List() {
+	for _, s := range h.published().List() {
 		out = append(out, s.Name)
 	}
 	return out
@@ -352,7 +352,7 @@ func sessionID(r *http.Request, md map[string]string) string {
 func (h *Handler) applyHosted(hosted *loop.Hosted, declared bool, enabledSet map[string]bool, callerTools []loop.Function,
 	ext json.RawMessage, label, declareHint, noun, renameHint string) error {
 	if declared {
-		for _, s := range h.opts.Runner.Catalog().List() {
+		for _, s := range h.published().List() {
 			if enabledSet[s.Name] {
 				hosted.Tools = append(hosted.Tools, s.Name)
 			}

@@ -31,7 +31,12 @@ func (h *Handler) countTokens(w http.ResponseWriter, r *http.Request) {
 		writeMessagesError(w, rerr)
 		return
 	}
+	h = h.scoped(r, body)
 	mr, err := h.parseMessages(r, body)
+	if re := h.catalogError(ctx); re != nil {
+		writeMessagesError(w, re)
+		return
+	}
 	if err != nil {
 		var re *requestError
 		if !errors.As(err, &re) {
@@ -113,7 +118,7 @@ func upstreamCounter(route *loop.Route) (loop.TokenCounter, bool) {
 func (h *Handler) countRequest(mr *messagesRequest, l catalog.Lang) (*loop.UpstreamRequest, error) {
 	tools := append([]loop.Function(nil), mr.loop.Tools...)
 	if mr.declared {
-		defs, err := h.opts.Runner.Definitions(mr.hosted.Tools, l)
+		defs, err := loop.DefinitionsFrom(h.published(), mr.hosted.Tools, l)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", loop.ErrInternal, err)
 		}

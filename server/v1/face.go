@@ -18,6 +18,8 @@ type face interface {
 	parse(r *http.Request, body []byte) (request, error)
 	// writeError answers with the format's error body.
 	writeError(w http.ResponseWriter, e *requestError)
+	// with is the face on the handler of one request (published.go).
+	with(h *Handler) face
 }
 
 // request is a parsed request of one face.
@@ -61,6 +63,10 @@ func (h *Handler) handle(f face) http.HandlerFunc {
 			f.writeError(w, rerr)
 			return
 		}
+		// Declarations are checked against the caller's own hosted
+		// tools (published.go).
+		h := h.scoped(r, body)
+		f := f.with(h)
 		h.withIdempotency(w, r, body, func(w http.ResponseWriter) {
 			h.serve(w, r, f, body)
 		})
@@ -70,6 +76,10 @@ func (h *Handler) handle(f face) http.HandlerFunc {
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request, f face, body []byte) {
 	ctx := r.Context()
 	req, err := f.parse(r, body)
+	if re := h.catalogError(ctx); re != nil {
+		f.writeError(w, re)
+		return
+	}
 	if err != nil {
 		var re *requestError
 		if !errors.As(err, &re) {
@@ -89,6 +99,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, f face, body []b
 		Request: c.loop,
 		Hosted:  c.hosted,
 		Route:   route,
+		Catalog: h.runCatalog(),
 		Lang:    lang(r),
 		Caller: loop.Caller{
 			RequestID:      requestID(ctx),

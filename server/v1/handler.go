@@ -51,6 +51,8 @@ type Options struct {
 // Handler serves the /v1 routes.
 type Handler struct {
 	opts Options
+	// req is set on the copy serving one request (published.go).
+	req *requestCatalog
 }
 
 // DefaultLabel is Options.Label's default (and hosted.label's).

@@ -352,7 +352,7 @@ func (h *Handler) parseToolset(item json.RawMessage, param string) ([]string, er
 	if err := json.Unmarshal(item, &ts); err != nil {
 		return nil, badRequest(ReasonInvalidRequest, param, "mcp_toolset: "+err.Error())
 	}
-	published := h.opts.Runner.Catalog()
+	published := h.published()
 	var unknown []string
 	for n := range ts.Configs {
 		if _, ok := published.Lookup(n); !ok {

@@ -103,14 +103,14 @@ func (h *Handler) listToolsItem(run *loop.Run) (*listToolsItem, error) {
 	if len(run.Hosted.Tools) == 0 {
 		return nil, nil
 	}
-	defs, err := h.opts.Runner.Definitions(run.Hosted.Tools, run.Lang)
+	defs, err := loop.DefinitionsFrom(h.published(), run.Hosted.Tools, run.Lang)
 	if err != nil {
 		return nil, err
 	}
 	list := make([]listedTool, 0, len(defs))
 	for _, d := range defs {
 		t := listedTool{Name: d.Name, Description: d.Description, InputSchema: d.Parameters}
-		if s, ok := h.opts.Runner.Catalog().Lookup(d.Name); ok {
+		if s, ok := h.published().Lookup(d.Name); ok {
 			t.Annotations = &s.Annotations
 		}
 		list = append(list, t)

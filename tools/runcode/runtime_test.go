@@ -58,7 +58,7 @@ func TestRuntimeCatalogIsWhatACallMayRun(t *testing.T) {
 			if err := sessions.SetSessionPermissions(ctx, tools.LocalAccount, "sess", p, now); err != nil {
 				t.Fatal(err)
 			}
-			args := map[string]string{"random_choice": `{"options":["a","b"]}`, "get_variable": `{"name":"v"}`, "set_variable": `{"name":"v","value":[1]}`}
+			args := map[string]string{"random_choice": `{"options":["a","b"]}`, "get_variable": `{"name":"v"}`, "set_variable": `{"name":"v","value":[1]}`, "query_memory": `{"query":"v"}`}
 			refused := map[string]bool{tools.CodePermissionDenied: true, tools.CodeScriptsDisabled: true, tools.CodeNoHandler: true}
 			calls := 0
 			for _, slot := range []string{"", "narrator", "director", "verifier", "memory"} {
