@@ -62,6 +62,9 @@ func describe(err error) string {
 	if errors.Is(err, mcpremote.ErrNoKey) || errors.Is(err, mcpremote.ErrUnknownKey) {
 		return err.Error()
 	}
+	if errors.Is(err, ErrNotAuthorized) || strings.Contains(err.Error(), ErrNotAuthorized.Error()) {
+		return ErrNotAuthorized.Error()
+	}
 	// The SDK words transport errors with %v: the sentinel is in the text.
 	if errors.Is(err, fetchpage.ErrBlockedAddress) || strings.Contains(err.Error(), fetchpage.ErrBlockedAddress.Error()) {
 		return "the server's address is private, loopback or link-local; the operator must list it in fetch.allow_private"

@@ -29,6 +29,14 @@
 // uncertain). Results are untrusted data; the remote isError and
 // structuredContent are kept.
 //
+// Consent (oauth_authorization_code): Authorize runs the go-sdk's
+// AuthorizationCodeHandler against the server's 401 (discovery,
+// registration, state, PKCE) and returns the URL for the user; Complete
+// hands it the callback's code by state, which is bound to the account and
+// server and good once. The tokens obtained are sealed into the server and
+// refreshed by x/oauth2 when they expire (the new ones sealed too); until
+// then, or after a refused refresh, the server fails with ErrNotAuthorized.
+//
 // Every connection goes through the dialer the caller gives (fetch_page's
 // SSRF policy), and secrets are opened from their sealed form only to set
 // the request headers; they are never logged.

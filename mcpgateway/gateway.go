@@ -12,6 +12,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/oauth2"
 
 	"toolhost/mcpremote"
 	"toolhost/neterr"
@@ -51,6 +52,12 @@ type Gateway struct {
 
 	mu    sync.Mutex
 	links map[string]*link // by server id
+
+	// auths are the authorizations waiting for their callback; closing
+	// ends them with the gateway.
+	auths       authorizations
+	closing     context.Context
+	closeFlight context.CancelFunc
 }
 
 // New returns a gateway; Close ends its sessions.
@@ -82,11 +89,13 @@ func New(opts Options) *Gateway {
 		tr.DialContext = opts.Dial
 	}
 	tr.MaxIdleConnsPerHost = 16
-	return &Gateway{opts: opts, transport: tr, links: map[string]*link{}}
+	closing, cancel := context.WithCancel(context.Background())
+	return &Gateway{opts: opts, transport: tr, links: map[string]*link{}, closing: closing, closeFlight: cancel}
 }
 
 // Close ends every session.
 func (g *Gateway) Close() {
+	g.closeFlight()
 	g.mu.Lock()
 	links := g.links
 	g.links = map[string]*link{}
@@ -129,6 +138,9 @@ type link struct {
 	builtSource string
 
 	progress sync.Map // progress token → tools invocation progress func
+	// tokens of an oauth_authorization_code server outlive its sessions:
+	// a refresh token may be used once.
+	tokens oauth2.TokenSource
 }
 
 // linkFor returns the server's link; a server changed since (its
@@ -178,6 +190,12 @@ func (l *link) connect(ctx context.Context) error {
 	if g.opts.Sealer.Stale(l.srv.Sealed) {
 		l.reseal(ctx, sec)
 	}
+	if l.srv.Auth.Type == mcpremote.AuthAuthorizationCode && l.tokens == nil {
+		if sec.Grant == nil || sec.Grant.AccessToken == "" {
+			return ErrNotAuthorized
+		}
+		l.tokens = g.grantTokens(l.srv, sec.Grant)
+	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "toolhost", Title: "toolhost gateway", Version: g.opts.Version}, &sdk.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { l.listChanged() },
 		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
@@ -191,7 +209,7 @@ func (l *link) connect(ctx context.Context) error {
 	})
 	tr := &sdk.StreamableClientTransport{
 		Endpoint:   l.srv.URL,
-		HTTPClient: g.httpClient(l.srv, sec, g.opts.MaxResultBytes),
+		HTTPClient: g.httpClient(l.srv, sec, l.tokens, g.opts.MaxResultBytes),
 		MaxRetries: 2,
 		// Above the body cap, so a call's answer trips the body cap (which
 		// ends the call at once); the event cap guards the standalone stream.

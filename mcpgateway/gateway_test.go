@@ -662,3 +662,82 @@ func TestSilentServerIsBoundedByTheTimeouts(t *testing.T) {
 		t.Fatalf("took %s", d)
 	}
 }
+
+// An authorized oauth_authorization_code server whose access token has
+// expired: x/oauth2 refreshes it with the refresh token, the server gets
+// the new one, and the new tokens are sealed into the store; a refused
+// refresh makes the server unavailable with the reason to authorize again.
+func TestAuthorizationCodeTokenIsRefreshedAndSealed(t *testing.T) {
+	up := startUpstream(t, false)
+	up.ts.Auth = "Bearer fresh-access"
+	var mu sync.Mutex
+	var grants []string
+	refuse := false
+	tokenLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokenSrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		mu.Lock()
+		grants = append(grants, r.PostForm.Get("grant_type")+" "+r.PostForm.Get("refresh_token"))
+		no := refuse
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if no {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"error":"invalid_grant"}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"access_token":"fresh-access","refresh_token":"refresh-2","token_type":"Bearer","expires_in":3600}`))
+	})}
+	go func() { _ = tokenSrv.Serve(tokenLn) }()
+	t.Cleanup(func() { tokenSrv.Close() })
+	tokenURL := "http://" + tokenLn.Addr().String() + "/token"
+	r := newRig(t, mcpgateway.Options{})
+	grant := func(s *mcpremote.Server, sec *mcpremote.Secrets) {
+		s.Auth = mcpremote.Auth{Type: mcpremote.AuthAuthorizationCode}
+		sec.Grant = &mcpremote.Grant{ClientID: "dyn-client", AuthURL: tokenURL, TokenURL: tokenURL,
+			AccessToken: "stale-access", RefreshToken: "refresh-1", TokenType: "Bearer", Expiry: time.Now().Add(-time.Minute)}
+	}
+	srv := r.register("acct_a", "consent", up.url(), grant)
+	if out := r.call("acct_a", "consent__echo", `{"message":"hi"}`); out.IsError {
+		t.Fatalf("with a refreshed token: %+v", out)
+	}
+	mu.Lock()
+	if len(grants) != 1 || grants[0] != "refresh_token refresh-1" {
+		t.Fatalf("token requests: %q", grants)
+	}
+	mu.Unlock()
+	stored, err := r.store.GetMCPServer(context.Background(), "acct_a", srv.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec, err := r.seal.Open("acct_a", srv.ID, stored.Sealed)
+	if err != nil || sec.Grant == nil || sec.Grant.AccessToken != "fresh-access" || sec.Grant.RefreshToken != "refresh-2" {
+		t.Fatalf("sealed grant after the refresh: %+v %v", sec.Grant, err)
+	}
+	if bytes.Contains(stored.Sealed, []byte("fresh-access")) || bytes.Contains(stored.Sealed, []byte("refresh-2")) {
+		t.Fatal("the tokens are stored in clear")
+	}
+
+	// Another account's server, never authorized: unavailable, and why.
+	never := r.register("acct_b", "consent", up.url(), func(s *mcpremote.Server, _ *mcpremote.Secrets) {
+		s.Auth = mcpremote.Auth{Type: mcpremote.AuthAuthorizationCode}
+	})
+	st, err := r.gw.Refresh(context.Background(), never)
+	if !errors.Is(err, mcpgateway.ErrNotAuthorized) || st.Source != mcpgateway.SourceUnavailable || st.Err != mcpgateway.ErrNotAuthorized.Error() {
+		t.Fatalf("never authorized: %+v %v", st, err)
+	}
+	wantCode(t, r.call("acct_b", "consent__echo", `{"message":"hi"}`), tools.CodeUpstreamUnavailable)
+
+	// A refused refresh: authorize again.
+	mu.Lock()
+	refuse = true
+	mu.Unlock()
+	expired := r.register("acct_c", "consent", up.url(), grant)
+	st, err = r.gw.Refresh(context.Background(), expired)
+	if err == nil || st.Source != mcpgateway.SourceUnavailable || st.Err != mcpgateway.ErrNotAuthorized.Error() {
+		t.Fatalf("refused refresh: %+v %v", st, err)
+	}
+}

@@ -127,8 +127,9 @@ func (c *cappedBody) Read(p []byte) (int, error) {
 func (c *cappedBody) Close() error { return c.r.Close() }
 
 // httpClient is the client of one server: the gateway's transport (the
-// SSRF dialer) with the server's secrets.
-func (g *Gateway) httpClient(srv mcpremote.Server, sec mcpremote.Secrets, maxBody int64) *http.Client {
+// SSRF dialer) with the server's secrets; tokens are an authorized
+// oauth_authorization_code server's.
+func (g *Gateway) httpClient(srv mcpremote.Server, sec mcpremote.Secrets, tokens oauth2.TokenSource, maxBody int64) *http.Client {
 	at := &authTransport{base: g.transport, headers: sec.Headers, maxBody: maxBody}
 	switch srv.Auth.Type {
 	case mcpremote.AuthBearer:
@@ -139,6 +140,8 @@ func (g *Gateway) httpClient(srv mcpremote.Server, sec mcpremote.Secrets, maxBod
 		// The token endpoint is dialed under the same policy.
 		ctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Transport: g.transport, Timeout: g.opts.ProbeTimeout * 3})
 		at.tokens = cc.TokenSource(ctx)
+	case mcpremote.AuthAuthorizationCode:
+		at.tokens = tokens
 	}
 	return &http.Client{Transport: at}
 }

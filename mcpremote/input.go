@@ -47,7 +47,7 @@ type FieldError struct {
 	Field string
 	Msg   string
 	// Code is a machine code other than validation_error, when one fits
-	// (unsupported_auth).
+	// (none does today: every auth type is supported).
 	Code string
 }
 
@@ -96,6 +96,11 @@ func (r Rules) Apply(s *Server, sec *Secrets, in Input, create bool) error {
 		u, err := CheckURL(*in.URL)
 		if err != nil {
 			return &FieldError{Field: "url", Msg: err.Error()}
+		}
+		if u != s.URL {
+			// A consent's tokens are for the server that was authorized;
+			// they never go to another URL.
+			sec.Grant = nil
 		}
 		s.URL = u
 	}
@@ -170,7 +175,8 @@ func (r Rules) Apply(s *Server, sec *Secrets, in Input, create bool) error {
 }
 
 func applyAuth(s *Server, sec *Secrets, a AuthInput) error {
-	sec.BearerToken, sec.ClientSecret = "", ""
+	// A new auth forgets the old credentials, an authorization included.
+	sec.BearerToken, sec.ClientSecret, sec.Grant = "", "", nil
 	switch a.Type {
 	case AuthNone, "":
 		if a.Token != "" || a.ClientSecret != "" || a.ClientID != "" || a.TokenURL != "" {
@@ -198,10 +204,19 @@ func applyAuth(s *Server, sec *Secrets, a AuthInput) error {
 		}
 		s.Auth, sec.ClientSecret = Auth{Type: AuthClientCredentials, TokenURL: u, ClientID: a.ClientID, Scopes: a.Scopes}, a.ClientSecret
 	case AuthAuthorizationCode:
-		return &FieldError{Field: "auth.type", Code: "unsupported_auth",
-			Msg: "oauth_authorization_code (a user's consent redirect) is not supported yet; use bearer or oauth_client_credentials"}
+		// The endpoints come from the server's metadata at authorization.
+		if a.Token != "" || a.TokenURL != "" {
+			return fieldErr("auth", "oauth_authorization_code discovers its endpoints from the server; send no token or token_url")
+		}
+		if a.ClientSecret != "" && a.ClientID == "" {
+			return fieldErr("auth.client_secret", "a client_secret needs its client_id")
+		}
+		if len(a.ClientID) > 1024 || strings.ContainsAny(a.ClientID, "\r\n\x00") {
+			return fieldErr("auth.client_id", "must be one line of at most 1 KiB")
+		}
+		s.Auth, sec.ClientSecret = Auth{Type: AuthAuthorizationCode, ClientID: a.ClientID, Scopes: a.Scopes}, a.ClientSecret
 	default:
-		return fieldErr("auth.type", "must be none, bearer or oauth_client_credentials")
+		return fieldErr("auth.type", "must be none, bearer, oauth_client_credentials or oauth_authorization_code")
 	}
 	return nil
 }

@@ -37,7 +37,18 @@ func TestApplyRefusesBadRegistrations(t *testing.T) {
 		{"client credentials half", func(in *mcpremote.Input) {
 			in.Auth = &mcpremote.AuthInput{Type: "oauth_client_credentials", ClientID: "c"}
 		}, "auth", ""},
-		{"authorization code", func(in *mcpremote.Input) { in.Auth = &mcpremote.AuthInput{Type: "oauth_authorization_code"} }, "auth.type", "unsupported_auth"},
+		{"authorization code with a token", func(in *mcpremote.Input) {
+			in.Auth = &mcpremote.AuthInput{Type: "oauth_authorization_code", Token: "t"}
+		}, "auth", ""},
+		{"authorization code with a token URL", func(in *mcpremote.Input) {
+			in.Auth = &mcpremote.AuthInput{Type: "oauth_authorization_code", TokenURL: "https://as.example/token"}
+		}, "auth", ""},
+		{"authorization code secret without client", func(in *mcpremote.Input) {
+			in.Auth = &mcpremote.AuthInput{Type: "oauth_authorization_code", ClientSecret: "s"}
+		}, "auth.client_secret", ""},
+		{"authorization code client id on two lines", func(in *mcpremote.Input) {
+			in.Auth = &mcpremote.AuthInput{Type: "oauth_authorization_code", ClientID: "a\r\nX-Evil: 1"}
+		}, "auth.client_id", ""},
 		{"timeout too long", func(in *mcpremote.Input) { in.Timeout = ptr("1h") }, "timeout", ""},
 		{"timeout not a duration", func(in *mcpremote.Input) { in.Timeout = ptr("soon") }, "timeout", ""},
 		{"bad side effect", func(in *mcpremote.Input) {
@@ -70,5 +81,46 @@ func TestApplyRefusesBadRegistrations(t *testing.T) {
 	}
 	if !s.Enabled || s.HeaderNames[0] != "X-Api-Key" || sec.Headers["X-Api-Key"] != "k" || sec.BearerToken != "t" || s.Auth.Type != "bearer" {
 		t.Fatalf("applied: %+v %+v", s, sec)
+	}
+}
+
+func TestApplyAuthorizationCodeKeepsClientAndForgetsOldGrant(t *testing.T) {
+	rules := mcpremote.Rules{}
+	s := mcpremote.Server{}
+	sec := mcpremote.Secrets{BearerToken: "old", Grant: &mcpremote.Grant{AccessToken: "old-access", RefreshToken: "old-refresh"}}
+	in := mcpremote.Input{Name: ptr("github"), URL: ptr("https://mcp.example.com/mcp"),
+		Auth: &mcpremote.AuthInput{Type: "oauth_authorization_code", ClientID: "pre-registered", ClientSecret: "s3cret", Scopes: []string{"repo"}}}
+	if err := rules.Apply(&s, &sec, in, true); err != nil {
+		t.Fatal(err)
+	}
+	if s.Auth.Type != mcpremote.AuthAuthorizationCode || s.Auth.ClientID != "pre-registered" || len(s.Auth.Scopes) != 1 {
+		t.Fatalf("auth = %+v", s.Auth)
+	}
+	if sec.ClientSecret != "s3cret" || sec.BearerToken != "" || sec.Grant != nil {
+		t.Fatalf("secrets = %+v: a new auth must forget the old token and grant", sec)
+	}
+}
+
+func TestApplyNewURLForgetsTheGrant(t *testing.T) {
+	s := mcpremote.Server{URL: "https://mcp.example.com/mcp", Auth: mcpremote.Auth{Type: mcpremote.AuthAuthorizationCode}}
+	tests := []struct {
+		name  string
+		url   string
+		grant bool
+	}{
+		{"same URL", "https://mcp.example.com/mcp", true},
+		{"another URL", "https://evil.example.com/mcp", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := s
+			sec := mcpremote.Secrets{Grant: &mcpremote.Grant{AccessToken: "a"}}
+			if err := (mcpremote.Rules{}).Apply(&s, &sec, mcpremote.Input{URL: ptr(tc.url)}, false); err != nil {
+				t.Fatal(err)
+			}
+			if (sec.Grant != nil) != tc.grant {
+				t.Fatalf("grant kept = %v, want %v", sec.Grant != nil, tc.grant)
+			}
+		})
 	}
 }

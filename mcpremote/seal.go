@@ -150,5 +150,5 @@ func (s *Sealer) Stale(sealed []byte) bool {
 }
 
 func (sec Secrets) empty() bool {
-	return len(sec.Headers) == 0 && sec.BearerToken == "" && sec.ClientSecret == ""
+	return len(sec.Headers) == 0 && sec.BearerToken == "" && sec.ClientSecret == "" && sec.Grant == nil
 }

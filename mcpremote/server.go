@@ -12,8 +12,9 @@ const (
 	AuthNone              = "none"
 	AuthBearer            = "bearer"
 	AuthClientCredentials = "oauth_client_credentials"
-	// AuthAuthorizationCode needs a user's consent redirect; it is named
-	// so a request for it gets a clear "not supported yet".
+	// AuthAuthorizationCode needs a user's consent: the server is
+	// unavailable until someone opens its authorization URL and the
+	// authorization server redirects back to toolhost (Secrets.Grant).
 	AuthAuthorizationCode = "oauth_authorization_code"
 )
 
@@ -45,7 +46,9 @@ type Server struct {
 // Auth is the non-secret part of how toolhost authenticates to a server.
 type Auth struct {
 	Type string `json:"type"`
-	// TokenURL, ClientID and Scopes are for oauth_client_credentials.
+	// TokenURL, ClientID and Scopes are for oauth_client_credentials;
+	// ClientID (a pre-registered client, else toolhost registers itself
+	// dynamically) for oauth_authorization_code.
 	TokenURL string   `json:"token_url,omitempty"`
 	ClientID string   `json:"client_id,omitempty"`
 	Scopes   []string `json:"scopes,omitempty"`
@@ -64,6 +67,24 @@ type Secrets struct {
 	Headers      map[string]string `json:"headers,omitempty"`
 	BearerToken  string            `json:"bearer_token,omitempty"`
 	ClientSecret string            `json:"client_secret,omitempty"`
+	// Grant is what an oauth_authorization_code authorization obtained:
+	// nil until a user authorized.
+	Grant *Grant `json:"grant,omitempty"`
+}
+
+// Grant is the client and tokens of an authorization-code grant: enough
+// to refresh the access token without the user.
+type Grant struct {
+	ClientID     string    `json:"client_id"`
+	ClientSecret string    `json:"client_secret,omitempty"`
+	AuthStyle    int       `json:"auth_style,omitempty"`
+	AuthURL      string    `json:"auth_url"`
+	TokenURL     string    `json:"token_url"`
+	Scopes       []string  `json:"scopes,omitempty"`
+	AccessToken  string    `json:"access_token"`
+	RefreshToken string    `json:"refresh_token,omitempty"`
+	TokenType    string    `json:"token_type,omitempty"`
+	Expiry       time.Time `json:"expiry,omitzero"`
 }
 
 // Snapshot is the last successful tools/list of a server: the tools as the

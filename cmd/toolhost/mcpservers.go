@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -72,9 +73,20 @@ func openGateway(c *common, a *app, logger *slog.Logger) error {
 	return nil
 }
 
-// mcpServerRoutes are /mcp-servers; changed tells the MCP face an
-// account's remote tools changed.
-func mcpServerRoutes(c *common, a *app, changed func(account string), logger *slog.Logger) map[string]http.Handler {
+// publicBase is the URL browsers reach this server at: auth.oauth.public_url,
+// else the listen address.
+func publicBase(configured string, listen net.Addr) string {
+	if b := strings.TrimRight(configured, "/"); b != "" {
+		return b
+	}
+	return "http://" + listen.String()
+}
+
+// mcpServerRoutes are /mcp-servers and, public, the authorization callback
+// of oauth_authorization_code servers; changed tells the MCP face an
+// account's remote tools changed; base is the URL browsers reach this
+// server at.
+func mcpServerRoutes(c *common, a *app, changed func(account string), base string, logger *slog.Logger) (routes, public map[string]http.Handler) {
 	a.mcpChanged = changed
 	allow := c.cfg.Fetch.AllowPrivate
 	m := &admin.MCPServers{
@@ -84,8 +96,9 @@ func mcpServerRoutes(c *common, a *app, changed func(account string), logger *sl
 			return fetchpage.CheckHost(ctx, allow, host)
 		},
 		Changed: changed, Logger: logger,
+		CallbackURL: base + admin.CallbackPath,
 	}
-	return m.Routes()
+	return m.Routes(), m.CallbackRoutes()
 }
 
 // cmdMCPServers is `toolhost mcp-servers probe URL`: toolhost's MCP client
@@ -108,6 +121,9 @@ func cmdMCPServers(ctx context.Context, args []string, stdout, stderr io.Writer)
 	call := fs.String("call", "", "call the remote `TOOL` (its own name) after listing")
 	callArgs := fs.String("args", "{}", "the call's arguments as a JSON `OBJECT`")
 	bearerEnv := fs.String("bearer-env", "", "send the bearer token from the environment `VARIABLE`")
+	oauthCode := fs.Bool("oauth", false, "authorize with oauth_authorization_code, following the authorization server's redirect itself (for servers that approve without a user, like the conformance suite's)")
+	clientID := fs.String("client-id", "", "with --oauth, the pre-registered client `ID` (else toolhost registers itself dynamically)")
+	clientSecretEnv := fs.String("client-secret-env", "", "with --oauth and --client-id, the client secret from the environment `VARIABLE`")
 	timeout := fs.Duration("timeout", 30*time.Second, "the call's `TIMEOUT`")
 	if err := parseFlags(ctx, fs, args[1:], &c); err != nil {
 		return exitCodeOf(err, stderr, "mcp-servers probe")
@@ -141,6 +157,15 @@ func cmdMCPServers(ctx context.Context, args []string, stdout, stderr io.Writer)
 			return exitUsage
 		}
 	}
+	if *oauthCode {
+		srv.Auth = mcpremote.Auth{Type: mcpremote.AuthAuthorizationCode, ClientID: *clientID}
+		if *clientSecretEnv != "" {
+			if srv.Sealed, err = sealer.Seal(srv.AccountID, srv.ID, mcpremote.Secrets{ClientSecret: os.Getenv(*clientSecretEnv)}); err != nil {
+				fmt.Fprintf(stderr, "toolhost mcp-servers probe: %v\n", err)
+				return exitUsage
+			}
+		}
+	}
 	if err := st.CreateMCPServer(ctx, srv); err != nil {
 		return exitStartup
 	}
@@ -148,6 +173,12 @@ func cmdMCPServers(ctx context.Context, args []string, stdout, stderr io.Writer)
 	gw := mcpgateway.New(mcpgateway.Options{Store: st, Sealer: sealer, Dial: dial, ProbeTimeout: max(cfg.ProbeTimeout.D(), 10*time.Second),
 		MaxResultBytes: cfg.MaxResultBytes, Version: version})
 	defer gw.Close()
+	if *oauthCode {
+		if srv, err = probeAuthorize(ctx, gw, st, srv, dial); err != nil {
+			fmt.Fprintf(stderr, "toolhost mcp-servers probe: --oauth: %v\n", err)
+			return exitStartup
+		}
+	}
 	exec, err := tools.NewExecutor(tools.Options{Remote: gw})
 	if err != nil {
 		return exitStartup
@@ -192,6 +223,48 @@ func cmdMCPServers(ctx context.Context, args []string, stdout, stderr io.Writer)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(out)
 	return code
+}
+
+// probeRedirect is the probe's redirect URL: never dialed, the probe
+// reads the code from the authorization server's redirect to it.
+const probeRedirect = "http://127.0.0.1/oauth/callback"
+
+// probeAuthorize runs the authorization-code flow the way a registered
+// server's is run (Gateway.Authorize, then the callback's Complete), with
+// the probe in the user's place: it opens the authorization URL and
+// reads the code from the redirect instead of following it. Only an
+// authorization server that approves without a user lets that succeed.
+func probeAuthorize(ctx context.Context, gw *mcpgateway.Gateway, st mcpremote.Store, srv mcpremote.Server,
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)) (mcpremote.Server, error) {
+	actx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	authURL, err := gw.Authorize(actx, srv, probeRedirect)
+	if err != nil {
+		return srv, err
+	}
+	hc := &http.Client{Transport: &http.Transport{DialContext: dial}, Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req, err := http.NewRequestWithContext(actx, http.MethodGet, authURL, nil)
+	if err != nil {
+		return srv, fmt.Errorf("the authorization URL: %w", err)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return srv, fmt.Errorf("open the authorization URL: %w", err)
+	}
+	_ = resp.Body.Close()
+	loc, err := resp.Location()
+	if err != nil {
+		return srv, fmt.Errorf("the authorization server did not redirect (status %d): %w", resp.StatusCode, err)
+	}
+	q := loc.Query()
+	if e := q.Get("error"); e != "" {
+		return srv, fmt.Errorf("the authorization server refused: %s %s", e, q.Get("error_description"))
+	}
+	if _, _, err := gw.Complete(actx, q.Get("state"), q.Get("code"), q.Get("iss")); err != nil {
+		return srv, err
+	}
+	return st.GetMCPServer(ctx, srv.AccountID, srv.ID)
 }
 
 type probeReport struct {

@@ -76,11 +76,15 @@ func serveRoutes(ctx context.Context, c *common, a *app, mcpSrv *mcpface.Server,
 	rt.add(access{scope: keys.ScopeHosted, xAPIKey: true}, withSlotCheck(v1, a.exec.Slots()))
 	rt.add(access{writeScope: keys.ScopeTools}, journalRoutes(a.exec))
 	rt.add(access{writeScope: keys.ScopeTools}, definitionRoutes(c, a.defs, a.exec, mcpSrv.DefinitionsChanged))
-	rt.add(access{scope: keys.ScopeTools}, mcpServerRoutes(c, a, mcpSrv.DefinitionsChanged, logger))
+	mcpServers, mcpCallback := mcpServerRoutes(c, a, mcpSrv.DefinitionsChanged, publicBase(c.cfg.Auth.OAuth.PublicURL, listen), logger)
+	rt.add(access{scope: keys.ScopeTools}, mcpServers)
 	rt.add(access{scope: keys.ScopeAdmin}, keyRoutes(a.keys))
 	rt.add(access{scope: keys.ScopeAdmin}, metricsRoutes(a.sandbox))
 	rt.add(access{scope: keys.ScopeAdmin}, oauthAdmin)
 	rt.add(access{public: true}, oauthPublic)
+	// The browser comes back from a remote server's authorization server
+	// without a key; the state binds it (docs/mcp-servers.md).
+	rt.add(access{public: true}, mcpCallback)
 	return rt, health, nil
 }
 

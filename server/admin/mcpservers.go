@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"toolhost/clip"
 	"toolhost/mcpgateway"
 	"toolhost/mcpremote"
 	"toolhost/server"
@@ -20,10 +21,16 @@ import (
 type MCPGateway interface {
 	Refresh(ctx context.Context, srv mcpremote.Server) (mcpgateway.Status, error)
 	Forget(id string)
+	// Authorize and Complete run an oauth_authorization_code server's
+	// consent: the URL for the user, then the callback's code.
+	Authorize(ctx context.Context, srv mcpremote.Server, redirectURL string) (string, error)
+	Complete(ctx context.Context, state, code, iss string) (account, server string, err error)
 }
 
 // MCPServers serves the registration of an account's remote MCP servers:
-// POST/GET/PATCH/DELETE /mcp-servers and POST /mcp-servers/{id}/refresh.
+// POST/GET/PATCH/DELETE /mcp-servers, POST /mcp-servers/{id}/refresh and,
+// for oauth_authorization_code servers, POST /mcp-servers/{id}/authorize
+// with its public callback (CallbackRoutes).
 // Secrets go in and never come out: responses show which are set, not
 // their values.
 type MCPServers struct {
@@ -41,18 +48,113 @@ type MCPServers struct {
 	Account func(*http.Request) string
 	Now     func() time.Time
 	Logger  *slog.Logger
+	// CallbackURL is the absolute URL of CallbackPath as the user's
+	// browser reaches it: the redirect URL of every authorization.
+	CallbackURL string
 }
+
+// CallbackPath is where authorization servers send the user back.
+const CallbackPath = "/mcp-servers/oauth/callback"
 
 // Routes returns the routes for server.Options.Routes.
 func (m *MCPServers) Routes() map[string]http.Handler {
 	return map[string]http.Handler{
-		"GET /mcp-servers":               http.HandlerFunc(m.list),
-		"POST /mcp-servers":              http.HandlerFunc(m.create),
-		"GET /mcp-servers/{id}":          http.HandlerFunc(m.one),
-		"PATCH /mcp-servers/{id}":        http.HandlerFunc(m.patch),
-		"DELETE /mcp-servers/{id}":       http.HandlerFunc(m.delete),
-		"POST /mcp-servers/{id}/refresh": http.HandlerFunc(m.refresh),
+		"GET /mcp-servers":                 http.HandlerFunc(m.list),
+		"POST /mcp-servers":                http.HandlerFunc(m.create),
+		"GET /mcp-servers/{id}":            http.HandlerFunc(m.one),
+		"PATCH /mcp-servers/{id}":          http.HandlerFunc(m.patch),
+		"DELETE /mcp-servers/{id}":         http.HandlerFunc(m.delete),
+		"POST /mcp-servers/{id}/refresh":   http.HandlerFunc(m.refresh),
+		"POST /mcp-servers/{id}/authorize": http.HandlerFunc(m.authorize),
 	}
+}
+
+// CallbackRoutes is the authorization callback, to be mounted without
+// authentication: the user's browser arrives from the authorization
+// server with no toolhost credentials. The state, made by the go-sdk's
+// handler and kept by the gateway, binds it to the account and server
+// whose authorization issued it, and is good once.
+func (m *MCPServers) CallbackRoutes() map[string]http.Handler {
+	return map[string]http.Handler{"GET " + CallbackPath: http.HandlerFunc(m.callback)}
+}
+
+func (m *MCPServers) authorize(w http.ResponseWriter, r *http.Request) {
+	if err := noQuery(r); err != nil {
+		writeMCPErr(w, err)
+		return
+	}
+	s, err := m.Store.GetMCPServer(r.Context(), m.account(r), r.PathValue("id"))
+	if err != nil {
+		writeMCPErr(w, err)
+		return
+	}
+	switch {
+	case s.Auth.Type != mcpremote.AuthAuthorizationCode:
+		server.WriteError(w, http.StatusConflict, "not_authorization_code", "only a server with auth oauth_authorization_code is authorized by a user; this one's auth is "+s.Auth.Type)
+		return
+	case !s.Enabled:
+		server.WriteError(w, http.StatusConflict, "mcp_server_disabled", "this MCP server is disabled; enable it (PATCH enabled: true) to authorize it")
+		return
+	case m.Gateway == nil || m.CallbackURL == "":
+		server.WriteError(w, http.StatusServiceUnavailable, "authorization_unavailable", "this toolhost has no callback URL for authorizations")
+		return
+	}
+	u, err := m.Gateway.Authorize(r.Context(), s, m.CallbackURL)
+	switch {
+	case errors.Is(err, mcpgateway.ErrNoChallenge):
+		server.WriteError(w, http.StatusConflict, "authorization_not_needed", err.Error())
+		return
+	case errors.Is(err, mcpremote.ErrNoKey):
+		writeMCPErr(w, err)
+		return
+	case err != nil:
+		if m.Logger != nil {
+			m.Logger.InfoContext(r.Context(), "starting the authorization of an MCP server failed", "server_id", s.ID, "err", err)
+		}
+		server.WriteError(w, http.StatusBadGateway, "authorization_failed",
+			"the MCP server's authorization could not be started (its protected resource or authorization server metadata, or the client registration, failed); see the server log")
+		return
+	}
+	server.WriteJSON(w, http.StatusOK, map[string]any{"data": map[string]any{
+		"authorization_url": u, "expires_at": m.now().Add(mcpgateway.AuthorizeTimeout).UnixMilli()}})
+}
+
+func (m *MCPServers) callback(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if e := q.Get("error"); e != "" {
+		// The pending authorization stays until it times out: a refusal
+		// carries a state anyone could have sent.
+		server.WriteError(w, http.StatusBadRequest, "authorization_denied", "the authorization server refused: "+clip.Echo(e))
+		return
+	}
+	state, code := q.Get("state"), q.Get("code")
+	if state == "" || code == "" || len(state) > 1024 || len(code) > 4096 {
+		server.WriteError(w, http.StatusBadRequest, "validation_error", "the callback needs a code and a state of sane length")
+		return
+	}
+	if m.Gateway == nil {
+		server.WriteError(w, http.StatusNotFound, "unknown_state", mcpgateway.ErrUnknownState.Error())
+		return
+	}
+	ctx := r.Context()
+	account, id, err := m.Gateway.Complete(ctx, state, code, q.Get("iss"))
+	switch {
+	case errors.Is(err, mcpgateway.ErrUnknownState):
+		server.WriteError(w, http.StatusBadRequest, "unknown_state", err.Error())
+		return
+	case err != nil:
+		if m.Logger != nil {
+			m.Logger.InfoContext(ctx, "finishing the authorization of an MCP server failed", "server_id", id, "err", err)
+		}
+		server.WriteError(w, http.StatusBadGateway, "authorization_failed", "the authorization code could not be exchanged for a token; start again with POST /mcp-servers/{id}/authorize")
+		return
+	}
+	s, err := m.Store.GetMCPServer(ctx, account, id)
+	if err != nil {
+		writeMCPErr(w, err)
+		return
+	}
+	server.WriteJSON(w, http.StatusOK, map[string]any{"data": m.view(ctx, s, m.list1(ctx, s))})
 }
 
 func (m *MCPServers) account(r *http.Request) string {
@@ -292,6 +394,9 @@ type mcpAuthView struct {
 	ClientID        string   `json:"client_id,omitempty"`
 	Scopes          []string `json:"scopes,omitempty"`
 	ClientSecretSet *bool    `json:"client_secret_set,omitempty"`
+	// Authorized tells, for oauth_authorization_code, whether a user
+	// authorized (the tokens are never shown).
+	Authorized *bool `json:"authorized,omitempty"`
 }
 
 type mcpCatalogView struct {
@@ -324,6 +429,16 @@ func (m *MCPServers) view(ctx context.Context, s mcpremote.Server, st *mcpgatewa
 		v.Auth.TokenSet = &set
 	case mcpremote.AuthClientCredentials:
 		v.Auth.TokenURL, v.Auth.ClientID, v.Auth.Scopes, v.Auth.ClientSecretSet = s.Auth.TokenURL, s.Auth.ClientID, s.Auth.Scopes, &set
+	case mcpremote.AuthAuthorizationCode:
+		v.Auth.ClientID, v.Auth.Scopes = s.Auth.ClientID, s.Auth.Scopes
+		if sec, err := m.Sealer.Open(s.AccountID, s.ID, s.Sealed); err == nil {
+			authorized := sec.Grant != nil
+			v.Auth.Authorized = &authorized
+			if s.Auth.ClientID != "" {
+				cs := sec.ClientSecret != ""
+				v.Auth.ClientSecretSet = &cs
+			}
+		}
 	}
 	if st == nil {
 		snap, err := m.Store.GetMCPSnapshot(ctx, s.AccountID, s.ID)

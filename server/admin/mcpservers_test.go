@@ -3,6 +3,7 @@ package admin_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -53,8 +54,12 @@ func mcpServersRoutes(t *testing.T, st mcpremote.Store, allow []string) map[stri
 	t.Cleanup(gw.Close)
 	m := &admin.MCPServers{Store: st, Sealer: seal, Gateway: gw, Rules: mcpremote.Rules{Slots: []string{"narrator"}},
 		CheckHost: func(ctx context.Context, host string) error { return fetchpage.CheckHost(ctx, allow, host) },
-		Account:   accountHeader}
-	return m.Routes()
+		Account:   accountHeader, CallbackURL: "http://127.0.0.1/mcp-servers/oauth/callback"}
+	routes := m.Routes()
+	for p, h := range m.CallbackRoutes() {
+		routes[p] = h
+	}
+	return routes
 }
 
 func TestMCPServersRegistration(t *testing.T) {
@@ -129,7 +134,7 @@ func TestMCPServersRefusesBadInput(t *testing.T) {
 		{"decimal loopback", `{"name":"a","url":"http://2130706433/mcp"}`, "url_not_allowed"},
 		{"mapped IPv6", `{"name":"a","url":"http://[::ffff:10.0.0.1]/mcp"}`, "url_not_allowed"},
 		{"private token endpoint", `{"name":"a","url":"https://93.184.215.14/mcp","auth":{"type":"oauth_client_credentials","token_url":"http://10.0.0.1/token","client_id":"c","client_secret":"s"}}`, "url_not_allowed"},
-		{"user consent", `{"name":"a","url":"https://93.184.215.14/mcp","auth":{"type":"oauth_authorization_code"}}`, "unsupported_auth"},
+		{"user consent with a token", `{"name":"a","url":"https://93.184.215.14/mcp","auth":{"type":"oauth_authorization_code","token":"t"}}`, "validation_error"},
 		{"unknown field", `{"name":"a","url":"https://93.184.215.14/mcp","secret":"x"}`, "validation_error"},
 		{"not an object", `["a"]`, "validation_error"},
 		{"huge body", `{"name":"a","url":"https://93.184.215.14/mcp","headers":{"X-A":"` + strings.Repeat("a", 300<<10) + `"}}`, "validation_error"},
@@ -161,4 +166,51 @@ func rawGet(t *testing.T, url, account string) string {
 	var b bytes.Buffer
 	_, _ = b.ReadFrom(resp.Body)
 	return b.String()
+}
+
+// The consent flow itself runs against the MCP conformance suite's
+// authorization servers (e2e/mcp-client-conformance.test.mjs); here the
+// refusals around it.
+func TestMCPServersAuthorizationCodeRefusals(t *testing.T) {
+	upURL := mcpUpstream(t)
+	srv := tenantServer(t, mcpServersRoutes(t, mcpremote.NewMemStore(), []string{"127.0.0.1"}))
+	var id, bearerID string
+	do(t, srv, call{method: "POST", path: "/mcp-servers", account: "acct_a", status: 201,
+		body: `{"name":"consent","url":"` + upURL + `","auth":{"type":"oauth_authorization_code","client_id":"c","client_secret":"s3cret"}}`,
+		check: func(t *testing.T, d map[string]any) {
+			id, _ = d["id"].(string)
+			cat := d["catalog"].(map[string]any)
+			if cat["catalog_source"] != "unavailable" || !strings.Contains(fmt.Sprint(cat["error"]), "authorization") {
+				t.Fatalf("before consent the catalog is unavailable with the reason: %v", cat)
+			}
+			auth := d["auth"].(map[string]any)
+			if auth["authorized"] != false || auth["client_id"] != "c" || auth["client_secret_set"] != true {
+				t.Fatalf("auth view: %v", auth)
+			}
+		}})
+	do(t, srv, call{method: "POST", path: "/mcp-servers", account: "acct_a", status: 201,
+		body:  `{"name":"plain","url":"` + upURL + `","auth":{"type":"bearer","token":"t"}}`,
+		check: func(t *testing.T, d map[string]any) { bearerID, _ = d["id"].(string) }})
+	if raw := rawGet(t, srv.URL+"/mcp-servers", "acct_a"); strings.Contains(raw, "s3cret") {
+		t.Fatalf("the client secret is in a response: %s", raw)
+	}
+	tests := []struct {
+		name, method, path, account string
+		status                      int
+		code                        string
+	}{
+		{"another account's server", "POST", "/mcp-servers/" + id + "/authorize", "acct_b", 404, "not_found"},
+		{"a bearer server", "POST", "/mcp-servers/" + bearerID + "/authorize", "acct_a", 409, "not_authorization_code"},
+		// The test server answers without a 401: nothing to consent to.
+		{"a server that asks for nothing", "POST", "/mcp-servers/" + id + "/authorize", "acct_a", 409, "authorization_not_needed"},
+		{"a forged state", "GET", "/mcp-servers/oauth/callback?code=c&state=forged", "", 400, "unknown_state"},
+		{"no state", "GET", "/mcp-servers/oauth/callback?code=c", "", 400, "validation_error"},
+		{"a huge code", "GET", "/mcp-servers/oauth/callback?state=s&code=" + strings.Repeat("c", 5000), "", 400, "validation_error"},
+		{"a refusal", "GET", "/mcp-servers/oauth/callback?error=access_denied&state=s", "", 400, "authorization_denied"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			do(t, srv, call{method: tc.method, path: tc.path, account: tc.account, status: tc.status, code: tc.code})
+		})
+	}
 }
