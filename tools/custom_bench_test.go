@@ -14,8 +14,9 @@ import (
 )
 
 // BenchmarkCustomToolLookup is what finding a custom tool costs a call
-// (the definition read from SQLite, its compiled schema from the cache),
-// with 50 definitions in the account:
+// (the definition read from SQLite, or from the definitions cache serve
+// puts in front of it; its compiled schema from the cache), with 50
+// definitions in the account:
 //
 //	go test -run '^$' -bench CustomToolLookup -benchmem ./tools/
 func BenchmarkCustomToolLookup(b *testing.B) {
@@ -34,14 +35,18 @@ func BenchmarkCustomToolLookup(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	e, err := tools.NewExecutor(tools.Options{Definitions: db})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if !e.HasDefinition(ctx, tools.LocalAccount, "", "lookup_7") {
-			b.Fatal("not found")
-		}
+	for name, defs := range map[string]tooldef.Store{"sqlite": db, "cached": tooldef.NewCache(db, time.Second)} {
+		b.Run(name, func(b *testing.B) {
+			e, err := tools.NewExecutor(tools.Options{Definitions: defs})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if !e.HasDefinition(ctx, tools.LocalAccount, "", "lookup_7") {
+					b.Fatal("not found")
+				}
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"toolhost/keys"
 	"toolhost/mcpgateway"
@@ -88,7 +89,10 @@ func openApp(ctx context.Context, c *common, logger *slog.Logger, o appOptions) 
 	if err != nil {
 		return nil, err
 	}
-	a.defs = tooldef.WithPresets(a.db, presets)
+	// Every call of a custom tool lists the account's definitions: the
+	// cache answers from memory; writes here forget at once, another
+	// replica's within its one-second TTL (tooldef.Cache).
+	a.defs = tooldef.WithPresets(tooldef.NewCache(a.db, time.Second), presets)
 	jr, err := openJournal(ctx, c, a.db, logger)
 	if err != nil {
 		return nil, err
