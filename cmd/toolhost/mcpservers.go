@@ -142,30 +142,12 @@ func cmdMCPServers(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "toolhost mcp-servers probe: %v\n", err)
 		return exitUsage
 	}
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return exitStartup
+	srv, sealer, err := probeServer(u, *timeout, *bearerEnv, *oauthCode, *clientID, *clientSecretEnv)
+	if err != nil {
+		fmt.Fprintf(stderr, "toolhost mcp-servers probe: %v\n", err)
+		return exitUsage
 	}
-	sealer, _ := mcpremote.NewSealer(key) // this run's own: nothing is stored
 	st := mcpremote.NewMemStore()
-	srv := mcpremote.Server{ID: "probe", AccountID: tools.LocalAccount, Name: "probe", URL: u, Enabled: true,
-		Auth: mcpremote.Auth{Type: mcpremote.AuthNone}, Timeout: *timeout, UpdatedAt: time.Now()}
-	if *bearerEnv != "" {
-		srv.Auth.Type = mcpremote.AuthBearer
-		if srv.Sealed, err = sealer.Seal(srv.AccountID, srv.ID, mcpremote.Secrets{BearerToken: os.Getenv(*bearerEnv)}); err != nil {
-			fmt.Fprintf(stderr, "toolhost mcp-servers probe: %v\n", err)
-			return exitUsage
-		}
-	}
-	if *oauthCode {
-		srv.Auth = mcpremote.Auth{Type: mcpremote.AuthAuthorizationCode, ClientID: *clientID}
-		if *clientSecretEnv != "" {
-			if srv.Sealed, err = sealer.Seal(srv.AccountID, srv.ID, mcpremote.Secrets{ClientSecret: os.Getenv(*clientSecretEnv)}); err != nil {
-				fmt.Fprintf(stderr, "toolhost mcp-servers probe: %v\n", err)
-				return exitUsage
-			}
-		}
-	}
 	if err := st.CreateMCPServer(ctx, srv); err != nil {
 		return exitStartup
 	}
@@ -223,6 +205,36 @@ func cmdMCPServers(ctx context.Context, args []string, stdout, stderr io.Writer)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(out)
 	return code
+}
+
+// probeServer is the one server a probe talks to, with its secrets sealed
+// under a key of this run's own: nothing is stored.
+func probeServer(u string, timeout time.Duration, bearerEnv string, oauthCode bool, clientID, clientSecretEnv string) (mcpremote.Server, *mcpremote.Sealer, error) {
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return mcpremote.Server{}, nil, err
+	}
+	sealer, err := mcpremote.NewSealer(key)
+	if err != nil {
+		return mcpremote.Server{}, nil, err
+	}
+	srv := mcpremote.Server{ID: "probe", AccountID: tools.LocalAccount, Name: "probe", URL: u, Enabled: true,
+		Auth: mcpremote.Auth{Type: mcpremote.AuthNone}, Timeout: timeout, UpdatedAt: time.Now()}
+	if bearerEnv != "" {
+		srv.Auth.Type = mcpremote.AuthBearer
+		if srv.Sealed, err = sealer.Seal(srv.AccountID, srv.ID, mcpremote.Secrets{BearerToken: os.Getenv(bearerEnv)}); err != nil {
+			return mcpremote.Server{}, nil, err
+		}
+	}
+	if oauthCode {
+		srv.Auth = mcpremote.Auth{Type: mcpremote.AuthAuthorizationCode, ClientID: clientID}
+		if clientSecretEnv != "" {
+			if srv.Sealed, err = sealer.Seal(srv.AccountID, srv.ID, mcpremote.Secrets{ClientSecret: os.Getenv(clientSecretEnv)}); err != nil {
+				return mcpremote.Server{}, nil, err
+			}
+		}
+	}
+	return srv, sealer, nil
 }
 
 // probeRedirect is the probe's redirect URL: never dialed, the probe
