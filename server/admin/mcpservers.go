@@ -79,13 +79,8 @@ func (m *MCPServers) CallbackRoutes() map[string]http.Handler {
 }
 
 func (m *MCPServers) authorize(w http.ResponseWriter, r *http.Request) {
-	if err := noQuery(r); err != nil {
-		writeMCPErr(w, err)
-		return
-	}
-	s, err := m.Store.GetMCPServer(r.Context(), m.account(r), r.PathValue("id"))
-	if err != nil {
-		writeMCPErr(w, err)
+	s, ok := m.server(w, r)
+	if !ok {
 		return
 	}
 	switch {
@@ -211,13 +206,8 @@ func (m *MCPServers) list(w http.ResponseWriter, r *http.Request) {
 }
 
 func (m *MCPServers) one(w http.ResponseWriter, r *http.Request) {
-	if err := noQuery(r); err != nil {
-		writeMCPErr(w, err)
-		return
-	}
-	s, err := m.Store.GetMCPServer(r.Context(), m.account(r), r.PathValue("id"))
-	if err != nil {
-		writeMCPErr(w, err)
+	s, ok := m.server(w, r)
+	if !ok {
 		return
 	}
 	server.WriteJSON(w, http.StatusOK, map[string]any{"data": m.view(r.Context(), s, nil)})
@@ -352,13 +342,8 @@ func (m *MCPServers) delete(w http.ResponseWriter, r *http.Request) {
 }
 
 func (m *MCPServers) refresh(w http.ResponseWriter, r *http.Request) {
-	if err := noQuery(r); err != nil {
-		writeMCPErr(w, err)
-		return
-	}
-	s, err := m.Store.GetMCPServer(r.Context(), m.account(r), r.PathValue("id"))
-	if err != nil {
-		writeMCPErr(w, err)
+	s, ok := m.server(w, r)
+	if !ok {
 		return
 	}
 	if !s.Enabled {
@@ -509,4 +494,19 @@ func snapshotNames(snap mcpremote.Snapshot) []string {
 		out = append(out, t.Name)
 	}
 	return out
+}
+
+// server reads the caller's server named by the path, or writes the error
+// (a query string, or not found) and says so.
+func (m *MCPServers) server(w http.ResponseWriter, r *http.Request) (mcpremote.Server, bool) {
+	if err := noQuery(r); err != nil {
+		writeMCPErr(w, err)
+		return mcpremote.Server{}, false
+	}
+	s, err := m.Store.GetMCPServer(r.Context(), m.account(r), r.PathValue("id"))
+	if err != nil {
+		writeMCPErr(w, err)
+		return mcpremote.Server{}, false
+	}
+	return s, true
 }
