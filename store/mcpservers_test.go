@@ -3,12 +3,21 @@ package store_test
 import (
 	"os"
 	"testing"
+	"time"
 
+	"toolhost/mcpremote"
 	"toolhost/mcpremote/remotetest"
 )
 
 func TestSQLiteMCPServersConformance(t *testing.T) {
 	remotetest.Run(t, OpenSQLite(t))
+}
+
+// TestSQLiteMCPServersCacheConformance: the cache serve puts in front of
+// the store keeps the contract; with an hour's TTL each read after a
+// write is the cache's invalidation at work.
+func TestSQLiteMCPServersCacheConformance(t *testing.T) {
+	remotetest.Run(t, mcpremote.NewCache(OpenSQLite(t), time.Hour))
 }
 
 func TestPostgresMCPServersConformance(t *testing.T) {

@@ -32,8 +32,12 @@ type app struct {
 	// gateway serves the accounts' remote MCP servers as tools, their
 	// secrets sealed by sealer; mcpChanged, set by serve, tells the MCP
 	// face when an account's remote tools changed.
-	gateway    *mcpgateway.Gateway
-	sealer     *mcpremote.Sealer
+	gateway *mcpgateway.Gateway
+	sealer  *mcpremote.Sealer
+	// mcpStore is the registered servers: the store's behind a cache the
+	// gateway and /mcp-servers share, so a write there is what the next
+	// call sees (mcpremote.Cache).
+	mcpStore   mcpremote.Store
 	mcpChanged func(account string)
 	exec       *tools.Executor
 	closers    []func()

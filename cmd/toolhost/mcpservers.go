@@ -60,8 +60,12 @@ func openGateway(c *common, a *app, logger *slog.Logger) error {
 	}
 	cfg := c.cfg.MCPServers
 	a.sealer = sealer
+	// Every call of a remote tool looks its server up in the account's
+	// list: the cache answers from memory; writes through it forget at
+	// once, another replica's within its one-second TTL.
+	a.mcpStore = mcpremote.NewCache(a.db, time.Second)
 	a.gateway = mcpgateway.New(mcpgateway.Options{
-		Store: a.db, Sealer: sealer, Dial: dial,
+		Store: a.mcpStore, Sealer: sealer, Dial: dial,
 		TTL: cfg.TTL.D(), ProbeTimeout: cfg.ProbeTimeout.D(), MaxConcurrent: cfg.MaxConcurrent, MaxResultBytes: cfg.MaxResultBytes,
 		Changed: func(account string) {
 			if a.mcpChanged != nil {
@@ -90,7 +94,7 @@ func mcpServerRoutes(c *common, a *app, changed func(account string), base strin
 	a.mcpChanged = changed
 	allow := c.cfg.Fetch.AllowPrivate
 	m := &admin.MCPServers{
-		Store: a.db, Sealer: a.sealer, Gateway: a.gateway,
+		Store: a.mcpStore, Sealer: a.sealer, Gateway: a.gateway,
 		Rules: mcpremote.Rules{Slots: a.exec.Slots()},
 		CheckHost: func(ctx context.Context, host string) error {
 			return fetchpage.CheckHost(ctx, allow, host)
