@@ -5,7 +5,14 @@
 // validation against the remote schema, permissions, journal, the gateway's
 // pooled session). For scale it also times get_time, a local builtin,
 // through toolhost. Calls are sequential, one session per path, after a
-// warm-up; it prints p50/p90/p99 per path and the p50 difference.
+// warm-up; it prints p50/p90/p99 per path and the p50 difference. For
+// scale again, a bare proxy — a go-sdk server whose tool calls echo on a
+// go-sdk client session, in its own process, nothing else — shows what
+// any hop built on the go-sdk costs here.
+//
+// Timing starts once serve's background compilation of run_code's
+// runtimes is over (/healthz), so it does not share the CPU with the
+// measured calls.
 //
 // Everything runs on 127.0.0.1 (server-everything through
 // bench/mcpload/loopback.cjs) and stops by itself:
@@ -35,9 +42,18 @@ func main() {
 	e2e := flag.String("e2e", "e2e", "the e2e `DIR` (its node_modules holds server-everything and Node 22)")
 	n := flag.Int("n", 3000, "measured calls per path")
 	warm := flag.Int("warmup", 300, "warm-up calls per path")
+	proxyListen := flag.String("proxy-listen", "", "run as the bare proxy on this `ADDR` (the program starts itself so)")
+	proxyUpstream := flag.String("proxy-upstream", "", "the bare proxy's upstream `URL`")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	if *proxyListen != "" {
+		if err := serveProxy(ctx, *proxyListen, *proxyUpstream); err != nil {
+			fmt.Fprintln(os.Stderr, "gateway: bare proxy:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(ctx, *bin, *e2e, *n, *warm); err != nil {
 		fmt.Fprintln(os.Stderr, "gateway:", err)
 		os.Exit(1)
@@ -102,6 +118,12 @@ func run(ctx context.Context, bin, e2e string, n, warm int) error {
 	}); err != nil {
 		return fmt.Errorf("toolhost: %w", err)
 	}
+	// serve compiles run_code's runtimes in the background after it
+	// starts (seconds of CPU on a fresh data folder): nothing is timed
+	// before that is over.
+	if err := waitRuntimes(ctx, base); err != nil {
+		return err
+	}
 	body, _ := json.Marshal(map[string]any{"name": "everything", "url": direct})
 	r, err := http.Post(base+"/mcp-servers", "application/json", bytes.NewReader(body))
 	if err != nil {
@@ -111,10 +133,16 @@ func run(ctx context.Context, bin, e2e string, n, warm int) error {
 	if r.StatusCode != http.StatusCreated {
 		return fmt.Errorf("register: %s", r.Status)
 	}
+	proxy, stopProxy, err := startProxy(ctx, direct)
+	if err != nil {
+		return err
+	}
+	defer stopProxy()
 	paths := []struct{ name, url, tool string }{
 		{"direct: client → server-everything echo", direct, "echo"},
 		{"gateway: client → toolhost everything__echo → server-everything", base + "/mcp", "everything__echo"},
 		{"local: client → toolhost get_time (no upstream)", base + "/mcp", "get_time"},
+		{"bare go-sdk proxy: client → go-sdk server → go-sdk client → server-everything", proxy, proxyTool},
 	}
 	p50 := map[string]time.Duration{}
 	fmt.Printf("| path | p50 | p90 | p99 |\n|---|---|---|---|\n")
@@ -130,8 +158,8 @@ func run(ctx context.Context, bin, e2e string, n, warm int) error {
 		p50[p.tool] = lat[len(lat)/2]
 		fmt.Printf("| %s | %s | %s | %s |\n", p.name, ms(lat[len(lat)/2]), ms(lat[len(lat)*9/10]), ms(lat[len(lat)*99/100]))
 	}
-	fmt.Printf("\ngateway overhead at p50: %s (gateway − direct); of which the client → toolhost hop and pipeline alone (get_time): %s\n",
-		ms(p50["everything__echo"]-p50["echo"]), ms(p50["get_time"]))
+	fmt.Printf("\ngateway overhead at p50: %s (gateway − direct); of which the client → toolhost hop and pipeline alone (get_time): %s; a bare go-sdk proxy's: %s\n",
+		ms(p50["everything__echo"]-p50["echo"]), ms(p50["get_time"]), ms(p50[proxyTool]-p50["echo"]))
 	return nil
 }
 
@@ -181,4 +209,36 @@ func measure(ctx context.Context, url, tool string, args map[string]any, n, warm
 	}
 	slices.Sort(lat)
 	return lat, nil
+}
+
+// waitRuntimes waits until /healthz shows no run_code runtime loading.
+func waitRuntimes(ctx context.Context, base string) error {
+	for {
+		var h struct {
+			RunCode map[string]struct {
+				State string `json:"state"`
+			} `json:"run_code"`
+		}
+		r, err := http.Get(base + "/healthz")
+		if err != nil {
+			return err
+		}
+		err = json.NewDecoder(r.Body).Decode(&h)
+		r.Body.Close()
+		if err != nil {
+			return fmt.Errorf("healthz: %w", err)
+		}
+		loading := false
+		for _, rt := range h.RunCode {
+			loading = loading || rt.State == "loading"
+		}
+		if !loading {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("run_code runtimes still loading: %w", ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
