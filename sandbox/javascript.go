@@ -142,13 +142,8 @@ func (e *jsEngine) run(ctx context.Context, req *Request, progress func(string))
 	// Closing the sandbox stops a running program too.
 	defer context.AfterFunc(e.s.ctx, cancel)()
 
-	// The watcher only reports progress (the engine stops itself at the
-	// deadline): a run nobody asked progress of, a tool script's, does
-	// without its goroutine and ticker.
 	done := make(chan struct{})
-	if req.Progress != nil {
-		go watch(runCtx, done, nil, progress, func() {})
-	}
+	go watch(runCtx, done, nil, progress, func() {})
 	out, err := e.eval(runCtx, j, req)
 	close(done)
 
