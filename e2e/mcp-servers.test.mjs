@@ -6,16 +6,26 @@
 // toolhost. The go-sdk server is stopped: the catalog falls back to the
 // snapshot (cached) and calls fail with upstream_unavailable; another
 // account that registers it now has no snapshot (unavailable); the server
-// comes back and both are live again.
+// comes back and both are live again. In a hosted /v1 loop (the openai
+// Node client, the model scripted by loop/fakeupstream) the same remote
+// tools are declared and run by the model; with the go-sdk server stopped
+// the declaration still holds (the catalog is the snapshot) and the
+// model's tool result is upstream_unavailable.
+//
+// The fake upstream program comes from $FAKEUPSTREAM_BIN, or is built here
+// with `go build ./loop/fakeupstream/cmd/fakeupstream`.
 
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { once } from "node:events";
 import { writeFile, rm } from "node:fs/promises";
-import { join, dirname } from "node:path";
+import { join, dirname, resolve } from "node:path";
 import { createRequire } from "node:module";
+import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { after, before, test } from "node:test";
+import OpenAI from "openai";
 import { startServer, freePort, node22Bin, tempDir, toolhostBin } from "./lib/server.mjs";
 import { connectHTTP, textOf } from "./lib/mcp.mjs";
 
@@ -26,6 +36,8 @@ const keys = {};
 let everything;
 let goServer;
 let goPort;
+let fake;
+const hosted = {};
 const clients = [];
 const secretKey = Buffer.alloc(32, 7).toString("base64");
 
@@ -73,14 +85,22 @@ before(async () => {
   goServer = await startGo();
 
   configDir = await tempDir("toolhost-mcp-servers-");
+  const scriptPath = join(configDir, "script.json");
+  await writeFile(scriptPath, JSON.stringify(script));
+  fake = spawn(await fakeBinary(), ["-script", scriptPath, "-addr", "127.0.0.1:0"], { stdio: ["ignore", "pipe", "inherit"] });
+  const [fakeURL] = await once(createInterface({ input: fake.stdout }), "line");
   const config = join(configDir, "config.json");
-  await writeFile(config, JSON.stringify({ fetch: { allow_private: ["127.0.0.1"] }, mcp_servers: { probe_timeout: "2s" } }));
-  server = await startServer({ dev: false, args: ["--config", config], env: { TOOLHOST_SECRET_KEY: secretKey } });
+  await writeFile(config, JSON.stringify({
+    fetch: { allow_private: ["127.0.0.1"] }, mcp_servers: { probe_timeout: "2s" },
+    hosted: { routes: [{ name: "fake", protocol: "openai", base_url: fakeURL, api_key_env: "FAKE_UPSTREAM_KEY", models: ["fake-*"], supports_tools: true }] },
+  }));
+  server = await startServer({ dev: false, args: ["--config", config], env: { TOOLHOST_SECRET_KEY: secretKey, FAKE_UPSTREAM_KEY: "sk-fake" } });
   admin = server.logs().match(/th_[A-Za-z0-9_-]{32}/)?.[0];
   assert.ok(admin, "the first start prints an admin key");
   for (const account of ["alpha", "beta"]) {
-    const res = await api("POST", "/admin/keys", admin, { account, name: "mcp-servers-e2e", scopes: ["mcp", "tools"] });
+    const res = await api("POST", "/admin/keys", admin, { account, name: "mcp-servers-e2e", scopes: ["mcp", "tools", "hosted"] });
     keys[account] = res.body.secret;
+    hosted[account] = new OpenAI({ baseURL: `${server.base}/v1`, apiKey: keys[account], maxRetries: 0 });
   }
 });
 
@@ -89,8 +109,39 @@ after(async () => {
   await server?.stop();
   await kill(everything);
   await kill(goServer);
+  await kill(fake);
   if (configDir) await rm(configDir, { recursive: true, force: true });
 });
+
+// The model's script: each conversation calls one remote tool, then
+// answers.
+const script = {
+  conversations: [
+    { match: "echo it", rounds: [{ tool_calls: [{ id: "call_echo", name: "everything__echo", arguments: '{"message":"hosted hi"}' }] }, { content: "It echoed." }] },
+    { match: "add them", rounds: [{ tool_calls: [{ id: "call_add", name: "gotest__add", arguments: '{"a":2,"b":3}' }] }, { content: "Added." }] },
+  ],
+};
+
+async function fakeBinary() {
+  if (process.env.FAKEUPSTREAM_BIN) return process.env.FAKEUPSTREAM_BIN;
+  const out = join(configDir, "fakeupstream");
+  const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+  await promisify(execFile)("go", ["build", "-o", out, "./loop/fakeupstream/cmd/fakeupstream"], { cwd: repo });
+  return out;
+}
+
+const hostedRequest = (content, ...names) => ({
+  model: "fake-1",
+  messages: [{ role: "user", content }],
+  tools: [{ type: "mcp", server_label: "toolhost", allowed_tools: names, require_approval: "never" }],
+});
+
+async function execution(account, floor) {
+  const j = await api("GET", `/tool-executions?floor_id=${encodeURIComponent(floor)}`, keys[account]);
+  assert.equal(j.status, 200, JSON.stringify(j.body));
+  assert.equal(j.body.data.length, 1, JSON.stringify(j.body));
+  return j.body.data[0];
+}
 
 async function api(method, path, key, body) {
   const res = await fetch(server.base + path, {
@@ -182,8 +233,46 @@ test("live: runtime catalog and MCP tools/list of that account only; calls throu
   await assert.rejects(beta.callTool({ name: "gotest__add", arguments: { a: 2, b: 3 } }), /unknown tool "gotest__add"/);
 });
 
+test("hosted /v1 loop: the model calls the account's remote tools through the openai client; another account cannot declare them", async () => {
+  let data = await hosted.alpha.chat.completions.create(hostedRequest("echo it please", "everything__echo"));
+  assert.equal(data.choices[0].message.content, "It echoed.");
+  assert.deepEqual(data.toolhost.tool_calls.map((c) => [c.id, c.name, c.status]), [["call_echo", "everything__echo", "done"]]);
+  let rec = await execution("alpha", data.toolhost.request_id);
+  assert.deepEqual([rec.tool_name, rec.provider_type, rec.face, rec.status], ["everything__echo", "mcp", "hosted", "success"]);
+  assert.ok(rec.provider_id.startsWith("mcp:mcpsrv_"), rec.provider_id);
+  // The journal holds what the server answered (text only: fenced).
+  assert.match(JSON.stringify(rec.result.data), /Echo: hosted hi/);
+  assert.match(JSON.stringify(rec.result.data), /untrusted-data/);
+
+  data = await hosted.alpha.chat.completions.create(hostedRequest("add them", "gotest__add"));
+  assert.equal(data.choices[0].message.content, "Added.");
+  assert.deepEqual(data.toolhost.tool_calls.map((c) => [c.name, c.status]), [["gotest__add", "done"]]);
+  rec = await execution("alpha", data.toolhost.request_id);
+  assert.deepEqual([rec.provider_type, rec.face, rec.status], ["mcp", "hosted", "success"]);
+  assert.deepEqual(rec.result, { data: { sum: 5 } });
+
+  for (const name of ["everything__echo", "gotest__add"]) {
+    await assert.rejects(hosted.beta.chat.completions.create(hostedRequest("echo it", name)),
+      (err) => err.status === 400 && err.error?.details?.reason === "unknown_hosted_tool", name);
+  }
+});
+
 test("server down: cached with its snapshot, calls fail upstream_unavailable; a new account has no snapshot: unavailable; back: live", async () => {
   await kill(goServer);
+  // In a hosted loop: still declared (the catalog is what toolhost knows,
+  // no server is asked), the model's tool result is upstream_unavailable,
+  // and the model still answers.
+  const down = await hosted.alpha.responses.create({
+    model: "fake-1", input: "add them again",
+    tools: [{ type: "mcp", server_label: "toolhost", allowed_tools: ["gotest__add"], require_approval: "never" }],
+  });
+  const call = down.output.find((o) => o.type === "mcp_call");
+  assert.equal(call?.status, "failed", JSON.stringify(down.output));
+  assert.match(call.error, /^upstream_unavailable: the MCP server gotest cannot be reached/);
+  assert.equal(down.output_text, "Added.");
+  const failed = await execution("alpha", down.toolhost.request_id);
+  assert.deepEqual([failed.tool_name, failed.provider_type, failed.face, failed.error_code], ["gotest__add", "mcp", "hosted", "upstream_unavailable"]);
+
   let cat = await runtime("alpha");
   const add = tool(cat, "gotest__add");
   assert.equal(add?.catalog_source, "cached", JSON.stringify(cat.mcp_servers));

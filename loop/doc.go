@@ -26,8 +26,8 @@
 //   - after a hosted round a forced tool choice becomes auto;
 //   - after MaxToolRounds hosted rounds one last call with tool choice none
 //     is made; hosted calls it still asks for are skipped;
-//   - a tool failure is a result for the model (status failed), never an
-//     error of the request; an error of the runtime itself cancels the
+//   - a tool failure is a result for the model (status failed; its text
+//     starts with the machine code), never an error of the request; an error of the runtime itself cancels the
 //     round's other calls and fails the request.
 //
 // How the three wire formats render a run:

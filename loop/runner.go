@@ -438,6 +438,12 @@ func fillCall(c *Call, out *tools.Outcome, lang catalog.Lang) {
 	c.IsError = out.IsError
 	c.Code = out.Code
 	if out.IsError {
+		// The model gets the machine code before the message, as an MCP
+		// client gets it in structuredContent: it can tell a server that
+		// is down (upstream_unavailable) from arguments it should fix.
+		if out.Code != "" {
+			c.Result = out.Code + ": " + out.Text
+		}
 		c.Status = StatusFailed
 		c.Summary = failedSummary(lang, out)
 		return

@@ -35,6 +35,11 @@ const (
 	CodeUpstreamBusy = "upstream_busy"
 )
 
+// codeRejectedByTransport is the JSON-RPC code the SDK wraps a transport
+// failure in (its jsonrpc2.ErrRejected): the request failed on the way,
+// the server did not answer it with an error.
+const codeRejectedByTransport = -32005
+
 // remoteTool is one remote tool as a tools.Tool.
 type remoteTool struct {
 	g          *Gateway
@@ -95,17 +100,23 @@ func (t *remoteTool) attempt(ctx context.Context, l *link, inv *tools.Invocation
 	case seen.tooLarge || errors.Is(err, errTooLarge):
 		l.reset(sess)
 		return false, nil, tools.Errorf(CodeUpstreamTooLarge, "the MCP server %s answered with more than %d bytes; toolhost cut it off. Ask for less", t.srv.Name, t.g.opts.MaxResultBytes)
-	case errors.As(err, &werr):
-		return false, nil, &tools.Error{Code: CodeUpstreamError, Message: fmt.Sprintf("the MCP server %s refused the call: %s", t.srv.Name, tools.Fence(clip.Message(werr.Message))),
-			Details: map[string]any{"upstream_code": werr.Code}}
 	case seen.notSent || seen.status == http.StatusNotFound || errors.Is(err, sdk.ErrSessionMissing):
 		// Never reached the server's tool (no connection, or a session
-		// the server no longer knows): safe to send once more.
+		// the server no longer knows): safe to send once more. Checked
+		// before the JSON-RPC error: the SDK wraps a failed connection in
+		// one (its "rejected by transport"), which is not the server
+		// refusing anything.
 		l.reset(sess)
 		if attempt < 2 && ctx.Err() == nil {
 			return true, nil, nil
 		}
 		return false, nil, tools.Errorf(tools.CodeUpstreamUnavailable, "the MCP server %s cannot be reached: %s; the call was not run", t.srv.Name, describe(err))
+	case seen.status == http.StatusServiceUnavailable || seen.status == http.StatusTooManyRequests:
+		return false, nil, tools.Errorf(tools.CodeUpstreamUnavailable, "the MCP server %s answered HTTP %d (%s); the call was not run, try again later",
+			t.srv.Name, seen.status, http.StatusText(seen.status))
+	case errors.As(err, &werr) && werr.Code != codeRejectedByTransport:
+		return false, nil, &tools.Error{Code: CodeUpstreamError, Message: fmt.Sprintf("the MCP server %s refused the call: %s", t.srv.Name, tools.Fence(clip.Message(werr.Message))),
+			Details: map[string]any{"upstream_code": werr.Code}}
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		if t.spec.SideEffect == catalog.SideEffectNone {
 			return false, nil, tools.Errorf(CodeUpstreamTimeout, "the MCP server %s did not answer within %s", t.srv.Name, t.timeout)

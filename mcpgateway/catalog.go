@@ -93,8 +93,49 @@ func (g *Gateway) known(ctx context.Context, srv mcpremote.Server, l *link) Stat
 	return g.State(ctx, srv, false)
 }
 
+// errNotAsked is why a stored listing is not live: it asks no server.
+var errNotAsked = errors.New("the server was not asked (hosted catalogs are built from what toolhost already knows)")
+
+// stored is what the gateway knows of a server's tools without the
+// network: the live listing in memory, else the snapshot in the store. A
+// link busy talking to its server (its lock held by a connect or a
+// listing) is not waited for: the snapshot answers.
+func (g *Gateway) stored(ctx context.Context, srv mcpremote.Server) Status {
+	g.mu.Lock()
+	l := g.links[srv.ID]
+	g.mu.Unlock()
+	if l != nil && l.mu.TryLock() {
+		live := l.sess != nil && l.tools != nil && l.srv.UpdatedAt.Equal(srv.UpdatedAt)
+		st := Status{Source: SourceLive, Tools: l.tools, ListedAt: l.listedAt}
+		l.mu.Unlock()
+		if live {
+			return st
+		}
+	}
+	st := g.status(ctx, srv, nil, errNotAsked)
+	st.Err = errNotAsked.Error()
+	return st
+}
+
 // RemoteListing implements tools.RemoteTools.
 func (g *Gateway) RemoteListing(ctx context.Context, account string, probe bool) (tools.RemoteListing, error) {
+	return g.listing(ctx, account, func(srv mcpremote.Server) Status {
+		if probe {
+			return g.State(ctx, srv, true)
+		}
+		return g.known(ctx, srv, g.linkFor(srv))
+	})
+}
+
+// StoredListing implements tools.RemoteTools: the listing of what is
+// known, asking no server.
+func (g *Gateway) StoredListing(ctx context.Context, account string) (tools.RemoteListing, error) {
+	return g.listing(ctx, account, func(srv mcpremote.Server) Status { return g.stored(ctx, srv) })
+}
+
+// listing lists the account's enabled servers and their tools, each
+// server's state from state (run for all servers at once).
+func (g *Gateway) listing(ctx context.Context, account string, state func(mcpremote.Server) Status) (tools.RemoteListing, error) {
 	var out tools.RemoteListing
 	servers, err := g.opts.Store.ListMCPServers(ctx, account)
 	if err != nil {
@@ -109,11 +150,7 @@ func (g *Gateway) RemoteListing(ctx context.Context, account string, probe bool)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if probe {
-				states[i] = g.State(ctx, srv, true)
-			} else {
-				states[i] = g.known(ctx, srv, g.linkFor(srv))
-			}
+			states[i] = state(srv)
 		}()
 	}
 	wg.Wait()

@@ -16,7 +16,9 @@
 // snapshot exists (its age is reported), unavailable when it does not
 // answer and there is none: "cannot confirm", not "no tools". Listings are
 // refreshed on notifications/tools/list_changed, after the TTL, and on
-// demand (Refresh).
+// demand (Refresh). StoredListing, for the hosted /v1 catalog, asks no
+// server: the live listing in memory, else the snapshot; a link busy
+// connecting is not waited for.
 //
 // Calls: arguments were validated by the pipeline against the schema the
 // server listed; here they are sent as they are. Each server has a

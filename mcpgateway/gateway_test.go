@@ -108,7 +108,10 @@ func newRig(t testing.TB, opts mcpgateway.Options) *rig {
 		t.Fatal(err)
 	}
 	st := mcpremote.NewMemStore()
-	opts.Store, opts.Sealer, opts.Dial = st, seal, dial
+	opts.Store, opts.Sealer = st, seal
+	if opts.Dial == nil {
+		opts.Dial = dial
+	}
 	if opts.ProbeTimeout == 0 {
 		opts.ProbeTimeout = time.Second
 	}

@@ -3,6 +3,9 @@
 package sandbox
 
 import (
+	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -94,8 +97,105 @@ func (a cowAllocator) Allocate(capacity, maxSize uint64) experimental.LinearMemo
 		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_FIXED); err != nil {
 		// Not mappable (an odd file system): copy instead.
 		_, _ = a.im.file.ReadAt(buf[:n], a.im.off)
+	} else {
+		prefault(buf[:n], a.im.hot)
 	}
 	return &mmapMemory{buf: buf, peak: a.peak}
+}
+
+// prefault copies the hot pages of a fresh mapping now, as a write would:
+// where the instance is started (a warm pool's goroutine) rather than in
+// the run, where each copy-on-write fault cost about 25 µs on a 2-core VM
+// (43 of them for a trivial JavaScript program: 1.7 → 0.64 ms for its
+// eval). The contents do not change.
+func prefault(buf []byte, hot []pageRange) {
+	for _, r := range hot {
+		if r.off+r.len > uint64(len(buf)) {
+			continue
+		}
+		page := buf[r.off : r.off+r.len]
+		if unix.Madvise(page, unix.MADV_POPULATE_WRITE) == nil {
+			continue
+		}
+		// Before Linux 5.14: write each page's first word back to itself;
+		// an atomic add of zero is a write the compiler cannot drop.
+		for p := uint64(0); p < r.len; p += pageSize {
+			atomic.AddUint32((*uint32)(unsafe.Pointer(&page[p])), 0)
+		}
+	}
+}
+
+var pageSize = uint64(os.Getpagesize())
+
+// learnHot finds the pages of im a run writes: start makes one instance
+// with the allocator in the context it is given, runs a representative
+// program in it and returns what closes it; before closing it, learnHot
+// reads from /proc/self/pagemap which of the image's pages the instance
+// now holds a private copy of. Those become im.hot.
+func (im *memImage) learnHot(ctx context.Context, start func(context.Context) (func(), error)) error {
+	if im.file == nil {
+		return nil
+	}
+	var mem *mmapMemory
+	closeVM, err := start(experimental.WithMemoryAllocator(ctx, capturingAllocator{cowAllocator{im: im}, &mem}))
+	if err != nil {
+		return err
+	}
+	defer closeVM()
+	if mem == nil || mem.heap {
+		return errors.New("the instance's memory is not a mapping")
+	}
+	hot, err := privatePages(mem.buf[:min(im.size, uint64(len(mem.buf)))])
+	if err != nil {
+		return err
+	}
+	im.hot = hot
+	return nil
+}
+
+// capturingAllocator hands out its allocator's memory and keeps it, so
+// learnHot can look at the instance's pages.
+type capturingAllocator struct {
+	cowAllocator
+	got **mmapMemory
+}
+
+func (a capturingAllocator) Allocate(capacity, maxSize uint64) experimental.LinearMemory {
+	m := a.cowAllocator.Allocate(capacity, maxSize).(*mmapMemory)
+	*a.got = m
+	return m
+}
+
+// privatePages returns the pages of the private file mapping buf that the
+// process has written (copied on write): /proc/self/pagemap marks them
+// present (bit 63) and no longer file pages (bit 61 clear). Flags are
+// readable without privileges. Adjacent pages make one range.
+func privatePages(buf []byte) ([]pageRange, error) {
+	f, err := os.Open("/proc/self/pagemap")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	n := len(buf) / int(pageSize)
+	entries := make([]byte, 8*n)
+	base := uintptr(unsafe.Pointer(&buf[0]))
+	if _, err := f.ReadAt(entries, int64(base/uintptr(pageSize)*8)); err != nil {
+		return nil, fmt.Errorf("pagemap: %w", err)
+	}
+	var hot []pageRange
+	for i := range n {
+		e := binary.LittleEndian.Uint64(entries[8*i:])
+		if e>>63&1 == 0 || e>>61&1 == 1 {
+			continue
+		}
+		off := uint64(i) * pageSize
+		if k := len(hot) - 1; k >= 0 && hot[k].off+hot[k].len == off {
+			hot[k].len += pageSize
+		} else {
+			hot = append(hot, pageRange{off: off, len: pageSize})
+		}
+	}
+	return hot, nil
 }
 
 // newRestoreAllocator maps im into each new instance (nil im: the plain

@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"context"
 	"sync/atomic"
 
 	"github.com/tetratelabs/wazero/experimental"
@@ -31,3 +32,8 @@ func newMemImage(img []byte) (memImage, error) {
 
 // residentKiB is not measured here; pools assume defaultInstanceKiB.
 func residentKiB() (int64, bool) { return 0, false }
+
+// learnHot has nothing to learn: images are copied, never mapped.
+func (im *memImage) learnHot(context.Context, func(context.Context) (func(), error)) error {
+	return nil
+}

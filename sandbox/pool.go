@@ -144,6 +144,8 @@ type pool[T any] struct {
 	kick    chan struct{}
 	start   func(ctx context.Context) (T, error)
 	discard func(T)
+	// refillDelay: how long a take's refill waits for its run to end.
+	refillDelay time.Duration
 
 	limit       atomic.Int64 // most instances by memory and config
 	instanceKiB atomic.Int64 // measured memory of one waiting instance
@@ -172,7 +174,7 @@ func newPool[T any](name string, count, minWarm int, start func(context.Context)
 		size = 0
 	}
 	return &pool[T]{name: name, cap: count, minWarm: max(1, minWarm), items: make(chan T, size),
-		kick: make(chan struct{}, 1), start: start, discard: discard}
+		kick: make(chan struct{}, 1), start: start, discard: discard, refillDelay: refillDelay}
 }
 
 // size is the largest number of instances the pool may hold, 0 when off.
@@ -316,27 +318,42 @@ func (p *pool[T]) run(ctx context.Context, s *Sandbox, budgetKiB int64) {
 }
 
 // take returns a pre-started instance if one is ready, and counts the
-// demand either way.
-func (p *pool[T]) take() (T, bool) {
-	var zero T
+// demand either way. The refill it calls for starts when the caller calls
+// refill (its run ended) or after p.refillDelay, whichever comes first:
+// starting an instance takes a core for a millisecond or more, which on
+// two cores slowed the very run that had taken one, while a run that lasts
+// still gets its replacement started beside it.
+func (p *pool[T]) take() (it T, warm bool, refill func()) {
 	now := time.Now()
 	p.mu.Lock()
 	p.rate = p.decayed(now) + 1/rateTau.Seconds()
 	p.rateAt = now
 	p.mu.Unlock()
 	p.takes.Add(1)
-	defer func() {
-		select {
-		case p.kick <- struct{}{}:
-		default:
+	t := time.AfterFunc(p.refillDelay, p.refill)
+	refill = func() {
+		if t.Stop() {
+			p.refill()
 		}
-	}()
+	}
 	select {
-	case it := <-p.items:
-		return it, true
+	case it = <-p.items:
+		return it, true, refill
 	default:
 		p.misses.Add(1)
-		return zero, false
+		return it, false, refill
+	}
+}
+
+// refillDelay bounds how long a take's refill waits for its run to end:
+// a trivial JavaScript run takes about a millisecond, a Python one a few.
+const refillDelay = 10 * time.Millisecond
+
+// refill wakes the goroutine that refills the pool.
+func (p *pool[T]) refill() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
 	}
 }
 

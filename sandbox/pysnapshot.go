@@ -73,7 +73,15 @@ type memImage struct {
 	off    int64
 	size   uint64
 	copied []byte
+	// hot are the page ranges of the image a run is expected to write
+	// (learnHot): the restore allocator copies them into each new
+	// instance ahead of time, so the run does not pay their copy-on-write
+	// faults.
+	hot []pageRange
 }
+
+// pageRange is a run of pages of an image, in bytes from its start.
+type pageRange struct{ off, len uint64 }
 
 // close releases the image; instances already mapping it keep their pages.
 func (im *memImage) close() {

@@ -283,7 +283,8 @@ func (p *pyInstance) discard() {
 }
 
 func (e *pythonEngine) run(ctx context.Context, req *Request, progress func(string)) (*Result, error) {
-	p, warm := e.pool.take()
+	p, warm, refill := e.pool.take()
+	defer refill()
 	if !warm {
 		progress("starting a Python interpreter")
 		var err error

@@ -29,6 +29,11 @@ type RemoteTools interface {
 	// probe, each server is asked now whether it answers (the runtime
 	// catalog); without, what is known is enough (tools/list).
 	RemoteListing(ctx context.Context, account string, probe bool) (RemoteListing, error)
+	// StoredListing lists them from what is known without asking any
+	// server (the live listing in memory, else the stored snapshot): it
+	// never dials and never waits for a server, so a down or hanging
+	// server cannot slow what uses it (the hosted catalog).
+	StoredListing(ctx context.Context, account string) (RemoteListing, error)
 }
 
 // Remote is one tool of a remote MCP server as the pipeline runs it.
@@ -109,6 +114,37 @@ func (e *Executor) RemoteSpecs(ctx context.Context, account string) ([]catalog.S
 	for _, r := range l.Tools {
 		s := r.Tool.Spec()
 		if e.shadowed(ctx, account, s.Name) {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// hostedRemote returns the specs of the account's remote tools a hosted
+// loop may declare, from what the gateway knows without asking a server:
+// the names and schemas Execute would run (after the account's overrides;
+// a tool it disabled is not there), less those a builtin or a session
+// builtin answers to and those whose schema does not compile (a call of
+// them would fail before it is sent). allowed_slots are the pipeline's
+// to enforce at the call, as for definitions.
+func (e *Executor) hostedRemote(ctx context.Context, account string) ([]catalog.Spec, error) {
+	if e.opts.Remote == nil {
+		return nil, nil
+	}
+	l, err := e.opts.Remote.StoredListing(ctx, account)
+	if err != nil {
+		return nil, fmt.Errorf("remote tools of %s: %w", account, err)
+	}
+	out := make([]catalog.Spec, 0, len(l.Tools))
+	for _, r := range l.Tools {
+		s := r.Tool.Spec()
+		_, builtin := e.tools[s.Name]
+		_, session := e.sessionTools[s.Name]
+		if builtin || session {
+			continue
+		}
+		if _, err := e.schemas.getRemote(r.ProviderID, s); err != nil {
 			continue
 		}
 		out = append(out, s)

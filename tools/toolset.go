@@ -46,9 +46,12 @@ func (s *ToolSet) List() []catalog.Spec { return append([]catalog.Spec(nil), s.s
 // HostedCatalog is what a hosted /v1 loop of this caller may declare and
 // run: the published tools; with a session, the session builtins; then
 // the account's enabled custom and preset tools and, in a session that
-// plays a character, that character's tools, in name order — exactly the
-// tools Execute would find for these names. Definitions keep their own
-// names on the wire. A session that does not exist yet has no character.
+// plays a character, that character's tools, in name order; then the
+// tools of the account's remote MCP servers that none of those shadows —
+// exactly the tools Execute would find for these names. Definitions keep
+// their own names on the wire. A session that does not exist yet has no
+// character. The remote tools come from what the gateway already knows
+// (RemoteTools.StoredListing): building the catalog asks no server.
 func (e *Executor) HostedCatalog(ctx context.Context, account, sessionID string) (*ToolSet, error) {
 	if account == "" {
 		account = e.opts.AccountID
@@ -65,7 +68,13 @@ func (e *Executor) HostedCatalog(ctx context.Context, account, sessionID string)
 	if err != nil {
 		return nil, err
 	}
-	return NewToolSet(append(specs, custom...)...), nil
+	remote, err := e.hostedRemote(ctx, account)
+	if err != nil {
+		return nil, err
+	}
+	// NewToolSet keeps the first spec of a name: a definition's wins over
+	// a remote tool's, as in resolve.
+	return NewToolSet(append(append(specs, custom...), remote...)...), nil
 }
 
 // CharacterSpecs returns the specs of the character definitions a call in

@@ -370,7 +370,10 @@ type successResult struct {
 }
 
 // result renders the seed's result shape: {"data": ...} on success, the
-// stored {"error": {...}} on failure, null while open.
+// stored {"error": {...}} on failure, null while open. The data of a
+// success is its structured result; a tool that answered with text only
+// (a remote MCP tool without structuredContent) has that text as the
+// caller saw it, fenced when untrusted, instead of null.
 func result(r journal.Record) any {
 	switch {
 	case r.Lifecycle != journal.Finished:
@@ -379,6 +382,9 @@ func result(r journal.Record) any {
 		var data any = r.Result
 		if len(r.Result) == 0 {
 			data = nil
+			if r.ResultText != "" {
+				data = r.ResultText
+			}
 		}
 		return successResult{Data: data}
 	case len(r.Result) > 0:

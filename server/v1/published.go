@@ -10,9 +10,10 @@ import (
 )
 
 // requestCatalog is the set of hosted tools one request's caller may
-// declare: the published tools plus the account's custom and preset tools
-// and its session's character tools (loop.Runner.Published). It is read
-// once, and only when the request declares hosted tools.
+// declare: the published tools plus the account's custom and preset tools,
+// its session's character tools and its remote MCP servers' tools as
+// toolhost knows them (loop.Runner.Published; no server is asked). It is
+// read once, and only when the request declares hosted tools.
 type requestCatalog struct {
 	ctx     context.Context
 	account string
@@ -79,14 +80,15 @@ func (h *Handler) runCatalog() loop.Catalog {
 }
 
 // catalogError is the refusal of a request whose caller's custom tools
-// could not be read: a 503, not a misleading unknown_hosted_tool.
+// or MCP servers could not be read: a 503, not a misleading
+// unknown_hosted_tool.
 func (h *Handler) catalogError(ctx context.Context) *requestError {
 	if h.req == nil || h.req.err == nil {
 		return nil
 	}
 	h.opts.Logger.ErrorContext(ctx, "hosted tools of the caller could not be read", "request_id", requestID(ctx), "err", h.req.err)
 	return &requestError{status: http.StatusServiceUnavailable, code: "hosted_tools_unavailable", reason: "hosted_tools_unavailable",
-		message: "the account's custom tools could not be read; retry shortly (logged with request id " + requestID(ctx) + ")"}
+		message: "the account's custom tools or MCP servers could not be read; retry shortly (logged with request id " + requestID(ctx) + ")"}
 }
 
 func (chatFace) with(h *Handler) face      { return chatFace{h} }
