@@ -26,3 +26,10 @@ func TestPostgresMCPServersConformance(t *testing.T) {
 	}
 	remotetest.Run(t, OpenPostgres(t))
 }
+
+func TestPostgresMCPServersCacheConformance(t *testing.T) {
+	if os.Getenv("TOOLHOST_TEST_POSTGRES") == "" {
+		t.Skip("TOOLHOST_TEST_POSTGRES is not set (CI sets it)")
+	}
+	remotetest.Run(t, mcpremote.NewCache(OpenPostgres(t), time.Hour))
+}
