@@ -90,12 +90,12 @@ func (j *jsInstance) close() { _ = j.vm.Close(context.Background()) }
 // millisecond on an idle server.
 const afterRun = 3 * time.Millisecond
 
-// hotProbe stands for the programs the engine runs most: a tool script's
-// wrapper (JSON in, JSON out, see tools/runcode) and a printed value.
-const hotProbe = `(function (stringify) {
-const r = (function (args) { console.log(args.n); return { ok: true, n: args.n }; })(Object.freeze(JSON.parse('{"n":1}')));
-return stringify(r);
-})(JSON.stringify)`
+// hotProbe stands for the programs the engine runs most: a tool script
+// through the prelude's toolScript (JSON in, JSON out, see tools/runcode)
+// and a printed value.
+const hotProbe = `toolScript(function (args) {
+console.log(args.n); return { ok: true, n: args.n };
+}, '{"n":1}', 131072, 'm')`
 
 // probe runs hotProbe in an instance started like the pool's and returns
 // what closes it: learnHot reads which pages it wrote.

@@ -285,5 +285,22 @@
   function define(name, text) {
     defineProperty(G, name, { value: parse(text), writable: true, configurable: true, enumerable: false });
   }
+  // toolScript runs a tool definition's script (tools/runcode): fn is the
+  // script as the body of a function of args, text the arguments' JSON. It
+  // is compiled here, once, into the snapshot: compiling the same wrapper
+  // with every call cost about as much as the rest of the run. It uses the
+  // built-ins captured above, so a script that replaces JSON.stringify (or
+  // poisons toJSON, which then throws) cannot change how its result is read.
+  const freeze = Object.freeze;
+  const TypeErrorCtor = TypeError;
+  const RangeErrorCtor = RangeError;
+  function toolScript(fn, text, max, mark) {
+    const r = fn(freeze(parse(text)));
+    const s = stringify(r === undefined ? null : r);
+    if (s === undefined) throw new TypeErrorCtor("the script returned a value JSON cannot represent");
+    if (s.length > max) throw new RangeErrorCtor(mark + s.length);
+    return s;
+  }
+  defineProperty(G, "toolScript", { value: toolScript, writable: true, configurable: true, enumerable: false });
   return { seed, toJSON, describe, runTimers, define };
 })
