@@ -49,6 +49,9 @@ func TestScriptToolsRunInTheSandbox(t *testing.T) {
 		"proto":      `Object.prototype.toJSON = function () { throw new Error("poisoned"); }; return {a: 1};`,
 		"frozen":     `args.name = "changed"; return { name: args.name, proto: Object.getPrototypeOf(args) === Object.prototype };`,
 		"escape":     `return 1; }); globalThis.x = (function () { return 2;`,
+		// Closes the function early and ends the program with a value of
+		// its own, past the wrapper's size check: the host checks it too.
+		"escapebig": `return 1; }, "{}", 9, ""); ((s) => s)(JSON.stringify("x".repeat(200000)), function () {`,
 	})
 	ctx := context.Background()
 	cases := []struct {
@@ -62,6 +65,7 @@ func TestScriptToolsRunInTheSandbox(t *testing.T) {
 		{"spin", `{}`, CodeTimeout, ""},
 		{"bomb", `{}`, CodeMemoryExceeded, ""},
 		{"huge", `{}`, tools.CodeResultTooLarge, "131072 allowed"},
+		{"escapebig", `{}`, tools.CodeResultTooLarge, "131072 allowed"},
 		{"proto", `{}`, tools.CodeScriptError, "poisoned"},
 		{"undef", `{}`, "", `{"value":null}`},
 		{"fn", `{}`, tools.CodeScriptError, "JSON cannot represent"},
