@@ -110,6 +110,7 @@ func run(ctx context.Context, bin, compare, e2e string, n, warm int) error {
 		{key: "gateway", name: "gateway: client → toolhost everything__echo → server-everything", url: base + "/mcp", tool: "everything__echo"},
 		{key: "local", name: "local: client → toolhost get_time (no upstream)", url: base + "/mcp", tool: "get_time"},
 		{key: "bare", name: "bare go-sdk proxy: client → go-sdk server → go-sdk client → server-everything", url: proxy, tool: proxyTool},
+		{key: "bareLocal", name: "bare go-sdk server: client → go-sdk server, a tool that answers at once", url: proxy, tool: bareTool},
 	}
 	if compare != "" {
 		baseB, stopB, err := startToolhost(ctx, compare, filepath.Join(tmp, "b"), direct)
@@ -132,8 +133,10 @@ func run(ctx context.Context, bin, compare, e2e string, n, warm int) error {
 	}
 	fmt.Printf("\nmedian of per-round differences (each round calls every path once, in rotating order):\n")
 	diff := func(a, b string) string { return ms(medianDiff(lat[a], lat[b])) }
-	fmt.Printf("gateway overhead (gateway − direct): %s; bare go-sdk proxy (bare − direct): %s; gateway above the bare proxy: %s; local hop (get_time): %s\n",
-		diff("gateway", "direct"), diff("bare", "direct"), diff("gateway", "bare"), ms(median(lat["local"])))
+	fmt.Printf("gateway overhead (gateway − direct): %s; bare go-sdk proxy (bare − direct): %s; gateway above the bare proxy: %s\n",
+		diff("gateway", "direct"), diff("bare", "direct"), diff("gateway", "bare"))
+	fmt.Printf("toolhost's local hop above a bare go-sdk server (get_time − bare_noop): %s; so the gateway's remote-specific cost ((gateway − bare) − (get_time − bare_noop)): %s\n",
+		diff("local", "bareLocal"), ms(medianDiff(sub(lat["gateway"], lat["bare"]), sub(lat["local"], lat["bareLocal"]))))
 	if compare != "" {
 		fmt.Printf("B: gateway overhead (gateway B − direct): %s; B − A gateway: %s; B − A local: %s\n",
 			diff("gatewayB", "direct"), diff("gatewayB", "gateway"), diff("localB", "local"))
@@ -201,13 +204,18 @@ func median(d []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-// medianDiff is the median of a[i] − b[i]: both timed in the same round.
-func medianDiff(a, b []time.Duration) time.Duration {
+// sub is a[i] − b[i].
+func sub(a, b []time.Duration) []time.Duration {
 	d := make([]time.Duration, len(a))
 	for i := range a {
 		d[i] = a[i] - b[i]
 	}
-	return median(d)
+	return d
+}
+
+// medianDiff is the median of a[i] − b[i]: both timed in the same round.
+func medianDiff(a, b []time.Duration) time.Duration {
+	return median(sub(a, b))
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.3f ms", float64(d.Microseconds())/1000) }
@@ -252,7 +260,7 @@ func measure(ctx context.Context, paths []path, n, warm int) (map[string][]time.
 			i := (round + j) % len(paths)
 			p := paths[i]
 			args := map[string]any{"message": "hello"}
-			if p.tool == "get_time" {
+			if p.tool == "get_time" || p.tool == bareTool {
 				args = map[string]any{}
 			}
 			t0 := time.Now()
