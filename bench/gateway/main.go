@@ -26,6 +26,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -131,7 +132,7 @@ func run(ctx context.Context, bin, compare, e2e string, n, warm int) error {
 		l := slices.Sorted(slices.Values(lat[p.key]))
 		fmt.Printf("| %s | %s | %s | %s |\n", p.name, ms(l[len(l)/2]), ms(l[len(l)*9/10]), ms(l[len(l)*99/100]))
 	}
-	fmt.Printf("\nmedian of per-round differences (each round calls every path once, in rotating order):\n")
+	fmt.Printf("\nmedian of per-round differences (each round calls every path once, in random order):\n")
 	diff := func(a, b string) string { return ms(medianDiff(lat[a], lat[b])) }
 	fmt.Printf("gateway overhead (gateway − direct): %s; bare go-sdk proxy (bare − direct): %s; gateway above the bare proxy: %s\n",
 		diff("gateway", "direct"), diff("bare", "direct"), diff("gateway", "bare"))
@@ -241,9 +242,12 @@ func connect(ctx context.Context, url string) (*sdk.ClientSession, error) {
 }
 
 // measure opens one session per path and runs warm+n rounds; each round
-// calls every path once, starting at a different path each round, so
-// drift over the run (other load, the CPU's clock) hits every path alike.
-// It returns the measured rounds' latencies per path key, in round order.
+// calls every path once, in a fresh random order (a fixed cyclic order
+// gave each path the same predecessor, which moved a path's time by
+// about 0.1 ms: a call right after one to the same process is cheaper),
+// so drift over the run (other load, the CPU's clock) and the order hit
+// every path alike. It returns the measured rounds' latencies per path
+// key, in round order.
 func measure(ctx context.Context, paths []path, n, warm int) (map[string][]time.Duration, error) {
 	sess := make([]*sdk.ClientSession, len(paths))
 	for i, p := range paths {
@@ -255,9 +259,14 @@ func measure(ctx context.Context, paths []path, n, warm int) (map[string][]time.
 		sess[i] = s
 	}
 	lat := map[string][]time.Duration{}
+	rng := rand.New(rand.NewPCG(19, 19))
+	order := make([]int, len(paths))
+	for i := range order {
+		order[i] = i
+	}
 	for round := 0; round < warm+n; round++ {
-		for j := range paths {
-			i := (round + j) % len(paths)
+		rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+		for _, i := range order {
 			p := paths[i]
 			args := map[string]any{"message": "hello"}
 			if p.tool == "get_time" || p.tool == bareTool {
