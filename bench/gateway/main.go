@@ -244,7 +244,7 @@ func connect(ctx context.Context, url string) (*sdk.ClientSession, error) {
 // measure opens one session per path and runs warm+n rounds; each round
 // calls every path once, in a fresh random order (a fixed cyclic order
 // gave each path the same predecessor, which moved a path's time by
-// about 0.1 ms: a call right after one to the same process is cheaper),
+// about 0.1 ms in a swapped A/B),
 // so drift over the run (other load, the CPU's clock) and the order hit
 // every path alike. It returns the measured rounds' latencies per path
 // key, in round order.
