@@ -128,9 +128,10 @@ func TestCallsReuseTheUpstreamConnectionAndTheServerList(t *testing.T) {
 	}
 	// Not exactly none: the SDK hands the answer over before it drains
 	// the rest of the POST's event stream, so the next POST now and then
-	// finds no idle connection and dials (a few in a hundred here). A new
-	// session or transport per call would dial on every call.
-	if n := r.conns.accepted.Load() - conns; n >= 25 {
+	// finds no idle connection and dials (a few in a hundred on a quiet
+	// machine, 26 seen under a full test run on 2 cores). A new session
+	// or transport per call would dial on every call.
+	if n := r.conns.accepted.Load() - conns; n >= 60 {
 		t.Fatalf("100 calls opened %d new connections to the server (%d before), want the pooled ones reused", n, conns)
 	}
 	if n := r.under.lists.Load() - lists; n != 0 {
