@@ -41,50 +41,48 @@ type customEntry struct {
 	def tooldef.Definition
 }
 
-// compiled caches definitions' compiled schemas by id and update time.
+// compiled caches definitions' and remote tools' compiled schemas, with
+// their top-level properties (for defaults), by id and update time (a
+// remote tool: server, name and version): a call parses neither again.
 type compiled struct {
 	mu sync.Mutex
-	m  map[string]*jsonschema.Schema
+	m  map[string]compiledSchema
 }
 
-func (c *compiled) get(def tooldef.Definition) (*jsonschema.Schema, error) {
-	key := def.ID + "@" + strconv.FormatInt(def.UpdatedAt.UnixNano(), 10)
-	c.mu.Lock()
-	s, ok := c.m[key]
-	c.mu.Unlock()
-	if ok {
-		return s, nil
-	}
-	s, err := compileSchema(def.Name, def.Parameters)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	if c.m == nil || len(c.m) > 10_000 {
-		c.m = map[string]*jsonschema.Schema{}
-	}
-	c.m[key] = s
-	c.mu.Unlock()
-	return s, nil
+// compiledSchema is a compiled input schema and its parsed top-level
+// "properties" (read only: shared by every call).
+type compiledSchema struct {
+	schema *jsonschema.Schema
+	props  map[string]any
+}
+
+func (c *compiled) get(def tooldef.Definition) (compiledSchema, error) {
+	return c.load(def.ID+"@"+strconv.FormatInt(def.UpdatedAt.UnixNano(), 10), def.Name, def.Parameters)
 }
 
 // getRemote compiles a remote tool's schema once per server, name and
 // version (the version is a digest of the listed tool).
-func (c *compiled) getRemote(provider string, spec catalog.Spec) (*jsonschema.Schema, error) {
-	key := provider + "/" + spec.Name + "@" + spec.Version
+func (c *compiled) getRemote(provider string, spec catalog.Spec) (compiledSchema, error) {
+	return c.load(provider+"/"+spec.Name+"@"+spec.Version, spec.Name, spec.Input)
+}
+
+func (c *compiled) load(key, name string, raw []byte) (compiledSchema, error) {
 	c.mu.Lock()
 	s, ok := c.m[key]
 	c.mu.Unlock()
 	if ok {
 		return s, nil
 	}
-	s, err := compileSchema(spec.Name, spec.Input)
+	sch, err := compileSchema(name, raw)
 	if err != nil {
-		return nil, err
+		return compiledSchema{}, err
 	}
+	doc, _ := ParseArgs(raw)
+	props, _ := doc["properties"].(map[string]any)
+	s = compiledSchema{schema: sch, props: props}
 	c.mu.Lock()
 	if c.m == nil || len(c.m) > 10_000 {
-		c.m = map[string]*jsonschema.Schema{}
+		c.m = map[string]compiledSchema{}
 	}
 	c.m[key] = s
 	c.mu.Unlock()
@@ -175,9 +173,7 @@ func (e *Executor) customTool(ctx context.Context, account, sessionID, name stri
 	if err != nil {
 		return nil, fmt.Errorf("schema of definition %s: %w", def.ID, err)
 	}
-	doc, _ := ParseArgs(def.Parameters)
-	props, _ := doc["properties"].(map[string]any)
-	return &customEntry{entry: entry{tool: &scriptTool{e: e, def: def}, spec: definitionSpec(def), schema: sch, props: props}, def: def}, nil
+	return &customEntry{entry: entry{tool: &scriptTool{e: e, def: def}, spec: definitionSpec(def), schema: sch.schema, props: sch.props}, def: def}, nil
 }
 
 // characterOf is the id of the character the session plays, "" when the

@@ -92,9 +92,7 @@ func (e *Executor) remoteEntry(ctx context.Context, account, name string) (*Remo
 	if err != nil {
 		return r, nil, Errorf(CodeInvalidRemoteSchema, "the MCP server's input schema of %s cannot be used, so toolhost will not call it: %s", name, err)
 	}
-	doc, _ := ParseArgs(spec.Input)
-	props, _ := doc["properties"].(map[string]any)
-	return r, &entry{tool: r.Tool, spec: spec, schema: sch, props: props}, nil
+	return r, &entry{tool: r.Tool, spec: spec, schema: sch.schema, props: sch.props}, nil
 }
 
 // CodeInvalidRemoteSchema: a remote tool's input schema does not compile.

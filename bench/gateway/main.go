@@ -26,6 +26,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -42,6 +43,7 @@ func main() {
 	e2e := flag.String("e2e", "e2e", "the e2e `DIR` (its node_modules holds server-everything and Node 22)")
 	n := flag.Int("n", 3000, "measured calls per path")
 	warm := flag.Int("warmup", 300, "warm-up calls per path")
+	compare := flag.String("compare", "", "a second toolhost `BINARY` (e.g. main's) timed in the same rounds as gateway B / local B")
 	proxyListen := flag.String("proxy-listen", "", "run as the bare proxy on this `ADDR` (the program starts itself so)")
 	proxyUpstream := flag.String("proxy-upstream", "", "the bare proxy's upstream `URL`")
 	flag.Parse()
@@ -54,7 +56,7 @@ func main() {
 		}
 		return
 	}
-	if err := run(ctx, *bin, *e2e, *n, *warm); err != nil {
+	if err := run(ctx, *bin, *compare, *e2e, *n, *warm); err != nil {
 		fmt.Fprintln(os.Stderr, "gateway:", err)
 		os.Exit(1)
 	}
@@ -69,7 +71,7 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-func run(ctx context.Context, bin, e2e string, n, warm int) error {
+func run(ctx context.Context, bin, compare, e2e string, n, warm int) error {
 	tmp, err := os.MkdirTemp("", "gateway-bench-")
 	if err != nil {
 		return err
@@ -90,25 +92,83 @@ func run(ctx context.Context, bin, e2e string, n, warm int) error {
 	}
 	defer func() { _ = every.Process.Kill(); _ = every.Wait() }()
 
-	thAddr, err := freeAddr()
-	if err != nil {
-		return err
-	}
-	cfg := filepath.Join(tmp, "config.json")
-	if err := os.WriteFile(cfg, []byte(`{"fetch":{"allow_private":["127.0.0.1"]}}`), 0o600); err != nil {
-		return err
-	}
-	th := exec.CommandContext(ctx, bin, "serve", "--dev", "--addr", thAddr, "--data", filepath.Join(tmp, "data"), "--config", cfg, "--log-level", "warn")
-	if err := th.Start(); err != nil {
-		return err
-	}
-	defer func() { _ = th.Process.Signal(os.Interrupt); _ = th.Wait() }()
-
 	direct := "http://" + everyAddr + "/mcp"
-	base := "http://" + thAddr
 	if err := waitFor(ctx, func() error { _, err := connect(ctx, direct); return err }); err != nil {
 		return fmt.Errorf("server-everything: %w", err)
 	}
+	base, stopA, err := startToolhost(ctx, bin, filepath.Join(tmp, "a"), direct)
+	if err != nil {
+		return err
+	}
+	defer stopA()
+	proxy, stopProxy, err := startProxy(ctx, direct)
+	if err != nil {
+		return err
+	}
+	defer stopProxy()
+	paths := []path{
+		{key: "direct", name: "direct: client → server-everything echo", url: direct, tool: "echo"},
+		{key: "gateway", name: "gateway: client → toolhost everything__echo → server-everything", url: base + "/mcp", tool: "everything__echo"},
+		{key: "local", name: "local: client → toolhost get_time (no upstream)", url: base + "/mcp", tool: "get_time"},
+		{key: "bare", name: "bare go-sdk proxy: client → go-sdk server → go-sdk client → server-everything", url: proxy, tool: proxyTool},
+		{key: "bareLocal", name: "bare go-sdk server: client → go-sdk server, a tool that answers at once", url: proxy, tool: bareTool},
+	}
+	if compare != "" {
+		baseB, stopB, err := startToolhost(ctx, compare, filepath.Join(tmp, "b"), direct)
+		if err != nil {
+			return err
+		}
+		defer stopB()
+		paths = append(paths,
+			path{key: "gatewayB", name: "gateway B (-compare): client → toolhost everything__echo → server-everything", url: baseB + "/mcp", tool: "everything__echo"},
+			path{key: "localB", name: "local B (-compare): client → toolhost get_time", url: baseB + "/mcp", tool: "get_time"})
+	}
+	lat, err := measure(ctx, paths, n, warm)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("| path | p50 | p90 | p99 |\n|---|---|---|---|\n")
+	for _, p := range paths {
+		l := slices.Sorted(slices.Values(lat[p.key]))
+		fmt.Printf("| %s | %s | %s | %s |\n", p.name, ms(l[len(l)/2]), ms(l[len(l)*9/10]), ms(l[len(l)*99/100]))
+	}
+	fmt.Printf("\nmedian of per-round differences (each round calls every path once, in random order):\n")
+	diff := func(a, b string) string { return ms(medianDiff(lat[a], lat[b])) }
+	fmt.Printf("gateway overhead (gateway − direct): %s; bare go-sdk proxy (bare − direct): %s; gateway above the bare proxy: %s\n",
+		diff("gateway", "direct"), diff("bare", "direct"), diff("gateway", "bare"))
+	fmt.Printf("toolhost's local hop above a bare go-sdk server (get_time − bare_noop): %s; so the gateway's remote-specific cost ((gateway − bare) − (get_time − bare_noop)): %s\n",
+		diff("local", "bareLocal"), ms(medianDiff(sub(lat["gateway"], lat["bare"]), sub(lat["local"], lat["bareLocal"]))))
+	if compare != "" {
+		fmt.Printf("B: gateway overhead (gateway B − direct): %s; B − A gateway: %s; B − A local: %s\n",
+			diff("gatewayB", "direct"), diff("gatewayB", "gateway"), diff("localB", "local"))
+	}
+	return nil
+}
+
+// path is one way to call echo (or get_time) that the bench times.
+type path struct{ key, name, url, tool string }
+
+// startToolhost starts `toolhost serve --dev` on a fresh data folder,
+// waits until it is idle, and registers server-everything as
+// "everything"; it returns the base URL.
+func startToolhost(ctx context.Context, bin, dir, everything string) (string, func(), error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", nil, err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return "", nil, err
+	}
+	cfg := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(cfg, []byte(`{"fetch":{"allow_private":["127.0.0.1"]}}`), 0o600); err != nil {
+		return "", nil, err
+	}
+	th := exec.CommandContext(ctx, bin, "serve", "--dev", "--addr", addr, "--data", filepath.Join(dir, "data"), "--config", cfg, "--log-level", "warn")
+	if err := th.Start(); err != nil {
+		return "", nil, err
+	}
+	stop := func() { _ = th.Process.Signal(os.Interrupt); _ = th.Wait() }
+	base := "http://" + addr
 	if err := waitFor(ctx, func() error {
 		r, err := http.Get(base + "/healthz")
 		if err == nil {
@@ -116,51 +176,47 @@ func run(ctx context.Context, bin, e2e string, n, warm int) error {
 		}
 		return err
 	}); err != nil {
-		return fmt.Errorf("toolhost: %w", err)
+		stop()
+		return "", nil, fmt.Errorf("toolhost %s: %w", bin, err)
 	}
 	// serve compiles run_code's runtimes in the background after it
 	// starts (seconds of CPU on a fresh data folder): nothing is timed
 	// before that is over.
 	if err := waitRuntimes(ctx, base); err != nil {
-		return err
+		stop()
+		return "", nil, err
 	}
-	body, _ := json.Marshal(map[string]any{"name": "everything", "url": direct})
+	body, _ := json.Marshal(map[string]any{"name": "everything", "url": everything})
 	r, err := http.Post(base+"/mcp-servers", "application/json", bytes.NewReader(body))
 	if err != nil {
-		return err
+		stop()
+		return "", nil, err
 	}
 	r.Body.Close()
 	if r.StatusCode != http.StatusCreated {
-		return fmt.Errorf("register: %s", r.Status)
+		stop()
+		return "", nil, fmt.Errorf("register: %s", r.Status)
 	}
-	proxy, stopProxy, err := startProxy(ctx, direct)
-	if err != nil {
-		return err
+	return base, stop, nil
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Sorted(slices.Values(d))
+	return s[len(s)/2]
+}
+
+// sub is a[i] − b[i].
+func sub(a, b []time.Duration) []time.Duration {
+	d := make([]time.Duration, len(a))
+	for i := range a {
+		d[i] = a[i] - b[i]
 	}
-	defer stopProxy()
-	paths := []struct{ name, url, tool string }{
-		{"direct: client → server-everything echo", direct, "echo"},
-		{"gateway: client → toolhost everything__echo → server-everything", base + "/mcp", "everything__echo"},
-		{"local: client → toolhost get_time (no upstream)", base + "/mcp", "get_time"},
-		{"bare go-sdk proxy: client → go-sdk server → go-sdk client → server-everything", proxy, proxyTool},
-	}
-	p50 := map[string]time.Duration{}
-	fmt.Printf("| path | p50 | p90 | p99 |\n|---|---|---|---|\n")
-	for _, p := range paths {
-		args := map[string]any{"message": "hello"}
-		if p.tool == "get_time" {
-			args = map[string]any{}
-		}
-		lat, err := measure(ctx, p.url, p.tool, args, n, warm)
-		if err != nil {
-			return fmt.Errorf("%s: %w", p.name, err)
-		}
-		p50[p.tool] = lat[len(lat)/2]
-		fmt.Printf("| %s | %s | %s | %s |\n", p.name, ms(lat[len(lat)/2]), ms(lat[len(lat)*9/10]), ms(lat[len(lat)*99/100]))
-	}
-	fmt.Printf("\ngateway overhead at p50: %s (gateway − direct); of which the client → toolhost hop and pipeline alone (get_time): %s; a bare go-sdk proxy's: %s\n",
-		ms(p50["everything__echo"]-p50["echo"]), ms(p50["get_time"]), ms(p50[proxyTool]-p50["echo"]))
-	return nil
+	return d
+}
+
+// medianDiff is the median of a[i] − b[i]: both timed in the same round.
+func medianDiff(a, b []time.Duration) time.Duration {
+	return median(sub(a, b))
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.3f ms", float64(d.Microseconds())/1000) }
@@ -185,29 +241,52 @@ func connect(ctx context.Context, url string) (*sdk.ClientSession, error) {
 	return c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, nil)
 }
 
-func measure(ctx context.Context, url, tool string, args map[string]any, n, warm int) ([]time.Duration, error) {
-	s, err := connect(ctx, url)
-	if err != nil {
-		return nil, err
-	}
-	defer s.Close()
-	lat := make([]time.Duration, 0, n)
-	for i := 0; i < warm+n; i++ {
-		t0 := time.Now()
-		res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
-		d := time.Since(t0)
+// measure opens one session per path and runs warm+n rounds; each round
+// calls every path once, in a fresh random order (a fixed cyclic order
+// gave each path the same predecessor, which moved a path's time by
+// about 0.1 ms in a swapped A/B),
+// so drift over the run (other load, the CPU's clock) and the order hit
+// every path alike. It returns the measured rounds' latencies per path
+// key, in round order.
+func measure(ctx context.Context, paths []path, n, warm int) (map[string][]time.Duration, error) {
+	sess := make([]*sdk.ClientSession, len(paths))
+	for i, p := range paths {
+		s, err := connect(ctx, p.url)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s: %w", p.name, err)
 		}
-		if res.IsError {
-			b, _ := json.Marshal(res)
-			return nil, fmt.Errorf("tool error: %s", b)
-		}
-		if i >= warm {
-			lat = append(lat, d)
+		defer s.Close()
+		sess[i] = s
+	}
+	lat := map[string][]time.Duration{}
+	rng := rand.New(rand.NewPCG(19, 19))
+	order := make([]int, len(paths))
+	for i := range order {
+		order[i] = i
+	}
+	for round := 0; round < warm+n; round++ {
+		rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+		for _, i := range order {
+			p := paths[i]
+			args := map[string]any{"message": "hello"}
+			if p.tool == "get_time" || p.tool == bareTool {
+				args = map[string]any{}
+			}
+			t0 := time.Now()
+			res, err := sess[i].CallTool(ctx, &sdk.CallToolParams{Name: p.tool, Arguments: args})
+			d := time.Since(t0)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", p.name, err)
+			}
+			if res.IsError {
+				b, _ := json.Marshal(res)
+				return nil, fmt.Errorf("%s: tool error: %s", p.name, b)
+			}
+			if round >= warm {
+				lat[p.key] = append(lat[p.key], d)
+			}
 		}
 	}
-	slices.Sort(lat)
 	return lat, nil
 }
 

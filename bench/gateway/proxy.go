@@ -12,8 +12,12 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// proxyTool is the bare proxy's one tool.
-const proxyTool = "proxy_echo"
+// The bare proxy's tools: proxyTool forwards to echo upstream, bareTool
+// answers at once (the bare server hop, beside toolhost's get_time).
+const (
+	proxyTool = "proxy_echo"
+	bareTool  = "bare_noop"
+)
 
 // startProxy starts this program again as the bare proxy (-proxy-upstream)
 // on a free loopback port and returns its /mcp URL: the floor of any hop
@@ -49,7 +53,7 @@ func startProxy(ctx context.Context, upstream string) (string, func(), error) {
 
 // serveProxy is the bare proxy: a go-sdk streamable server whose one tool
 // calls echo upstream on one go-sdk client session — no pipeline, no
-// validation, no journal.
+// validation, no journal — and a tool that answers at once.
 func serveProxy(ctx context.Context, listen, upstream string) error {
 	up, err := connect(ctx, upstream)
 	if err != nil {
@@ -60,6 +64,10 @@ func serveProxy(ctx context.Context, listen, upstream string) error {
 	srv.AddTool(&sdk.Tool{Name: proxyTool, InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			return up.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: req.Params.Arguments})
+		})
+	srv.AddTool(&sdk.Tool{Name: bareTool, InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "ok"}}}, nil
 		})
 	hs := &http.Server{Addr: listen, Handler: sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)}
 	return hs.ListenAndServe()

@@ -75,6 +75,7 @@ func New(hostile bool) *Server {
 			_ = json.Unmarshal(req.Params.Arguments, &a)
 			return text("Echo: " + a.Message), nil
 		})
+	s.addGreet(ro)
 	s.srv.AddTool(&sdk.Tool{Name: "add", Description: "Adds two numbers.", InputSchema: obj(`"a":{"type":"number"},"b":{"type":"number"}`, "a", "b"), Annotations: ro,
 		OutputSchema: json.RawMessage(`{"type":"object","properties":{"sum":{"type":"number"}},"required":["sum"]}`)},
 		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
@@ -208,4 +209,19 @@ func (s *Server) Handler() http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// addGreet adds greet, whose schema gives name a default: toolhost fills
+// it in before the call leaves.
+func (s *Server) addGreet(ro *sdk.ToolAnnotations) {
+	s.srv.AddTool(&sdk.Tool{Name: "greet", Description: "Greets name.", InputSchema: obj(`"name":{"type":"string","default":"world"}`), Annotations: ro},
+		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			s.count("greet")
+			var a struct{ Name *string }
+			_ = json.Unmarshal(req.Params.Arguments, &a)
+			if a.Name == nil {
+				return text("no name sent"), nil
+			}
+			return text("Hello, " + *a.Name), nil
+		})
 }
