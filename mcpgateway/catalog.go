@@ -94,7 +94,7 @@ func (g *Gateway) known(ctx context.Context, srv mcpremote.Server, l *link) Stat
 }
 
 // errNotAsked is why a stored listing is not live: it asks no server.
-var errNotAsked = errors.New("the server was not asked (hosted catalogs are built from what toolhost already knows)")
+var errNotAsked = errors.New("the server was not asked (this listing is built from what toolhost already knows)")
 
 // stored is what the gateway knows of a server's tools without the
 // network: the live listing in memory, else the snapshot in the store. A
@@ -118,13 +118,8 @@ func (g *Gateway) stored(ctx context.Context, srv mcpremote.Server) Status {
 }
 
 // RemoteListing implements tools.RemoteTools.
-func (g *Gateway) RemoteListing(ctx context.Context, account string, probe bool) (tools.RemoteListing, error) {
-	return g.listing(ctx, account, func(srv mcpremote.Server) Status {
-		if probe {
-			return g.State(ctx, srv, true)
-		}
-		return g.known(ctx, srv, g.linkFor(srv))
-	})
+func (g *Gateway) RemoteListing(ctx context.Context, account string) (tools.RemoteListing, error) {
+	return g.listing(ctx, account, func(srv mcpremote.Server) Status { return g.State(ctx, srv, true) })
 }
 
 // StoredListing implements tools.RemoteTools: the listing of what is

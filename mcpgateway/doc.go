@@ -16,8 +16,8 @@
 // snapshot exists (its age is reported), unavailable when it does not
 // answer and there is none: "cannot confirm", not "no tools". Listings are
 // refreshed on notifications/tools/list_changed, after the TTL, and on
-// demand (Refresh). StoredListing, for the hosted /v1 catalog, asks no
-// server: the live listing in memory, else the snapshot; a link busy
+// demand (Refresh). StoredListing, for the hosted /v1 catalog and the MCP
+// face's tools/list, asks no server: the live listing in memory, else the snapshot; a link busy
 // connecting is not waited for.
 //
 // Calls: arguments were validated by the pipeline against the schema the

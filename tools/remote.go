@@ -25,14 +25,14 @@ type RemoteTools interface {
 	// RemoteTool returns the remote tool a call of name runs for the
 	// account, or nil when there is none.
 	RemoteTool(ctx context.Context, account, name string) (*Remote, error)
-	// RemoteListing lists the account's remote tools and servers. With
-	// probe, each server is asked now whether it answers (the runtime
-	// catalog); without, what is known is enough (tools/list).
-	RemoteListing(ctx context.Context, account string, probe bool) (RemoteListing, error)
+	// RemoteListing lists the account's remote tools and servers, each
+	// server asked now whether it answers (the runtime catalog).
+	RemoteListing(ctx context.Context, account string) (RemoteListing, error)
 	// StoredListing lists them from what is known without asking any
 	// server (the live listing in memory, else the stored snapshot): it
 	// never dials and never waits for a server, so a down or hanging
-	// server cannot slow what uses it (the hosted catalog).
+	// server cannot slow what uses it (the hosted catalog, the MCP
+	// face's tools/list).
 	StoredListing(ctx context.Context, account string) (RemoteListing, error)
 }
 
@@ -100,11 +100,13 @@ const CodeInvalidRemoteSchema = "upstream_schema_invalid"
 
 // RemoteSpecs returns the specs of the account's callable remote tools
 // for the MCP face's tools/list: those no builtin or definition shadows.
+// They come from what the gateway knows (StoredListing): a down or
+// hanging server does not slow tools/list.
 func (e *Executor) RemoteSpecs(ctx context.Context, account string) ([]catalog.Spec, error) {
 	if e.opts.Remote == nil {
 		return nil, nil
 	}
-	l, err := e.opts.Remote.RemoteListing(ctx, account, false)
+	l, err := e.opts.Remote.StoredListing(ctx, account)
 	if err != nil {
 		return nil, fmt.Errorf("remote tools of %s: %w", account, err)
 	}
@@ -163,7 +165,7 @@ func (e *Executor) addRemote(ctx context.Context, cat *RuntimeCatalog, account, 
 	if e.opts.Remote == nil {
 		return nil
 	}
-	l, err := e.opts.Remote.RemoteListing(ctx, account, true)
+	l, err := e.opts.Remote.RemoteListing(ctx, account)
 	if err != nil {
 		return fmt.Errorf("runtime catalog: %w", err)
 	}

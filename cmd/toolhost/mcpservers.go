@@ -174,7 +174,7 @@ func cmdMCPServers(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		out.Error = state.Err
 	}
-	listing, lerr := exec.Remote().RemoteListing(ctx, tools.LocalAccount, false)
+	listing, lerr := exec.Remote().StoredListing(ctx, tools.LocalAccount)
 	if lerr == nil {
 		for _, r := range listing.Tools {
 			s := r.Tool.Spec()
