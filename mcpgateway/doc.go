@@ -17,8 +17,9 @@
 // answer and there is none: "cannot confirm", not "no tools". Listings are
 // refreshed on notifications/tools/list_changed, after the TTL, and on
 // demand (Refresh). StoredListing, for the hosted /v1 catalog and the MCP
-// face's tools/list, asks no server: the live listing in memory, else the snapshot; a link busy
-// connecting is not waited for.
+// face's tools/list, asks no server: the live listing in memory, else the
+// snapshot; a link busy connecting is not waited for. RemoteListing, for
+// the runtime catalog, asks each server now.
 //
 // Calls: arguments were validated by the pipeline against the schema the
 // server listed; here they are sent as they are. Each server has a
