@@ -59,7 +59,15 @@ func newCustomEnv(t *testing.T, rounds ...fakeupstream.Round) *customEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fake, err := fakeupstream.Start(fakeupstream.Script{Conversations: []fakeupstream.Conversation{{Rounds: rounds}}})
+	return &customEnv{env: serveAccountLoop(t, ex, fakeupstream.Script{Conversations: []fakeupstream.Conversation{{Rounds: rounds}}}), defs: defs, sessions: sessions}
+}
+
+// serveAccountLoop serves ex's hosted loops against a fake upstream
+// playing script, with the journal's routes; a request's X-Test-Account
+// header sets the caller's account.
+func serveAccountLoop(t *testing.T, ex *tools.Executor, script fakeupstream.Script) *env {
+	t.Helper()
+	fake, err := fakeupstream.Start(script)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +86,7 @@ func newCustomEnv(t *testing.T, rounds ...fakeupstream.Round) *customEnv {
 		inner.ServeHTTP(w, r)
 	}))
 	t.Cleanup(hs.Close)
-	return &customEnv{env: &env{t: t, label: "toolhost", url: hs.URL, fake: fake}, defs: defs, sessions: sessions}
+	return &env{t: t, label: "toolhost", url: hs.URL, fake: fake}
 }
 
 // define stores an enabled script definition of the account.

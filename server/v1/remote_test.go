@@ -7,20 +7,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"toolhost/identity"
-	"toolhost/loop"
 	"toolhost/loop/fakeupstream"
-	"toolhost/loop/upstream/openai"
 	"toolhost/mcpgateway"
 	"toolhost/mcpgateway/testserver"
 	"toolhost/mcpremote"
-	"toolhost/server"
-	"toolhost/server/admin"
 	v1 "toolhost/server/v1"
 	"toolhost/tools"
 	"toolhost/tools/builtin"
@@ -82,26 +76,7 @@ func newRemoteEnv(t *testing.T, script fakeupstream.Script) *remoteEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fake, err := fakeupstream.Start(script)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = fake.Close() })
-	router, _ := loop.NewRouter(&loop.Route{Name: "fake", SupportsTools: true, Upstream: openai.New(openai.Config{Name: "fake", BaseURL: fake.URL()})})
-	h := v1.New(v1.Options{Label: "toolhost", Enabled: true, Router: router, Runner: loop.NewRunner(ex, loop.RunnerOptions{})})
-	routes := h.Routes()
-	for p, hd := range (&admin.Journal{Store: ex.Journal().Store()}).Routes() {
-		routes[p] = hd
-	}
-	inner := pinnedRequestIDs(server.New(server.Options{Routes: routes}).Handler())
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if a := r.Header.Get("X-Test-Account"); a != "" {
-			r = r.WithContext(identity.NewContext(r.Context(), identity.Identity{AccountID: a}))
-		}
-		inner.ServeHTTP(w, r)
-	}))
-	t.Cleanup(hs.Close)
-	return &remoteEnv{env: &env{t: t, label: "toolhost", url: hs.URL, fake: fake}, ts: ts, up: up, srv: srv, exec: ex}
+	return &remoteEnv{env: serveAccountLoop(t, ex, script), ts: ts, up: up, srv: srv, exec: ex}
 }
 
 // execution is the one journal record of the /v1 request floor.
