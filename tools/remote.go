@@ -103,6 +103,32 @@ const CodeInvalidRemoteSchema = "upstream_schema_invalid"
 // They come from what the gateway knows (StoredListing): a down or
 // hanging server does not slow tools/list.
 func (e *Executor) RemoteSpecs(ctx context.Context, account string) ([]catalog.Spec, error) {
+	return e.storedRemote(ctx, account, func(_ Remote, s catalog.Spec) bool { return !e.shadowed(ctx, account, s.Name) })
+}
+
+// hostedRemote returns the specs of the account's remote tools a hosted
+// loop may declare: the names and schemas Execute would run (after the
+// account's overrides; a tool it disabled is not there), less those a
+// builtin or a session builtin answers to and those whose schema does not
+// compile (a call of them would fail before it is sent). Definitions
+// shadow them in HostedCatalog's ToolSet. allowed_slots are the
+// pipeline's to enforce at the call, as for definitions.
+func (e *Executor) hostedRemote(ctx context.Context, account string) ([]catalog.Spec, error) {
+	return e.storedRemote(ctx, account, func(r Remote, s catalog.Spec) bool {
+		_, builtin := e.tools[s.Name]
+		_, session := e.sessionTools[s.Name]
+		if builtin || session {
+			return false
+		}
+		_, err := e.schemas.getRemote(r.ProviderID, s)
+		return err == nil
+	})
+}
+
+// storedRemote lists the specs of the account's remote tools that keep
+// accepts, from what the gateway knows without asking a server
+// (RemoteTools.StoredListing).
+func (e *Executor) storedRemote(ctx context.Context, account string, keep func(Remote, catalog.Spec) bool) ([]catalog.Spec, error) {
 	if e.opts.Remote == nil {
 		return nil, nil
 	}
@@ -112,42 +138,9 @@ func (e *Executor) RemoteSpecs(ctx context.Context, account string) ([]catalog.S
 	}
 	var out []catalog.Spec
 	for _, r := range l.Tools {
-		s := r.Tool.Spec()
-		if e.shadowed(ctx, account, s.Name) {
-			continue
+		if s := r.Tool.Spec(); keep(r, s) {
+			out = append(out, s)
 		}
-		out = append(out, s)
-	}
-	return out, nil
-}
-
-// hostedRemote returns the specs of the account's remote tools a hosted
-// loop may declare, from what the gateway knows without asking a server:
-// the names and schemas Execute would run (after the account's overrides;
-// a tool it disabled is not there), less those a builtin or a session
-// builtin answers to and those whose schema does not compile (a call of
-// them would fail before it is sent). allowed_slots are the pipeline's
-// to enforce at the call, as for definitions.
-func (e *Executor) hostedRemote(ctx context.Context, account string) ([]catalog.Spec, error) {
-	if e.opts.Remote == nil {
-		return nil, nil
-	}
-	l, err := e.opts.Remote.StoredListing(ctx, account)
-	if err != nil {
-		return nil, fmt.Errorf("remote tools of %s: %w", account, err)
-	}
-	out := make([]catalog.Spec, 0, len(l.Tools))
-	for _, r := range l.Tools {
-		s := r.Tool.Spec()
-		_, builtin := e.tools[s.Name]
-		_, session := e.sessionTools[s.Name]
-		if builtin || session {
-			continue
-		}
-		if _, err := e.schemas.getRemote(r.ProviderID, s); err != nil {
-			continue
-		}
-		out = append(out, s)
 	}
 	return out, nil
 }
