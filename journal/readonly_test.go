@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -209,5 +210,42 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("waited a minute for %s", what)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// BenchmarkOpenFinish is one call's journal writes with a spool: a
+// read-only call (one spool write) against one with side effects (two).
+//
+//	go test -run '^$' -bench OpenFinish -benchmem ./journal/
+func BenchmarkOpenFinish(b *testing.B) {
+	for _, effect := range []string{"none", "sandbox"} {
+		b.Run(effect, func(b *testing.B) {
+			ctx := context.Background()
+			j := New(NewMemStore(), Options{InstanceID: "inst", SpoolDir: b.TempDir(), ApplyInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+			if _, err := j.Start(ctx); err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(j.Close)
+			r, evs, f, fevs := call("c")
+			r.SideEffectLevel, f.SideEffectLevel = effect, effect
+			b.ReportAllocs()
+			for i := range b.N {
+				id := "c" + strconv.Itoa(i)
+				r.ID, f.ID = id, id
+				if err := j.Open(ctx, r, evs); err != nil {
+					b.Fatal(err)
+				}
+				if err := j.Finish(ctx, f, fevs); err != nil {
+					b.Fatal(err)
+				}
+				if i%1024 == 1023 {
+					b.StopTimer()
+					if err := j.Flush(ctx); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+				}
+			}
+		})
 	}
 }

@@ -117,6 +117,7 @@ func (s *spool) append(ctx context.Context, before *Write, w Write, wait bool) (
 	}
 	mine := s.cur
 	if first != nil {
+		mine.frames = slices.Grow(mine.frames, len(firstPayload)+len(payload)+2*(frameHeader+8))
 		s.add(mine, first, firstPayload)
 	}
 	s.add(mine, e, payload)
