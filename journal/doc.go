@@ -19,8 +19,9 @@
 //     (Store.Apply). Without a spool, writes of concurrent calls share one
 //     store transaction (group commit).
 //   - With a spool, a read-only call (side effect level none) need not be
-//     durable before its tool runs: its opened record is appended with its
-//     outcome, in one write, or on its own once the call has run
+//     durable before its tool runs: its opened record is appended merged
+//     with its outcome (one insert of the finished record, one write), or
+//     on its own once the call has run
 //     Options.ReadOnlyOpenDelay (readonly.go), or when a reader flushes
 //     the spool. Its outcome is durable before the call returns, like any
 //     other. A crash loses only the opened records of read-only calls

@@ -341,7 +341,7 @@ func (j *Journal) Open(ctx context.Context, r Record, evs []Event) error {
 	case r.SideEffectLevel == sideEffectIrreversible:
 		err = j.writeNow(ctx, w)
 	default:
-		_, err = sp.append(ctx, nil, w, false)
+		_, err = sp.append(ctx, w, false)
 		if err != nil {
 			err = fmt.Errorf("journal write of %s: %w", r.ID, err)
 		}
@@ -361,7 +361,8 @@ const (
 )
 
 // Finish makes the outcome of an opened record durable; a read-only call
-// whose opened record is not in the spool yet writes both at once.
+// whose opened record is not in the spool yet writes both at once, merged
+// into one insert of the finished record.
 func (j *Journal) Finish(ctx context.Context, r Record, evs []Event) error {
 	defer j.untrack(r.ID)
 	j.mu.Lock()
@@ -380,7 +381,7 @@ func (j *Journal) Add(ctx context.Context, r Record, evs []Event) error {
 	return j.finished(ctx, nil, Write{Insert: true, Record: r, Events: evs})
 }
 
-// finished writes a finished call, preceded by its opened record when rn
+// finished writes a finished call, merged with its opened record when rn
 // (only with a spool) still holds it: durable once spooled; with
 // WaitForStore, also in the store before the call returns. A store that
 // fails then does not fail the call: the spool keeps the write and applies
@@ -398,7 +399,15 @@ func (j *Journal) finished(ctx context.Context, rn *run, w Write) error {
 		rn.mu.Lock()
 		open, rn.open = rn.open, nil
 	}
-	e, err := sp.append(ctx, open, w, j.opts.WaitForStore)
+	ew := w
+	if open != nil {
+		// One insert of the finished record, as the apply side would
+		// merge the two writes: one frame, one write call.
+		ew = *open
+		ew.Record.takeOutcome(w.Record)
+		ew.Events = append(ew.Events[:len(ew.Events):len(ew.Events)], w.Events...)
+	}
+	e, err := sp.append(ctx, ew, j.opts.WaitForStore)
 	if rn != nil {
 		if err != nil {
 			rn.open = open

@@ -12,8 +12,9 @@ import (
 // leaves the call in the journal, reconciled to uncertain. A read-only
 // call changes nothing outside: a crash while it runs loses nothing but
 // its trace. So with a spool its opened record waits, in the call's run,
-// for the outcome and both go to the spool in one write (Finish): a short
-// call pays one spool write, not two. A call still running after
+// for the outcome and both go to the spool as one insert of the finished
+// record, one frame and one write (Finish), as the apply side would have
+// merged them: a short call pays one spool write, not two. A call still running after
 // Options.ReadOnlyOpenDelay has its opened record appended then, by a
 // timer (no goroutine until it fires), and a reader's flush appends those
 // of every running call first, so reads still see calls in flight.
@@ -41,7 +42,7 @@ func (j *Journal) spill(rn *run) {
 		return
 	}
 	sp := j.spool.Load()
-	if _, err := sp.append(context.Background(), nil, *rn.open, false); err != nil {
+	if _, err := sp.append(context.Background(), *rn.open, false); err != nil {
 		if !errors.Is(err, ErrClosed) {
 			j.opts.Logger.Error("journal: spooling the opened record of a running read-only call", "execution_id", rn.open.Record.ID, "err", err)
 		}

@@ -15,9 +15,9 @@ import (
 // call's opened record is durable once appended to a file (one write
 // system call for all the calls that arrive together) and the call's tool
 // may run at once; the record reaches the store later. A read-only call
-// does not even wait for that: its opened record is appended together with
-// its outcome, in the same write, unless the call runs longer than
-// ReadOnlyOpenDelay (journal.go). When the call ends, its outcome is
+// does not even wait for that: its opened record is appended merged with
+// its outcome, one frame, unless the call runs longer than
+// ReadOnlyOpenDelay (readonly.go). When the call ends, its outcome is
 // appended and applied to the store, merged with its opened record when
 // that is still in the spool: a short call costs the store one insert, not
 // an insert and an update. Opened records of calls that run longer reach
@@ -82,26 +82,15 @@ func newSpool(j *Journal, files *spoolFiles) *spool {
 	return s
 }
 
-// append makes w durable in the spool file, preceded by before when it is
-// not nil (the opened record of a read-only call, written with its
-// outcome): both are in the same round, one write call. With wait, the
-// returned entry's done channel reports when w is in the store.
-func (s *spool) append(ctx context.Context, before *Write, w Write, wait bool) (*spooled, error) {
+// append makes w durable in the spool file. With wait, the returned entry's
+// done channel reports when w is in the store.
+func (s *spool) append(ctx context.Context, w Write, wait bool) (*spooled, error) {
 	if err := s.room(ctx); err != nil {
 		return nil, err
 	}
-	var first *spooled
-	var firstPayload []byte
-	if before != nil {
-		firstPayload = appendWrite(nil, *before)
-		if err := checkFrame(firstPayload); err != nil {
-			return nil, err
-		}
-		first = &spooled{w: *before, at: time.Now()}
-	}
 	payload := appendWrite(nil, w)
-	if err := checkFrame(payload); err != nil {
-		return nil, err
+	if len(payload) > maxFrameBody {
+		return nil, fmt.Errorf("journal spool: a write of %d bytes is larger than the %d allowed", len(payload), maxFrameBody)
 	}
 	e := &spooled{w: w, at: time.Now()}
 	if wait {
@@ -112,15 +101,15 @@ func (s *spool) append(ctx context.Context, before *Write, w Write, wait bool) (
 		s.amu.Unlock()
 		return nil, ErrClosed
 	}
+	e.seq = s.next
+	s.next++
 	if s.cur == nil {
 		s.cur = &round{done: make(chan struct{})}
 	}
 	mine := s.cur
-	if first != nil {
-		mine.frames = slices.Grow(mine.frames, len(firstPayload)+len(payload)+2*(frameHeader+8))
-		s.add(mine, first, firstPayload)
-	}
-	s.add(mine, e, payload)
+	mine.frames = appendFrame(mine.frames, e.seq, payload)
+	mine.ents = append(mine.ents, e)
+	mine.last = e.seq
 	if s.writing {
 		s.amu.Unlock()
 		<-mine.done
@@ -144,22 +133,6 @@ func (s *spool) append(ctx context.Context, before *Write, w Write, wait bool) (
 	s.writing = false
 	s.amu.Unlock()
 	return e, mine.err
-}
-
-func checkFrame(payload []byte) error {
-	if len(payload) > maxFrameBody {
-		return fmt.Errorf("journal spool: a write of %d bytes is larger than the %d allowed", len(payload), maxFrameBody)
-	}
-	return nil
-}
-
-// add puts e into the round r; s.amu is held.
-func (s *spool) add(r *round, e *spooled, payload []byte) {
-	e.seq = s.next
-	s.next++
-	r.frames = appendFrame(r.frames, e.seq, payload)
-	r.ents = append(r.ents, e)
-	r.last = e.seq
 }
 
 // room waits while too many writes are waiting for the store (it is down
