@@ -59,7 +59,7 @@ type servedRig struct {
 
 // newServedRig starts the rig; wrap, when set, wraps the test server's
 // handler.
-func newServedRig(t *testing.T, wrap func(http.Handler) http.Handler) *servedRig {
+func newServedRig(t testing.TB, wrap func(http.Handler) http.Handler) *servedRig {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -75,10 +75,18 @@ const drainGrace = 250 * time.Millisecond
 func (a *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	t := trackerFrom(ctx)
-	// The request runs under a context of its own, cancelled when the
-	// caller's is done (at once before the answer starts, drainGrace later
-	// while its body is still being read) or when its body is done.
-	rctx, rcancel := context.WithCancel(context.WithoutCancel(ctx))
+	// A POST (a call's answer comes on its event stream) runs under a
+	// context of its own, cancelled when the caller's is done (at once
+	// before the answer starts, drainGrace later while its body is still
+	// being read) or when its body is done. A GET's stream has no end to
+	// wait for: it goes with its caller.
+	var d *detached
+	rctx := ctx
+	if req.Method == http.MethodPost {
+		var rcancel context.CancelFunc
+		rctx, rcancel = context.WithCancel(context.WithoutCancel(ctx))
+		d = &detached{cancel: rcancel}
+	}
 	out := req.WithContext(rctx)
 	out.Header = make(http.Header, len(req.Header)+len(a.headers)+1)
 	for k, v := range req.Header {
@@ -90,7 +98,7 @@ func (a *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if a.tokens != nil {
 		tok, err := a.tokens.Token()
 		if err != nil {
-			rcancel()
+			d.done()
 			if t != nil {
 				t.set(func(t *tracker) { t.notSent = true })
 			}
@@ -98,8 +106,7 @@ func (a *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		tok.SetAuthHeader(out)
 	}
-	d := &detached{cancel: rcancel}
-	d.stop = context.AfterFunc(ctx, d.callerDone)
+	d.watch(ctx)
 	resp, err := a.base.RoundTrip(out)
 	if err != nil {
 		d.done()
@@ -113,15 +120,18 @@ func (a *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.set(func(t *tracker) { t.status = resp.StatusCode })
 	}
 	d.answered()
-	left := a.maxBody
-	if left <= 0 {
-		left = math.MaxInt64
+	if a.maxBody > 0 || d != nil {
+		left := a.maxBody
+		if left <= 0 {
+			left = math.MaxInt64
+		}
+		resp.Body = &cappedBody{r: resp.Body, left: left, t: t, d: d}
 	}
-	resp.Body = &cappedBody{r: resp.Body, left: left, t: t, d: d}
 	return resp, nil
 }
 
-// detached is the request context of one round trip and when it ends.
+// detached is the request context of one POST and when it ends; nil
+// for other requests (every method is a no-op).
 type detached struct {
 	cancel context.CancelFunc
 	stop   func() bool
@@ -129,9 +139,20 @@ type detached struct {
 	mu       sync.Mutex
 	started  bool // the response headers came
 	finished bool
+	grace    *time.Timer
+}
+
+// watch ends the request when the caller's context is done.
+func (d *detached) watch(caller context.Context) {
+	if d != nil {
+		d.stop = context.AfterFunc(caller, d.callerDone)
+	}
 }
 
 func (d *detached) answered() {
+	if d == nil {
+		return
+	}
 	d.mu.Lock()
 	d.started = true
 	d.mu.Unlock()
@@ -140,23 +161,31 @@ func (d *detached) answered() {
 // callerDone runs when the caller's context is done.
 func (d *detached) callerDone() {
 	d.mu.Lock()
-	started, finished := d.started, d.finished
-	d.mu.Unlock()
+	defer d.mu.Unlock()
 	switch {
-	case finished:
-	case started:
-		time.AfterFunc(drainGrace, d.cancel)
+	case d.finished:
+	case d.started:
+		d.grace = time.AfterFunc(drainGrace, d.cancel)
 	default:
 		d.cancel()
 	}
 }
 
-// done ends the request context: the body was read to its end or closed.
+// done ends the request context: the body was read to its end or
+// closed, or the request failed.
 func (d *detached) done() {
+	if d == nil {
+		return
+	}
 	d.mu.Lock()
 	d.finished = true
+	if d.grace != nil {
+		d.grace.Stop()
+	}
 	d.mu.Unlock()
-	d.stop()
+	if d.stop != nil {
+		d.stop()
+	}
 	d.cancel()
 }
 
