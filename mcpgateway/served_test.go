@@ -67,7 +67,7 @@ func newServedRig(t testing.TB, wrap func(http.Handler) http.Handler) *servedRig
 	}
 	cl := &countingListener{Listener: ln}
 	mux := http.NewServeMux()
-	var h http.Handler = testserver.New(false).Handler()
+	h := testserver.New(false).Handler()
 	if wrap != nil {
 		h = wrap(h)
 	}
