@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +69,47 @@ func TestTuneGCAppliesTheMemoryLimit(t *testing.T) {
 			}
 			if got := debug.SetMemoryLimit(-1); got != tc.want {
 				t.Fatalf("memory limit %d MiB, want %d MiB", got>>20, tc.want>>20)
+			}
+		})
+	}
+}
+
+// serve paces GOGC (package gcpace) unless GOGC is in the environment,
+// which then stays what the runtime took from it.
+func TestPaceGCLeavesAnEnvironmentGOGCAlone(t *testing.T) {
+	prevGC := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(prevGC) })
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, tc := range []struct {
+		name string
+		env  string // "" unset
+		want int
+	}{
+		{name: "GOGC set: left alone", env: "250", want: 250},
+		{name: "GOGC unset: paced, quiet first", want: 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("GOGC", tc.env)
+			if tc.env == "" {
+				os.Unsetenv("GOGC")
+			}
+			debug.SetGCPercent(250) // what the runtime took from the environment
+			ctx, cancel := context.WithCancel(context.Background())
+			paceGC(ctx, logger)
+			gogc := func() int {
+				m := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+				metrics.Read(m)
+				return int(m[0].Value.Uint64())
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			got := gogc()
+			for got != tc.want && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+				got = gogc()
+			}
+			cancel()
+			if got != tc.want {
+				t.Fatalf("GOGC %d, want %d", got, tc.want)
 			}
 		})
 	}

@@ -27,6 +27,7 @@ import (
 
 	"toolhost/catalog"
 	"toolhost/config"
+	"toolhost/gcpace"
 	"toolhost/keys"
 	"toolhost/server"
 	mcpface "toolhost/server/mcp"
@@ -173,6 +174,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := tuneGC(logger, c.cfg.Server.MemoryLimitMiB); err != nil {
 		return usageError{err}
 	}
+	paceGC(ctx, logger)
 	a, err := openApp(ctx, &c, logger, appOptions{
 		preload: true, // compile run_code's runtimes and fill the pools now
 		keys: func(db *store.DB) (*keys.Service, func(), error) {
@@ -401,23 +403,19 @@ func callOutput(out *tools.Outcome) map[string]any {
 	return m
 }
 
-// tuneGC trades memory for CPU in the server: every tools/call allocates
-// short-lived JSON (the MCP SDK decodes each message with a fresh decoder),
-// and at Go's default GOGC=100 the collector took about a quarter of the CPU
-// under load while the live heap stays a few tens of MiB. GOGC=400 keeps
-// the heap small in absolute terms — until a burst of garbage: the heap may
-// grow to five times what is live before a collection, so a large page's
-// extraction or thousands of refused initialize bodies took RSS to
-// gigabytes. A soft memory limit (limitMiB, server.memory_limit_mib) caps
-// that: near it the collector runs as often as it must (at most half the
-// CPU, Go's GC limiter), and it never fails an allocation. run_code's
-// linear memories are mapped outside the Go heap and do not count against
-// it. GOGC and GOMEMLIMIT in the environment win.
+// tuneGC sets serve's soft memory limit. GOGC is paced by paceGC: up to
+// 400 under load, where every tools/call leaves a few hundred KiB of
+// short-lived JSON (the MCP SDK decodes each message with a fresh decoder)
+// and at Go's default GOGC=100 the collector took about a quarter of the
+// CPU. That setting lets the heap grow to five times what is live before a
+// collection, so a burst of garbage (a large page's extraction, thousands
+// of refused initialize bodies) took RSS to gigabytes. A soft memory limit
+// (limitMiB, server.memory_limit_mib) caps that: near it the collector runs
+// as often as it must (at most half the CPU, Go's GC limiter), and it never
+// fails an allocation. run_code's linear memories are mapped outside the
+// Go heap and do not count against it. GOGC and GOMEMLIMIT in the
+// environment win.
 func tuneGC(logger *slog.Logger, limitMiB int64) error {
-	if _, set := os.LookupEnv("GOGC"); !set {
-		debug.SetGCPercent(400)
-		logger.Debug("GOGC set to 400 for serve")
-	}
 	if v, set := os.LookupEnv("GOMEMLIMIT"); set {
 		logger.Info("memory limit from GOMEMLIMIT", "GOMEMLIMIT", v)
 		return nil
@@ -435,6 +433,19 @@ func tuneGC(logger *slog.Logger, limitMiB int64) error {
 	debug.SetMemoryLimit(limitMiB << 20)
 	logger.Info("memory limit", "mib", limitMiB)
 	return nil
+}
+
+// paceGC runs the collector's pacer (package gcpace) for as long as ctx:
+// GOGC 100 while calls are few, 400 under load. GOGC in the environment
+// wins, fixed.
+func paceGC(ctx context.Context, logger *slog.Logger) {
+	if v, set := os.LookupEnv("GOGC"); set {
+		logger.Info("GOGC from the environment", "GOGC", v)
+		return
+	}
+	go gcpace.Run(ctx, gcpace.Options{Changed: func(gogc int, rate, live float64) {
+		logger.Debug("GOGC paced", "gogc", gogc, "alloc_mib_per_s", int(rate)>>20, "live_mib", int(live)>>20)
+	}})
 }
 
 // defaultMemoryLimitMiB is serve's soft memory limit: several times the

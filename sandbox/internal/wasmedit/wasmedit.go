@@ -250,7 +250,10 @@ func skipLimits(b []byte, i int) (int, error) {
 }
 
 // parseData reads the data section; every segment must be active on memory
-// 0 with an i32.const offset, which is what wasm-ld writes.
+// 0 with an i32.const offset, which is what wasm-ld writes. The segments'
+// bytes are copied into one buffer of their own: the engine keeps them for
+// as long as it runs, and a slice into body would keep the whole runtime
+// file (CPython's is 26 MB, its data a fraction of it) alive on the heap.
 func parseData(body []byte) ([]Segment, error) {
 	n, i, err := vecCount(body)
 	if err != nil {
@@ -286,6 +289,16 @@ func parseData(body []byte) ([]Segment, error) {
 		}
 		segs = append(segs, Segment{Offset: uint32(off), Data: body[j : j+int(l)]})
 		i = j + int(l)
+	}
+	total := 0
+	for _, sg := range segs {
+		total += len(sg.Data)
+	}
+	own := make([]byte, 0, total)
+	for k := range segs {
+		at := len(own)
+		own = append(own, segs[k].Data...)
+		segs[k].Data = own[at:len(own):len(own)]
 	}
 	return segs, nil
 }

@@ -83,6 +83,25 @@ func TestApplyTakesTheDataOutAndAddsTheEntryPoints(t *testing.T) {
 	}
 }
 
+// The segments are kept for as long as the engine runs: they must not hold
+// the runtime file they came from (26 MB for CPython) in memory.
+func TestApplyDataDoesNotAliasTheInput(t *testing.T) {
+	in := minimal()
+	_, data, err := Apply(in, Edit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range in {
+		in[i] = 0
+	}
+	if len(data) != 1 || string(data[0].Data) != "hi" {
+		t.Fatalf("data after the input was overwritten = %+v", data)
+	}
+	if cap(data[0].Data) != len(data[0].Data) {
+		t.Errorf("segment capacity %d past its length %d: an append would write into the next segment", cap(data[0].Data), len(data[0].Data))
+	}
+}
+
 func TestApplyRefusesWhatItCannotRearrange(t *testing.T) {
 	good := minimal()
 	cases := map[string][]byte{
