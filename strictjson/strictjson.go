@@ -32,6 +32,15 @@ func Check(b []byte) error { return CheckDepth(b, MaxDepth) }
 // 2, the JSON-RPC envelope and its params: tool arguments are the
 // pipeline's to refuse, as a tool result the model can read.
 func CheckDepth(b []byte, keyDepth int) error {
+	if Scan(b, keyDepth, nil) {
+		return nil
+	}
+	return walk(b, keyDepth)
+}
+
+// walk is CheckDepth by encoding/json's token stream: the verdict of
+// record, and the wording of every error.
+func walk(b []byte, keyDepth int) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	type frame struct {
 		keys   map[string]struct{}
