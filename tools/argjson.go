@@ -9,6 +9,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"toolhost/strictjson"
 )
 
 // ErrArgsSyntax is wrapped by every strict-parse failure.
@@ -24,11 +26,25 @@ var ErrArgsSyntax = errors.New("arguments are not strict JSON")
 //
 // encoding/json accepts duplicate keys (last wins) and trailing values in a
 // stream, so we walk its token stream ourselves rather than call Unmarshal.
+// An object strictjson.Decode vouches for (the arguments of almost every
+// call) is built by it instead, without a token stream's allocation per
+// token; everything else, every error included, takes the walk.
 func ParseArgs(raw []byte) (map[string]any, error) {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		return map[string]any{}, nil
 	}
+	if v, ok := strictjson.Decode(trimmed, canonicalNumberAny); ok {
+		if obj, ok := v.(map[string]any); ok {
+			return obj, nil
+		}
+	}
+	return parseArgsWalk(trimmed)
+}
+
+// parseArgsWalk is ParseArgs by encoding/json's token stream: the verdict
+// of record, and the wording of every error.
+func parseArgsWalk(trimmed []byte) (map[string]any, error) {
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.UseNumber()
 	v, err := parseValue(dec, "")
@@ -105,6 +121,8 @@ func parseValue(dec *json.Decoder, path string) (any, error) {
 		return t, nil // string, bool, nil
 	}
 }
+
+func canonicalNumberAny(n json.Number) (any, error) { return canonicalNumber(n) }
 
 // canonicalNumber rewrites n so that equal values are spelled alike: integers
 // without fraction or exponent, everything else in Go's shortest form.
