@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -35,13 +36,25 @@ const (
 // Digest is the idempotency request digest of §6.5/§6.8: SHA-256 over
 // account ‖ tool name ‖ tool version ‖ canonical normalized arguments, each
 // part length-prefixed so no two different tuples hash the same bytes.
+//
+// The prefixes are appended with strconv into one stack buffer, not
+// written with fmt (an allocation and a format parse per part, on every
+// call's path); the bytes hashed are the same (TestDigestBytes).
 func Digest(account, tool, version string, canonicalArgs []byte) string {
 	h := sha256.New()
-	for _, part := range [][]byte{[]byte(account), []byte(tool), []byte(version), canonicalArgs} {
-		fmt.Fprintf(h, "%d:", len(part))
-		h.Write(part)
+	var buf [128]byte
+	b := buf[:0]
+	for _, part := range [...]string{account, tool, version} {
+		b = strconv.AppendInt(b, int64(len(part)), 10)
+		b = append(b, ':')
+		b = append(b, part...)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	b = strconv.AppendInt(b, int64(len(canonicalArgs)), 10)
+	b = append(b, ':')
+	h.Write(b)
+	h.Write(canonicalArgs)
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0]))
 }
 
 // JournalTruncatedMark ends a value the journal stored only the start of.
