@@ -1,6 +1,9 @@
 package strictjson
 
 import (
+	"encoding/json"
+	"errors"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -119,4 +122,31 @@ func FuzzScanAgreesWithWalk(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestDecode(t *testing.T) {
+	num := func(n json.Number) (any, error) { return "n" + string(n), nil }
+	for _, tc := range []struct {
+		in   string
+		want any
+		ok   bool
+	}{
+		{` {"a" : [ 1 , -2.5e3 , true , false , null , "s" , { } , [ ] ] } `, map[string]any{"a": []any{"n1", "n-2.5e3", true, false, nil, "s", map[string]any{}, []any{}}}, true},
+		{`{"k":"a\"b\u00e9\ud83d\ude00","r":"é","x":"` + "\xff" + `"}`, map[string]any{"k": "a\"bé😀", "r": "é", "x": "\ufffd"}, true},
+		{`{"a":{"b":{"c":[]}}}`, map[string]any{"a": map[string]any{"b": map[string]any{"c": []any{}}}}, true},
+		{`"top"`, "top", true},
+		{`{"a":1,"a":2}`, nil, false},             // duplicates: the walk words the error
+		{`{"p":{"q":{"a":1,"a":2}}}`, nil, false}, // at every depth
+		{`{"\u0061":1}`, nil, false},              // escaped key
+		{`{"a":1e999}`, nil, false},
+		{`{"a":1} x`, nil, false},
+	} {
+		got, ok := Decode([]byte(tc.in), num)
+		if ok != tc.ok || (ok && !reflect.DeepEqual(got, tc.want)) {
+			t.Errorf("Decode(%.40q) = %#v, %v; want %#v, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+	if _, ok := Decode([]byte(`[1]`), func(json.Number) (any, error) { return nil, errors.New("no") }); ok {
+		t.Error("a failing number func must make Decode say not known")
+	}
 }
