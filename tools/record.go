@@ -105,7 +105,7 @@ func (e *Executor) begin(p Proposal) *callRecord {
 		Status: journal.StatusRunning, Lifecycle: journal.Opened, Commit: journal.CommitPending,
 		StartedAt: start, CreatedAt: start, DeliveryMode: "inline", AttemptNo: 1,
 	}
-	tr := journal.NewTrail(time.Now, proposedDetail{CallID: p.CallID, Tool: p.Tool, ArgsBytes: len(p.Args)})
+	tr := journal.NewTrail(time.Now, proposedDetail{CallID: p.CallID, Tool: p.Tool, ArgsBytes: len(p.Args)}.raw())
 	return &callRecord{e: e, rec: rec, tr: tr, start: start,
 		out: &Outcome{ExecutionID: id, Tool: p.Tool, CallID: p.CallID}}
 }
@@ -186,11 +186,11 @@ func (c *callRecord) reject(ctx context.Context, state journal.State, status Sta
 // side effects) and returns the events not yet written.
 func (c *callRecord) openEvents(spec catalog.Spec, deadline time.Time, timeout time.Duration) ([]journal.Event, error) {
 	if spec.SideEffect != catalog.SideEffectNone {
-		if err := c.move(journal.StatePrepared, preparedDetail{SideEffectLevel: string(spec.SideEffect), ArgsDigest: c.rec.ArgsDigest}); err != nil {
+		if err := c.move(journal.StatePrepared, preparedDetail{SideEffectLevel: string(spec.SideEffect), ArgsDigest: c.rec.ArgsDigest}.raw()); err != nil {
 			return nil, err
 		}
 	}
-	if err := c.move(journal.StateExecuting, executingDetail{Attempt: 1, Deadline: deadline.UTC().Format(time.RFC3339Nano), TimeoutMS: timeout.Milliseconds()}); err != nil {
+	if err := c.move(journal.StateExecuting, executingDetail{Attempt: 1, Deadline: deadline.UTC().Format(time.RFC3339Nano), TimeoutMS: timeout.Milliseconds()}.raw()); err != nil {
 		return nil, err
 	}
 	return c.tr.Take(), nil
@@ -212,7 +212,7 @@ func (c *callRecord) finish(ctx context.Context, spec catalog.Spec, ran, toolErr
 			err = c.move(journal.StateCommitted, nil)
 		}
 		if err == nil {
-			err = c.move(journal.StateObserved, observedDetail{Status: out.Status, ResultBytes: len(out.Text), Truncated: out.Truncated})
+			err = c.move(journal.StateObserved, observedDetail{Status: out.Status, ResultBytes: len(out.Text), Truncated: out.Truncated}.raw())
 		}
 		commit = journal.CommitCommitted
 	case ran && effects:
