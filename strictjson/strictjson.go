@@ -3,7 +3,10 @@
 // keeps the last of duplicate keys and a Decoder stops after the first
 // value, so `{"name":"roll_dice","name":"get_time"}` or a body followed by
 // garbage would otherwise be read as something the sender may not have
-// meant. Check walks the token stream without building values.
+// meant. Check first runs Scan, an allocation-free byte scan that vouches
+// for the usual input; what it cannot vouch for, every error included, is
+// decided by a walk of encoding/json's token stream, which words the
+// errors. Decode builds the value of what Scan vouches for.
 package strictjson
 
 import (
