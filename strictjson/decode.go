@@ -1,6 +1,9 @@
 package strictjson
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"unicode/utf8"
+)
 
 // Decode builds the value of b when Scan(b, MaxDepth, nil) vouches for it:
 // what a json.Decoder with UseNumber reads token by token, objects as
@@ -90,25 +93,26 @@ func isNumberByte(c byte) bool {
 	return c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
 }
 
-// str reads the string at d.i: its bytes when they are plain, else as
-// encoding/json unquotes it.
+// str reads the string at d.i: its bytes when they hold no escape and
+// are valid UTF-8 (what encoding/json's unquoting leaves as it is), else
+// as encoding/json unquotes it.
 func (d *builder) str() string {
 	start := d.i
 	d.i++
-	plain := true
+	escaped, ascii := false, true
 	for d.b[d.i] != '"' {
 		c := d.b[d.i]
 		if c == '\\' {
-			plain = false
+			escaped = true
 			d.i++ // the escaped byte; \uXXXX's hex digits are plain
 		} else if c >= 0x80 {
-			plain = false
+			ascii = false
 		}
 		d.i++
 	}
 	d.i++
-	if plain {
-		return string(d.b[start+1 : d.i-1])
+	if raw := d.b[start+1 : d.i-1]; !escaped && (ascii || utf8.Valid(raw)) {
+		return string(raw)
 	}
 	var s string
 	_ = json.Unmarshal(d.b[start:d.i], &s)
