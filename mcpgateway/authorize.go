@@ -151,7 +151,7 @@ func (g *Gateway) Authorize(ctx context.Context, srv mcpremote.Server, redirectU
 	go func() {
 		defer cancel()
 		client := sdk.NewClient(&sdk.Implementation{Name: "toolhost", Version: g.opts.Version}, nil)
-		at := &authTransport{base: g.transport, headers: sec.Headers, maxBody: g.opts.MaxResultBytes}
+		at := &authTransport{base: g.transport, headers: headerSet(sec.Headers), maxBody: g.opts.MaxResultBytes}
 		sess, err := client.Connect(fctx, &sdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: at}, OAuthHandler: h}, nil)
 		if err == nil {
 			_ = sess.Close()

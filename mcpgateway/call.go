@@ -63,9 +63,15 @@ func (t *remoteTool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Re
 		return nil, &tools.Error{Code: CodeUpstreamBusy, RetryAfter: time.Second,
 			Message: fmt.Sprintf("the MCP server %s already has %d calls in flight from this account; none finished in time", t.srv.Name, cap(l.sem))}
 	}
-	token := inv.ID
-	l.progress.Store(token, inv.Progress)
-	defer l.progress.Delete(token)
+	// A progress token goes upstream only when the caller asked for
+	// progress: with one, the server may send notifications nobody reads
+	// (and the SDK decodes the request's _meta on both sides).
+	token := ""
+	if inv.WantsProgress() {
+		token = inv.ID
+		l.progress.Store(token, inv.Progress)
+		defer l.progress.Delete(token)
+	}
 
 	for attempt := 1; ; attempt++ {
 		retry, res, err := t.attempt(ctx, l, inv, token, attempt)
@@ -88,7 +94,9 @@ func (t *remoteTool) attempt(ctx context.Context, l *link, inv *tools.Invocation
 	defer ccancel()
 	tr := &tracker{cancel: ccancel}
 	params := &sdk.CallToolParams{Name: t.remoteName, Arguments: json.RawMessage(inv.Args)}
-	params.SetProgressToken(token)
+	if token != "" {
+		params.SetProgressToken(token)
+	}
 	res, err := sess.CallTool(withTracker(cctx, tr), params)
 	if err == nil {
 		r, rerr := t.result(res)

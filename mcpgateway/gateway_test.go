@@ -586,6 +586,19 @@ func TestProgressIsForwarded(t *testing.T) {
 	if len(got) == 0 || got[0] != 1 {
 		t.Fatalf("progress: %v", got)
 	}
+	if n := up.ts.Calls("progress:token"); n != 1 {
+		t.Fatalf("%d calls carried a progress token upstream, want 1", n)
+	}
+	// A caller that asks for no progress sends no token: the server has
+	// no one to report to.
+	out, err = r.exec.Execute(context.Background(), tools.Proposal{Tool: "evil__progress", Args: json.RawMessage(`{}`),
+		Caller: tools.Caller{Identity: identity.Identity{AccountID: "acct_a"}}})
+	if err != nil || out.IsError {
+		t.Fatal(err, out)
+	}
+	if n := up.ts.Calls("progress:token"); n != 1 {
+		t.Fatalf("a call without progress asked carried a token upstream (%d with one)", n)
+	}
 }
 
 // Key rotation: secrets sealed under the previous key still open, and

@@ -57,7 +57,9 @@ type servedRig struct {
 	url   string
 }
 
-func newServedRig(t *testing.T) *servedRig {
+// newServedRig starts the rig; wrap, when set, wraps the test server's
+// handler.
+func newServedRig(t testing.TB, wrap func(http.Handler) http.Handler) *servedRig {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -65,7 +67,11 @@ func newServedRig(t *testing.T) *servedRig {
 	}
 	cl := &countingListener{Listener: ln}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", testserver.New(false).Handler())
+	h := testserver.New(false).Handler()
+	if wrap != nil {
+		h = wrap(h)
+	}
+	mux.Handle("/mcp", h)
 	hs := &http.Server{Handler: mux}
 	go func() { _ = hs.Serve(cl) }()
 	t.Cleanup(func() { _ = hs.Close() })
@@ -105,7 +111,7 @@ func (r *servedRig) echo(tool string) *tools.Outcome {
 // connections to the server, and read the account's servers from memory,
 // not the store.
 func TestCallsReuseTheUpstreamConnectionAndTheServerList(t *testing.T) {
-	r := newServedRig(t)
+	r := newServedRig(t, nil)
 	srv := mcpremote.Server{ID: "mcpsrv_s", AccountID: "acct_s", Name: "demo", URL: r.url, Enabled: true,
 		Auth: mcpremote.Auth{Type: mcpremote.AuthNone}, CreatedAt: time.Now(), UpdatedAt: time.Now()}
 	var err error
@@ -126,12 +132,12 @@ func TestCallsReuseTheUpstreamConnectionAndTheServerList(t *testing.T) {
 			t.Fatalf("call %d: %+v", i, out)
 		}
 	}
-	// Not exactly none: the SDK hands the answer over before it drains
-	// the rest of the POST's event stream, so the next POST now and then
-	// finds no idle connection and dials (a few in a hundred on a quiet
-	// machine, 26 seen under a full test run on 2 cores). A new session
-	// or transport per call would dial on every call.
-	if n := r.conns.accepted.Load() - conns; n >= 60 {
+	// Not always none: the SDK hands the answer over before it reads the
+	// end of the POST's event stream, so a call can find its connection
+	// still busy and dial another, which the pool then keeps. Cancelling
+	// the request before that end closed the connection instead (2 to 26
+	// new ones in a hundred calls).
+	if n := r.conns.accepted.Load() - conns; n > 5 {
 		t.Fatalf("100 calls opened %d new connections to the server (%d before), want the pooled ones reused", n, conns)
 	}
 	if n := r.under.lists.Load() - lists; n != 0 {
@@ -139,11 +145,60 @@ func TestCallsReuseTheUpstreamConnectionAndTheServerList(t *testing.T) {
 	}
 }
 
+// TestAStreamThatEndsLateKeepsItsConnection: a server that ends the
+// POST's event stream a moment after the answer (Node, a proxy) must not
+// cost a new connection per call: the call returns at the answer, and the
+// connection goes back to the pool when the stream ends.
+func TestAStreamThatEndsLateKeepsItsConnection(t *testing.T) {
+	var running atomic.Int64
+	r := newServedRig(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if req.Method != http.MethodPost {
+				h.ServeHTTP(w, req)
+				return
+			}
+			running.Add(1)
+			defer running.Add(-1)
+			h.ServeHTTP(w, req)
+			// The answer is flushed; the stream's end comes later.
+			time.Sleep(20 * time.Millisecond)
+		})
+	})
+	srv := mcpremote.Server{ID: "mcpsrv_s", AccountID: "acct_s", Name: "demo", URL: r.url, Enabled: true,
+		Auth: mcpremote.Auth{Type: mcpremote.AuthNone}, CreatedAt: time.Now(), UpdatedAt: time.Now()}
+	var err error
+	if srv.Sealed, err = r.seal.Seal(srv.AccountID, srv.ID, mcpremote.Secrets{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.cache.CreateMCPServer(context.Background(), srv); err != nil {
+		t.Fatal(err)
+	}
+	settle := func() {
+		for running.Load() > 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if out := r.echo("demo__echo"); out.IsError {
+		t.Fatalf("warm-up call: %+v", out)
+	}
+	settle()
+	conns := r.conns.accepted.Load()
+	for i := range 20 {
+		if out := r.echo("demo__echo"); out.IsError {
+			t.Fatalf("call %d: %+v", i, out)
+		}
+		settle()
+	}
+	if n := r.conns.accepted.Load() - conns; n > 5 {
+		t.Fatalf("20 calls opened %d new connections to the server, want the pooled ones reused", n)
+	}
+}
+
 // TestRegistrationChangesReachTheNextCall: with the cache in front of the
 // store, a change through it — disabling, a per-tool override, a
 // rename, a delete — is what the very next call runs under.
 func TestRegistrationChangesReachTheNextCall(t *testing.T) {
-	r := newServedRig(t)
+	r := newServedRig(t, nil)
 	ctx := context.Background()
 	srv := mcpremote.Server{ID: "mcpsrv_s", AccountID: "acct_s", Name: "demo", URL: r.url, Enabled: true,
 		Auth: mcpremote.Auth{Type: mcpremote.AuthNone}, CreatedAt: time.Now(), UpdatedAt: time.Now()}

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"sync"
+	"time"
 
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
@@ -56,34 +58,58 @@ func trackerFrom(ctx context.Context) *tracker {
 // authTransport adds a server's headers and credentials to each request
 // and caps each response body.
 type authTransport struct {
-	base    http.RoundTripper
-	headers map[string]string
-	bearer  string
+	base http.RoundTripper
+	// headers are the server's headers and its bearer token, their keys
+	// canonical: set once per link, not per request.
+	headers http.Header
 	tokens  oauth2.TokenSource
 	maxBody int64
 }
 
+// drainGrace is how long a response body may go on being read after its
+// caller is done: the SDK hands the call's answer over before it reads
+// the end of the event stream, and cancelling the request before that end
+// would close the keep-alive connection (the next call would dial).
+const drainGrace = 250 * time.Millisecond
+
 func (a *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context())
-	for k, v := range a.headers {
-		req.Header.Set(k, v)
+	ctx := req.Context()
+	t := trackerFrom(ctx)
+	// A POST (a call's answer comes on its event stream) runs under a
+	// context of its own, cancelled when the caller's is done (at once
+	// before the answer starts, drainGrace later while its body is still
+	// being read) or when its body is done. A GET's stream has no end to
+	// wait for: it goes with its caller.
+	var d *detached
+	rctx := ctx
+	if req.Method == http.MethodPost {
+		var rcancel context.CancelFunc
+		rctx, rcancel = context.WithCancel(context.WithoutCancel(ctx))
+		d = &detached{cancel: rcancel}
 	}
-	switch {
-	case a.bearer != "":
-		req.Header.Set("Authorization", "Bearer "+a.bearer)
-	case a.tokens != nil:
+	out := req.WithContext(rctx)
+	out.Header = make(http.Header, len(req.Header)+len(a.headers)+1)
+	for k, v := range req.Header {
+		out.Header[k] = v
+	}
+	for k, v := range a.headers {
+		out.Header[k] = v
+	}
+	if a.tokens != nil {
 		tok, err := a.tokens.Token()
 		if err != nil {
-			if t := trackerFrom(req.Context()); t != nil {
+			d.done()
+			if t != nil {
 				t.set(func(t *tracker) { t.notSent = true })
 			}
 			return nil, fmt.Errorf("get an access token from the token endpoint: %w", err)
 		}
-		tok.SetAuthHeader(req)
+		tok.SetAuthHeader(out)
 	}
-	resp, err := a.base.RoundTrip(req)
-	t := trackerFrom(req.Context())
+	d.watch(ctx)
+	resp, err := a.base.RoundTrip(out)
 	if err != nil {
+		d.done()
 		var op *net.OpError
 		if t != nil && errors.As(err, &op) && op.Op == "dial" {
 			t.set(func(t *tracker) { t.notSent = true })
@@ -93,17 +119,83 @@ func (a *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t != nil {
 		t.set(func(t *tracker) { t.status = resp.StatusCode })
 	}
-	if a.maxBody > 0 {
-		resp.Body = &cappedBody{r: resp.Body, left: a.maxBody, t: t}
+	d.answered()
+	if a.maxBody > 0 || d != nil {
+		left := a.maxBody
+		if left <= 0 {
+			left = math.MaxInt64
+		}
+		resp.Body = &cappedBody{r: resp.Body, left: left, t: t, d: d}
 	}
 	return resp, nil
 }
 
-// cappedBody fails a read past its limit.
+// detached is the request context of one POST and when it ends; nil
+// for other requests (every method is a no-op).
+type detached struct {
+	cancel context.CancelFunc
+	stop   func() bool
+
+	mu       sync.Mutex
+	started  bool // the response headers came
+	finished bool
+	grace    *time.Timer
+}
+
+// watch ends the request when the caller's context is done.
+func (d *detached) watch(caller context.Context) {
+	if d != nil {
+		d.stop = context.AfterFunc(caller, d.callerDone)
+	}
+}
+
+func (d *detached) answered() {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	d.started = true
+	d.mu.Unlock()
+}
+
+// callerDone runs when the caller's context is done.
+func (d *detached) callerDone() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case d.finished:
+	case d.started:
+		d.grace = time.AfterFunc(drainGrace, d.cancel)
+	default:
+		d.cancel()
+	}
+}
+
+// done ends the request context: the body was read to its end or
+// closed, or the request failed.
+func (d *detached) done() {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	d.finished = true
+	if d.grace != nil {
+		d.grace.Stop()
+	}
+	d.mu.Unlock()
+	if d.stop != nil {
+		d.stop()
+	}
+	d.cancel()
+}
+
+// cappedBody fails a read past its limit and ends the request's context
+// with the body.
 type cappedBody struct {
 	r    io.ReadCloser
 	left int64
 	t    *tracker
+	d    *detached
 }
 
 func (c *cappedBody) Read(p []byte) (int, error) {
@@ -121,19 +213,29 @@ func (c *cappedBody) Read(p []byte) (int, error) {
 	}
 	n, err := c.r.Read(p)
 	c.left -= int64(n)
+	if err == io.EOF {
+		// The connection is back in the pool by now.
+		c.d.done()
+	}
 	return n, err
 }
 
-func (c *cappedBody) Close() error { return c.r.Close() }
+func (c *cappedBody) Close() error {
+	err := c.r.Close()
+	c.d.done()
+	return err
+}
 
 // httpClient is the client of one server: the gateway's transport (the
 // SSRF dialer) with the server's secrets; tokens are an authorized
 // oauth_authorization_code server's.
 func (g *Gateway) httpClient(srv mcpremote.Server, sec mcpremote.Secrets, tokens oauth2.TokenSource, maxBody int64) *http.Client {
-	at := &authTransport{base: g.transport, headers: sec.Headers, maxBody: maxBody}
+	at := &authTransport{base: g.transport, headers: headerSet(sec.Headers), maxBody: maxBody}
 	switch srv.Auth.Type {
 	case mcpremote.AuthBearer:
-		at.bearer = sec.BearerToken
+		if sec.BearerToken != "" {
+			at.headers.Set("Authorization", "Bearer "+sec.BearerToken)
+		}
 	case mcpremote.AuthClientCredentials:
 		cc := clientcredentials.Config{ClientID: srv.Auth.ClientID, ClientSecret: sec.ClientSecret,
 			TokenURL: srv.Auth.TokenURL, Scopes: srv.Auth.Scopes}
@@ -144,4 +246,13 @@ func (g *Gateway) httpClient(srv mcpremote.Server, sec mcpremote.Secrets, tokens
 		at.tokens = tokens
 	}
 	return &http.Client{Transport: at}
+}
+
+// headerSet is a server's headers with canonical keys.
+func headerSet(headers map[string]string) http.Header {
+	h := make(http.Header, len(headers)+1)
+	for k, v := range headers {
+		h.Set(k, v)
+	}
+	return h
 }

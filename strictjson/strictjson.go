@@ -3,7 +3,10 @@
 // keeps the last of duplicate keys and a Decoder stops after the first
 // value, so `{"name":"roll_dice","name":"get_time"}` or a body followed by
 // garbage would otherwise be read as something the sender may not have
-// meant. Check walks the token stream without building values.
+// meant. Check first runs Scan, an allocation-free byte scan that vouches
+// for the usual input; what it cannot vouch for, every error included, is
+// decided by a walk of encoding/json's token stream, which words the
+// errors. Decode builds the value of what Scan vouches for.
 package strictjson
 
 import (
@@ -32,6 +35,15 @@ func Check(b []byte) error { return CheckDepth(b, MaxDepth) }
 // 2, the JSON-RPC envelope and its params: tool arguments are the
 // pipeline's to refuse, as a tool result the model can read.
 func CheckDepth(b []byte, keyDepth int) error {
+	if Scan(b, keyDepth, nil) {
+		return nil
+	}
+	return walk(b, keyDepth)
+}
+
+// walk is CheckDepth by encoding/json's token stream: the verdict of
+// record, and the wording of every error.
+func walk(b []byte, keyDepth int) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	type frame struct {
 		keys   map[string]struct{}

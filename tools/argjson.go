@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
+
+	"toolhost/strictjson"
 )
 
 // ErrArgsSyntax is wrapped by every strict-parse failure.
@@ -24,11 +27,25 @@ var ErrArgsSyntax = errors.New("arguments are not strict JSON")
 //
 // encoding/json accepts duplicate keys (last wins) and trailing values in a
 // stream, so we walk its token stream ourselves rather than call Unmarshal.
+// An object strictjson.Decode vouches for (the arguments of almost every
+// call) is built by it instead, without a token stream's allocation per
+// token; everything else, every error included, takes the walk.
 func ParseArgs(raw []byte) (map[string]any, error) {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		return map[string]any{}, nil
 	}
+	if v, ok := strictjson.Decode(trimmed, canonicalNumberAny); ok {
+		if obj, ok := v.(map[string]any); ok {
+			return obj, nil
+		}
+	}
+	return parseArgsWalk(trimmed)
+}
+
+// parseArgsWalk is ParseArgs by encoding/json's token stream: the verdict
+// of record, and the wording of every error.
+func parseArgsWalk(trimmed []byte) (map[string]any, error) {
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.UseNumber()
 	v, err := parseValue(dec, "")
@@ -105,6 +122,8 @@ func parseValue(dec *json.Decoder, path string) (any, error) {
 		return t, nil // string, bool, nil
 	}
 }
+
+func canonicalNumberAny(n json.Number) (any, error) { return canonicalNumber(n) }
 
 // canonicalNumber rewrites n so that equal values are spelled alike: integers
 // without fraction or exponent, everything else in Go's shortest form.
@@ -184,7 +203,20 @@ func escapePointer(s string) string {
 
 // CanonicalJSON encodes v with sorted object keys and canonical numbers, the
 // form the idempotency digest is taken over.
+//
+// The values ParseArgs builds (maps, slices, json.Number, strings, bools,
+// nil) are written by appendCanonical; a value of any other type (a
+// Normalizer may put one in) sends the whole of v to json.Encoder, whose
+// bytes appendCanonical's are (TestCanonicalJSONAsEncoder).
 func CanonicalJSON(v any) (json.RawMessage, error) {
+	if b, ok := appendCanonical(make([]byte, 0, 256), v); ok {
+		return b, nil
+	}
+	return encodeCanonical(v)
+}
+
+// encodeCanonical is CanonicalJSON by json.Encoder.
+func encodeCanonical(v any) (json.RawMessage, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -192,4 +224,113 @@ func CanonicalJSON(v any) (json.RawMessage, error) {
 		return nil, err
 	}
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// appendCanonical appends v as json.Encoder with SetEscapeHTML(false)
+// writes it, or says false for a value it leaves to the encoder.
+func appendCanonical(b []byte, v any) ([]byte, bool) {
+	switch v := v.(type) {
+	case nil:
+		return append(b, "null"...), true
+	case bool:
+		return strconv.AppendBool(b, v), true
+	case string:
+		return appendCanonicalString(b, v), true
+	case json.Number:
+		if !plainNumber(string(v)) {
+			return b, false // "" is written as 0, an invalid one refused
+		}
+		return append(b, v...), true
+	case []any:
+		if v == nil {
+			return append(b, "null"...), true
+		}
+		b = append(b, '[')
+		for i, e := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var ok bool
+			if b, ok = appendCanonical(b, e); !ok {
+				return b, false
+			}
+		}
+		return append(b, ']'), true
+	case map[string]any:
+		if v == nil {
+			return append(b, "null"...), true
+		}
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b = append(b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendCanonicalString(b, k)
+			b = append(b, ':')
+			var ok bool
+			if b, ok = appendCanonical(b, v[k]); !ok {
+				return b, false
+			}
+		}
+		return append(b, '}'), true
+	}
+	return b, false
+}
+
+// appendCanonicalString writes s as it is when it is printable ASCII
+// without a quote or backslash, through json.Encoder otherwise.
+func appendCanonicalString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			q, _ := encodeCanonical(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// plainNumber reports whether s is a JSON number (what json.Encoder
+// checks of a json.Number before writing it as it is).
+func plainNumber(s string) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		n := 0
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case digits() == 0:
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(s)
 }

@@ -142,7 +142,7 @@ func (pl *pipeline) parse(ctx context.Context) (*Outcome, error) {
 		return pl.c.reject(ctx, journal.StateParseRejected, StatusError, Errorf(CodeInvalidJSON, "%s arguments: %s", pl.p.Tool, strings.TrimPrefix(err.Error(), ErrArgsSyntax.Error()+": ")))
 	}
 	pl.args = args
-	return nil, pl.c.move(journal.StateParsed, parsedDetail{Parser: "strict-json", Bytes: len(pl.p.Args)})
+	return nil, pl.c.move(journal.StateParsed, parsedDetail{Parser: "strict-json", Bytes: len(pl.p.Args)}.raw())
 }
 
 // validate checks the arguments against the tool's schema. The schema's
@@ -176,7 +176,7 @@ func (pl *pipeline) normalize(ctx context.Context) (*Outcome, error) {
 		Dialect: catalog.SchemaDialect, Validator: validatorName, FormatAssertion: true,
 		ReferenceClock: pl.ref.Clock.Format(time.RFC3339Nano), TimeZone: pl.ref.TimeZone.String(),
 		ArgsDigest: c.rec.ArgsDigest,
-	}); err != nil {
+	}.raw()); err != nil {
 		return nil, err
 	}
 	inv := &Invocation{
@@ -240,7 +240,7 @@ func (pl *pipeline) authorize(ctx context.Context) (release func(Outcome), _ *Ou
 	}
 	return release, nil, c.move(journal.StateAuthorized, authorizedDetail{
 		AccountID: c.rec.AccountID, KeyID: p.Caller.KeyID, Scopes: p.Caller.Scopes,
-	})
+	}.raw())
 }
 
 // deny ends a call its permissions refuse.

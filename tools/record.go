@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -35,13 +36,25 @@ const (
 // Digest is the idempotency request digest of §6.5/§6.8: SHA-256 over
 // account ‖ tool name ‖ tool version ‖ canonical normalized arguments, each
 // part length-prefixed so no two different tuples hash the same bytes.
+//
+// The prefixes are appended with strconv into one stack buffer, not
+// written with fmt (an allocation and a format parse per part, on every
+// call's path); the bytes hashed are the same (TestDigestBytes).
 func Digest(account, tool, version string, canonicalArgs []byte) string {
 	h := sha256.New()
-	for _, part := range [][]byte{[]byte(account), []byte(tool), []byte(version), canonicalArgs} {
-		fmt.Fprintf(h, "%d:", len(part))
-		h.Write(part)
+	var buf [128]byte
+	b := buf[:0]
+	for _, part := range [...]string{account, tool, version} {
+		b = strconv.AppendInt(b, int64(len(part)), 10)
+		b = append(b, ':')
+		b = append(b, part...)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	b = strconv.AppendInt(b, int64(len(canonicalArgs)), 10)
+	b = append(b, ':')
+	h.Write(b)
+	h.Write(canonicalArgs)
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0]))
 }
 
 // JournalTruncatedMark ends a value the journal stored only the start of.
@@ -92,7 +105,7 @@ func (e *Executor) begin(p Proposal) *callRecord {
 		Status: journal.StatusRunning, Lifecycle: journal.Opened, Commit: journal.CommitPending,
 		StartedAt: start, CreatedAt: start, DeliveryMode: "inline", AttemptNo: 1,
 	}
-	tr := journal.NewTrail(time.Now, proposedDetail{CallID: p.CallID, Tool: p.Tool, ArgsBytes: len(p.Args)})
+	tr := journal.NewTrail(time.Now, proposedDetail{CallID: p.CallID, Tool: p.Tool, ArgsBytes: len(p.Args)}.raw())
 	return &callRecord{e: e, rec: rec, tr: tr, start: start,
 		out: &Outcome{ExecutionID: id, Tool: p.Tool, CallID: p.CallID}}
 }
@@ -173,11 +186,11 @@ func (c *callRecord) reject(ctx context.Context, state journal.State, status Sta
 // side effects) and returns the events not yet written.
 func (c *callRecord) openEvents(spec catalog.Spec, deadline time.Time, timeout time.Duration) ([]journal.Event, error) {
 	if spec.SideEffect != catalog.SideEffectNone {
-		if err := c.move(journal.StatePrepared, preparedDetail{SideEffectLevel: string(spec.SideEffect), ArgsDigest: c.rec.ArgsDigest}); err != nil {
+		if err := c.move(journal.StatePrepared, preparedDetail{SideEffectLevel: string(spec.SideEffect), ArgsDigest: c.rec.ArgsDigest}.raw()); err != nil {
 			return nil, err
 		}
 	}
-	if err := c.move(journal.StateExecuting, executingDetail{Attempt: 1, Deadline: deadline.UTC().Format(time.RFC3339Nano), TimeoutMS: timeout.Milliseconds()}); err != nil {
+	if err := c.move(journal.StateExecuting, executingDetail{Attempt: 1, Deadline: deadline.UTC().Format(time.RFC3339Nano), TimeoutMS: timeout.Milliseconds()}.raw()); err != nil {
 		return nil, err
 	}
 	return c.tr.Take(), nil
@@ -199,7 +212,7 @@ func (c *callRecord) finish(ctx context.Context, spec catalog.Spec, ran, toolErr
 			err = c.move(journal.StateCommitted, nil)
 		}
 		if err == nil {
-			err = c.move(journal.StateObserved, observedDetail{Status: out.Status, ResultBytes: len(out.Text), Truncated: out.Truncated})
+			err = c.move(journal.StateObserved, observedDetail{Status: out.Status, ResultBytes: len(out.Text), Truncated: out.Truncated}.raw())
 		}
 		commit = journal.CommitCommitted
 	case ran && effects:

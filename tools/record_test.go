@@ -3,11 +3,14 @@ package tools_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -334,6 +337,25 @@ func TestDigestSeparatesItsParts(t *testing.T) {
 	}
 	if a != tools.Digest("ab", "c", "1", []byte("{}")) {
 		t.Error("digest is not deterministic")
+	}
+}
+
+// TestDigestBytes: Digest hashes "len:part" for each part, the stored
+// digests' form (a golden value, and the formula written with fmt).
+func TestDigestBytes(t *testing.T) {
+	// Computed by the fmt-based Digest before it was rewritten.
+	if got := tools.Digest("local", "get_time", "1.0.0", []byte(`{"timezone":"UTC"}`)); got != "7381fddd0dbb250cf319618dc5fb64f49133c1b2be5dea1ef261a94f4ed7cf05" {
+		t.Errorf("golden digest: %s", got)
+	}
+	long := strings.Repeat("é", 100)
+	for _, p := range [][4]string{{"", "", "", ""}, {"local", "get_time", "1.0.0", `{"a":1}`}, {long, long, long, long}} {
+		h := sha256.New()
+		for _, part := range p {
+			fmt.Fprintf(h, "%d:%s", len(part), part)
+		}
+		if want, got := hex.EncodeToString(h.Sum(nil)), tools.Digest(p[0], p[1], p[2], []byte(p[3])); got != want {
+			t.Errorf("Digest(%.20q) = %s, want %s", p, got, want)
+		}
 	}
 }
 

@@ -124,6 +124,10 @@ func (inv *Invocation) Decode(v any) error {
 	return nil
 }
 
+// WantsProgress says whether the caller asked for progress: a tool that
+// would ask someone else for it (a remote MCP server) asks only then.
+func (inv *Invocation) WantsProgress() bool { return inv.progress != nil }
+
 // Progress reports progress to the caller if it asked for it; otherwise it
 // does nothing. Safe to call from any goroutine the tool owns.
 func (inv *Invocation) Progress(progress, total float64, message string) {

@@ -124,6 +124,9 @@ func New(hostile bool) *Server {
 		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			s.count("progress")
 			tok := req.Params.GetProgressToken()
+			if tok != nil {
+				s.count("progress:token")
+			}
 			for i := 1; i <= 3 && tok != nil; i++ {
 				_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: 3})
 			}

@@ -127,19 +127,10 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rpcError(w, http.StatusBadRequest, nil, codeParseError, "reading the request body: "+clip.Echo(err.Error()))
 		return
 	}
-	// The envelope and its params are strict; the tool arguments inside
-	// are the pipeline's to refuse, as a result the model can read.
-	if err := strictjson.CheckDepth(body, 2); err != nil {
+	msgs, err := envelopes(body)
+	if err != nil {
 		rpcError(w, http.StatusBadRequest, nil, codeParseError, "parse error: "+strings.TrimPrefix(err.Error(), strictjson.ErrNotStrict.Error()+": "))
 		return
-	}
-	var msgs []envelope
-	if bytes.HasPrefix(bytes.TrimSpace(body), []byte("[")) {
-		_ = json.Unmarshal(body, &msgs)
-	} else {
-		var m envelope
-		_ = json.Unmarshal(body, &m)
-		msgs = []envelope{m}
 	}
 	initialize := false
 	for _, m := range msgs {
@@ -152,7 +143,8 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		case "tools/call":
 			var name string
-			if json.Unmarshal(m.Params.Name, &name) == nil && len([]rune(name)) > maxToolNameRunes {
+			// A name of n bytes written holds at most n-2 characters.
+			if len(m.Params.Name)-2 > maxToolNameRunes && json.Unmarshal(m.Params.Name, &name) == nil && len([]rune(name)) > maxToolNameRunes {
 				rpcError(w, http.StatusBadRequest, m.ID, codeInvalidParams, fmt.Sprintf("tool name %q is longer than %d characters", clip.Echo(name), maxToolNameRunes))
 				return
 			}
