@@ -212,8 +212,10 @@ type Journal struct {
 	CommitDelay *duration.Duration `json:"commit_delay"`
 	// Spool is the journal's write-ahead spool under DATA/journal (on by
 	// default): a call's opened record is durable there before its tool
-	// runs, and reaches the store while the call runs or together with its
-	// outcome, which is in the store before the call returns. false writes
+	// runs (a read-only call's within 5 ms of its start, or with its
+	// outcome when it ends sooner), and reaches the store while the call
+	// runs or together with its outcome, which is in the store before the
+	// call returns. false writes
 	// every record to the store and waits for it (two commits per call).
 	Spool *bool `json:"spool"`
 	// SpoolSync flushes the spool to the disk at every write (off by

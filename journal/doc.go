@@ -8,15 +8,26 @@
 //   - A call's state only moves along the edges in transitions (state.go);
 //     Trail refuses any other move, so an illegal sequence never reaches the
 //     store. Rejection states are terminal: a rejected call is never executed.
-//   - A record is durable before its tool runs (Journal.Open) and again when
-//     the call ends (Journal.Finish). With a spool (spool.go, the way serve
-//     runs) durable means appended to this process's write-ahead spool file;
-//     the spool reaches the store in batches, a call's two writes merged
-//     into one row write, and every read through Journal.Store first makes
-//     the spools of this process and of live replicas reach it. A process
-//     that dies leaves its spool for the next one to apply, idempotently
+//   - A record of a call with side effects (sandbox, irreversible) is
+//     durable before its tool runs (Journal.Open) and again when the call
+//     ends (Journal.Finish). With a spool (spool.go, the way serve runs)
+//     durable means appended to this process's write-ahead spool file; the
+//     spool reaches the store in batches, a call's two writes merged into
+//     one row write, and every read through Journal.Store first makes the
+//     spools of this process and of live replicas reach it. A process that
+//     dies leaves its spool for the next one to apply, idempotently
 //     (Store.Apply). Without a spool, writes of concurrent calls share one
 //     store transaction (group commit).
+//   - With a spool, a read-only call (side effect level none) need not be
+//     durable before its tool runs: its opened record is appended merged
+//     with its outcome (one insert of the finished record, one write), or
+//     on its own once the call has run
+//     Options.ReadOnlyOpenDelay (readonly.go), or when a reader flushes
+//     the spool. Its outcome is durable before the call returns, like any
+//     other. A crash loses only the opened records of read-only calls
+//     younger than that delay, which changed nothing outside. Idempotency
+//     claims (Journal.Claim) are written to the store before the tool runs,
+//     whatever the level.
 //   - Nothing is ever deleted from the journal. Records left opened by a dead
 //     process are reconciled at start-up (Journal.Reconcile): read-only calls
 //     to status timeout with commit outcome discarded, calls with side effects

@@ -28,10 +28,21 @@ type Options struct {
 	// end of a call that another process runs. Default 100 ms.
 	PollInterval time.Duration
 	// SpoolDir, when set, is the directory of the journal's write-ahead
-	// spool (spool.go): opened records are durable there before their tool
-	// runs and outcomes go to the store before their call returns. Empty:
-	// every write waits for the store itself.
+	// spool (spool.go): opened records of calls with side effects are
+	// durable there before their tool runs, those of read-only calls join
+	// their outcome (ReadOnlyOpenDelay), and outcomes are durable there
+	// before their call returns. Empty: every write waits for the store
+	// itself.
 	SpoolDir string
+	// ReadOnlyOpenDelay is how long the opened record of a read-only call
+	// (side effect level none) may stay out of the spool while its tool
+	// runs. A call that ends sooner appends its opened record and its
+	// outcome in one write; one still running then appends its opened
+	// record at that moment. A crash loses the opened records of read-only
+	// calls younger than this, and nothing else: such a call changed
+	// nothing outside. Default 5 ms; negative: every opened record is
+	// durable before its tool runs.
+	ReadOnlyOpenDelay time.Duration
 	// SpoolSync flushes the spool file to the disk at every write, so that
 	// a power cut loses nothing either (not only a crash of the process).
 	SpoolSync bool
@@ -68,7 +79,7 @@ type Journal struct {
 	wg    sync.WaitGroup
 
 	mu      sync.Mutex
-	running map[string]chan struct{} // open records of this process
+	running map[string]*run // open records of this process
 	closed  bool
 
 	spool    atomic.Pointer[spool] // set by Start when Options.SpoolDir is
@@ -92,6 +103,9 @@ func New(s Store, opts Options) *Journal {
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = 100 * time.Millisecond
 	}
+	if opts.ReadOnlyOpenDelay == 0 {
+		opts.ReadOnlyOpenDelay = 5 * time.Millisecond
+	}
 	if opts.ApplyInterval <= 0 {
 		opts.ApplyInterval = 200 * time.Millisecond
 	}
@@ -112,7 +126,7 @@ func New(s Store, opts Options) *Journal {
 		opts:    opts,
 		queue:   make(chan *pending, opts.MaxBatch),
 		stop:    make(chan struct{}),
-		running: map[string]chan struct{}{},
+		running: map[string]*run{},
 	}
 	j.wg.Add(1)
 	go j.writer()
@@ -125,6 +139,11 @@ func New(s Store, opts Options) *Journal {
 func (j *Journal) Abandon() {
 	j.mu.Lock()
 	j.closed = true
+	for _, rn := range j.running {
+		if rn.timer != nil {
+			rn.timer.Stop() // a dead process spools nothing more
+		}
+	}
 	j.mu.Unlock()
 	if j.listen != nil {
 		j.listen()
@@ -141,9 +160,11 @@ func (j *Journal) Abandon() {
 // has started here, opened or finished.
 func (j *Journal) Store() Store { return flushedStore{Store: j.store, j: j} }
 
-// Flush applies everything spooled so far to the store.
+// Flush applies everything spooled so far to the store, with the opened
+// records of the read-only calls running now.
 func (j *Journal) Flush(ctx context.Context) error {
 	if sp := j.spool.Load(); sp != nil {
+		j.spoolOpened()
 		return sp.flush(ctx)
 	}
 	return nil
@@ -170,6 +191,7 @@ func (j *Journal) Close() {
 		j.listen()
 	}
 	if sp := j.spool.Load(); sp != nil {
+		j.spoolOpened() // calls still running stay visible to the next start
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		if err := sp.close(ctx); err != nil {
 			j.opts.Logger.Error("journal: closing the spool", "err", err)
@@ -297,12 +319,23 @@ func (j *Journal) write(ctx context.Context, w Write) error {
 // Open makes a new opened record durable, with its events so far: in the
 // spool when there is one, except for a tool whose effects are
 // irreversible, whose record must be in the store itself before it runs.
+// With a spool, a read-only call's opened record is not written yet: it
+// goes to the spool with the call's outcome (Finish), or on its own once
+// the call has run ReadOnlyOpenDelay, or when a reader flushes the spool.
 func (j *Journal) Open(ctx context.Context, r Record, evs []Event) error {
 	r.InstanceID = j.opts.InstanceID
-	j.track(r.ID)
 	w := Write{Insert: true, Record: r, Events: evs}
+	rn := &run{done: make(chan struct{})}
+	sp := j.spool.Load()
+	if sp != nil && r.SideEffectLevel == sideEffectNone && j.opts.ReadOnlyOpenDelay > 0 {
+		rn.open = &w
+		rn.timer = time.AfterFunc(j.opts.ReadOnlyOpenDelay, func() { j.spill(rn) })
+		j.track(r.ID, rn)
+		return nil
+	}
+	j.track(r.ID, rn)
 	var err error
-	switch sp := j.spool.Load(); {
+	switch {
 	case sp == nil:
 		err = j.write(ctx, w)
 	case r.SideEffectLevel == sideEffectIrreversible:
@@ -320,33 +353,67 @@ func (j *Journal) Open(ctx context.Context, r Record, evs []Event) error {
 	return nil
 }
 
-// sideEffectIrreversible is catalog.SideEffectIrreversible, the level of
-// tools that may change the outside world for good.
-const sideEffectIrreversible = "irreversible"
+// Side effect levels (catalog.SideEffect*): none is a read-only tool,
+// irreversible one that may change the outside world for good.
+const (
+	sideEffectNone         = "none"
+	sideEffectIrreversible = "irreversible"
+)
 
-// Finish makes the outcome of an opened record durable.
+// Finish makes the outcome of an opened record durable; a read-only call
+// whose opened record is not in the spool yet writes both at once, merged
+// into one insert of the finished record.
 func (j *Journal) Finish(ctx context.Context, r Record, evs []Event) error {
 	defer j.untrack(r.ID)
-	return j.finished(ctx, Write{Record: r, Events: evs})
+	j.mu.Lock()
+	rn := j.running[r.ID]
+	j.mu.Unlock()
+	if rn != nil && rn.timer == nil {
+		rn = nil // its opened record is durable already
+	}
+	return j.finished(ctx, rn, Write{Record: r, Events: evs})
 }
 
 // Add makes a record that is already finished durable (a rejected or a
 // deduplicated call).
 func (j *Journal) Add(ctx context.Context, r Record, evs []Event) error {
 	r.InstanceID = j.opts.InstanceID
-	return j.finished(ctx, Write{Insert: true, Record: r, Events: evs})
+	return j.finished(ctx, nil, Write{Insert: true, Record: r, Events: evs})
 }
 
-// finished writes a finished call: durable once spooled; with
+// finished writes a finished call, merged with its opened record when rn
+// (only with a spool) still holds it: durable once spooled; with
 // WaitForStore, also in the store before the call returns. A store that
 // fails then does not fail the call: the spool keeps the write and applies
 // it when the store answers again.
-func (j *Journal) finished(ctx context.Context, w Write) error {
+func (j *Journal) finished(ctx context.Context, rn *run, w Write) error {
 	sp := j.spool.Load()
 	if sp == nil {
 		return j.write(ctx, w)
 	}
-	e, err := sp.append(ctx, w, j.opts.WaitForStore)
+	var open *Write
+	if rn != nil {
+		rn.timer.Stop()
+		// Held across the append: a spill that has begun ends first, and a
+		// reader's flush waits for this append.
+		rn.mu.Lock()
+		open, rn.open = rn.open, nil
+	}
+	ew := w
+	if open != nil {
+		// One insert of the finished record, as the apply side would
+		// merge the two writes: one frame, one write call.
+		ew = *open
+		ew.Record.takeOutcome(w.Record)
+		ew.Events = append(ew.Events[:len(ew.Events):len(ew.Events)], w.Events...)
+	}
+	e, err := sp.append(ctx, ew, j.opts.WaitForStore)
+	if rn != nil {
+		if err != nil {
+			rn.open = open
+		}
+		rn.mu.Unlock()
+	}
 	if err != nil {
 		return fmt.Errorf("journal write of %s: %w", w.Record.ID, err)
 	}
@@ -376,7 +443,7 @@ func (j *Journal) writeNow(ctx context.Context, w Write) error {
 func (j *Journal) Claim(ctx context.Context, k, digest string, r Record, evs []Event) (ClaimResult, error) {
 	r.InstanceID = j.opts.InstanceID
 	now := j.opts.Clock()
-	j.track(r.ID)
+	j.track(r.ID, &run{done: make(chan struct{})})
 	res, err := j.store.Claim(ctx, Claim{
 		AccountID: r.AccountID, Key: k, Digest: digest, Tool: r.ToolName, Version: r.ToolVersion,
 		Now: now, ExpiresAt: now.Add(j.opts.IdempotencyRetention),
@@ -394,11 +461,11 @@ func (j *Journal) Claim(ctx context.Context, k, digest string, r Record, evs []E
 // Wait returns the record id of account once it is finished, or ctx's error.
 func (j *Journal) Wait(ctx context.Context, accountID, id string) (Record, error) {
 	j.mu.Lock()
-	ch := j.running[id]
+	rn := j.running[id]
 	j.mu.Unlock()
-	if ch != nil {
+	if rn != nil {
 		select {
-		case <-ch:
+		case <-rn.done:
 		case <-ctx.Done():
 			return Record{}, ctx.Err()
 		}
@@ -430,16 +497,16 @@ func (j *Journal) inFlight() int {
 	return len(j.running)
 }
 
-func (j *Journal) track(id string) {
+func (j *Journal) track(id string, rn *run) {
 	j.mu.Lock()
-	j.running[id] = make(chan struct{})
+	j.running[id] = rn
 	j.mu.Unlock()
 }
 
 func (j *Journal) untrack(id string) {
 	j.mu.Lock()
-	if ch, ok := j.running[id]; ok {
-		close(ch)
+	if rn, ok := j.running[id]; ok {
+		close(rn.done)
 		delete(j.running, id)
 	}
 	j.mu.Unlock()

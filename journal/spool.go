@@ -14,12 +14,14 @@ import (
 // The spool is the journal's write-ahead log on local disk. With it, a
 // call's opened record is durable once appended to a file (one write
 // system call for all the calls that arrive together) and the call's tool
-// may run at once; the record reaches the store later. When the call ends,
-// its outcome is appended and then applied to the store before the call
-// returns, merged with its opened record when that is still in the spool:
-// a short call costs the store one insert, not an insert and an update.
-// Opened records of calls that run longer reach the store after
-// ApplyInterval, so the store shows calls in flight too.
+// may run at once; the record reaches the store later. A read-only call
+// does not even wait for that: its opened record is appended merged with
+// its outcome, one frame, unless the call runs longer than
+// ReadOnlyOpenDelay (readonly.go). When the call ends, its outcome is
+// appended and applied to the store, merged with its opened record when
+// that is still in the spool: a short call costs the store one insert, not
+// an insert and an update. Opened records of calls that run longer reach
+// the store after ApplyInterval, so the store shows calls in flight too.
 //
 // Guarantees: a spooled write survives the death of the process (it is in
 // the file before anything acts on it; with SpoolSync it is also flushed to
@@ -465,6 +467,9 @@ func (s *spool) close(ctx context.Context) error {
 
 // abandon stops the ticker and lets go of the files, deleting nothing.
 func (s *spool) abandon() {
+	s.amu.Lock()
+	s.closed = true
+	s.amu.Unlock()
 	close(s.stop)
 	s.wg.Wait()
 	s.files.mu.Lock()

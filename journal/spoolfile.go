@@ -60,6 +60,7 @@ type spoolFiles struct {
 	size   int64
 	last   uint64 // last seq written into f
 	closed []segment
+	writes int // write calls so far, for the tests
 }
 
 func segmentPath(dir, instance string, n int) string {
@@ -153,6 +154,7 @@ func (s *spoolFiles) write(frames []byte, last uint64) error {
 	}
 	s.size += int64(len(frames))
 	s.last = last
+	s.writes++
 	if s.size >= segmentLimit {
 		s.rotate()
 	}

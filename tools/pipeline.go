@@ -249,9 +249,10 @@ func (pl *pipeline) deny(ctx context.Context, te *Error) (func(Outcome), *Outcom
 	return nil, o, err
 }
 
-// open makes the record durable before the tool runs. With an idempotency
-// key the record is written together with the key's claim, or the call is
-// answered from the call that holds the key.
+// open makes the record durable before a tool with side effects runs; a
+// read-only call's opened record may wait for its outcome (journal.Open).
+// With an idempotency key the record is written together with the key's
+// claim, or the call is answered from the call that holds the key.
 func (pl *pipeline) open(ctx context.Context) (*Outcome, error) {
 	if pl.p.IdempotencyKey != "" {
 		if done, err := pl.e.claim(ctx, pl.c, pl.ent.spec, pl.timeout); done || err != nil {

@@ -1,6 +1,7 @@
 package tools_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -366,5 +367,80 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached in 30 s")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// spoolBytes is everything in the journal spool segments under dir.
+func spoolBytes(t *testing.T, dir string) []byte {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(dir, "*.spool"))
+	if err != nil {
+		t.Error(err)
+	}
+	var all []byte
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Error(err)
+		}
+		all = append(all, b...)
+	}
+	return all
+}
+
+// TestOpenedRecordIsDurableBeforeAToolWithEffectsRuns: the tool looks at
+// the journal from inside its call. A tool with side effects finds its
+// opened record there (in the spool; for irreversible effects in the store
+// itself); a read-only tool's opened record waits for its outcome (the
+// spool holds neither until the call ends, then both).
+func TestOpenedRecordIsDurableBeforeAToolWithEffectsRuns(t *testing.T) {
+	for _, tc := range []struct {
+		effect  catalog.SideEffect
+		spooled bool // the opened record is in the spool while the tool runs
+		stored  bool // … in the store itself
+	}{
+		{catalog.SideEffectNone, false, false},
+		{catalog.SideEffectSandbox, true, false},
+		{catalog.SideEffectIrreversible, false, true},
+	} {
+		t.Run(string(tc.effect), func(t *testing.T) {
+			ctx := context.Background()
+			s := journal.NewMemStore()
+			dir := t.TempDir()
+			j := journal.New(s, journal.Options{InstanceID: uuid.NewString(), SpoolDir: dir, ApplyInterval: time.Hour, ReadOnlyOpenDelay: time.Hour})
+			if _, err := j.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			defer j.Close()
+			var during []byte
+			var stored []journal.Record
+			tool := &effectTool{effect: tc.effect, run: func(ctx context.Context) (*tools.Result, error) {
+				during = spoolBytes(t, dir)
+				var err error
+				stored, err = s.Opened(ctx)
+				return &tools.Result{Structured: map[string]any{"ok": true}}, err
+			}}
+			exec, err := tools.NewExecutor(tools.Options{Journal: j}, tool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.Execute(ctx, tools.Proposal{Tool: "effect", Args: json.RawMessage(`{}`)})
+			if err != nil || out.IsError {
+				t.Fatalf("%v %+v", err, out)
+			}
+			id := []byte(out.ExecutionID)
+			if got := bytes.Contains(during, id); got != tc.spooled {
+				t.Errorf("opened record in the spool while the tool ran: %v, want %v", got, tc.spooled)
+			}
+			if got := len(stored) == 1 && stored[0].ID == out.ExecutionID; got != tc.stored {
+				t.Errorf("opened record in the store while the tool ran: %v, want %v", got, tc.stored)
+			}
+			if !tc.stored && !bytes.Contains(spoolBytes(t, dir), id) {
+				t.Error("the call is not in the spool after it returned")
+			}
+			if r, err := j.Store().Get(ctx, tools.LocalAccount, out.ExecutionID); err != nil || r.Lifecycle != journal.Finished {
+				t.Errorf("the call read through the journal: %+v %v", r, err)
+			}
+		})
 	}
 }

@@ -196,15 +196,18 @@ func testSpool(t *testing.T, s journal.Store, shared bool) {
 // testSpoolReplay: what a process had only spooled when it died reaches the
 // store when the next process starts on the spool directory; doing it
 // twice (the second process died before deleting the spool) changes
-// nothing.
+// nothing. Spooled are a finished call, the opened record of a call with
+// side effects (durable before its tool runs) and that of a read-only call
+// that ran past ReadOnlyOpenDelay.
 func testSpoolReplay(t *testing.T, s journal.Store) {
 	dir := t.TempDir()
-	first := journal.New(s, journal.Options{InstanceID: uuid.NewString(), SpoolDir: dir, ApplyInterval: time.Hour})
+	first := journal.New(s, journal.Options{InstanceID: uuid.NewString(), SpoolDir: dir, ApplyInterval: time.Hour, ReadOnlyOpenDelay: time.Millisecond})
 	if _, err := first.Start(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
 	P, X, O := journal.StateProposed, journal.StateExecuting, journal.StateObserved
-	short, long := rec("short", base), rec("running", base)
+	short, long, reader := rec("short", base), rec("running", base), rec("reading", base)
+	long.SideEffectLevel = "sandbox"
 	if err := first.Open(ctx(t), short, evs(P, X)); err != nil {
 		t.Fatal(err)
 	}
@@ -214,8 +217,15 @@ func testSpoolReplay(t *testing.T, s journal.Store) {
 	if err := first.Open(ctx(t), long, evs(P, X)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Get(ctx(t), "acct", "running"); !errors.Is(err, journal.ErrNotFound) {
-		t.Fatalf("the opened record reached the store before ApplyInterval: %v", err)
+	size := spoolSize(t, dir)
+	if err := first.Open(ctx(t), reader, evs(P, X)); err != nil {
+		t.Fatal(err)
+	}
+	journalWait(t, "the opened record of a running read-only call to reach the spool", func() bool { return spoolSize(t, dir) > size })
+	for _, id := range []string{"running", "reading"} {
+		if _, err := s.Get(ctx(t), "acct", id); !errors.Is(err, journal.ErrNotFound) {
+			t.Fatalf("the opened record %s reached the store before ApplyInterval: %v", id, err)
+		}
 	}
 	first.Abandon()
 	saved := copyDir(t, dir)
@@ -226,12 +236,48 @@ func testSpoolReplay(t *testing.T, s journal.Store) {
 			t.Fatalf("round %d: %v", round, err)
 		}
 		wantRecord(t, s, "short", journal.Finished, P, X, O)
-		r := wantRecord(t, s, "running", journal.Opened, P, X)
-		if r.CallID != long.CallID || r.TraceID != long.TraceID || string(r.ArgsRaw) != string(long.ArgsRaw) {
-			t.Errorf("replayed record: %+v", r)
+		for _, want := range []journal.Record{long, reader} {
+			r := wantRecord(t, s, want.ID, journal.Opened, P, X)
+			if r.CallID != want.CallID || r.TraceID != want.TraceID || string(r.ArgsRaw) != string(want.ArgsRaw) || r.SideEffectLevel != want.SideEffectLevel {
+				t.Errorf("replayed record: %+v", r)
+			}
 		}
 		second.Close()
 		restoreDir(t, saved, dir)
+	}
+}
+
+// spoolSize is the number of bytes in the spool segments under dir.
+func spoolSize(t *testing.T, dir string) int64 {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, e := range entries {
+		if filepath.Ext(e.Name()) != ".spool" {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += info.Size()
+	}
+	return n
+}
+
+// journalWait polls cond until it holds; a minute without it fails the
+// test (a liveness bound, not a timing assertion).
+func journalWait(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited a minute for %s", what)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
