@@ -143,19 +143,8 @@ func (s *scanner) object(depth, objects int, member Member) bool {
 		if member != nil {
 			member(s.b[key.from:key.to], s.b[start:s.i])
 		}
-		s.ws()
-		if s.i >= len(s.b) {
-			return false
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-			s.ws()
-		case '}':
-			s.i++
-			return true
-		default:
-			return false
+		if more, ok := s.sep('}'); !more {
+			return ok
 		}
 	}
 }
@@ -171,21 +160,29 @@ func (s *scanner) array(depth, objects int) bool {
 		if !s.value(depth, objects, nil) {
 			return false
 		}
-		s.ws()
-		if s.i >= len(s.b) {
-			return false
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-			s.ws()
-		case ']':
-			s.i++
-			return true
-		default:
-			return false
+		if more, ok := s.sep(']'); !more {
+			return ok
 		}
 	}
+}
+
+// sep reads what follows a member or an element: ',' (more follow) or
+// end (the object or array ends there); anything else fails.
+func (s *scanner) sep(end byte) (more, ok bool) {
+	s.ws()
+	if s.i >= len(s.b) {
+		return false, false
+	}
+	switch s.b[s.i] {
+	case ',':
+		s.i++
+		s.ws()
+		return true, true
+	case end:
+		s.i++
+		return false, true
+	}
+	return false, false
 }
 
 // str scans a string at s.i (the opening quote); plain reports that it
