@@ -96,6 +96,22 @@ func newServedRig(t testing.TB, wrap func(http.Handler) http.Handler) *servedRig
 		url: "http://" + ln.Addr().String() + "/mcp"}
 }
 
+// registerDemo registers the rig's server as "demo" of acct_s, with no
+// auth, through the cache the gateway reads, and returns it as stored.
+func (r *servedRig) registerDemo(t testing.TB) mcpremote.Server {
+	t.Helper()
+	srv := mcpremote.Server{ID: "mcpsrv_s", AccountID: "acct_s", Name: "demo", URL: r.url, Enabled: true,
+		Auth: mcpremote.Auth{Type: mcpremote.AuthNone}, CreatedAt: time.Now(), UpdatedAt: time.Now()}
+	var err error
+	if srv.Sealed, err = r.seal.Seal(srv.AccountID, srv.ID, mcpremote.Secrets{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.cache.CreateMCPServer(context.Background(), srv); err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
 func (r *servedRig) echo(tool string) *tools.Outcome {
 	r.t.Helper()
 	out, err := r.exec.Execute(context.Background(), tools.Proposal{Tool: tool, Args: json.RawMessage(`{"message":"hi"}`),
@@ -112,15 +128,7 @@ func (r *servedRig) echo(tool string) *tools.Outcome {
 // not the store.
 func TestCallsReuseTheUpstreamConnectionAndTheServerList(t *testing.T) {
 	r := newServedRig(t, nil)
-	srv := mcpremote.Server{ID: "mcpsrv_s", AccountID: "acct_s", Name: "demo", URL: r.url, Enabled: true,
-		Auth: mcpremote.Auth{Type: mcpremote.AuthNone}, CreatedAt: time.Now(), UpdatedAt: time.Now()}
-	var err error
-	if srv.Sealed, err = r.seal.Seal(srv.AccountID, srv.ID, mcpremote.Secrets{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.cache.CreateMCPServer(context.Background(), srv); err != nil {
-		t.Fatal(err)
-	}
+	r.registerDemo(t)
 	for range 3 {
 		if out := r.echo("demo__echo"); out.IsError {
 			t.Fatalf("warm-up call: %+v", out)
@@ -164,15 +172,7 @@ func TestAStreamThatEndsLateKeepsItsConnection(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		})
 	})
-	srv := mcpremote.Server{ID: "mcpsrv_s", AccountID: "acct_s", Name: "demo", URL: r.url, Enabled: true,
-		Auth: mcpremote.Auth{Type: mcpremote.AuthNone}, CreatedAt: time.Now(), UpdatedAt: time.Now()}
-	var err error
-	if srv.Sealed, err = r.seal.Seal(srv.AccountID, srv.ID, mcpremote.Secrets{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.cache.CreateMCPServer(context.Background(), srv); err != nil {
-		t.Fatal(err)
-	}
+	r.registerDemo(t)
 	settle := func() {
 		for running.Load() > 0 {
 			time.Sleep(time.Millisecond)
@@ -200,15 +200,7 @@ func TestAStreamThatEndsLateKeepsItsConnection(t *testing.T) {
 func TestRegistrationChangesReachTheNextCall(t *testing.T) {
 	r := newServedRig(t, nil)
 	ctx := context.Background()
-	srv := mcpremote.Server{ID: "mcpsrv_s", AccountID: "acct_s", Name: "demo", URL: r.url, Enabled: true,
-		Auth: mcpremote.Auth{Type: mcpremote.AuthNone}, CreatedAt: time.Now(), UpdatedAt: time.Now()}
-	var err error
-	if srv.Sealed, err = r.seal.Seal(srv.AccountID, srv.ID, mcpremote.Secrets{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.cache.CreateMCPServer(ctx, srv); err != nil {
-		t.Fatal(err)
-	}
+	srv := r.registerDemo(t)
 	if out := r.echo("demo__echo"); out.IsError {
 		t.Fatalf("registered: %+v", out)
 	}
