@@ -41,6 +41,9 @@ type pending struct {
 	account, server string
 	code            chan *auth.AuthorizationResult
 	done            chan error
+	// guard is the flow's client to the authorization server: its first
+	// refused response is the flow's error.
+	guard *authGuard
 	// cancel ends the flow's goroutine.
 	cancel context.CancelFunc
 }
@@ -99,14 +102,19 @@ func (g *Gateway) Authorize(ctx context.Context, srv mcpremote.Server, redirectU
 	}
 	fctx, cancel := context.WithTimeout(g.closing, AuthorizeTimeout)
 	urls := make(chan string, 1)
-	p := &pending{account: srv.AccountID, server: srv.ID, code: make(chan *auth.AuthorizationResult, 1), done: make(chan error, 1), cancel: cancel}
+	hc, guard := newAuthClient(g.transport, g.authTimeout(), true)
+	p := &pending{account: srv.AccountID, server: srv.ID, code: make(chan *auth.AuthorizationResult, 1), done: make(chan error, 1), cancel: cancel, guard: guard}
 	var state string
-	hc := &http.Client{Transport: g.transport, Timeout: g.opts.ProbeTimeout * 3}
 	cfg := &auth.AuthorizationCodeHandlerConfig{
 		RedirectURL:         redirectURL,
 		Client:              hc,
 		RequestRefreshToken: true,
 		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+			// A refused metadata answer the SDK skipped over (it then
+			// guesses the endpoints) still ends the flow.
+			if err := guard.failure(); err != nil {
+				return nil, err
+			}
 			u, err := url.Parse(args.URL)
 			if err != nil {
 				return nil, fmt.Errorf("the authorization URL: %w", err)
@@ -162,6 +170,10 @@ func (g *Gateway) Authorize(ctx context.Context, srv mcpremote.Server, redirectU
 			g.opts.Changed(srv.AccountID)
 		}
 	}()
+	// Discovery and registration are a handful of small requests; a
+	// server that drags them out past the budget ends the flow.
+	budget := time.NewTimer(2 * g.authTimeout())
+	defer budget.Stop()
 	select {
 	case u := <-urls:
 		return u, nil
@@ -169,11 +181,17 @@ func (g *Gateway) Authorize(ctx context.Context, srv mcpremote.Server, redirectU
 		if err == nil {
 			return "", ErrNoChallenge
 		}
-		return "", fmt.Errorf("start the authorization of %s: %w", srv.Name, err)
+		return "", fmt.Errorf("start the authorization of %s: %w", srv.Name, authFailure(guard, err))
+	case <-budget.C:
+		cancel()
+		return "", fmt.Errorf("start the authorization of %s: %w (no authorization URL within %s)", srv.Name, ErrAuthServerTimeout, 2*g.authTimeout())
 	case <-ctx.Done():
 		return "", ctx.Err()
 	}
 }
+
+// authTimeout bounds one response of an authorization server.
+func (g *Gateway) authTimeout() time.Duration { return g.opts.ProbeTimeout * 3 }
 
 // Complete hands a callback's code to the authorization that issued
 // state and waits for the token exchange. It returns the account and
@@ -190,7 +208,7 @@ func (g *Gateway) Complete(ctx context.Context, state, code, iss string) (accoun
 	select {
 	case err := <-p.done:
 		if err != nil {
-			return p.account, p.server, fmt.Errorf("finish the authorization: %w", err)
+			return p.account, p.server, fmt.Errorf("finish the authorization: %w", authFailure(p.guard, err))
 		}
 		return p.account, p.server, nil
 	case <-ctx.Done():
@@ -227,7 +245,8 @@ func (g *Gateway) saveGrant(ctx context.Context, account, id string, c *oauth2.C
 func (g *Gateway) grantTokens(srv mcpremote.Server, gr *mcpremote.Grant) oauth2.TokenSource {
 	c := &oauth2.Config{ClientID: gr.ClientID, ClientSecret: gr.ClientSecret, Scopes: gr.Scopes,
 		Endpoint: oauth2.Endpoint{AuthURL: gr.AuthURL, TokenURL: gr.TokenURL, AuthStyle: oauth2.AuthStyle(gr.AuthStyle)}}
-	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Transport: g.transport, Timeout: g.opts.ProbeTimeout * 3})
+	hc, _ := newAuthClient(g.transport, g.authTimeout(), false)
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, hc)
 	tok := &oauth2.Token{AccessToken: gr.AccessToken, RefreshToken: gr.RefreshToken, TokenType: gr.TokenType, Expiry: gr.Expiry}
 	return &savingTokens{g: g, srv: srv, base: c.TokenSource(ctx, tok), last: gr.AccessToken}
 }

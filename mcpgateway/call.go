@@ -88,6 +88,9 @@ func (t *remoteTool) attempt(ctx context.Context, l *link, inv *tools.Invocation
 		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return false, nil, ctx.Err()
 		}
+		if code := AuthFailureCode(err); code != "" {
+			return false, nil, tools.Errorf(code, "the MCP server %s's token could not be obtained: %s; the call was not sent", t.srv.Name, describe(err))
+		}
 		return false, nil, tools.Errorf(tools.CodeUpstreamUnavailable, "the MCP server %s cannot be reached: %s; the call was not sent", t.srv.Name, describe(err))
 	}
 	cctx, ccancel := context.WithCancel(ctx)
@@ -105,6 +108,11 @@ func (t *remoteTool) attempt(ctx context.Context, l *link, inv *tools.Invocation
 	seen := tr.get()
 	var werr *jsonrpc.Error
 	switch {
+	case AuthFailureCode(err) != "":
+		// The token (refresh or client credentials) failed before the
+		// call was sent.
+		l.reset(sess)
+		return false, nil, tools.Errorf(AuthFailureCode(err), "the MCP server %s's token could not be obtained: %s; the call was not sent", t.srv.Name, describe(err))
 	case seen.tooLarge || errors.Is(err, errTooLarge):
 		l.reset(sess)
 		return false, nil, tools.Errorf(CodeUpstreamTooLarge, "the MCP server %s answered with more than %d bytes; toolhost cut it off. Ask for less", t.srv.Name, t.g.opts.MaxResultBytes)

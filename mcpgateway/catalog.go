@@ -65,6 +65,12 @@ func describe(err error) string {
 	if errors.Is(err, ErrNotAuthorized) || strings.Contains(err.Error(), ErrNotAuthorized.Error()) {
 		return ErrNotAuthorized.Error()
 	}
+	switch AuthFailureCode(err) {
+	case CodeAuthResponseTooLarge:
+		return ErrAuthResponseTooLarge.Error()
+	case CodeAuthServerTimeout:
+		return ErrAuthServerTimeout.Error()
+	}
 	// The SDK words transport errors with %v: the sentinel is in the text.
 	if errors.Is(err, fetchpage.ErrBlockedAddress) || strings.Contains(err.Error(), fetchpage.ErrBlockedAddress.Error()) {
 		return "the server's address is private, loopback or link-local; the operator must list it in fetch.allow_private"
@@ -207,7 +213,11 @@ func (g *Gateway) RemoteTool(ctx context.Context, account, name string) (*tools.
 		l := g.linkFor(srv)
 		st := g.known(ctx, srv, l)
 		if st.Source == SourceUnavailable {
-			return nil, tools.Errorf(tools.CodeUpstreamUnavailable, "the MCP server %s cannot be reached (%s) and toolhost has no list of its tools; try again later", srv.Name, st.Err)
+			code := tools.CodeUpstreamUnavailable
+			if c := AuthFailureCode(errors.New(st.Err)); c != "" {
+				code = c // its token could not be obtained
+			}
+			return nil, tools.Errorf(code, "the MCP server %s cannot be reached (%s) and toolhost has no list of its tools; try again later", srv.Name, st.Err)
 		}
 		return l.byName(g, srv, st)[name], nil
 	}

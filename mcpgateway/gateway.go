@@ -207,9 +207,10 @@ func (l *link) connect(ctx context.Context) error {
 			}
 		},
 	})
+	hc := g.httpClient(l.srv, sec, l.tokens, g.opts.MaxResultBytes)
 	tr := &sdk.StreamableClientTransport{
 		Endpoint:   l.srv.URL,
-		HTTPClient: g.httpClient(l.srv, sec, l.tokens, g.opts.MaxResultBytes),
+		HTTPClient: hc,
 		MaxRetries: 2,
 		// Above the body cap, so a call's answer trips the body cap (which
 		// ends the call at once); the event cap guards the standalone stream.
@@ -241,7 +242,11 @@ func (l *link) connect(ctx context.Context) error {
 				_ = c.sess.Close()
 			}
 		}()
-		return fmt.Errorf("connect to the MCP server %s: %w", l.srv.Name, ctx.Err())
+		err := ctx.Err()
+		if at, ok := hc.Transport.(*authTransport); ok && at.fetching.Load() {
+			err = fmt.Errorf("%w (the token endpoint, within the deadline of connecting)", ErrAuthServerTimeout)
+		}
+		return fmt.Errorf("connect to the MCP server %s: %w", l.srv.Name, err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/oauth2"
@@ -64,6 +65,9 @@ type authTransport struct {
 	headers http.Header
 	tokens  oauth2.TokenSource
 	maxBody int64
+	// fetching is set while a token is being fetched from the token
+	// endpoint (past a caller who stopped waiting, until it ends).
+	fetching atomic.Bool
 }
 
 // drainGrace is how long a response body may go on being read after its
@@ -96,7 +100,7 @@ func (a *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		out.Header[k] = v
 	}
 	if a.tokens != nil {
-		tok, err := a.tokens.Token()
+		tok, err := tokenWithin(ctx, a.tokens, &a.fetching)
 		if err != nil {
 			d.done()
 			if t != nil {
@@ -128,6 +132,33 @@ func (a *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = &cappedBody{r: resp.Body, left: left, t: t, d: d}
 	}
 	return resp, nil
+}
+
+// tokenWithin is ts.Token() bounded by ctx: x/oauth2 fetches under a
+// context of its own (the authGuard bounds that fetch), so a caller whose
+// deadline comes first stops waiting and is told the token endpoint was
+// too slow; the fetch ends within the guard's timeout.
+func tokenWithin(ctx context.Context, ts oauth2.TokenSource, fetching *atomic.Bool) (*oauth2.Token, error) {
+	type result struct {
+		tok *oauth2.Token
+		err error
+	}
+	got := make(chan result, 1)
+	fetching.Store(true)
+	go func() {
+		tok, err := ts.Token()
+		fetching.Store(false)
+		got <- result{tok, err}
+	}()
+	select {
+	case r := <-got:
+		return r.tok, r.err
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, fmt.Errorf("%w (the token endpoint, within the call's deadline)", ErrAuthServerTimeout)
+		}
+		return nil, ctx.Err()
+	}
 }
 
 // detached is the request context of one POST and when it ends; nil
@@ -240,7 +271,8 @@ func (g *Gateway) httpClient(srv mcpremote.Server, sec mcpremote.Secrets, tokens
 		cc := clientcredentials.Config{ClientID: srv.Auth.ClientID, ClientSecret: sec.ClientSecret,
 			TokenURL: srv.Auth.TokenURL, Scopes: srv.Auth.Scopes}
 		// The token endpoint is dialed under the same policy.
-		ctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Transport: g.transport, Timeout: g.opts.ProbeTimeout * 3})
+		hc, _ := newAuthClient(g.transport, g.authTimeout(), false)
+		ctx := context.WithValue(context.Background(), oauth2.HTTPClient, hc)
 		at.tokens = cc.TokenSource(ctx)
 	case mcpremote.AuthAuthorizationCode:
 		at.tokens = tokens

@@ -106,6 +106,9 @@ func (m *MCPServers) authorize(w http.ResponseWriter, r *http.Request) {
 		if m.Logger != nil {
 			m.Logger.InfoContext(r.Context(), "starting the authorization of an MCP server failed", "server_id", s.ID, "err", err)
 		}
+		if writeAuthFailure(w, err) {
+			return
+		}
 		server.WriteError(w, http.StatusBadGateway, "authorization_failed",
 			"the MCP server's authorization could not be started (its protected resource or authorization server metadata, or the client registration, failed); see the server log")
 		return
@@ -141,6 +144,9 @@ func (m *MCPServers) callback(w http.ResponseWriter, r *http.Request) {
 		if m.Logger != nil {
 			m.Logger.InfoContext(ctx, "finishing the authorization of an MCP server failed", "server_id", id, "err", err)
 		}
+		if writeAuthFailure(w, err) {
+			return
+		}
 		server.WriteError(w, http.StatusBadGateway, "authorization_failed", "the authorization code could not be exchanged for a token; start again with POST /mcp-servers/{id}/authorize")
 		return
 	}
@@ -150,6 +156,22 @@ func (m *MCPServers) callback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	server.WriteJSON(w, http.StatusOK, map[string]any{"data": m.view(ctx, s, m.list1(ctx, s))})
+}
+
+// writeAuthFailure answers an authorization server refused for its size
+// (502) or its slowness (504) with the gateway's code; nothing was stored.
+func writeAuthFailure(w http.ResponseWriter, err error) bool {
+	status := http.StatusBadGateway
+	switch mcpgateway.AuthFailureCode(err) {
+	case mcpgateway.CodeAuthResponseTooLarge:
+		server.WriteError(w, status, mcpgateway.CodeAuthResponseTooLarge, mcpgateway.ErrAuthResponseTooLarge.Error()+"; nothing was stored")
+	case mcpgateway.CodeAuthServerTimeout:
+		status = http.StatusGatewayTimeout
+		server.WriteError(w, status, mcpgateway.CodeAuthServerTimeout, mcpgateway.ErrAuthServerTimeout.Error()+"; nothing was stored")
+	default:
+		return false
+	}
+	return true
 }
 
 func (m *MCPServers) account(r *http.Request) string {

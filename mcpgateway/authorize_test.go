@@ -1,0 +1,154 @@
+package mcpgateway_test
+
+import (
+	"bytes"
+	"context"
+	"net/url"
+	"testing"
+	"time"
+
+	"toolhost/mcpgateway"
+	"toolhost/mcpgateway/testserver"
+	"toolhost/mcpremote"
+)
+
+func startAuthServer(t *testing.T) *testserver.AuthServer {
+	t.Helper()
+	as, stop, err := testserver.StartAuth()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return as
+}
+
+// stored is the server as the store holds it, to show nothing changed.
+func (r *rig) stored(srv mcpremote.Server) mcpremote.Server {
+	r.t.Helper()
+	s, err := r.store.GetMCPServer(context.Background(), srv.AccountID, srv.ID)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return s
+}
+
+func sameStored(t *testing.T, before, after mcpremote.Server) {
+	t.Helper()
+	if !bytes.Equal(before.Sealed, after.Sealed) || !before.UpdatedAt.Equal(after.UpdatedAt) {
+		t.Fatalf("the stored server changed: updated %v → %v", before.UpdatedAt, after.UpdatedAt)
+	}
+}
+
+func authCodeServer(s *mcpremote.Server, _ *mcpremote.Secrets) {
+	s.Auth = mcpremote.Auth{Type: mcpremote.AuthAuthorizationCode}
+}
+
+// TestAuthorizationServerAnswersAreBounded: every answer toolhost reads
+// while authorizing (protected resource metadata, authorization server
+// metadata, dynamic registration, the code exchange) is refused when it
+// is too large or too slow, the flow fails with the matching code, no
+// authorization URL is handed out for a flow whose discovery was refused,
+// and the stored server is unchanged.
+func TestAuthorizationServerAnswersAreBounded(t *testing.T) {
+	tests := []struct {
+		endpoint, how, code string
+	}{
+		{testserver.EndpointResourceMetadata, testserver.Huge, mcpgateway.CodeAuthResponseTooLarge},
+		{testserver.EndpointResourceMetadata, testserver.Drip, mcpgateway.CodeAuthServerTimeout},
+		{testserver.EndpointServerMetadata, testserver.HugeDeclared, mcpgateway.CodeAuthResponseTooLarge},
+		{testserver.EndpointServerMetadata, testserver.Drip, mcpgateway.CodeAuthServerTimeout},
+		{testserver.EndpointRegister, testserver.Huge, mcpgateway.CodeAuthResponseTooLarge},
+		{testserver.EndpointRegister, testserver.Drip, mcpgateway.CodeAuthServerTimeout},
+		{testserver.EndpointToken, testserver.Huge, mcpgateway.CodeAuthResponseTooLarge},
+		{testserver.EndpointToken, testserver.HugeDeclared, mcpgateway.CodeAuthResponseTooLarge},
+		{testserver.EndpointToken, testserver.Drip, mcpgateway.CodeAuthServerTimeout},
+		{"", "", ""}, // the same server, healthy: the flow completes
+	}
+	for _, tt := range tests {
+		t.Run(tt.endpoint+" "+tt.how, func(t *testing.T) {
+			t.Parallel()
+			as := startAuthServer(t)
+			as.SetHostile(tt.endpoint, tt.how)
+			r := newRig(t, mcpgateway.Options{})
+			srv := r.register("acct_a", "consent", as.URL(), authCodeServer)
+			before := r.stored(srv)
+			ctx := context.Background()
+			authURL, err := r.gw.Authorize(ctx, srv, "http://127.0.0.1:9/mcp-servers/oauth/callback")
+			if tt.endpoint != testserver.EndpointToken && tt.code != "" {
+				if authURL != "" || mcpgateway.AuthFailureCode(err) != tt.code {
+					t.Fatalf("Authorize = %q, %v; want no URL and %s", authURL, err, tt.code)
+				}
+				sameStored(t, before, r.stored(srv))
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			u, err := url.Parse(authURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = r.gw.Complete(ctx, u.Query().Get("state"), "code-1", "")
+			if got := mcpgateway.AuthFailureCode(err); got != tt.code {
+				t.Fatalf("Complete = %v (code %q), want code %q", err, got, tt.code)
+			}
+			if tt.code != "" {
+				sameStored(t, before, r.stored(srv))
+				return
+			}
+			sec, err := r.seal.Open("acct_a", srv.ID, r.stored(srv).Sealed)
+			if err != nil || sec.Grant == nil || sec.Grant.AccessToken != as.Token {
+				t.Fatalf("healthy flow: grant %+v, %v", sec.Grant, err)
+			}
+		})
+	}
+}
+
+// TestTokenEndpointAnswersAreBoundedOnUse: the token fetched when a tool
+// is called (a refresh of an authorized server, client credentials) is
+// refused when its answer is too large or too slow; the call fails with
+// the matching code before it is sent, and the stored grant is unchanged.
+func TestTokenEndpointAnswersAreBoundedOnUse(t *testing.T) {
+	tests := []struct {
+		auth, how, code string
+	}{
+		{mcpremote.AuthAuthorizationCode, testserver.Huge, mcpgateway.CodeAuthResponseTooLarge},
+		{mcpremote.AuthAuthorizationCode, testserver.Drip, mcpgateway.CodeAuthServerTimeout},
+		{mcpremote.AuthClientCredentials, testserver.HugeDeclared, mcpgateway.CodeAuthResponseTooLarge},
+		{mcpremote.AuthClientCredentials, testserver.Drip, mcpgateway.CodeAuthServerTimeout},
+		{mcpremote.AuthAuthorizationCode, "", ""},
+		{mcpremote.AuthClientCredentials, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.auth+" "+tt.how, func(t *testing.T) {
+			t.Parallel()
+			as := startAuthServer(t)
+			as.SetHostile(testserver.EndpointToken, tt.how)
+			r := newRig(t, mcpgateway.Options{})
+			tokenURL := as.Base() + testserver.EndpointToken
+			srv := r.register("acct_a", "remote", as.URL(), func(s *mcpremote.Server, sec *mcpremote.Secrets) {
+				if tt.auth == mcpremote.AuthClientCredentials {
+					s.Auth = mcpremote.Auth{Type: tt.auth, TokenURL: tokenURL, ClientID: "toolhost"}
+					sec.ClientSecret = "cc-secret"
+					return
+				}
+				s.Auth = mcpremote.Auth{Type: tt.auth}
+				sec.Grant = &mcpremote.Grant{ClientID: "dyn-client", AuthURL: as.Base() + "/authorize", TokenURL: tokenURL,
+					AccessToken: "stale", RefreshToken: "refresh-1", TokenType: "Bearer", Expiry: time.Now().Add(-time.Minute)}
+			})
+			before := r.stored(srv)
+			out := r.call("acct_a", "remote__echo", `{"message":"hi"}`)
+			if tt.code == "" {
+				if out.IsError {
+					t.Fatalf("healthy token endpoint: %+v", out)
+				}
+				return
+			}
+			wantCode(t, out, tt.code)
+			if as.Calls("echo") != 0 {
+				t.Fatal("the call reached the server without a token")
+			}
+			sameStored(t, before, r.stored(srv))
+		})
+	}
+}
