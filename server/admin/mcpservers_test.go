@@ -214,3 +214,52 @@ func TestMCPServersAuthorizationCodeRefusals(t *testing.T) {
 		})
 	}
 }
+
+// An authorization server that answers too much or too slowly gets the
+// authorization refused with a code saying which, and the stored server
+// (its secrets, its updated_at) stays as it was.
+func TestMCPServersAuthorizeRefusesHostileAuthorizationServers(t *testing.T) {
+	tests := []struct {
+		endpoint, how string
+		status        int
+		code          string
+	}{
+		{testserver.EndpointResourceMetadata, testserver.Huge, 502, mcpgateway.CodeAuthResponseTooLarge},
+		{testserver.EndpointServerMetadata, testserver.Drip, 504, mcpgateway.CodeAuthServerTimeout},
+		{testserver.EndpointRegister, testserver.HugeDeclared, 502, mcpgateway.CodeAuthResponseTooLarge},
+		{"", "", 200, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.endpoint+" "+tc.how, func(t *testing.T) {
+			as, stop, err := testserver.StartAuth()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(stop)
+			st := mcpremote.NewMemStore()
+			srv := tenantServer(t, mcpServersRoutes(t, st, []string{"127.0.0.1"}))
+			var id string
+			do(t, srv, call{method: "POST", path: "/mcp-servers", account: "acct_a", status: 201,
+				body:  `{"name":"consent","url":"` + as.URL() + `","auth":{"type":"oauth_authorization_code"}}`,
+				check: func(t *testing.T, d map[string]any) { id, _ = d["id"].(string) }})
+			before, err := st.GetMCPServer(context.Background(), "acct_a", id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			as.SetHostile(tc.endpoint, tc.how)
+			do(t, srv, call{method: "POST", path: "/mcp-servers/" + id + "/authorize", account: "acct_a", status: tc.status, code: tc.code,
+				check: func(t *testing.T, d map[string]any) {
+					if !strings.HasPrefix(fmt.Sprint(d["authorization_url"]), as.Base()+"/authorize?") {
+						t.Fatalf("authorization_url = %v", d["authorization_url"])
+					}
+				}})
+			after, err := st.GetMCPServer(context.Background(), "acct_a", id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(before.Sealed, after.Sealed) || !before.UpdatedAt.Equal(after.UpdatedAt) {
+				t.Fatal("a refused authorization changed the stored server")
+			}
+		})
+	}
+}
