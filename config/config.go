@@ -277,6 +277,11 @@ type OAuth struct {
 	// ExtraResources are other resource URLs the embedded server may bind
 	// tokens to (other toolhost servers using this one as their issuer).
 	ExtraResources []string `json:"extra_resources"`
+	// RegistrationsPerMinute caps dynamic client registrations per remote
+	// address (an IPv6 /64) per minute (default 10);
+	// RegistrationsPerMinuteTotal caps them from everybody (default 100).
+	RegistrationsPerMinute      int `json:"registrations_per_minute"`
+	RegistrationsPerMinuteTotal int `json:"registrations_per_minute_total"`
 }
 
 // Auth is the "auth" section of the config file.

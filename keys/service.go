@@ -423,6 +423,10 @@ func (s *Service) forget() {
 // Store returns the service's store (for listing and usage reports).
 func (s *Service) Store() Store { return s.opts.Store }
 
+// Limiter is the limit state the service keeps (in Redis when replicas
+// share it), for other limits that must hold across replicas.
+func (s *Service) Limiter() Limiter { return s.opts.Limiter }
+
 // Bootstrap creates the first admin key when the store holds no key at all,
 // and returns its secret (created=false when keys already exist).
 func (s *Service) Bootstrap(ctx context.Context) (secret string, created bool, err error) {

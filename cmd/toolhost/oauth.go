@@ -49,6 +49,7 @@ func setupOAuth(ctx context.Context, cfg config.OAuth, ks *keys.Service, listen 
 			Issuer: base, Resource: resource, ExtraResources: cfg.ExtraResources,
 			Store: st, Keys: ks, KeyStore: ks.Store(), ClientMetadataPrivateHosts: cfg.ClientMetadataPrivateHosts,
 			AccessTokenTTL: cfg.AccessTokenTTL.D(), RefreshTokenTTL: cfg.RefreshTokenTTL.D(), Logger: logger,
+			Limiter: ks.Limiter(), RegistrationsPerMinute: cfg.RegistrationsPerMinute, RegistrationsPerMinuteTotal: cfg.RegistrationsPerMinuteTotal,
 		})
 		if err != nil {
 			return nil, nil, nil, err

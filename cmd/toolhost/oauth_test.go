@@ -522,6 +522,34 @@ func TestOAuthRefusals(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a burst of registrations is limited", func(t *testing.T) {
+		// At most 10 a minute from one address (the default), whatever
+		// the subtests above registered: of 15 at once, 5 or more are 429.
+		refused := 0
+		for range 15 {
+			resp, err := http.Post(base+"/oauth/register", "application/json", strings.NewReader(`{"redirect_uris":["http://127.0.0.1:9/cb"],"token_endpoint_auth_method":"none"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out struct{ Error string }
+			json.NewDecoder(resp.Body).Decode(&out)
+			resp.Body.Close()
+			switch {
+			case resp.StatusCode == 201:
+			case resp.StatusCode == 429 && out.Error == "temporarily_unavailable" && resp.Header.Get("Retry-After") != "":
+				refused++
+			default:
+				t.Fatalf("registration in a burst: %d %q Retry-After %q", resp.StatusCode, out.Error, resp.Header.Get("Retry-After"))
+			}
+		}
+		if refused < 5 {
+			t.Fatalf("%d of 15 registrations refused, want 5 or more", refused)
+		}
+		// The client registered before the burst still works.
+		if back, _ := authorizeWith(t, cfg, mcpKey); back.Query().Get("code") == "" {
+			t.Fatalf("the client registered before the burst: %v", back)
+		}
+	})
 }
 
 func authorizeWith(t *testing.T, cfg *oauth2.Config, key string, opts ...oauth2.AuthCodeOption) (*url.URL, string) {

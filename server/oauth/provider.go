@@ -47,6 +47,13 @@ type Options struct {
 	// ClientMetadataPrivateHosts lets Client ID Metadata Documents live on
 	// private and loopback addresses (an intranet; tests). Off: public only.
 	ClientMetadataPrivateHosts bool
+	// Limiter keeps the registration limits' state (default: in this
+	// process); RegistrationsPerMinute per remote address and
+	// RegistrationsPerMinuteTotal from everybody (defaults
+	// DefaultRegistrationsPerMinute, DefaultRegistrationsPerMinuteTotal).
+	Limiter                     keys.Limiter
+	RegistrationsPerMinute      int
+	RegistrationsPerMinuteTotal int
 	// AccessTokenTTL (default 1 h) and RefreshTokenTTL (default 30 days).
 	AccessTokenTTL  time.Duration
 	RefreshTokenTTL time.Duration
@@ -65,6 +72,7 @@ type Provider struct {
 	storage  *storage
 	csrfKey  []byte
 	verifier *op.AccessTokenVerifier
+	regLimit registerLimit
 }
 
 // NewProvider loads (or creates) the signing key and builds the provider.
@@ -81,12 +89,21 @@ func NewProvider(ctx context.Context, opts Options) (*Provider, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.Limiter == nil {
+		opts.Limiter = keys.NewMemoryLimiter(opts.Now)
+	}
+	if opts.RegistrationsPerMinute <= 0 {
+		opts.RegistrationsPerMinute = DefaultRegistrationsPerMinute
+	}
+	if opts.RegistrationsPerMinuteTotal <= 0 {
+		opts.RegistrationsPerMinuteTotal = DefaultRegistrationsPerMinuteTotal
+	}
 	opts.Issuer = strings.TrimRight(opts.Issuer, "/")
 	key, kid, err := loadSigningKey(ctx, opts.Store, opts.Now())
 	if err != nil {
 		return nil, err
 	}
-	p := &Provider{opts: opts}
+	p := &Provider{opts: opts, regLimit: registerLimit{lim: opts.Limiter, perAddr: opts.RegistrationsPerMinute, global: opts.RegistrationsPerMinuteTotal}}
 	p.storage = &storage{
 		st: opts.Store, keyStore: opts.KeyStore, issuer: opts.Issuer,
 		login:     func(id string) string { return opts.Issuer + "/oauth/consent?id=" + url.QueryEscape(id) },

@@ -34,6 +34,17 @@ const (
 // carry a fragment. Public clients ("none") get no secret; confidential
 // ones get a secret shown once and stored hashed.
 func (p *Provider) register(w http.ResponseWriter, r *http.Request) {
+	ok, retry, err := p.regLimit.take(r.Context(), r)
+	if err != nil {
+		p.opts.Logger.Error("oauth registration limit", "err", err)
+		w.Header().Set("Retry-After", "1")
+		oauthError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "cannot register the client right now; retry shortly")
+		return
+	}
+	if !ok {
+		tooManyRegistrations(w, retry)
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRegistrationBytes))
 	if err != nil {
 		regError(w, "invalid_client_metadata", "the registration body is larger than 16 KiB or unreadable")

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -61,4 +62,24 @@ func FuzzRedirectKind(f *testing.F) {
 			t.Fatalf("accepted a fragment: %q", s)
 		}
 	})
+}
+
+// The registration limit counts an IPv6 host by its /64 (one host can use
+// every address in it) and an IPv4-mapped address as the IPv4 one.
+func TestRegistrationAddress(t *testing.T) {
+	tests := []struct{ remote, want string }{
+		{"192.0.2.7:4000", "192.0.2.7"},
+		{"[::ffff:192.0.2.7]:4000", "192.0.2.7"},
+		{"[2001:db8:1:2:aaaa::1]:4000", "2001:db8:1:2::/64"},
+		{"[2001:db8:1:2:ffff:ffff:ffff:ffff]:1", "2001:db8:1:2::/64"},
+		{"[2001:db8:1:3::1]:1", "2001:db8:1:3::/64"},
+		{"[fe80::1%eth0]:1", "fe80::/64"},
+		{"not an address", "not an address"},
+	}
+	for _, tt := range tests {
+		r := &http.Request{RemoteAddr: tt.remote}
+		if got := addressOf(r); got != tt.want {
+			t.Errorf("addressOf(%q) = %q, want %q", tt.remote, got, tt.want)
+		}
+	}
 }
