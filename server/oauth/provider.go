@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -216,23 +217,69 @@ func (p *Provider) withResource(next http.Handler, authorize bool) http.Handler 
 				return
 			}
 		}
-		if authorize {
+		switch {
+		case authorize:
 			r = r.WithContext(withResource(r.Context(), resource))
-		} else if resource != "" && !p.tokenResourceMatches(r, resource) {
-			oauthError(w, http.StatusBadRequest, "invalid_target", "the resource differs from the one the grant was given for")
+		case resource == "":
+			// The token is bound to the grant's resource whatever the
+			// request says: absent is not "any".
+		case r.Form.Get("grant_type") == string(oidc.GrantTypeRefreshToken):
+			if !p.refreshResourceMatches(r, resource) {
+				oauthError(w, http.StatusBadRequest, "invalid_target", "the resource differs from the one the grant was given for")
+				return
+			}
+		case r.Form.Get("grant_type") == string(oidc.GrantTypeCode):
+			p.exchangeForResource(w, r, next, resource)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// tokenResourceMatches reports whether a token request's resource is the
-// one its refresh token's grant was bound to (code exchanges are checked
-// when the token is issued: the code carries the resource).
-func (p *Provider) tokenResourceMatches(r *http.Request, resource string) bool {
-	if r.Form.Get("grant_type") != string(oidc.GrantTypeRefreshToken) {
-		return true
+// exchangeForResource runs a code exchange that names a resource: the
+// storage compares it with the code's when it consumes the code, and a
+// mismatch is answered invalid_target (RFC 8707 §2) instead of the
+// library's answer, which is held back until then. The code is spent
+// either way.
+func (p *Provider) exchangeForResource(w http.ResponseWriter, r *http.Request, next http.Handler, resource string) {
+	chk := &codeResource{want: resource}
+	held := &heldResponse{header: http.Header{}, status: http.StatusOK}
+	next.ServeHTTP(held, r.WithContext(context.WithValue(r.Context(), codeResourceKey{}, chk)))
+	if chk.mismatch {
+		oauthError(w, http.StatusBadRequest, "invalid_target", "the authorization code was issued for another resource")
+		return
 	}
+	for k, v := range held.header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(held.status)
+	_, _ = w.Write(held.body.Bytes())
+}
+
+// codeResource is the resource a code exchange asks for, and whether the
+// code turned out to be for another one.
+type codeResource struct {
+	want     string
+	mismatch bool
+}
+
+type codeResourceKey struct{}
+
+// heldResponse keeps a token response (a few hundred bytes) until the
+// exchange is known to be for the code's resource.
+type heldResponse struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (h *heldResponse) Header() http.Header         { return h.header }
+func (h *heldResponse) WriteHeader(status int)      { h.status = status }
+func (h *heldResponse) Write(b []byte) (int, error) { return h.body.Write(b) }
+
+// refreshResourceMatches reports whether a refresh request's resource is
+// the one its refresh token's grant was bound to.
+func (p *Provider) refreshResourceMatches(r *http.Request, resource string) bool {
 	t, err := p.opts.Store.Token(r.Context(), grants.Hash(r.Form.Get("refresh_token")))
 	if err != nil {
 		return true // the library answers invalid_grant

@@ -41,7 +41,7 @@ func openStore(t *testing.T) *store.DB {
 }
 
 // provider serves the embedded authorization server on 127.0.0.1.
-func provider(t *testing.T, opts oauth.Options) string {
+func provider(t *testing.T, opts oauth.Options, out ...**oauth.Provider) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -52,6 +52,9 @@ func provider(t *testing.T, opts oauth.Options) string {
 	p, err := oauth.NewProvider(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, o := range out {
+		*o = p
 	}
 	mux := http.NewServeMux()
 	for pattern, h := range p.Routes() {

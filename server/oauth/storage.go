@@ -203,6 +203,11 @@ func (s *storage) AuthRequestByCode(ctx context.Context, code string) (op.AuthRe
 	if a.grant == nil || a.grant.RevokedAt != nil {
 		return nil, fmt.Errorf("auth request %s: no live grant: %w", r.ID, grants.ErrNotFound)
 	}
+	// RFC 8707: a code is exchanged for a token of its own resource only.
+	if chk, _ := ctx.Value(codeResourceKey{}).(*codeResource); chk != nil && chk.want != a.Resource {
+		chk.mismatch = true
+		return nil, fmt.Errorf("auth request %s: the code is for %s, not %s", r.ID, a.Resource, chk.want)
+	}
 	return a, nil
 }
 
