@@ -41,6 +41,8 @@ type authGuard struct {
 	base    http.RoundTripper
 	timeout time.Duration
 	sticky  bool
+	// resource, when set, is added to refresh requests.
+	resource string
 
 	mu  sync.Mutex
 	err error
@@ -72,6 +74,10 @@ func (a *authGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 		if req.Body != nil {
 			req.Body.Close()
 		}
+		return nil, err
+	}
+	req, err := withResource(req, a.resource)
+	if err != nil {
 		return nil, err
 	}
 	parent := req.Context()
@@ -124,20 +130,31 @@ const (
 	CodeAuthServerTimeout    = "auth_server_timeout"
 )
 
-// AuthFailureCode is the code of an authorization server refused for its
-// size or its slowness, "" for any other error. The SDK words transport
+// AuthFailure is the code and the sentinel of an authorization server's
+// answer toolhost refused (too large, too slow, a token for another
+// resource), "" and nil for any other error. The SDK words transport
 // errors with %v, so the sentinel's text counts too.
-func AuthFailureCode(err error) string {
+func AuthFailure(err error) (code string, cause error) {
 	if err == nil {
-		return ""
+		return "", nil
 	}
 	for _, c := range []struct {
 		err  error
 		code string
-	}{{ErrAuthResponseTooLarge, CodeAuthResponseTooLarge}, {ErrAuthServerTimeout, CodeAuthServerTimeout}} {
+	}{
+		{ErrAuthResponseTooLarge, CodeAuthResponseTooLarge},
+		{ErrAuthServerTimeout, CodeAuthServerTimeout},
+		{ErrTokenForAnotherResource, CodeTokenForAnotherResource},
+	} {
 		if errors.Is(err, c.err) || strings.Contains(err.Error(), c.err.Error()) {
-			return c.code
+			return c.code, c.err
 		}
 	}
-	return ""
+	return "", nil
+}
+
+// AuthFailureCode is AuthFailure's code.
+func AuthFailureCode(err error) string {
+	code, _ := AuthFailure(err)
+	return code
 }

@@ -104,7 +104,9 @@ func (g *Gateway) Authorize(ctx context.Context, srv mcpremote.Server, redirectU
 	urls := make(chan string, 1)
 	hc, guard := newAuthClient(g.transport, g.authTimeout(), true)
 	p := &pending{account: srv.AccountID, server: srv.ID, code: make(chan *auth.AuthorizationResult, 1), done: make(chan error, 1), cancel: cancel, guard: guard}
-	var state string
+	// state and resource are set by the fetcher, before the exchange
+	// (one goroutine: the SDK's flow).
+	var state, resource string
 	cfg := &auth.AuthorizationCodeHandlerConfig{
 		RedirectURL:         redirectURL,
 		Client:              hc,
@@ -119,7 +121,7 @@ func (g *Gateway) Authorize(ctx context.Context, srv mcpremote.Server, redirectU
 			if err != nil {
 				return nil, fmt.Errorf("the authorization URL: %w", err)
 			}
-			state = u.Query().Get("state")
+			state, resource = u.Query().Get("state"), u.Query().Get("resource")
 			g.auths.put(state, p)
 			urls <- args.URL
 			select {
@@ -131,7 +133,12 @@ func (g *Gateway) Authorize(ctx context.Context, srv mcpremote.Server, redirectU
 			}
 		},
 		NewTokenSource: func(ctx context.Context, c *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
-			if err := g.saveGrant(ctx, srv.AccountID, srv.ID, c, tok); err != nil {
+			if err := checkAudience(tok.AccessToken, resource); err != nil {
+				// Final for the flow: the SDK would otherwise start it
+				// again and wait for a second consent.
+				return nil, guard.fail(err)
+			}
+			if err := g.saveGrant(ctx, srv.AccountID, srv.ID, c, tok, resource); err != nil {
 				return nil, err
 			}
 			return c.TokenSource(ctx, tok), nil
@@ -217,7 +224,7 @@ func (g *Gateway) Complete(ctx context.Context, state, code, iss string) (accoun
 }
 
 // saveGrant seals what the token exchange obtained into the server.
-func (g *Gateway) saveGrant(ctx context.Context, account, id string, c *oauth2.Config, tok *oauth2.Token) error {
+func (g *Gateway) saveGrant(ctx context.Context, account, id string, c *oauth2.Config, tok *oauth2.Token, resource string) error {
 	srv, err := g.opts.Store.GetMCPServer(ctx, account, id)
 	if err != nil {
 		return err
@@ -228,7 +235,7 @@ func (g *Gateway) saveGrant(ctx context.Context, account, id string, c *oauth2.C
 	}
 	sec.Grant = &mcpremote.Grant{ClientID: c.ClientID, ClientSecret: c.ClientSecret, AuthStyle: int(c.Endpoint.AuthStyle),
 		AuthURL: c.Endpoint.AuthURL, TokenURL: c.Endpoint.TokenURL, Scopes: c.Scopes,
-		AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken, TokenType: tok.TokenType, Expiry: tok.Expiry}
+		AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken, TokenType: tok.TokenType, Expiry: tok.Expiry, Resource: resource}
 	if srv.Sealed, err = g.opts.Sealer.Seal(account, id, sec); err != nil {
 		return err
 	}
@@ -245,10 +252,11 @@ func (g *Gateway) saveGrant(ctx context.Context, account, id string, c *oauth2.C
 func (g *Gateway) grantTokens(srv mcpremote.Server, gr *mcpremote.Grant) oauth2.TokenSource {
 	c := &oauth2.Config{ClientID: gr.ClientID, ClientSecret: gr.ClientSecret, Scopes: gr.Scopes,
 		Endpoint: oauth2.Endpoint{AuthURL: gr.AuthURL, TokenURL: gr.TokenURL, AuthStyle: oauth2.AuthStyle(gr.AuthStyle)}}
-	hc, _ := newAuthClient(g.transport, g.authTimeout(), false)
+	hc, guard := newAuthClient(g.transport, g.authTimeout(), false)
+	guard.resource = gr.Resource
 	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, hc)
 	tok := &oauth2.Token{AccessToken: gr.AccessToken, RefreshToken: gr.RefreshToken, TokenType: gr.TokenType, Expiry: gr.Expiry}
-	return &savingTokens{g: g, srv: srv, base: c.TokenSource(ctx, tok), last: gr.AccessToken}
+	return &savingTokens{g: g, srv: srv, base: c.TokenSource(ctx, tok), last: gr.AccessToken, resource: gr.Resource}
 }
 
 // savingTokens seals a refreshed token into the store (without changing
@@ -256,10 +264,14 @@ func (g *Gateway) grantTokens(srv mcpremote.Server, gr *mcpremote.Grant) oauth2.
 type savingTokens struct {
 	g    *Gateway
 	srv  mcpremote.Server
-	base oauth2.TokenSource
+	base     oauth2.TokenSource
+	resource string
 
 	mu   sync.Mutex
 	last string
+	// refused is a refreshed token bound elsewhere: it is never sent,
+	// and the server needs a new authorization.
+	refused error
 }
 
 func (s *savingTokens) Token() (*oauth2.Token, error) {
@@ -272,9 +284,18 @@ func (s *savingTokens) Token() (*oauth2.Token, error) {
 		return nil, err
 	}
 	s.mu.Lock()
-	changed := tok.AccessToken != s.last
-	s.last = tok.AccessToken
+	if s.refused == nil && tok.AccessToken != s.last {
+		s.refused = checkAudience(tok.AccessToken, s.resource)
+	}
+	refused := s.refused
+	changed := refused == nil && tok.AccessToken != s.last
+	if changed {
+		s.last = tok.AccessToken
+	}
 	s.mu.Unlock()
+	if refused != nil {
+		return nil, refused
+	}
 	if changed {
 		s.save(tok)
 	}

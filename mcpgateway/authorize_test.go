@@ -152,3 +152,100 @@ func TestTokenEndpointAnswersAreBoundedOnUse(t *testing.T) {
 		})
 	}
 }
+
+// expireGrant makes the stored access token of an authorized server
+// expired, so the next use refreshes it.
+func (r *rig) expireGrant(srv mcpremote.Server) {
+	r.t.Helper()
+	s := r.stored(srv)
+	sec, err := r.seal.Open(s.AccountID, s.ID, s.Sealed)
+	if err != nil || sec.Grant == nil {
+		r.t.Fatalf("no grant: %v", err)
+	}
+	sec.Grant.Expiry = time.Now().Add(-time.Minute)
+	if s.Sealed, err = r.seal.Seal(s.AccountID, s.ID, sec); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := r.store.UpdateMCPServer(context.Background(), s); err != nil {
+		r.t.Fatal(err)
+	}
+	r.gw.Forget(s.ID)
+}
+
+// TestAuthorizationIsBoundToTheServerResource: toolhost names the MCP
+// server as the resource (RFC 8707) in the authorization URL, the code
+// exchange and every refresh, and refuses an RFC 9068 token whose
+// audience is another resource: at the exchange (nothing stored) and at a
+// refresh (the call is not sent, the stored grant unchanged).
+func TestAuthorizationIsBoundToTheServerResource(t *testing.T) {
+	tests := []struct {
+		name                 string
+		aud, refreshAud      string // "" = an opaque token; "self" = the server's URL
+		exchangeErr, callErr string
+	}{
+		{"opaque tokens", "", "", "", ""},
+		{"JWTs for the server", "self", "self", "", ""},
+		{"a JWT for another resource at the exchange", "https://elsewhere.example/mcp", "", mcpgateway.CodeTokenForAnotherResource, ""},
+		{"a JWT for another resource at a refresh", "self", "https://elsewhere.example/mcp", "", mcpgateway.CodeTokenForAnotherResource},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			as := startAuthServer(t)
+			aud := func(a string) string {
+				if a == "self" {
+					return as.URL()
+				}
+				return a
+			}
+			if tt.aud != "" {
+				as.IssueJWT(aud(tt.aud))
+			}
+			r := newRig(t, mcpgateway.Options{})
+			srv := r.register("acct_a", "consent", as.URL(), authCodeServer)
+			before := r.stored(srv)
+			ctx := context.Background()
+			authURL, err := r.gw.Authorize(ctx, srv, "http://127.0.0.1:9/mcp-servers/oauth/callback")
+			if err != nil {
+				t.Fatal(err)
+			}
+			u, _ := url.Parse(authURL)
+			if got := u.Query().Get("resource"); got != as.URL() {
+				t.Fatalf("authorization URL resource = %q, want %q", got, as.URL())
+			}
+			_, _, err = r.gw.Complete(ctx, u.Query().Get("state"), "code-1", "")
+			if f := as.TokenForms(); len(f) != 1 || f[0].Get("resource") != as.URL() || f[0].Get("grant_type") != "authorization_code" {
+				t.Fatalf("code exchange forms: %v", f)
+			}
+			if tt.exchangeErr != "" {
+				if got := mcpgateway.AuthFailureCode(err); got != tt.exchangeErr {
+					t.Fatalf("Complete = %v, want %s", err, tt.exchangeErr)
+				}
+				sameStored(t, before, r.stored(srv))
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.expireGrant(srv)
+			before = r.stored(srv)
+			if tt.refreshAud != "" {
+				as.IssueJWT(aud(tt.refreshAud))
+			}
+			out := r.call("acct_a", "consent__echo", `{"message":"hi"}`)
+			if f := as.TokenForms(); len(f) != 2 || f[1].Get("resource") != as.URL() || f[1].Get("grant_type") != "refresh_token" {
+				t.Fatalf("refresh forms: %v", f)
+			}
+			if tt.callErr == "" {
+				if out.IsError {
+					t.Fatalf("call after the refresh: %+v", out)
+				}
+				return
+			}
+			wantCode(t, out, tt.callErr)
+			if as.Calls("echo") != 0 {
+				t.Fatal("the call was sent with a token for another resource")
+			}
+			sameStored(t, before, r.stored(srv))
+		})
+	}
+}

@@ -65,11 +65,8 @@ func describe(err error) string {
 	if errors.Is(err, ErrNotAuthorized) || strings.Contains(err.Error(), ErrNotAuthorized.Error()) {
 		return ErrNotAuthorized.Error()
 	}
-	switch AuthFailureCode(err) {
-	case CodeAuthResponseTooLarge:
-		return ErrAuthResponseTooLarge.Error()
-	case CodeAuthServerTimeout:
-		return ErrAuthServerTimeout.Error()
+	if _, cause := AuthFailure(err); cause != nil {
+		return cause.Error()
 	}
 	// The SDK words transport errors with %v: the sentinel is in the text.
 	if errors.Is(err, fetchpage.ErrBlockedAddress) || strings.Contains(err.Error(), fetchpage.ErrBlockedAddress.Error()) {

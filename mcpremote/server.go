@@ -85,6 +85,9 @@ type Grant struct {
 	RefreshToken string    `json:"refresh_token,omitempty"`
 	TokenType    string    `json:"token_type,omitempty"`
 	Expiry       time.Time `json:"expiry,omitzero"`
+	// Resource is the RFC 8707 resource the grant was given for, named
+	// again in every refresh.
+	Resource string `json:"resource,omitempty"`
 }
 
 // Snapshot is the last successful tools/list of a server: the tools as the

@@ -1,6 +1,7 @@
 package testserver
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -36,7 +37,7 @@ const (
 type AuthServer struct {
 	*Server
 	// Token is the access token the MCP endpoint accepts and the token
-	// endpoint issues.
+	// endpoint issues (set before serving; IssueJWT changes it).
 	Token string
 
 	mu      sync.Mutex
@@ -79,6 +80,26 @@ func (a *AuthServer) SetHostile(endpoint, how string) {
 	a.hostile[endpoint] = how
 }
 
+// IssueJWT makes the token endpoint issue (and the MCP endpoint accept)
+// an RFC 9068 access token (typ at+jwt, unsigned: a client cannot check
+// the signature anyway) whose aud is aud.
+func (a *AuthServer) IssueJWT(aud string) {
+	enc := func(v any) string {
+		b, _ := json.Marshal(v)
+		return base64.RawURLEncoding.EncodeToString(b)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.Token = enc(map[string]string{"typ": "at+jwt", "alg": "RS256"}) + "." +
+		enc(map[string]any{"iss": a.base, "aud": aud, "sub": "user-1", "exp": time.Now().Add(time.Hour).Unix()}) + ".c2ln"
+}
+
+func (a *AuthServer) token() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.Token
+}
+
 // TokenForms are the forms of the token requests, in order.
 func (a *AuthServer) TokenForms() []url.Values {
 	a.mu.Lock()
@@ -87,7 +108,7 @@ func (a *AuthServer) TokenForms() []url.Values {
 }
 
 func (a *AuthServer) mcp(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("Authorization") != "Bearer "+a.Token {
+	if r.Header.Get("Authorization") != "Bearer "+a.token() {
 		w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+a.base+EndpointResourceMetadata+`"`)
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
@@ -116,7 +137,7 @@ func (a *AuthServer) oauth(w http.ResponseWriter, r *http.Request) {
 		a.mu.Lock()
 		a.forms = append(a.forms, r.PostForm)
 		a.mu.Unlock()
-		doc = map[string]any{"access_token": a.Token, "refresh_token": "refresh-next", "token_type": "Bearer", "expires_in": 3600}
+		doc = map[string]any{"access_token": a.token(), "refresh_token": "refresh-next", "token_type": "Bearer", "expires_in": 3600}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	switch how {

@@ -158,19 +158,19 @@ func (m *MCPServers) callback(w http.ResponseWriter, r *http.Request) {
 	server.WriteJSON(w, http.StatusOK, map[string]any{"data": m.view(ctx, s, m.list1(ctx, s))})
 }
 
-// writeAuthFailure answers an authorization server refused for its size
-// (502) or its slowness (504) with the gateway's code; nothing was stored.
+// writeAuthFailure answers an authorization server's answer the gateway
+// refused (too large, a token for another resource: 502; too slow: 504)
+// with its code; nothing was stored.
 func writeAuthFailure(w http.ResponseWriter, err error) bool {
-	status := http.StatusBadGateway
-	switch mcpgateway.AuthFailureCode(err) {
-	case mcpgateway.CodeAuthResponseTooLarge:
-		server.WriteError(w, status, mcpgateway.CodeAuthResponseTooLarge, mcpgateway.ErrAuthResponseTooLarge.Error()+"; nothing was stored")
-	case mcpgateway.CodeAuthServerTimeout:
-		status = http.StatusGatewayTimeout
-		server.WriteError(w, status, mcpgateway.CodeAuthServerTimeout, mcpgateway.ErrAuthServerTimeout.Error()+"; nothing was stored")
-	default:
+	code, cause := mcpgateway.AuthFailure(err)
+	if cause == nil {
 		return false
 	}
+	status := http.StatusBadGateway
+	if code == mcpgateway.CodeAuthServerTimeout {
+		status = http.StatusGatewayTimeout
+	}
+	server.WriteError(w, status, code, cause.Error()+"; nothing was stored")
 	return true
 }
 
