@@ -262,8 +262,8 @@ func (g *Gateway) grantTokens(srv mcpremote.Server, gr *mcpremote.Grant) oauth2.
 // savingTokens seals a refreshed token into the store (without changing
 // the server's UpdatedAt: the session stays).
 type savingTokens struct {
-	g    *Gateway
-	srv  mcpremote.Server
+	g        *Gateway
+	srv      mcpremote.Server
 	base     oauth2.TokenSource
 	resource string
 
