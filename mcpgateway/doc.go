@@ -39,6 +39,16 @@
 // server and good once. The tokens obtained are sealed into the server and
 // refreshed by x/oauth2 when they expire (the new ones sealed too); until
 // then, or after a refused refresh, the server fails with ErrNotAuthorized.
+// Every request and refresh names the server as the RFC 8707 resource, and
+// an RFC 9068 token whose aud names another is refused
+// (ErrTokenForAnotherResource).
+//
+// Authorization servers are untrusted too (authclient.go): every answer
+// toolhost reads from one (metadata, registration, tokens, also for
+// client credentials) is read whole within a timeout and at most
+// MaxAuthResponseBytes, else ErrAuthResponseTooLarge or
+// ErrAuthServerTimeout, and within one consent flow the first refusal
+// ends the flow. Nothing is stored from a refused answer.
 //
 // Every connection goes through the dialer the caller gives (fetch_page's
 // SSRF policy), and secrets are opened from their sealed form only to set

@@ -11,8 +11,10 @@
 //   - Provider, the embedded authorization server, built on zitadel/oidc's
 //     op package (the library runs the protocol; storage.go keeps state in
 //     grants.Store): authorization code with PKCE S256 only, dynamic client
-//     registration and Client ID Metadata Documents (cimd.go: the one
-//     outbound fetch, public addresses only), resource indicators binding each token to one resource,
+//     registration (rate-limited per address and in all on the API keys'
+//     limiter, registerlimit.go) and Client ID Metadata Documents (cimd.go:
+//     the one outbound fetch, public addresses only), resource indicators
+//     binding each code, token and refresh to one resource,
 //     refresh-token rotation with reuse detection, revocation, and a
 //     server-rendered consent page where the user signs in with an API key.
 //     A grant acts as that key's account with at most its scopes, so its
