@@ -212,6 +212,14 @@ func (t *Tool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, 
 			Message: fmt.Sprintf("the %s program ran out of memory (limit %d MiB) and was stopped; process the data in smaller pieces", res.Language, t.sb.Config().MemoryLimitMiB),
 			Units:   units, Details: details(out),
 		}
+	case res.ValueTooLarge:
+		// The same code the pipeline gives a result over its own cap: a
+		// value too large to return is never a silent null.
+		return nil, &tools.Error{
+			Code:    tools.CodeResultTooLarge,
+			Message: fmt.Sprintf("the javascript program's last value is %d bytes of JSON, more than the %d run_code returns; end with a smaller value (a summary, a slice) or none", res.ValueBytes, sandbox.MaxValue),
+			Units:   units, Details: details(out),
+		}
 	}
 	return &tools.Result{
 		Structured: out,
