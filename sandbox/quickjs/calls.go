@@ -175,10 +175,47 @@ func (vm *VM) readJSON(ctx context.Context, res *Result, s uint32) error {
 	if err != nil {
 		return err
 	}
-	if text != nil && json.Valid(text) {
+	switch {
+	case text == nil:
+	case json.Valid(text):
 		res.Value = json.RawMessage(text)
+	case jsonDepth(text) > maxJSONDepth:
+		res.ValueError = fmt.Sprintf("RangeError: its JSON nests %d levels deep, more than the %d the host reads", jsonDepth(text), maxJSONDepth)
+	default:
+		res.ValueError = "SyntaxError: its JSON text is not valid"
 	}
 	return nil
+}
+
+// maxJSONDepth is the nesting encoding/json reads; deeper JSON is not
+// valid to it, so nothing past it can be passed on.
+const maxJSONDepth = 10000
+
+// jsonDepth is the deepest nesting of arrays and objects in JSON text.
+func jsonDepth(b []byte) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+			deepest = max(deepest, depth)
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return deepest
 }
 
 // capText copies an exception's text out of linear memory, cut at

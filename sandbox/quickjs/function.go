@@ -75,5 +75,10 @@ func (vm *VM) callFunction(ctx context.Context, body string, args json.RawMessag
 	if err := vm.readJSON(ctx, res, s); err != nil {
 		return nil, err
 	}
+	if res.ValueError != "" {
+		// JSON the host cannot read back is the function's failure, as
+		// JSON.stringify throwing is.
+		res.Exception, res.ValueError = "TypeError: the script returned a value JSON cannot represent: "+res.ValueError, ""
+	}
 	return res, nil
 }

@@ -40,7 +40,8 @@ func TestLastValueJSONCannotRepresentSaysWhy(t *testing.T) {
 		{"throwing getter", "({get x() { throw new RangeError('no x') }})", "RangeError: no x"},
 		{"poisoned prototype toJSON", "Object.prototype.toJSON = function () { throw new TypeError('everywhere') }; ({})", "TypeError: everywhere"},
 		{"JSON.stringify replaced", "JSON.stringify = () => '1'; 5n", "BigInt"},
-		{"deep nesting", "let v = []; for (let i = 0; i < 1e5; i++) v = [v]; v", "RangeError"},
+		{"nesting deeper than the host reads", "let v = ['[{\\\\\"[']; for (let i = 1; i < 10001; i++) v = [v]; v", "nests 10001 levels deep, more than the 10000"},
+		{"nesting the host reads", "let v = []; for (let i = 1; i < 10000; i++) v = [v]; v", ""},
 		{"thrown non-error", "({toJSON() { throw 'plain' }})", `Uncaught "plain"`},
 		{"undefined", "undefined", ""},
 		{"function", "(function f() {})", ""},
@@ -53,7 +54,7 @@ func TestLastValueJSONCannotRepresentSaysWhy(t *testing.T) {
 				t.Fatalf("Eval: %v, exception %q (the program did not fail)", err, res.Exception)
 			}
 			if tc.why == "" {
-				if res.ValueError != "" || (tc.name != "a string that looks like the marker" && string(res.Value) != "null") {
+				if res.ValueError != "" || (tc.name != "a string that looks like the marker" && tc.name != "nesting the host reads" && string(res.Value) != "null") {
 					t.Errorf("value %s, ValueError %q", res.Value, res.ValueError)
 				}
 				return
@@ -164,7 +165,7 @@ func TestCallFunctionRunsAScriptAsAFunctionOfArgs(t *testing.T) {
 		{"bigint", "return 1n;", `{}`, ``, "JSON cannot represent: TypeError"},
 		{"cycle", "const o = {}; o.o = o; return o;", `{}`, ``, "circular"},
 		{"function", "return () => 1;", `{}`, ``, "JSON cannot represent (function)"},
-		{"deep nesting", "let v = []; for (let i = 0; i < 1e5; i++) v = [v]; return v;", `{}`, ``, "RangeError"},
+		{"nesting deeper than the host reads", "let v = []; for (let i = 1; i < 10001; i++) v = [v]; return v;", `{}`, ``, "nests 10001 levels deep"},
 		{"timer failure is the function's", "setTimeout(() => { throw new Error('later') }, 1); return 1;", `{}`, ``, "Error: later"},
 		{"top-level await is not allowed", "await null; return 1;", `{}`, ``, "SyntaxError"},
 	} {
