@@ -129,6 +129,10 @@ func TestPreludeHelpersAreUnreachable(t *testing.T) {
 			}
 		})
 	}
+	_, out, err := run(t, m, Options{}, "function here() { console.trace('t') }\nhere()")
+	if err != nil || out.stderr.String() != "Trace: t\n    at here (<eval>:1:26)\n    at <eval> (<eval>:2:1)\n" {
+		t.Errorf("console.trace: %v %q", err, out.stderr.String())
+	}
 	for _, tc := range []struct{ name, code, want string }{
 		{"call it", "toolScript(function () { return 1 }, '{}', 1e9, 'x')", "ReferenceError: toolScript is not defined"},
 		{"timer", "setTimeout(() => { null.x }, 1)", "TypeError"},

@@ -189,7 +189,11 @@
     debug(...a) { hostOut(format(a)); },
     error(...a) { hostErr(format(a)); },
     warn(...a) { hostErr(format(a)); },
-    trace(...a) { hostErr("Trace: " + format(a) + (new ErrorCtor().stack || "")); },
+    trace(...a) {
+      const stack = new ErrorCtor().stack;
+      const own = typeof stack === "string" ? ownFrames(stack) : "";
+      hostErr("Trace: " + format(a) + (own ? own + "\n" : ""));
+    },
     dir(v) { hostOut(inspect(v, 1, []) + "\n"); },
     table(v) { hostOut(inspect(v, 1, []) + "\n"); },
     assert(ok, ...a) { if (!ok) hostErr("Assertion failed" + (a.length ? ": " + format(a) : "\n")); },
