@@ -93,7 +93,7 @@ func (t *Tool) Spec() catalog.Spec {
     "stderr": {"type": "string"},
     "stdout_truncated": {"type": "boolean"},
     "stderr_truncated": {"type": "boolean"},
-    "result": {"anyOf": [{"type": "object"}, {"type": "array"}, {"type": "string"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"}], "description": "JavaScript: the last expression's value as JSON (null when undefined); Python: null"},
+    "result": {"anyOf": [{"type": "object"}, {"type": "array"}, {"type": "string"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"}], "description": "JavaScript: the last expression's value as JSON (null when undefined, a function or a symbol; null with a note in stderr when JSON cannot represent it, such as a BigInt or a cycle; over 1 MiB of JSON, the error result_too_large); Python: null"},
     "duration_ms": {"type": "integer"},
     "timed_out": {"type": "boolean"},
     "memory_exceeded": {"type": "boolean"},
