@@ -81,6 +81,7 @@ type Journal struct {
 	mu      sync.Mutex
 	running map[string]*run // open records of this process
 	closed  bool
+	spills  sync.WaitGroup // armed read-only timers and their spills (readonly.go)
 
 	spool    atomic.Pointer[spool] // set by Start when Options.SpoolDir is
 	replicas Replicas              // set by Start when the store is shared
@@ -141,7 +142,7 @@ func (j *Journal) Abandon() {
 	j.closed = true
 	for _, rn := range j.running {
 		if rn.timer != nil {
-			rn.timer.Stop() // a dead process spools nothing more
+			j.disarm(rn) // a dead process spools nothing more
 		}
 	}
 	j.mu.Unlock()
@@ -151,6 +152,7 @@ func (j *Journal) Abandon() {
 	if sp := j.spool.Load(); sp != nil {
 		sp.abandon()
 	}
+	j.spills.Wait() // a spill that had begun finds the spool closed
 	close(j.stop)
 	j.wg.Wait()
 }
@@ -178,7 +180,9 @@ func (j *Journal) Retention() time.Duration { return j.opts.IdempotencyRetention
 
 // Close stops the writer after the queued writes are done, and applies
 // and removes the spool; what the store does not take within 30 s stays in
-// the spool for the next start.
+// the spool for the next start. The opened records of read-only calls
+// still running are spooled first, over a full spool if need be; a write
+// still waiting for room in the spool then fails with ErrClosed.
 func (j *Journal) Close() {
 	j.mu.Lock()
 	if j.closed {
@@ -192,6 +196,7 @@ func (j *Journal) Close() {
 	}
 	if sp := j.spool.Load(); sp != nil {
 		j.spoolOpened() // calls still running stay visible to the next start
+		j.spills.Wait() // and no timer's spill outlives Close
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		if err := sp.close(ctx); err != nil {
 			j.opts.Logger.Error("journal: closing the spool", "err", err)
@@ -328,9 +333,9 @@ func (j *Journal) Open(ctx context.Context, r Record, evs []Event) error {
 	rn := &run{done: make(chan struct{})}
 	sp := j.spool.Load()
 	if sp != nil && r.SideEffectLevel == sideEffectNone && j.opts.ReadOnlyOpenDelay > 0 {
-		rn.open = &w
-		rn.timer = time.AfterFunc(j.opts.ReadOnlyOpenDelay, func() { j.spill(rn) })
-		j.track(r.ID, rn)
+		if !j.deferOpen(r.ID, rn, &w) {
+			return fmt.Errorf("journal write of %s: %w", r.ID, ErrClosed)
+		}
 		return nil
 	}
 	j.track(r.ID, rn)
@@ -391,11 +396,21 @@ func (j *Journal) finished(ctx context.Context, rn *run, w Write) error {
 	if sp == nil {
 		return j.write(ctx, w)
 	}
+	// Room first, a read-only call's timer still armed: while the outcome
+	// waits for the store, its opened record is spilled at the delay as
+	// ever, and nothing waits for rn.mu meanwhile (readonly.go).
+	if err := sp.room(ctx); err != nil {
+		if rn != nil {
+			j.disarm(rn)
+			j.spill(rn) // the call stays in the journal, as opened
+		}
+		return fmt.Errorf("journal write of %s: %w", w.Record.ID, err)
+	}
 	var open *Write
 	if rn != nil {
-		rn.timer.Stop()
-		// Held across the append: a spill that has begun ends first, and a
-		// reader's flush waits for this append.
+		j.disarm(rn)
+		// Held across the write: a spill that has begun ends first, and a
+		// reader's flush waits for this write.
 		rn.mu.Lock()
 		open, rn.open = rn.open, nil
 	}
@@ -407,7 +422,7 @@ func (j *Journal) finished(ctx context.Context, rn *run, w Write) error {
 		ew.Record.takeOutcome(w.Record)
 		ew.Events = append(ew.Events[:len(ew.Events):len(ew.Events)], w.Events...)
 	}
-	e, err := sp.append(ctx, ew, j.opts.WaitForStore)
+	e, err := sp.put(ew, j.opts.WaitForStore)
 	if rn != nil {
 		if err != nil {
 			rn.open = open
