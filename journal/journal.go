@@ -40,8 +40,9 @@ type Options struct {
 	// outcome in one write; one still running then appends its opened
 	// record at that moment. A crash loses the opened records of read-only
 	// calls younger than this, and nothing else: such a call changed
-	// nothing outside. Default 5 ms; negative: every opened record is
-	// durable before its tool runs.
+	// nothing outside. Default DefaultReadOnlyOpenDelay; negative: every
+	// opened record is durable before its tool runs (serve's
+	// journal.read_only_open_delay "0s").
 	ReadOnlyOpenDelay time.Duration
 	// SpoolSync flushes the spool file to the disk at every write, so that
 	// a power cut loses nothing either (not only a crash of the process).
@@ -68,6 +69,12 @@ type Options struct {
 	Clock          func() time.Time
 	Logger         *slog.Logger
 }
+
+// DefaultReadOnlyOpenDelay is Options.ReadOnlyOpenDelay when none is set:
+// long enough for most read-only calls to end first and pay one spool
+// write, short enough that a crash loses only the traces of calls that
+// had just begun.
+const DefaultReadOnlyOpenDelay = 5 * time.Millisecond
 
 // Journal records calls through a Store with group commit.
 type Journal struct {
@@ -105,7 +112,7 @@ func New(s Store, opts Options) *Journal {
 		opts.PollInterval = 100 * time.Millisecond
 	}
 	if opts.ReadOnlyOpenDelay == 0 {
-		opts.ReadOnlyOpenDelay = 5 * time.Millisecond
+		opts.ReadOnlyOpenDelay = DefaultReadOnlyOpenDelay
 	}
 	if opts.ApplyInterval <= 0 {
 		opts.ApplyInterval = 200 * time.Millisecond
