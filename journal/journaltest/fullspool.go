@@ -88,6 +88,52 @@ func spills() int {
 	return n
 }
 
+// openPastTheDelay opens n read-only calls (ro00, ro01, …) in j, whose
+// spool is full, and waits until their opened records are in the spool
+// under dir, one frame each (all of the same size), failing at once if a
+// goroutine waits for room to put one there.
+func openPastTheDelay(t *testing.T, j *journal.Journal, dir string, n int) []journal.Record {
+	t.Helper()
+	spilled := func(what string, cond func() bool) {
+		t.Helper()
+		journalWait(t, what, func() bool {
+			if w := spillsWaitingForRoom(); w > 0 {
+				t.Fatalf("%d goroutines wait for room in the full spool to spill an opened record", w)
+			}
+			return cond()
+		})
+	}
+	var ro []journal.Record
+	open := func(i int) {
+		r := rec(fmt.Sprintf("ro%02d", i), base)
+		if err := j.Open(ctx(t), r, evs(journal.StateProposed, journal.StateExecuting)); err != nil {
+			t.Fatal(err)
+		}
+		ro = append(ro, r)
+	}
+	before := spoolSize(t, dir)
+	open(0)
+	spilled("the opened record of a read-only call in the full spool", func() bool { return spoolSize(t, dir) > before })
+	frame := spoolSize(t, dir) - before
+	for i := 1; i < n; i++ {
+		open(i)
+	}
+	spilled(fmt.Sprintf("%d opened records in the full spool", n), func() bool { return spoolSize(t, dir) == before+int64(n)*frame })
+	return ro
+}
+
+// finishEach finishes the calls rs in j, each in a goroutine of its own,
+// and returns the channel their errors arrive on.
+func finishEach(t *testing.T, j *journal.Journal, rs []journal.Record) <-chan error {
+	errs := make(chan error, len(rs))
+	for _, r := range rs {
+		go func() {
+			errs <- j.Finish(ctx(t), finished(r, journal.StatusSuccess, time.Millisecond), []journal.Event{{Seq: 2, State: journal.StateObserved, At: base}})
+		}()
+	}
+	return errs
+}
+
 // results receives k errors from errs, within journalWait's bound.
 func results(t *testing.T, what string, errs <-chan error, k int) []error {
 	t.Helper()
@@ -139,46 +185,11 @@ func testReadOnlyCallsOverAFullSpool(t *testing.T, s journal.Store) {
 	down.down.Store(true)
 	sandboxed := fillSpool(t, j, "sb")
 
-	// n read-only calls run past the delay: their opened records reach
-	// the spool, one frame each (all the same size).
-	spilled := func(what string, cond func() bool) {
-		t.Helper()
-		journalWait(t, what, func() bool {
-			if w := spillsWaitingForRoom(); w > 0 {
-				t.Fatalf("%d goroutines wait for room in the full spool to spill an opened record", w)
-			}
-			return cond()
-		})
-	}
-	var ro []journal.Record
-	open := func(i int) {
-		r := rec(fmt.Sprintf("ro%02d", i), base)
-		if err := j.Open(ctx(t), r, evs(P, X)); err != nil {
-			t.Fatal(err)
-		}
-		ro = append(ro, r)
-	}
-	before := spoolSize(t, dir)
-	open(0)
-	spilled("the opened record of a read-only call in the full spool", func() bool { return spoolSize(t, dir) > before })
-	frame := spoolSize(t, dir) - before
-	for i := 1; i < n; i++ {
-		open(i)
-	}
-	spilled(fmt.Sprintf("%d opened records in the full spool", n), func() bool { return spoolSize(t, dir) == before+n*frame })
+	ro := openPastTheDelay(t, j, dir, n)
 
-	finish := func(rs []journal.Record) chan error {
-		errs := make(chan error, len(rs))
-		for _, r := range rs {
-			go func() {
-				errs <- j.Finish(ctx(t), finished(r, journal.StatusSuccess, time.Millisecond), []journal.Event{{Seq: 2, State: O, At: base}})
-			}()
-		}
-		return errs
-	}
 	// The first quarter ends while the store is down: the outcomes wait
 	// for room, and get it once the store is back.
-	errs := finish(ro[:n/4])
+	errs := finishEach(t, j, ro[:n/4])
 	down.down.Store(false)
 	if err := j.Flush(ctx(t)); err != nil {
 		t.Fatal(err)
@@ -193,7 +204,7 @@ func testReadOnlyCallsOverAFullSpool(t *testing.T, s journal.Store) {
 	// ends and waits for room; the rest still runs when the journal closes.
 	down.down.Store(true)
 	sandboxed = append(sandboxed, fillSpool(t, j, "sc")...)
-	errs = finish(ro[n/4 : n/2])
+	errs = finishEach(t, j, ro[n/4:n/2])
 	closed := make(chan struct{})
 	go func() {
 		j.Close()
