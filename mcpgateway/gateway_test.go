@@ -138,7 +138,7 @@ func (r *rig) register(account, name, url string, mod func(*mcpremote.Server, *m
 		r.t.Fatal(err)
 	}
 	s.Sealed = sealed
-	if err := r.store.CreateMCPServer(context.Background(), s); err != nil {
+	if err := r.store.CreateMCPServer(context.Background(), s, 0); err != nil {
 		r.t.Fatal(err)
 	}
 	return s
@@ -514,7 +514,7 @@ func TestPrivateAddressesAreRefusedByTheDialer(t *testing.T) {
 	gw := mcpgateway.New(mcpgateway.Options{Store: st, Sealer: seal, Dial: dial, ProbeTimeout: time.Second})
 	defer gw.Close()
 	s := mcpremote.Server{ID: "s1", AccountID: "a", Name: "demo", URL: up.url(), Enabled: true, UpdatedAt: time.Now()}
-	if err := st.CreateMCPServer(context.Background(), s); err != nil {
+	if err := st.CreateMCPServer(context.Background(), s, 0); err != nil {
 		t.Fatal(err)
 	}
 	stt := gw.State(context.Background(), s, true)
@@ -612,7 +612,7 @@ func TestRotatedKeyResealsOnUse(t *testing.T) {
 	s := mcpremote.Server{ID: "s1", AccountID: "acct_a", Name: "demo", URL: up.url(), Enabled: true,
 		Auth: mcpremote.Auth{Type: mcpremote.AuthBearer}, UpdatedAt: time.Now()}
 	s.Sealed, _ = old.Seal(s.AccountID, s.ID, mcpremote.Secrets{BearerToken: "rotated-token"})
-	if err := st.CreateMCPServer(context.Background(), s); err != nil {
+	if err := st.CreateMCPServer(context.Background(), s, 0); err != nil {
 		t.Fatal(err)
 	}
 	rotated, err := mcpremote.NewSealer(newKey, oldKey)

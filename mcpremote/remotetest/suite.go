@@ -22,17 +22,17 @@ func Run(t *testing.T, st mcpremote.Store) {
 		HeaderNames: []string{"X-Api-Key"}, Auth: mcpremote.Auth{Type: mcpremote.AuthBearer}, Enabled: true,
 		Timeout: 1500 * time.Millisecond, Tools: map[string]mcpremote.Override{"delete": {Enabled: &off}, "get": {SideEffectLevel: &level}},
 		Sealed: []byte{1, 2, 3, 0, 255}, CreatedAt: now, UpdatedAt: now}
-	if err := st.CreateMCPServer(ctx, a); err != nil {
+	if err := st.CreateMCPServer(ctx, a, 0); err != nil {
 		t.Fatalf("create: %v", err)
 	}
 	dup := a
 	dup.ID = "mcpsrv_b"
-	if err := st.CreateMCPServer(ctx, dup); !errors.Is(err, mcpremote.ErrConflict) {
+	if err := st.CreateMCPServer(ctx, dup, 0); !errors.Is(err, mcpremote.ErrConflict) {
 		t.Fatalf("same name in one account: %v, want ErrConflict", err)
 	}
 	other := dup
 	other.AccountID = "acct_2"
-	if err := st.CreateMCPServer(ctx, other); err != nil {
+	if err := st.CreateMCPServer(ctx, other, 0); err != nil {
 		t.Fatalf("same name in another account: %v", err)
 	}
 	if _, err := st.GetMCPServer(ctx, "acct_2", a.ID); !errors.Is(err, mcpremote.ErrNotFound) {
@@ -50,7 +50,7 @@ func Run(t *testing.T, st mcpremote.Store) {
 	b := a
 	b.ID, b.Name = "mcpsrv_c", "alpha"
 	b.Sealed = nil
-	if err := st.CreateMCPServer(ctx, b); err != nil {
+	if err := st.CreateMCPServer(ctx, b, 0); err != nil {
 		t.Fatal(err)
 	}
 	list, err := st.ListMCPServers(ctx, "acct_1")
@@ -98,7 +98,7 @@ func Run(t *testing.T, st mcpremote.Store) {
 	if _, err := st.GetMCPSnapshot(ctx, "acct_1", a.ID); !errors.Is(err, mcpremote.ErrNotFound) {
 		t.Fatalf("snapshot of a deleted server: %v", err)
 	}
-	if err := st.CreateMCPServer(ctx, a); err != nil {
+	if err := st.CreateMCPServer(ctx, a, 0); err != nil {
 		t.Fatalf("the name is free again after delete: %v", err)
 	}
 }
