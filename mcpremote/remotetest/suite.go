@@ -101,4 +101,34 @@ func Run(t *testing.T, st mcpremote.Store) {
 	if err := st.CreateMCPServer(ctx, a, 0); err != nil {
 		t.Fatalf("the name is free again after delete: %v", err)
 	}
+	capped(t, st, a)
+}
+
+// capped checks the cap of CreateMCPServer: acct_1 holds 2 servers (a
+// and the renamed b), so a cap of 2 refuses a third, a cap of 3 takes
+// it, a cap of 0 takes anything, and a delete makes room again.
+func capped(t *testing.T, st mcpremote.Store, a mcpremote.Server) {
+	ctx := context.Background()
+	c := a
+	c.ID, c.Name = "mcpsrv_cap", "capped"
+	if err := st.CreateMCPServer(ctx, c, 2); !errors.Is(err, mcpremote.ErrLimit) {
+		t.Fatalf("a third server under a cap of 2: %v, want ErrLimit", err)
+	}
+	if _, err := st.GetMCPServer(ctx, c.AccountID, c.ID); !errors.Is(err, mcpremote.ErrNotFound) {
+		t.Fatalf("the refused server was stored: %v", err)
+	}
+	if err := st.CreateMCPServer(ctx, c, 3); err != nil {
+		t.Fatalf("a third server under a cap of 3: %v", err)
+	}
+	d := a
+	d.ID, d.Name = "mcpsrv_cap2", "capped_two"
+	if err := st.CreateMCPServer(ctx, d, 3); !errors.Is(err, mcpremote.ErrLimit) {
+		t.Fatalf("a fourth server under a cap of 3: %v, want ErrLimit", err)
+	}
+	if err := st.DeleteMCPServer(ctx, c.AccountID, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateMCPServer(ctx, d, 3); err != nil {
+		t.Fatalf("after a delete: %v", err)
+	}
 }
