@@ -377,6 +377,12 @@ func TestListChangedRefreshesTheListing(t *testing.T) {
 	r := newRig(t, mcpgateway.Options{Changed: func(a string) { changed <- a }})
 	r.register("acct_a", "demo", up.url(), nil)
 	r.runtime("acct_a")
+	// The first listing changed the account's tools (none before it),
+	// and was told before the runtime catalog came back.
+	if n := len(changed); n != 1 {
+		t.Fatalf("the first listing was told %d times, want once", n)
+	}
+	<-changed
 	up.ts.AddTool("later")
 	select {
 	case a := <-changed:
