@@ -31,20 +31,20 @@ func (m *MemStore) nameTaken(s Server) bool {
 }
 
 // CreateMCPServer implements Store.
-func (m *MemStore) CreateMCPServer(_ context.Context, s Server, max int) error {
+func (m *MemStore) CreateMCPServer(_ context.Context, s Server, limit int) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.servers[s.ID]; ok || m.nameTaken(s) {
 		return ErrConflict
 	}
-	if max > 0 {
+	if limit > 0 {
 		n := 0
 		for _, o := range m.servers {
 			if o.AccountID == s.AccountID {
 				n++
 			}
 		}
-		if n >= max {
+		if n >= limit {
 			return ErrLimit
 		}
 	}

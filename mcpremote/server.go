@@ -119,10 +119,10 @@ var (
 
 // Store keeps the registered servers and their snapshots.
 type Store interface {
-	// CreateMCPServer stores s. With max > 0 it refuses (ErrLimit) when
-	// the account already has max servers, counted together with the
-	// insert: concurrent creates never take the account past max.
-	CreateMCPServer(ctx context.Context, s Server, max int) error
+	// CreateMCPServer stores s. With limit > 0 it refuses (ErrLimit) when
+	// the account already has limit servers, counted together with the
+	// insert: concurrent creates never take the account past limit.
+	CreateMCPServer(ctx context.Context, s Server, limit int) error
 	GetMCPServer(ctx context.Context, account, id string) (Server, error)
 	// ListMCPServers returns an account's servers by name.
 	ListMCPServers(ctx context.Context, account string) ([]Server, error)

@@ -15,15 +15,15 @@ var errAtCap = errors.New("the account is at its cap")
 const capClass = 0x7463
 
 // insertCapped runs insert (its args) when the account has fewer than
-// max rows in table; max <= 0 inserts without counting. The count and
+// limit rows in table; limit <= 0 inserts without counting. The count and
 // the insert share a transaction that no other capped insert of the
 // same account and table runs beside: on SQLite every write transaction
 // takes the write lock when it begins (_txlock=immediate); on PostgreSQL,
 // whose READ COMMITTED would let two transactions count the same rows,
 // a transaction-scoped advisory lock on (table, account) serializes them,
 // across replicas too. So concurrent creates never pass the cap.
-func (d *DB) insertCapped(ctx context.Context, table, account string, max int, insert string, args []any) error {
-	if max <= 0 {
+func (d *DB) insertCapped(ctx context.Context, table, account string, limit int, insert string, args []any) error {
+	if limit <= 0 {
 		_, err := d.db.ExecContext(ctx, d.q(insert), args...)
 		return err
 	}
@@ -41,7 +41,7 @@ func (d *DB) insertCapped(ctx context.Context, table, account string, max int, i
 	if err := tx.QueryRowContext(ctx, d.q(`SELECT COUNT(*) FROM `+table+` WHERE account_id = ?`), account).Scan(&n); err != nil {
 		return fmt.Errorf("count the account's %s: %w", table, err)
 	}
-	if n >= max {
+	if n >= limit {
 		return errAtCap
 	}
 	if _, err := tx.ExecContext(ctx, d.q(insert), args...); err != nil {

@@ -36,12 +36,12 @@ func mcpArgs(s mcpremote.Server) ([]any, error) {
 }
 
 // CreateMCPServer implements mcpremote.Store.
-func (d *DB) CreateMCPServer(ctx context.Context, s mcpremote.Server, max int) error {
+func (d *DB) CreateMCPServer(ctx context.Context, s mcpremote.Server, limit int) error {
 	args, err := mcpArgs(s)
 	if err != nil {
 		return err
 	}
-	err = d.insertCapped(ctx, "mcp_servers", s.AccountID, max, `INSERT INTO mcp_servers (`+mcpColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, args)
+	err = d.insertCapped(ctx, "mcp_servers", s.AccountID, limit, `INSERT INTO mcp_servers (`+mcpColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, args)
 	switch {
 	case errors.Is(err, errAtCap):
 		return mcpremote.ErrLimit

@@ -41,8 +41,8 @@ func isUnique(err error) bool {
 }
 
 // CreateDefinition implements tooldef.Store.
-func (d *DB) CreateDefinition(ctx context.Context, def tooldef.Definition, max int) error {
-	err := d.insertCapped(ctx, "tool_definitions", def.AccountID, max, `INSERT INTO tool_definitions (`+defColumns+`)
+func (d *DB) CreateDefinition(ctx context.Context, def tooldef.Definition, limit int) error {
+	err := d.insertCapped(ctx, "tool_definitions", def.AccountID, limit, `INSERT INTO tool_definitions (`+defColumns+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, defArgs(def))
 	switch {
 	case errors.Is(err, errAtCap):

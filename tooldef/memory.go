@@ -29,13 +29,13 @@ func (s *MemStore) clash(d Definition) bool {
 	return false
 }
 
-func (s *MemStore) CreateDefinition(_ context.Context, d Definition, max int) error {
+func (s *MemStore) CreateDefinition(_ context.Context, d Definition, limit int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, dup := s.m[d.ID]; dup || s.clash(d) {
 		return ErrConflict
 	}
-	if max > 0 && s.count(d.AccountID) >= max {
+	if limit > 0 && s.count(d.AccountID) >= limit {
 		return ErrLimit
 	}
 	s.m[d.ID] = clone(d)

@@ -84,10 +84,10 @@ type Query struct {
 
 // Store keeps definitions. Every method is scoped to an account.
 type Store interface {
-	// CreateDefinition stores d. With max > 0 it refuses (ErrLimit) when
-	// the account already has max definitions, counted together with the
-	// insert: concurrent creates never take the account past max.
-	CreateDefinition(ctx context.Context, d Definition, max int) error
+	// CreateDefinition stores d. With limit > 0 it refuses (ErrLimit) when
+	// the account already has limit definitions, counted together with the
+	// insert: concurrent creates never take the account past limit.
+	CreateDefinition(ctx context.Context, d Definition, limit int) error
 	GetDefinition(ctx context.Context, accountID, id string) (Definition, error)
 	ListDefinitions(ctx context.Context, q Query) ([]Definition, int, error)
 	// UpdateDefinition replaces a stored definition (matched by account

@@ -99,9 +99,9 @@ func tally(t *testing.T, as []answer, limitCode, wantName string) (created []str
 	return created, refused
 }
 
-func capServer(t *testing.T, st tooldef.Store, max int) *httptest.Server {
+func capServer(t *testing.T, st tooldef.Store, limit int) *httptest.Server {
 	t.Helper()
-	d := &admin.Definitions{Store: st, Max: max, Account: accountHeader,
+	d := &admin.Definitions{Store: st, Max: limit, Account: accountHeader,
 		Rules: tooldef.Rules{Slots: session.DefaultSlots, CheckSchema: func(raw []byte) error { return tools.CheckSchema("definition", raw) }}}
 	return tenantServer(t, d.Routes())
 }
