@@ -48,7 +48,7 @@ func secretSealer() (*mcpremote.Sealer, error) {
 
 // openGateway builds the gateway on the app's store: the accounts'
 // remote MCP servers as tools. Its Changed reaches the MCP face through
-// a.mcpChanged, which serve sets once the face exists.
+// a.mcpChanged, which serve and stdio set once the face exists.
 func openGateway(c *common, a *app, logger *slog.Logger) error {
 	sealer, err := secretSealer()
 	if err != nil {
