@@ -40,7 +40,28 @@ type Server struct {
 	// Sealed is the sealed Secrets.
 	Sealed    []byte
 	CreatedAt time.Time
+	// UpdatedAt is the version of the server: the gateway keeps a link
+	// (its session) for as long as the server it reads has the link's
+	// UpdatedAt. Writes set it with Touch, so that it is what the stores
+	// keep and differs between two writes.
 	UpdatedAt time.Time
+}
+
+// Touch stamps a write of s: UpdatedAt becomes now as the stores keep it
+// (whole milliseconds, no monotonic reading), and later than it was even
+// when two writes fall in one millisecond. A first write (zero UpdatedAt)
+// stamps CreatedAt too. Without it a server written at nanosecond
+// precision compared unequal to itself read back from SQLite or
+// PostgreSQL, and the gateway dropped the session its first listing had
+// opened and dialed again.
+func (s *Server) Touch(now time.Time) {
+	t := time.UnixMilli(now.UnixMilli()).UTC()
+	if s.UpdatedAt.IsZero() {
+		s.CreatedAt = t
+	} else if !t.After(s.UpdatedAt) {
+		t = time.UnixMilli(s.UpdatedAt.UnixMilli() + 1).UTC()
+	}
+	s.UpdatedAt = t
 }
 
 // Auth is the non-secret part of how toolhost authenticates to a server.

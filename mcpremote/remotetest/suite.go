@@ -15,13 +15,14 @@ import (
 // account, secrets kept byte for byte, snapshots.
 func Run(t *testing.T, st mcpremote.Store) {
 	ctx := context.Background()
-	now := time.UnixMilli(time.Now().UnixMilli()).UTC()
 	off := false
 	level := "none"
 	a := mcpremote.Server{ID: "mcpsrv_a", AccountID: "acct_1", Name: "github", URL: "https://example.com/mcp",
 		HeaderNames: []string{"X-Api-Key"}, Auth: mcpremote.Auth{Type: mcpremote.AuthBearer}, Enabled: true,
 		Timeout: 1500 * time.Millisecond, Tools: map[string]mcpremote.Override{"delete": {Enabled: &off}, "get": {SideEffectLevel: &level}},
-		Sealed: []byte{1, 2, 3, 0, 255}, CreatedAt: now, UpdatedAt: now}
+		Sealed: []byte{1, 2, 3, 0, 255}}
+	a.Touch(time.Now()) // nanoseconds and a monotonic reading: Touch makes it what a store keeps
+	now := a.UpdatedAt
 	if err := st.CreateMCPServer(ctx, a, 0); err != nil {
 		t.Fatalf("create: %v", err)
 	}
@@ -46,6 +47,16 @@ func Run(t *testing.T, st mcpremote.Store) {
 		got.Auth.Type != a.Auth.Type || len(got.HeaderNames) != 1 || !got.Enabled || !got.UpdatedAt.Equal(now) ||
 		got.Tools["delete"].Enabled == nil || *got.Tools["delete"].Enabled || *got.Tools["get"].SideEffectLevel != "none" {
 		t.Fatalf("round trip: got %+v, want %+v", got, a)
+	}
+	// A write in the same millisecond is a new version all the same, and
+	// reads back as exactly that version.
+	touched := got
+	touched.Touch(got.UpdatedAt)
+	if err := st.UpdateMCPServer(ctx, touched); err != nil {
+		t.Fatal(err)
+	}
+	if back, err := st.GetMCPServer(ctx, "acct_1", a.ID); err != nil || !back.UpdatedAt.Equal(touched.UpdatedAt) || !back.UpdatedAt.After(now) {
+		t.Fatalf("a second write in one millisecond: %v, UpdatedAt %v, want %v (after %v)", err, back.UpdatedAt, touched.UpdatedAt, now)
 	}
 	b := a
 	b.ID, b.Name = "mcpsrv_c", "alpha"

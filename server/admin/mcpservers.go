@@ -228,8 +228,8 @@ func (m *MCPServers) create(w http.ResponseWriter, r *http.Request) {
 		writeMCPErr(w, err)
 		return
 	}
-	now := m.now()
-	s := mcpremote.Server{ID: "mcpsrv_" + uuid.Must(uuid.NewV7()).String(), AccountID: m.account(r), CreatedAt: now, UpdatedAt: now}
+	s := mcpremote.Server{ID: "mcpsrv_" + uuid.Must(uuid.NewV7()).String(), AccountID: m.account(r)}
+	s.Touch(m.now())
 	var sec mcpremote.Secrets
 	if err := m.Rules.Apply(&s, &sec, in, true); err != nil {
 		writeMCPErr(w, err)
@@ -323,7 +323,7 @@ func (m *MCPServers) patch(w http.ResponseWriter, r *http.Request) {
 		writeMCPErr(w, err)
 		return
 	}
-	s.UpdatedAt = m.now()
+	s.Touch(m.now())
 	if err := m.Store.UpdateMCPServer(ctx, s); err != nil {
 		writeMCPErr(w, err)
 		return
