@@ -109,17 +109,18 @@ func Run(t *testing.T, st mcpremote.Store) {
 	if _, err := st.GetMCPSnapshot(ctx, "acct_1", a.ID); !errors.Is(err, mcpremote.ErrNotFound) {
 		t.Fatalf("snapshot of a deleted server: %v", err)
 	}
-	if err := st.CreateMCPServer(ctx, a, 0); err != nil {
-		t.Fatalf("the name is free again after delete: %v", err)
-	}
 	capped(t, st, a)
 }
 
-// capped checks the cap of CreateMCPServer: acct_1 holds 2 servers (a
-// and the renamed b), so a cap of 2 refuses a third, a cap of 3 takes
-// it, a cap of 0 takes anything, and a delete makes room again.
+// capped creates the deleted a again (its name is free), then checks the
+// cap of CreateMCPServer: acct_1 holds 2 servers (a and the renamed b),
+// so a cap of 2 refuses a third, a cap of 3 takes it, and a delete makes
+// room again.
 func capped(t *testing.T, st mcpremote.Store, a mcpremote.Server) {
 	ctx := context.Background()
+	if err := st.CreateMCPServer(ctx, a, 0); err != nil {
+		t.Fatalf("the name is free again after delete: %v", err)
+	}
 	c := a
 	c.ID, c.Name = "mcpsrv_cap", "capped"
 	if err := st.CreateMCPServer(ctx, c, 2); !errors.Is(err, mcpremote.ErrLimit) {
