@@ -122,6 +122,10 @@ const (
 	MaxNameLen     = 32
 	MaxHeaders     = 32
 	MaxTools       = 512
+	// DefaultMaxPerAccount is how many servers an account may register
+	// (mcp_servers.max_per_account): each holds a session, a connection
+	// pool and up to MaxTools tools in every listing of the account.
+	DefaultMaxPerAccount = 16
 )
 
 // Errors of the stores.
@@ -129,11 +133,17 @@ var (
 	ErrNotFound   = errors.New("no such MCP server")
 	ErrConflict   = errors.New("an MCP server with this name already exists")
 	ErrNoSnapshot = errors.New("no snapshot of this MCP server")
+	// ErrLimit: the account already has as many servers as the cap of
+	// the create allows.
+	ErrLimit = errors.New("MCP server limit reached")
 )
 
 // Store keeps the registered servers and their snapshots.
 type Store interface {
-	CreateMCPServer(ctx context.Context, s Server) error
+	// CreateMCPServer stores s. With limit > 0 it refuses (ErrLimit) when
+	// the account already has limit servers, counted together with the
+	// insert: concurrent creates never take the account past limit.
+	CreateMCPServer(ctx context.Context, s Server, limit int) error
 	GetMCPServer(ctx context.Context, account, id string) (Server, error)
 	// ListMCPServers returns an account's servers by name.
 	ListMCPServers(ctx context.Context, account string) ([]Server, error)

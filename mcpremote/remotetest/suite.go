@@ -23,17 +23,17 @@ func Run(t *testing.T, st mcpremote.Store) {
 		Sealed: []byte{1, 2, 3, 0, 255}}
 	a.Touch(time.Now()) // nanoseconds and a monotonic reading: Touch makes it what a store keeps
 	now := a.UpdatedAt
-	if err := st.CreateMCPServer(ctx, a); err != nil {
+	if err := st.CreateMCPServer(ctx, a, 0); err != nil {
 		t.Fatalf("create: %v", err)
 	}
 	dup := a
 	dup.ID = "mcpsrv_b"
-	if err := st.CreateMCPServer(ctx, dup); !errors.Is(err, mcpremote.ErrConflict) {
+	if err := st.CreateMCPServer(ctx, dup, 0); !errors.Is(err, mcpremote.ErrConflict) {
 		t.Fatalf("same name in one account: %v, want ErrConflict", err)
 	}
 	other := dup
 	other.AccountID = "acct_2"
-	if err := st.CreateMCPServer(ctx, other); err != nil {
+	if err := st.CreateMCPServer(ctx, other, 0); err != nil {
 		t.Fatalf("same name in another account: %v", err)
 	}
 	if _, err := st.GetMCPServer(ctx, "acct_2", a.ID); !errors.Is(err, mcpremote.ErrNotFound) {
@@ -61,7 +61,7 @@ func Run(t *testing.T, st mcpremote.Store) {
 	b := a
 	b.ID, b.Name = "mcpsrv_c", "alpha"
 	b.Sealed = nil
-	if err := st.CreateMCPServer(ctx, b); err != nil {
+	if err := st.CreateMCPServer(ctx, b, 0); err != nil {
 		t.Fatal(err)
 	}
 	list, err := st.ListMCPServers(ctx, "acct_1")
@@ -109,7 +109,38 @@ func Run(t *testing.T, st mcpremote.Store) {
 	if _, err := st.GetMCPSnapshot(ctx, "acct_1", a.ID); !errors.Is(err, mcpremote.ErrNotFound) {
 		t.Fatalf("snapshot of a deleted server: %v", err)
 	}
-	if err := st.CreateMCPServer(ctx, a); err != nil {
+	capped(t, st, a)
+}
+
+// capped creates the deleted a again (its name is free), then checks the
+// cap of CreateMCPServer: acct_1 holds 2 servers (a and the renamed b),
+// so a cap of 2 refuses a third, a cap of 3 takes it, and a delete makes
+// room again.
+func capped(t *testing.T, st mcpremote.Store, a mcpremote.Server) {
+	ctx := context.Background()
+	if err := st.CreateMCPServer(ctx, a, 0); err != nil {
 		t.Fatalf("the name is free again after delete: %v", err)
+	}
+	c := a
+	c.ID, c.Name = "mcpsrv_cap", "capped"
+	if err := st.CreateMCPServer(ctx, c, 2); !errors.Is(err, mcpremote.ErrLimit) {
+		t.Fatalf("a third server under a cap of 2: %v, want ErrLimit", err)
+	}
+	if _, err := st.GetMCPServer(ctx, c.AccountID, c.ID); !errors.Is(err, mcpremote.ErrNotFound) {
+		t.Fatalf("the refused server was stored: %v", err)
+	}
+	if err := st.CreateMCPServer(ctx, c, 3); err != nil {
+		t.Fatalf("a third server under a cap of 3: %v", err)
+	}
+	d := a
+	d.ID, d.Name = "mcpsrv_cap2", "capped_two"
+	if err := st.CreateMCPServer(ctx, d, 3); !errors.Is(err, mcpremote.ErrLimit) {
+		t.Fatalf("a fourth server under a cap of 3: %v, want ErrLimit", err)
+	}
+	if err := st.DeleteMCPServer(ctx, c.AccountID, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateMCPServer(ctx, d, 3); err != nil {
+		t.Fatalf("after a delete: %v", err)
 	}
 }
