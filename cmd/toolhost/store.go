@@ -48,6 +48,21 @@ func openStore(ctx context.Context, c *common) (*store.DB, error) {
 // alive there and reconciles the calls that dead processes left open,
 // before any call runs. The caller closes the journal, then the store.
 func openJournal(ctx context.Context, c *common, db *store.DB, logger *slog.Logger) (*journal.Journal, error) {
+	j := journal.New(db, journalOptions(c, logger))
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	n, err := j.Start(sctx)
+	if err != nil {
+		j.Close()
+		return nil, err
+	}
+	logger.Info("journal ready", "store", db.Dialect(), "instance_id", j.InstanceID(), "reconciled", n)
+	return j, nil
+}
+
+// journalOptions are the journal's options from the config file's
+// journal section.
+func journalOptions(c *common, logger *slog.Logger) journal.Options {
 	delay := config.DefaultCommitDelay
 	if d := c.cfg.Journal.CommitDelay; d != nil {
 		delay = d.D()
@@ -59,22 +74,14 @@ func openJournal(ctx context.Context, c *common, db *store.DB, logger *slog.Logg
 		MaxBatch:             c.cfg.Journal.MaxBatch,
 		SpoolSync:            c.cfg.Journal.SpoolSync,
 		ApplyInterval:        c.cfg.Journal.ApplyInterval.D(),
+		ReadOnlyOpenDelay:    c.cfg.Journal.OpenDelay(),
 		Logger:               logger,
 	}
 	if sp := c.cfg.Journal.Spool; sp == nil || *sp {
 		opts.SpoolDir = filepath.Join(c.data, "journal")
 		opts.WaitForStore = c.cfg.Journal.WaitForStore
 	}
-	j := journal.New(db, opts)
-	sctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	n, err := j.Start(sctx)
-	if err != nil {
-		j.Close()
-		return nil, err
-	}
-	logger.Info("journal ready", "store", db.Dialect(), "instance_id", j.InstanceID(), "reconciled", n)
-	return j, nil
+	return opts
 }
 
 // sessionCache is the session store the REST API and the pipeline share:
@@ -121,6 +128,18 @@ func presetDefinitions(c *common) ([]tooldef.Definition, error) {
 	return rules.Presets(c.cfg.Tools.Presets, time.Now())
 }
 
+// perAccountCap is a per-account cap of the config file as the REST API
+// takes it: 0 is the default, a negative value no cap (0 there).
+func perAccountCap(configured, def int) int {
+	switch {
+	case configured < 0:
+		return 0
+	case configured == 0:
+		return def
+	}
+	return configured
+}
+
 // definitionRoutes are GET /tools/builtin and the definitions CRUD.
 func definitionRoutes(c *common, defs tooldef.Store, exec *tools.Executor, changed func(account string)) map[string]http.Handler {
 	test := map[string]bool{}
@@ -154,6 +173,7 @@ func definitionRoutes(c *common, defs tooldef.Store, exec *tools.Executor, chang
 		},
 		ScriptsEnabled: func() bool { return scripts },
 		Changed:        changed,
+		Max:            perAccountCap(c.cfg.Tools.MaxDefinitionsPerAccount, tooldef.DefaultMaxPerAccount),
 	}
 	return d.Routes()
 }
