@@ -144,18 +144,7 @@ func (g *Gateway) Authorize(ctx context.Context, srv mcpremote.Server, redirectU
 			return c.TokenSource(ctx, tok), nil
 		},
 	}
-	if srv.Auth.ClientID != "" {
-		cc := &oauthex.ClientCredentials{ClientID: srv.Auth.ClientID}
-		if sec.ClientSecret != "" {
-			cc.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: sec.ClientSecret}
-		}
-		cfg.PreregisteredClient = cc
-	} else {
-		cfg.DynamicClientRegistrationConfig = &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
-			ClientName: "toolhost", RedirectURIs: []string{redirectURL},
-			GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"},
-		}}
-	}
+	setRegistration(cfg, srv, sec, redirectURL)
 	h, err := auth.NewAuthorizationCodeHandler(cfg)
 	if err != nil {
 		cancel()
@@ -195,6 +184,23 @@ func (g *Gateway) Authorize(ctx context.Context, srv mcpremote.Server, redirectU
 	case <-ctx.Done():
 		return "", ctx.Err()
 	}
+}
+
+// setRegistration is how the flow gets a client: the server's
+// pre-registered client_id (and secret), else dynamic registration.
+func setRegistration(cfg *auth.AuthorizationCodeHandlerConfig, srv mcpremote.Server, sec mcpremote.Secrets, redirectURL string) {
+	if srv.Auth.ClientID != "" {
+		cc := &oauthex.ClientCredentials{ClientID: srv.Auth.ClientID}
+		if sec.ClientSecret != "" {
+			cc.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: sec.ClientSecret}
+		}
+		cfg.PreregisteredClient = cc
+		return
+	}
+	cfg.DynamicClientRegistrationConfig = &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
+		ClientName: "toolhost", RedirectURIs: []string{redirectURL},
+		GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"},
+	}}
 }
 
 // authTimeout bounds one response of an authorization server.
