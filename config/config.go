@@ -15,6 +15,7 @@ import (
 
 	"toolhost/config/duration"
 	"toolhost/loop"
+	"toolhost/mcpremote"
 	"toolhost/sandbox"
 	"toolhost/server"
 	"toolhost/server/mcp"
@@ -80,6 +81,11 @@ type Config struct {
 		// handlers (also ENABLE_UNSAFE_SCRIPT_HANDLER=true in the
 		// environment). Off by default, as the seed says.
 		EnableUnsafeScriptHandler bool `json:"enable_unsafe_script_handler"`
+		// MaxDefinitionsPerAccount caps the tool definitions one account
+		// keeps (256; -1: none): each is in every tool listing of the
+		// account. Lowering it keeps what is stored; creates wait for
+		// deletes.
+		MaxDefinitionsPerAccount int `json:"max_definitions_per_account"`
 		// Presets are the operator's tool definitions (source preset):
 		// every account sees and may call them, nobody changes them over
 		// the API. Each takes the fields of POST /tools/definitions
@@ -141,6 +147,8 @@ func Default() Config {
 	c.MCP.SessionTimeout = duration.Duration(mcp.DefaultSessionTimeout)
 	c.Tools.DefaultTimeout = duration.Duration(tools.DefaultTimeout)
 	c.Tools.MaxResultBytes = tools.DefaultMaxResultBytes
+	c.Tools.MaxDefinitionsPerAccount = tooldef.DefaultMaxPerAccount
+	c.MCPServers.MaxPerAccount = mcpremote.DefaultMaxPerAccount
 	c.ShutdownTimeout = duration.Duration(server.DefaultShutdownTimeout)
 	return c
 }
@@ -339,4 +347,7 @@ type MCPServers struct {
 	MaxConcurrent int `json:"max_concurrent"`
 	// MaxResultBytes caps one answer of a server (4 MiB).
 	MaxResultBytes int64 `json:"max_result_bytes"`
+	// MaxPerAccount caps the servers one account registers (16; -1:
+	// none). Lowering it keeps what is registered.
+	MaxPerAccount int `json:"max_per_account"`
 }

@@ -214,7 +214,7 @@ func (g *Gateway) saveGrant(ctx context.Context, account, id string, c *oauth2.C
 	if srv.Sealed, err = g.opts.Sealer.Seal(account, id, sec); err != nil {
 		return err
 	}
-	srv.UpdatedAt = g.opts.Now()
+	srv.Touch(g.opts.Now())
 	if err := g.opts.Store.UpdateMCPServer(ctx, srv); err != nil {
 		return fmt.Errorf("store the authorization: %w", err)
 	}

@@ -16,7 +16,13 @@
 // snapshot exists (its age is reported), unavailable when it does not
 // answer and there is none: "cannot confirm", not "no tools". Listings are
 // refreshed on notifications/tools/list_changed, after the TTL, and on
-// demand (Refresh). StoredListing, for the hosted /v1 catalog and the MCP
+// demand (Refresh). Every listing is compared with the tools known before
+// it (the link's last listing, else the snapshot), and Options.Changed is
+// told once when they differ, never for the same tools: the MCP face then
+// sends its sessions one list_changed. A server's list_changed
+// notifications are coalesced (at most one re-listing waits) and spaced
+// (RelistInterval), so a server that sends them without end costs one
+// listing per interval. StoredListing, for the hosted /v1 catalog and the MCP
 // face's tools/list, asks no server: the live listing in memory, else the
 // snapshot; a link busy connecting is not waited for. RemoteListing, for
 // the runtime catalog, asks each server now.

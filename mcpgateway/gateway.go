@@ -1,6 +1,7 @@
 package mcpgateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,12 +38,19 @@ type Options struct {
 	// MaxResultBytes caps one response body or SSE event from a server
 	// (4 MiB).
 	MaxResultBytes int64
-	// Changed is told when an account's remote tools changed
-	// (list_changed, a refresh), for the MCP face's tools/list.
+	// Changed is told, once per change, when a listing of one of an
+	// account's servers differs from the tools known before it (the last
+	// listing, else the stored snapshot), for the MCP face's tools/list.
+	// An unchanged listing, however it came (list_changed, a refresh, the
+	// TTL, a new session), tells nothing.
 	Changed func(account string)
-	Logger  *slog.Logger
-	Now     func() time.Time
-	Version string
+	// RelistInterval is the least time between two re-listings of a
+	// server on its notifications/tools/list_changed (1 s): a server that
+	// sends them without end costs one listing per interval.
+	RelistInterval time.Duration
+	Logger         *slog.Logger
+	Now            func() time.Time
+	Version        string
 }
 
 // Gateway holds the client sessions and answers tools.RemoteTools.
@@ -58,6 +66,10 @@ type Gateway struct {
 	auths       authorizations
 	closing     context.Context
 	closeFlight context.CancelFunc
+	// relists are the re-listings on list_changed in flight; closed stops
+	// new ones, and Close waits for them.
+	relists sync.WaitGroup
+	closed  bool
 }
 
 // New returns a gateway; Close ends its sessions.
@@ -73,6 +85,9 @@ func New(opts Options) *Gateway {
 	}
 	if opts.MaxResultBytes <= 0 {
 		opts.MaxResultBytes = 4 << 20
+	}
+	if opts.RelistInterval <= 0 {
+		opts.RelistInterval = time.Second
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -99,7 +114,9 @@ func (g *Gateway) Close() {
 	g.mu.Lock()
 	links := g.links
 	g.links = map[string]*link{}
+	g.closed = true
 	g.mu.Unlock()
+	g.relists.Wait()
 	for _, l := range links {
 		l.mu.Lock()
 		l.drop()
@@ -132,6 +149,16 @@ type link struct {
 	tools    []*sdk.Tool // the last live listing
 	listedAt time.Time
 	stale    bool
+	// known is the JSON of the tools the account's listings show for
+	// this server, as of the last listing (knownSet): what a new listing
+	// is compared with. Before the first, the stored snapshot is.
+	known    []byte
+	knownSet bool
+	// changed is a change of the tools not yet told (Options.Changed),
+	// told once the lock is released.
+	changed bool
+	// relist is the re-listing on list_changed: at most one waits.
+	relist relistState
 	// built caches byName for the listing of builtAt and builtSource.
 	built       map[string]*tools.Remote
 	builtAt     time.Time
@@ -261,8 +288,16 @@ func (l *link) reseal(ctx context.Context, sec mcpremote.Secrets) {
 	l.srv.Sealed = sealed
 }
 
+// relistState coalesces and spaces a server's re-listings on list_changed.
+type relistState struct {
+	mu      sync.Mutex
+	pending bool
+	last    time.Time
+}
+
 // list lists the server's tools on the session and saves the snapshot
-// (l.mu held).
+// (l.mu held); a listing that differs from the tools known before it is
+// marked to be told (notify).
 func (l *link) list(ctx context.Context) error {
 	var ts []*sdk.Tool
 	for t, err := range l.sess.Tools(ctx, nil) {
@@ -278,6 +313,7 @@ func (l *link) list(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("encode the tools of %s: %w", l.srv.Name, err)
 	}
+	l.compare(ctx, b)
 	now := l.g.opts.Now()
 	if err := l.g.opts.Store.SaveMCPSnapshot(ctx, l.srv.AccountID, l.srv.ID, mcpremote.Snapshot{Tools: b, ListedAt: now}); err != nil &&
 		!errors.Is(err, mcpremote.ErrNotFound) {
@@ -287,11 +323,54 @@ func (l *link) list(ctx context.Context) error {
 	return nil
 }
 
+// compare marks a change when listed (the JSON of a new listing) is not
+// the tools known before it: the last listing, else the snapshot, which
+// is what the account's listings showed (l.mu held).
+func (l *link) compare(ctx context.Context, listed []byte) {
+	if !l.knownSet {
+		l.known, l.knownSet = nil, true
+		if snap, err := l.g.opts.Store.GetMCPSnapshot(ctx, l.srv.AccountID, l.srv.ID); err == nil {
+			l.known = snap.Tools
+		}
+	}
+	if !sameTools(l.known, listed) {
+		l.changed = true
+	}
+	l.known = listed
+}
+
+// sameTools reports whether two listings' JSON are the same tools; no
+// listing (nil) and a listing of none are the same: no tools shown.
+func sameTools(a, b []byte) bool {
+	empty := func(x []byte) bool {
+		s := string(bytes.TrimSpace(x))
+		return s == "" || s == "null" || s == "[]"
+	}
+	if empty(a) || empty(b) {
+		return empty(a) && empty(b)
+	}
+	return bytes.Equal(a, b)
+}
+
+// notify tells Options.Changed of a change the last listings made, once;
+// called without l.mu, after the listing.
+func (l *link) notify() {
+	l.mu.Lock()
+	changed := l.changed
+	l.changed = false
+	account := l.srv.AccountID
+	l.mu.Unlock()
+	if changed && l.g.opts.Changed != nil {
+		l.g.opts.Changed(account)
+	}
+}
+
 // ensure makes the link live: a session and a current listing. With
 // probe, a session that looks fine is pinged. On failure the session is
 // dropped and opened once more (an expired session), then the error is
-// returned.
+// returned. A listing that changed the tools is told before it returns.
 func (l *link) ensure(ctx context.Context, probe bool) error {
+	defer l.notify()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.sess != nil {
@@ -319,6 +398,7 @@ func (l *link) ensure(ctx context.Context, probe bool) error {
 
 // session returns the live session, opening one when there is none.
 func (l *link) session(ctx context.Context) (*sdk.ClientSession, error) {
+	defer l.notify()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.sess == nil {
@@ -344,19 +424,57 @@ func (l *link) reset(s *sdk.ClientSession) {
 	l.mu.Unlock()
 }
 
-// listChanged re-lists after notifications/tools/list_changed.
+// listChanged re-lists after notifications/tools/list_changed. However
+// many a server sends, at most one re-listing waits, and re-listings
+// are RelistInterval apart: a server that says "changed" without end
+// (or in answer to every listing) costs one listing per interval, and
+// only a listing that changed the tools is told (ensure).
 func (l *link) listChanged() {
-	l.mu.Lock()
-	l.stale = true
-	l.mu.Unlock()
+	g := l.g
+	l.relist.mu.Lock()
+	if l.relist.pending {
+		l.relist.mu.Unlock()
+		return
+	}
+	l.relist.pending = true
+	wait := g.opts.RelistInterval - time.Since(l.relist.last)
+	l.relist.mu.Unlock()
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return
+	}
+	g.relists.Add(1)
+	g.mu.Unlock()
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), l.g.opts.ProbeTimeout*3)
+		defer g.relists.Done()
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-g.closing.Done():
+				t.Stop()
+				return
+			}
+		}
+		// A notification from now on may be about a change this listing
+		// misses: it schedules the next one.
+		l.relist.mu.Lock()
+		l.relist.pending, l.relist.last = false, time.Now()
+		l.relist.mu.Unlock()
+		g.mu.Lock()
+		current := g.links[l.srv.ID] == l
+		g.mu.Unlock()
+		if !current {
+			return // forgotten or replaced: its session is going
+		}
+		l.mu.Lock()
+		l.stale = true
+		l.mu.Unlock()
+		ctx, cancel := context.WithTimeout(g.closing, g.opts.ProbeTimeout*3)
 		defer cancel()
 		if err := l.ensure(ctx, false); err != nil {
-			l.g.opts.Logger.Warn("re-listing the tools of an MCP server after list_changed failed", "server_id", l.srv.ID, "err", neterr.Describe(err))
-		}
-		if l.g.opts.Changed != nil {
-			l.g.opts.Changed(l.srv.AccountID)
+			g.opts.Logger.Warn("re-listing the tools of an MCP server after list_changed failed", "server_id", l.srv.ID, "err", neterr.Describe(err))
 		}
 	}()
 }
@@ -370,9 +488,5 @@ func (g *Gateway) Refresh(ctx context.Context, srv mcpremote.Server) (Status, er
 	pctx, cancel := context.WithTimeout(ctx, g.opts.ProbeTimeout*3)
 	defer cancel()
 	err := l.ensure(pctx, true)
-	st := g.status(ctx, srv, l, err)
-	if g.opts.Changed != nil {
-		g.opts.Changed(srv.AccountID)
-	}
-	return st, err
+	return g.status(ctx, srv, l, err), err
 }

@@ -138,7 +138,7 @@ func (r *rig) register(account, name, url string, mod func(*mcpremote.Server, *m
 		r.t.Fatal(err)
 	}
 	s.Sealed = sealed
-	if err := r.store.CreateMCPServer(context.Background(), s); err != nil {
+	if err := r.store.CreateMCPServer(context.Background(), s, 0); err != nil {
 		r.t.Fatal(err)
 	}
 	return s
@@ -377,6 +377,12 @@ func TestListChangedRefreshesTheListing(t *testing.T) {
 	r := newRig(t, mcpgateway.Options{Changed: func(a string) { changed <- a }})
 	r.register("acct_a", "demo", up.url(), nil)
 	r.runtime("acct_a")
+	// The first listing changed the account's tools (none before it),
+	// and was told before the runtime catalog came back.
+	if n := len(changed); n != 1 {
+		t.Fatalf("the first listing was told %d times, want once", n)
+	}
+	<-changed
 	up.ts.AddTool("later")
 	select {
 	case a := <-changed:
@@ -514,7 +520,7 @@ func TestPrivateAddressesAreRefusedByTheDialer(t *testing.T) {
 	gw := mcpgateway.New(mcpgateway.Options{Store: st, Sealer: seal, Dial: dial, ProbeTimeout: time.Second})
 	defer gw.Close()
 	s := mcpremote.Server{ID: "s1", AccountID: "a", Name: "demo", URL: up.url(), Enabled: true, UpdatedAt: time.Now()}
-	if err := st.CreateMCPServer(context.Background(), s); err != nil {
+	if err := st.CreateMCPServer(context.Background(), s, 0); err != nil {
 		t.Fatal(err)
 	}
 	stt := gw.State(context.Background(), s, true)
@@ -612,7 +618,7 @@ func TestRotatedKeyResealsOnUse(t *testing.T) {
 	s := mcpremote.Server{ID: "s1", AccountID: "acct_a", Name: "demo", URL: up.url(), Enabled: true,
 		Auth: mcpremote.Auth{Type: mcpremote.AuthBearer}, UpdatedAt: time.Now()}
 	s.Sealed, _ = old.Seal(s.AccountID, s.ID, mcpremote.Secrets{BearerToken: "rotated-token"})
-	if err := st.CreateMCPServer(context.Background(), s); err != nil {
+	if err := st.CreateMCPServer(context.Background(), s, 0); err != nil {
 		t.Fatal(err)
 	}
 	rotated, err := mcpremote.NewSealer(newKey, oldKey)

@@ -19,7 +19,7 @@ func BenchmarkRemoteLookup(b *testing.B) {
 	if srv.Sealed, err = r.seal.Seal(srv.AccountID, srv.ID, mcpremote.Secrets{}); err != nil {
 		b.Fatal(err)
 	}
-	if err := r.cache.CreateMCPServer(context.Background(), srv); err != nil {
+	if err := r.cache.CreateMCPServer(context.Background(), srv, 0); err != nil {
 		b.Fatal(err)
 	}
 	if out := r.echo("demo__echo"); out.IsError {

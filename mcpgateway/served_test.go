@@ -106,7 +106,7 @@ func (r *servedRig) registerDemo(t testing.TB) mcpremote.Server {
 	if srv.Sealed, err = r.seal.Seal(srv.AccountID, srv.ID, mcpremote.Secrets{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.cache.CreateMCPServer(context.Background(), srv); err != nil {
+	if err := r.cache.CreateMCPServer(context.Background(), srv, 0); err != nil {
 		t.Fatal(err)
 	}
 	return srv

@@ -51,10 +51,10 @@ func (c *Cache) ListMCPServers(ctx context.Context, account string) ([]Server, e
 func (c *Cache) Forget(account string) { c.lists.Forget(account) }
 
 // CreateMCPServer implements Store.
-func (c *Cache) CreateMCPServer(ctx context.Context, s Server) error {
+func (c *Cache) CreateMCPServer(ctx context.Context, s Server, limit int) error {
 	c.Forget(s.AccountID)
 	defer c.Forget(s.AccountID)
-	return c.Store.CreateMCPServer(ctx, s)
+	return c.Store.CreateMCPServer(ctx, s, limit)
 }
 
 // UpdateMCPServer implements Store.

@@ -55,7 +55,7 @@ func TestCacheListsFromMemoryAndForgetsOnWrite(t *testing.T) {
 		return out
 	}
 	a := server("mcpsrv_1", "acct_a", "alpha")
-	if err := c.CreateMCPServer(ctx, a); err != nil {
+	if err := c.CreateMCPServer(ctx, a, 0); err != nil {
 		t.Fatal(err)
 	}
 	if got := names("acct_a"); !slices.Equal(got, []string{"alpha"}) {
@@ -105,7 +105,7 @@ func TestCacheOtherReplica(t *testing.T) {
 	if l, err := two.ListMCPServers(ctx, "acct_r"); err != nil || len(l) != 0 {
 		t.Fatalf("before: %v %v", l, err)
 	}
-	if err := one.CreateMCPServer(ctx, server("mcpsrv_r", "acct_r", "gamma")); err != nil {
+	if err := one.CreateMCPServer(ctx, server("mcpsrv_r", "acct_r", "gamma"), 0); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(ttl + 10*time.Millisecond)
@@ -143,7 +143,7 @@ func TestCacheKeepsNoListReadBeforeAWrite(t *testing.T) {
 		done <- l
 	}()
 	<-st.started
-	if err := c.CreateMCPServer(ctx, server("mcpsrv_s", "acct_s", "delta")); err != nil {
+	if err := c.CreateMCPServer(ctx, server("mcpsrv_s", "acct_s", "delta"), 0); err != nil {
 		t.Fatal(err)
 	}
 	close(st.release)

@@ -31,11 +31,22 @@ func (m *MemStore) nameTaken(s Server) bool {
 }
 
 // CreateMCPServer implements Store.
-func (m *MemStore) CreateMCPServer(_ context.Context, s Server) error {
+func (m *MemStore) CreateMCPServer(_ context.Context, s Server, limit int) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.servers[s.ID]; ok || m.nameTaken(s) {
 		return ErrConflict
+	}
+	if limit > 0 {
+		n := 0
+		for _, o := range m.servers {
+			if o.AccountID == s.AccountID {
+				n++
+			}
+		}
+		if n >= limit {
+			return ErrLimit
+		}
 	}
 	m.servers[s.ID] = clone(s)
 	return nil

@@ -40,7 +40,28 @@ type Server struct {
 	// Sealed is the sealed Secrets.
 	Sealed    []byte
 	CreatedAt time.Time
+	// UpdatedAt is the version of the server: the gateway keeps a link
+	// (its session) for as long as the server it reads has the link's
+	// UpdatedAt. Writes set it with Touch, so that it is what the stores
+	// keep and differs between two writes.
 	UpdatedAt time.Time
+}
+
+// Touch stamps a write of s: UpdatedAt becomes now as the stores keep it
+// (whole milliseconds, no monotonic reading), and later than it was even
+// when two writes fall in one millisecond. A first write (zero UpdatedAt)
+// stamps CreatedAt too. Without it a server written at nanosecond
+// precision compared unequal to itself read back from SQLite or
+// PostgreSQL, and the gateway dropped the session its first listing had
+// opened and dialed again.
+func (s *Server) Touch(now time.Time) {
+	t := time.UnixMilli(now.UnixMilli()).UTC()
+	if s.UpdatedAt.IsZero() {
+		s.CreatedAt = t
+	} else if !t.After(s.UpdatedAt) {
+		t = time.UnixMilli(s.UpdatedAt.UnixMilli() + 1).UTC()
+	}
+	s.UpdatedAt = t
 }
 
 // Auth is the non-secret part of how toolhost authenticates to a server.
@@ -101,6 +122,10 @@ const (
 	MaxNameLen     = 32
 	MaxHeaders     = 32
 	MaxTools       = 512
+	// DefaultMaxPerAccount is how many servers an account may register
+	// (mcp_servers.max_per_account): each holds a session, a connection
+	// pool and up to MaxTools tools in every listing of the account.
+	DefaultMaxPerAccount = 16
 )
 
 // Errors of the stores.
@@ -108,11 +133,17 @@ var (
 	ErrNotFound   = errors.New("no such MCP server")
 	ErrConflict   = errors.New("an MCP server with this name already exists")
 	ErrNoSnapshot = errors.New("no snapshot of this MCP server")
+	// ErrLimit: the account already has as many servers as the cap of
+	// the create allows.
+	ErrLimit = errors.New("MCP server limit reached")
 )
 
 // Store keeps the registered servers and their snapshots.
 type Store interface {
-	CreateMCPServer(ctx context.Context, s Server) error
+	// CreateMCPServer stores s. With limit > 0 it refuses (ErrLimit) when
+	// the account already has limit servers, counted together with the
+	// insert: concurrent creates never take the account past limit.
+	CreateMCPServer(ctx context.Context, s Server, limit int) error
 	GetMCPServer(ctx context.Context, account, id string) (Server, error)
 	// ListMCPServers returns an account's servers by name.
 	ListMCPServers(ctx context.Context, account string) ([]Server, error)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -35,15 +36,18 @@ func mcpArgs(s mcpremote.Server) ([]any, error) {
 }
 
 // CreateMCPServer implements mcpremote.Store.
-func (d *DB) CreateMCPServer(ctx context.Context, s mcpremote.Server) error {
+func (d *DB) CreateMCPServer(ctx context.Context, s mcpremote.Server, limit int) error {
 	args, err := mcpArgs(s)
 	if err != nil {
 		return err
 	}
-	if _, err := d.db.ExecContext(ctx, d.q(`INSERT INTO mcp_servers (`+mcpColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`), args...); err != nil {
-		if isUnique(err) {
-			return mcpremote.ErrConflict
-		}
+	err = d.insertCapped(ctx, "mcp_servers", s.AccountID, limit, `INSERT INTO mcp_servers (`+mcpColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, args)
+	switch {
+	case errors.Is(err, errAtCap):
+		return mcpremote.ErrLimit
+	case isUnique(err):
+		return mcpremote.ErrConflict
+	case err != nil:
 		return fmt.Errorf("create MCP server: %w", err)
 	}
 	return nil

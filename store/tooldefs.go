@@ -41,13 +41,15 @@ func isUnique(err error) bool {
 }
 
 // CreateDefinition implements tooldef.Store.
-func (d *DB) CreateDefinition(ctx context.Context, def tooldef.Definition) error {
-	_, err := d.db.ExecContext(ctx, d.q(`INSERT INTO tool_definitions (`+defColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`), defArgs(def)...)
-	if err != nil {
-		if isUnique(err) {
-			return tooldef.ErrConflict
-		}
+func (d *DB) CreateDefinition(ctx context.Context, def tooldef.Definition, limit int) error {
+	err := d.insertCapped(ctx, "tool_definitions", def.AccountID, limit, `INSERT INTO tool_definitions (`+defColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, defArgs(def))
+	switch {
+	case errors.Is(err, errAtCap):
+		return tooldef.ErrLimit
+	case isUnique(err):
+		return tooldef.ErrConflict
+	case err != nil:
 		return fmt.Errorf("create tool definition: %w", err)
 	}
 	return nil

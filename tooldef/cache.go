@@ -64,10 +64,10 @@ func (c *Cache) account(ctx context.Context, account string) ([]Definition, erro
 // the store.
 func (c *Cache) Forget(account string) { c.lists.Forget(account) }
 
-func (c *Cache) CreateDefinition(ctx context.Context, d Definition) error {
+func (c *Cache) CreateDefinition(ctx context.Context, d Definition, limit int) error {
 	c.Forget(d.AccountID)
 	defer c.Forget(d.AccountID)
-	return c.Store.CreateDefinition(ctx, d)
+	return c.Store.CreateDefinition(ctx, d, limit)
 }
 
 func (c *Cache) UpdateDefinition(ctx context.Context, d Definition) error {

@@ -29,14 +29,28 @@ func (s *MemStore) clash(d Definition) bool {
 	return false
 }
 
-func (s *MemStore) CreateDefinition(_ context.Context, d Definition) error {
+func (s *MemStore) CreateDefinition(_ context.Context, d Definition, limit int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, dup := s.m[d.ID]; dup || s.clash(d) {
 		return ErrConflict
 	}
+	if limit > 0 && s.count(d.AccountID) >= limit {
+		return ErrLimit
+	}
 	s.m[d.ID] = clone(d)
 	return nil
+}
+
+// count is how many definitions the account has (s.mu held).
+func (s *MemStore) count(account string) int {
+	n := 0
+	for _, d := range s.m {
+		if d.AccountID == account {
+			n++
+		}
+	}
+	return n
 }
 
 func (s *MemStore) GetDefinition(_ context.Context, account, id string) (Definition, error) {

@@ -13,7 +13,15 @@ var (
 	// ErrConflict: the account already has a definition with the same
 	// (name, source, source_id).
 	ErrConflict = errors.New("tool definition conflict")
+	// ErrLimit: the account already has as many definitions as the cap
+	// of the create allows.
+	ErrLimit = errors.New("tool definition limit reached")
 )
+
+// DefaultMaxPerAccount is how many definitions an account may keep
+// (tools.max_definitions_per_account): every one is in each of the
+// account's tool listings, so the cap bounds those as well as storage.
+const DefaultMaxPerAccount = 256
 
 // Sources of a definition.
 const (
@@ -76,7 +84,10 @@ type Query struct {
 
 // Store keeps definitions. Every method is scoped to an account.
 type Store interface {
-	CreateDefinition(ctx context.Context, d Definition) error
+	// CreateDefinition stores d. With limit > 0 it refuses (ErrLimit) when
+	// the account already has limit definitions, counted together with the
+	// insert: concurrent creates never take the account past limit.
+	CreateDefinition(ctx context.Context, d Definition, limit int) error
 	GetDefinition(ctx context.Context, accountID, id string) (Definition, error)
 	ListDefinitions(ctx context.Context, q Query) ([]Definition, int, error)
 	// UpdateDefinition replaces a stored definition (matched by account

@@ -31,7 +31,7 @@ func BenchmarkCustomToolLookup(b *testing.B) {
 		d := tooldef.Definition{ID: fmt.Sprint("tooldef_", i), AccountID: tools.LocalAccount, Name: fmt.Sprint("lookup_", i),
 			Parameters: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`), SideEffectLevel: "none",
 			AllowedSlots: []string{}, Source: tooldef.SourceCustom, Enabled: true, CreatedAt: now, UpdatedAt: now}
-		if err := db.CreateDefinition(ctx, d); err != nil {
+		if err := db.CreateDefinition(ctx, d, 0); err != nil {
 			b.Fatal(err)
 		}
 	}

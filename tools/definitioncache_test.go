@@ -92,7 +92,7 @@ func TestDefinitionCacheSeesWritesAtOnce(t *testing.T) {
 			d := tooldef.Definition{ID: "tooldef_1", AccountID: a, Name: "echo", Description: "v1",
 				Parameters: json.RawMessage(`{"type":"object"}`), SideEffectLevel: "none", AllowedSlots: []string{},
 				Source: tooldef.SourceCustom, Enabled: true, CreatedAt: now, UpdatedAt: now}
-			if err := defs.CreateDefinition(ctx, d); err != nil {
+			if err := defs.CreateDefinition(ctx, d, 0); err != nil {
 				t.Fatal(err)
 			}
 			check("create", a, "echo")
@@ -117,7 +117,7 @@ func TestDefinitionCacheSeesWritesAtOnce(t *testing.T) {
 			check("toggle on", a, "echo")
 			bd := d
 			bd.ID, bd.AccountID, bd.Name = "tooldef_2", b, "other"
-			if err := defs.CreateDefinition(ctx, bd); err != nil {
+			if err := defs.CreateDefinition(ctx, bd, 0); err != nil {
 				t.Fatal(err)
 			}
 			check("B creates", a, "echo")
@@ -154,7 +154,7 @@ func TestDefinitionCacheOtherReplica(t *testing.T) {
 			now := time.Now()
 			if err := one.CreateDefinition(ctx, tooldef.Definition{ID: "tooldef_r", AccountID: "acct_r", Name: "echo",
 				Parameters: json.RawMessage(`{"type":"object"}`), SideEffectLevel: "none", AllowedSlots: []string{},
-				Source: tooldef.SourceCustom, Enabled: true, CreatedAt: now, UpdatedAt: now}); err != nil {
+				Source: tooldef.SourceCustom, Enabled: true, CreatedAt: now, UpdatedAt: now}, 0); err != nil {
 				t.Fatal(err)
 			}
 			paged := q

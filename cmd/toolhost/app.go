@@ -30,7 +30,7 @@ type app struct {
 	// presets.
 	defs tooldef.Store
 	// gateway serves the accounts' remote MCP servers as tools, their
-	// secrets sealed by sealer; mcpChanged, set by serve, tells the MCP
+	// secrets sealed by sealer; mcpChanged, set by serve and stdio, tells the MCP
 	// face when an account's remote tools changed.
 	gateway *mcpgateway.Gateway
 	sealer  *mcpremote.Sealer

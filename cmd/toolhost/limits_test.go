@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -175,4 +176,42 @@ func TestPaceProcsLeavesAnEnvironmentGOMAXPROCSAlone(t *testing.T) {
 			t.Fatalf("held: GOMAXPROCS %d, want %d", got, def)
 		}
 	})
+}
+
+// serve takes the per-account caps of the tools API from its config file:
+// tools.max_definitions_per_account and mcp_servers.max_per_account.
+func TestServeTakesThePerAccountCapsFromConfig(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "c.json")
+	if err := os.WriteFile(cfg, []byte(`{"tools":{"max_definitions_per_account":2},"mcp_servers":{"max_per_account":1},
+		"fetch":{"allow_private":["127.0.0.1"]},"sandbox":{"python_pool":-1,"javascript_pool":-1}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _, addr := startServe(t, buildBinary(t), "serve", "--dev", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--config", cfg)
+	post := func(path, body string) (int, string) {
+		t.Helper()
+		resp, err := http.Post("http://"+addr+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b struct {
+			Error struct {
+				Code string `json:"code"`
+			} `json:"error"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&b)
+		return resp.StatusCode, b.Error.Code
+	}
+	for i, want := range []int{201, 201, 409} {
+		if status, code := post("/tools/definitions", `{"name":"t`+string(rune('a'+i))+`"}`); status != want || (want == 409 && code != "tool_definition_limit") {
+			t.Fatalf("definition %d: %d %s, want %d", i+1, status, code, want)
+		}
+	}
+	// Disabled: registered without being listed (nothing listens there).
+	for i, want := range []int{201, 409} {
+		body := `{"name":"s` + string(rune('a'+i)) + `","url":"http://127.0.0.1:9/mcp","enabled":false}`
+		if status, code := post("/mcp-servers", body); status != want || (want == 409 && code != "mcp_server_limit") {
+			t.Fatalf("MCP server %d: %d %s, want %d", i+1, status, code, want)
+		}
+	}
 }

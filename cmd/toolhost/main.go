@@ -267,6 +267,9 @@ func cmdStdio(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer a.close()
 	srv := mcpface.New(a.exec, mcpface.Options{Version: version, Lang: catalog.Lang(*lang), Logger: logger})
+	// A remote server's listing that changes the local account's tools
+	// reaches this client as list_changed, as over HTTP.
+	a.mcpChanged = srv.DefinitionsChanged
 	if err := srv.RunStdio(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		return err
 	}

@@ -48,7 +48,7 @@ func secretSealer() (*mcpremote.Sealer, error) {
 
 // openGateway builds the gateway on the app's store: the accounts'
 // remote MCP servers as tools. Its Changed reaches the MCP face through
-// a.mcpChanged, which serve sets once the face exists.
+// a.mcpChanged, which serve and stdio set once the face exists.
 func openGateway(c *common, a *app, logger *slog.Logger) error {
 	sealer, err := secretSealer()
 	if err != nil {
@@ -100,6 +100,7 @@ func mcpServerRoutes(c *common, a *app, changed func(account string), base strin
 			return fetchpage.CheckHost(ctx, allow, host)
 		},
 		Changed: changed, Logger: logger,
+		Max:         perAccountCap(c.cfg.MCPServers.MaxPerAccount, mcpremote.DefaultMaxPerAccount),
 		CallbackURL: base + admin.CallbackPath,
 	}
 	return m.Routes(), m.CallbackRoutes()
@@ -152,7 +153,7 @@ func cmdMCPServers(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return exitUsage
 	}
 	st := mcpremote.NewMemStore()
-	if err := st.CreateMCPServer(ctx, srv); err != nil {
+	if err := st.CreateMCPServer(ctx, srv, 0); err != nil {
 		return exitStartup
 	}
 	cfg := c.cfg.MCPServers

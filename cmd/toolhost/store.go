@@ -121,6 +121,18 @@ func presetDefinitions(c *common) ([]tooldef.Definition, error) {
 	return rules.Presets(c.cfg.Tools.Presets, time.Now())
 }
 
+// perAccountCap is a per-account cap of the config file as the REST API
+// takes it: 0 is the default, a negative value no cap (0 there).
+func perAccountCap(configured, def int) int {
+	switch {
+	case configured < 0:
+		return 0
+	case configured == 0:
+		return def
+	}
+	return configured
+}
+
 // definitionRoutes are GET /tools/builtin and the definitions CRUD.
 func definitionRoutes(c *common, defs tooldef.Store, exec *tools.Executor, changed func(account string)) map[string]http.Handler {
 	test := map[string]bool{}
@@ -154,6 +166,7 @@ func definitionRoutes(c *common, defs tooldef.Store, exec *tools.Executor, chang
 		},
 		ScriptsEnabled: func() bool { return scripts },
 		Changed:        changed,
+		Max:            perAccountCap(c.cfg.Tools.MaxDefinitionsPerAccount, tooldef.DefaultMaxPerAccount),
 	}
 	return d.Routes()
 }

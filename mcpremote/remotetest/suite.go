@@ -15,24 +15,25 @@ import (
 // account, secrets kept byte for byte, snapshots.
 func Run(t *testing.T, st mcpremote.Store) {
 	ctx := context.Background()
-	now := time.UnixMilli(time.Now().UnixMilli()).UTC()
 	off := false
 	level := "none"
 	a := mcpremote.Server{ID: "mcpsrv_a", AccountID: "acct_1", Name: "github", URL: "https://example.com/mcp",
 		HeaderNames: []string{"X-Api-Key"}, Auth: mcpremote.Auth{Type: mcpremote.AuthBearer}, Enabled: true,
 		Timeout: 1500 * time.Millisecond, Tools: map[string]mcpremote.Override{"delete": {Enabled: &off}, "get": {SideEffectLevel: &level}},
-		Sealed: []byte{1, 2, 3, 0, 255}, CreatedAt: now, UpdatedAt: now}
-	if err := st.CreateMCPServer(ctx, a); err != nil {
+		Sealed: []byte{1, 2, 3, 0, 255}}
+	a.Touch(time.Now()) // nanoseconds and a monotonic reading: Touch makes it what a store keeps
+	now := a.UpdatedAt
+	if err := st.CreateMCPServer(ctx, a, 0); err != nil {
 		t.Fatalf("create: %v", err)
 	}
 	dup := a
 	dup.ID = "mcpsrv_b"
-	if err := st.CreateMCPServer(ctx, dup); !errors.Is(err, mcpremote.ErrConflict) {
+	if err := st.CreateMCPServer(ctx, dup, 0); !errors.Is(err, mcpremote.ErrConflict) {
 		t.Fatalf("same name in one account: %v, want ErrConflict", err)
 	}
 	other := dup
 	other.AccountID = "acct_2"
-	if err := st.CreateMCPServer(ctx, other); err != nil {
+	if err := st.CreateMCPServer(ctx, other, 0); err != nil {
 		t.Fatalf("same name in another account: %v", err)
 	}
 	if _, err := st.GetMCPServer(ctx, "acct_2", a.ID); !errors.Is(err, mcpremote.ErrNotFound) {
@@ -47,10 +48,20 @@ func Run(t *testing.T, st mcpremote.Store) {
 		got.Tools["delete"].Enabled == nil || *got.Tools["delete"].Enabled || *got.Tools["get"].SideEffectLevel != "none" {
 		t.Fatalf("round trip: got %+v, want %+v", got, a)
 	}
+	// A write in the same millisecond is a new version all the same, and
+	// reads back as exactly that version.
+	touched := got
+	touched.Touch(got.UpdatedAt)
+	if err := st.UpdateMCPServer(ctx, touched); err != nil {
+		t.Fatal(err)
+	}
+	if back, err := st.GetMCPServer(ctx, "acct_1", a.ID); err != nil || !back.UpdatedAt.Equal(touched.UpdatedAt) || !back.UpdatedAt.After(now) {
+		t.Fatalf("a second write in one millisecond: %v, UpdatedAt %v, want %v (after %v)", err, back.UpdatedAt, touched.UpdatedAt, now)
+	}
 	b := a
 	b.ID, b.Name = "mcpsrv_c", "alpha"
 	b.Sealed = nil
-	if err := st.CreateMCPServer(ctx, b); err != nil {
+	if err := st.CreateMCPServer(ctx, b, 0); err != nil {
 		t.Fatal(err)
 	}
 	list, err := st.ListMCPServers(ctx, "acct_1")
@@ -98,7 +109,38 @@ func Run(t *testing.T, st mcpremote.Store) {
 	if _, err := st.GetMCPSnapshot(ctx, "acct_1", a.ID); !errors.Is(err, mcpremote.ErrNotFound) {
 		t.Fatalf("snapshot of a deleted server: %v", err)
 	}
-	if err := st.CreateMCPServer(ctx, a); err != nil {
+	capped(t, st, a)
+}
+
+// capped creates the deleted a again (its name is free), then checks the
+// cap of CreateMCPServer: acct_1 holds 2 servers (a and the renamed b),
+// so a cap of 2 refuses a third, a cap of 3 takes it, and a delete makes
+// room again.
+func capped(t *testing.T, st mcpremote.Store, a mcpremote.Server) {
+	ctx := context.Background()
+	if err := st.CreateMCPServer(ctx, a, 0); err != nil {
 		t.Fatalf("the name is free again after delete: %v", err)
+	}
+	c := a
+	c.ID, c.Name = "mcpsrv_cap", "capped"
+	if err := st.CreateMCPServer(ctx, c, 2); !errors.Is(err, mcpremote.ErrLimit) {
+		t.Fatalf("a third server under a cap of 2: %v, want ErrLimit", err)
+	}
+	if _, err := st.GetMCPServer(ctx, c.AccountID, c.ID); !errors.Is(err, mcpremote.ErrNotFound) {
+		t.Fatalf("the refused server was stored: %v", err)
+	}
+	if err := st.CreateMCPServer(ctx, c, 3); err != nil {
+		t.Fatalf("a third server under a cap of 3: %v", err)
+	}
+	d := a
+	d.ID, d.Name = "mcpsrv_cap2", "capped_two"
+	if err := st.CreateMCPServer(ctx, d, 3); !errors.Is(err, mcpremote.ErrLimit) {
+		t.Fatalf("a fourth server under a cap of 3: %v, want ErrLimit", err)
+	}
+	if err := st.DeleteMCPServer(ctx, c.AccountID, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateMCPServer(ctx, d, 3); err != nil {
+		t.Fatalf("after a delete: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package admin
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -28,6 +29,11 @@ type Definitions struct {
 	// Changed is told after an account's definitions changed (MCP
 	// list_changed); may be nil.
 	Changed func(accountID string)
+	// Max is the most definitions an account may keep
+	// (tools.max_definitions_per_account); 0 sets no cap. A create over
+	// it is 409 tool_definition_limit; what is stored stays, and a delete
+	// makes room.
+	Max     int
 	Account func(*http.Request) string
 	Now     func() time.Time
 }
@@ -164,7 +170,12 @@ func (d *Definitions) create(w http.ResponseWriter, r *http.Request) {
 	}
 	now := d.now()
 	def.ID, def.AccountID, def.CreatedAt, def.UpdatedAt = "tooldef_"+uuid.Must(uuid.NewV7()).String(), d.account(r), now, now
-	if err := d.Store.CreateDefinition(r.Context(), def); err != nil {
+	if err := d.Store.CreateDefinition(r.Context(), def, d.Max); err != nil {
+		if errors.Is(err, tooldef.ErrLimit) {
+			server.WriteError(w, http.StatusConflict, "tool_definition_limit", fmt.Sprintf(
+				"this account already has %d tool definitions, the most this server allows (tools.max_definitions_per_account); delete one to create another", d.Max))
+			return
+		}
 		writeDefErr(w, err)
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -45,6 +46,10 @@ type MCPServers struct {
 	// Changed is told after an account's servers changed (MCP
 	// list_changed); may be nil.
 	Changed func(accountID string)
+	// Max is the most servers an account may register
+	// (mcp_servers.max_per_account); 0 sets no cap. A create over it is
+	// 409 mcp_server_limit; a delete makes room.
+	Max     int
 	Account func(*http.Request) string
 	Now     func() time.Time
 	Logger  *slog.Logger
@@ -223,8 +228,8 @@ func (m *MCPServers) create(w http.ResponseWriter, r *http.Request) {
 		writeMCPErr(w, err)
 		return
 	}
-	now := m.now()
-	s := mcpremote.Server{ID: "mcpsrv_" + uuid.Must(uuid.NewV7()).String(), AccountID: m.account(r), CreatedAt: now, UpdatedAt: now}
+	s := mcpremote.Server{ID: "mcpsrv_" + uuid.Must(uuid.NewV7()).String(), AccountID: m.account(r)}
+	s.Touch(m.now())
 	var sec mcpremote.Secrets
 	if err := m.Rules.Apply(&s, &sec, in, true); err != nil {
 		writeMCPErr(w, err)
@@ -246,7 +251,12 @@ func (m *MCPServers) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.Sealed = sealed
-	if err := m.Store.CreateMCPServer(r.Context(), s); err != nil {
+	if err := m.Store.CreateMCPServer(r.Context(), s, m.Max); err != nil {
+		if errors.Is(err, mcpremote.ErrLimit) {
+			server.WriteError(w, http.StatusConflict, "mcp_server_limit", fmt.Sprintf(
+				"this account already has %d MCP servers, the most this server allows (mcp_servers.max_per_account); delete one to register another", m.Max))
+			return
+		}
 		writeMCPErr(w, err)
 		return
 	}
@@ -313,7 +323,7 @@ func (m *MCPServers) patch(w http.ResponseWriter, r *http.Request) {
 		writeMCPErr(w, err)
 		return
 	}
-	s.UpdatedAt = m.now()
+	s.Touch(m.now())
 	if err := m.Store.UpdateMCPServer(ctx, s); err != nil {
 		writeMCPErr(w, err)
 		return

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,16 +30,69 @@ func mcpStores(t *testing.T) map[string]mcpremote.Store {
 
 func mcpUpstream(t *testing.T) string {
 	t.Helper()
+	u, _ := mcpCountingUpstream(t)
+	return u
+}
+
+// mcpCountingUpstream is the test server, counting the sessions opened
+// on it (initialize requests).
+func mcpCountingUpstream(t *testing.T) (string, *atomic.Int64) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	inits := &atomic.Int64{}
+	h := testserver.New(false).Handler()
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", testserver.New(false).Handler())
+	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			if strings.Contains(string(body), `"method":"initialize"`) {
+				inits.Add(1)
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		h.ServeHTTP(w, r)
+	}))
 	srv := &http.Server{Handler: mux}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { srv.Close() })
-	return "http://" + ln.Addr().String() + "/mcp"
+	return "http://" + ln.Addr().String() + "/mcp", inits
+}
+
+// A server's version (UpdatedAt) read back from the store is the one its
+// write used: the session the first listing opened serves every later
+// use, and only a change of the server opens another. (Written at
+// nanoseconds, the server compared unequal to itself read back from SQLite
+// or PostgreSQL, and the next use dropped the session and dialed again.)
+func TestMCPServersKeepTheirSessionUntilChanged(t *testing.T) {
+	for name, st := range mcpStores(t) {
+		t.Run(name, func(t *testing.T) {
+			upURL, inits := mcpCountingUpstream(t)
+			srv := tenantServer(t, mcpServersRoutes(t, st, []string{"127.0.0.1"}))
+			var id string
+			do(t, srv, call{method: "POST", path: "/mcp-servers", account: "acct_a", body: `{"name":"demo","url":"` + upURL + `"}`, status: 201,
+				check: func(t *testing.T, d map[string]any) { id, _ = d["id"].(string) }})
+			refresh := call{method: "POST", path: "/mcp-servers/" + id + "/refresh", account: "acct_a", status: 200}
+			for _, step := range []struct {
+				c     call
+				inits int64
+			}{
+				{c: refresh, inits: 1},
+				{c: refresh, inits: 1},
+				{c: call{method: "PATCH", path: "/mcp-servers/" + id, account: "acct_a", body: `{"timeout":"3s"}`, status: 200}, inits: 2},
+				// Two writes in one millisecond are two versions all the same.
+				{c: call{method: "PATCH", path: "/mcp-servers/" + id, account: "acct_a", body: `{"timeout":"4s"}`, status: 200}, inits: 3},
+				{c: refresh, inits: 3},
+			} {
+				do(t, srv, step.c)
+				if got := inits.Load(); got != step.inits {
+					t.Fatalf("after %s %s: %d sessions opened on the server, want %d", step.c.method, step.c.path, got, step.inits)
+				}
+			}
+		})
+	}
 }
 
 func mcpServersRoutes(t *testing.T, st mcpremote.Store, allow []string) map[string]http.Handler {

@@ -46,7 +46,7 @@ func TestCharacterToolsPerSession(t *testing.T) {
 		{ID: "tooldef_x", AccountID: "acme", Name: "Ana-Only", Source: tooldef.SourceCharacter, SourceID: "char_ana", Description: "only Ana"},
 	} {
 		d.Parameters, d.SideEffectLevel, d.AllowedSlots, d.Enabled, d.CreatedAt, d.UpdatedAt = tooldef.DefaultParameters, "none", []string{}, true, now, now
-		if err := defs.CreateDefinition(ctx, d); err != nil {
+		if err := defs.CreateDefinition(ctx, d, 0); err != nil {
 			t.Fatal(err)
 		}
 	}

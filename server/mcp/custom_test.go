@@ -65,7 +65,7 @@ func TestCustomToolsPerAccount(t *testing.T) {
 	now := time.Now()
 	d.ID, d.AccountID, d.Name, d.CreatedAt, d.UpdatedAt = "tooldef_1", "acme", "lookup_npc", now, now
 	d.Parameters = json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)
-	if err := defs.CreateDefinition(ctx, d); err != nil {
+	if err := defs.CreateDefinition(ctx, d, 0); err != nil {
 		t.Fatal(err)
 	}
 	face.DefinitionsChanged("acme")

@@ -109,8 +109,13 @@ type Server struct {
 // account's custom tools, kept in step by DefinitionsChanged (the SDK
 // then tells that server's sessions, and only them, list_changed).
 type accountServer struct {
-	srv    *sdk.Server
-	custom map[string]string // custom tool name → its spec version
+	srv *sdk.Server
+	// syncing runs one sync of the account at a time, so a sync that
+	// read the tools before a change never applies them after one that
+	// read them since (tools/list would go back to the old set, with a
+	// list_changed for each flip).
+	syncing sync.Mutex
+	custom  map[string]string // custom tool name → its spec version
 }
 
 // New builds the MCP server for the executor's tools.
@@ -187,8 +192,11 @@ func (s *Server) DefinitionsChanged(account string) {
 }
 
 // sync adds, replaces and removes the account's custom tools on its
-// server; the SDK debounces the changes into one list_changed.
+// server; the SDK debounces the changes into one list_changed, and a
+// sync that finds the same tools changes nothing and sends none.
 func (s *Server) sync(ctx context.Context, account string, as *accountServer) {
+	as.syncing.Lock()
+	defer as.syncing.Unlock()
 	specs, err := s.exec.CustomSpecs(ctx, account)
 	if err != nil {
 		s.opts.Logger.Warn("custom tools of an account could not be read for tools/list", "account_id", account, "err", err)

@@ -96,7 +96,7 @@ func TestToolsListDoesNotAskRemoteServers(t *testing.T) {
 	if srv.Sealed, err = seal.Seal(srv.AccountID, srv.ID, mcpremote.Secrets{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.CreateMCPServer(context.Background(), srv); err != nil {
+	if err := st.CreateMCPServer(context.Background(), srv, 0); err != nil {
 		t.Fatal(err)
 	}
 	gw, liveURL := remoteFace(t, st, seal, time.Second)

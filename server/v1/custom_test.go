@@ -97,7 +97,7 @@ func (e *customEnv) define(account, name, source, sourceID, script string, slots
 		Parameters:      json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","maxLength":40}},"required":["name"]}`),
 		SideEffectLevel: "none", AllowedSlots: slots, Source: source, SourceID: sourceID, Enabled: true,
 		HandlerType: tooldef.HandlerScript, Handler: json.RawMessage(`{"script":` + quote(script) + `}`), CreatedAt: now, UpdatedAt: now}
-	if err := e.defs.CreateDefinition(context.Background(), d); err != nil {
+	if err := e.defs.CreateDefinition(context.Background(), d, 0); err != nil {
 		e.t.Fatal(err)
 	}
 }

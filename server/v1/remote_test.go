@@ -65,7 +65,7 @@ func newRemoteEnv(t *testing.T, script fakeupstream.Script) *remoteEnv {
 	if srv.Sealed, err = seal.Seal(srv.AccountID, srv.ID, mcpremote.Secrets{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.CreateMCPServer(context.Background(), srv); err != nil {
+	if err := st.CreateMCPServer(context.Background(), srv, 0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := gw.Refresh(context.Background(), srv); err != nil {

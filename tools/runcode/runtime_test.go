@@ -30,7 +30,7 @@ func TestRuntimeCatalogIsWhatACallMayRun(t *testing.T) {
 				if script != "" {
 					d.HandlerType, d.Handler = tooldef.HandlerScript, json.RawMessage(`{"script":`+script+`}`)
 				}
-				if err := defs.CreateDefinition(ctx, d); err != nil {
+				if err := defs.CreateDefinition(ctx, d, 0); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -25,7 +25,7 @@ func scriptExecutor(t *testing.T, enabled bool, scripts map[string]string) *tool
 		d := tooldef.New()
 		d.ID, d.AccountID, d.Name, d.HandlerType, d.Handler, d.CreatedAt, d.UpdatedAt = "tooldef_"+name, tools.LocalAccount, name, tooldef.HandlerScript, h, now, now
 		d.Parameters = json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`)
-		if err := st.CreateDefinition(context.Background(), d); err != nil {
+		if err := st.CreateDefinition(context.Background(), d, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -130,7 +130,7 @@ func BenchmarkScriptTool(b *testing.B) {
 	now := time.Now()
 	d.ID, d.AccountID, d.Name, d.HandlerType, d.Handler, d.CreatedAt, d.UpdatedAt = "tooldef_b", tools.LocalAccount, "lookup_npc", tooldef.HandlerScript,
 		json.RawMessage(`{"script":"return { found: true, info: args.name };"}`), now, now
-	if err := st.CreateDefinition(context.Background(), d); err != nil {
+	if err := st.CreateDefinition(context.Background(), d, 0); err != nil {
 		b.Fatal(err)
 	}
 	ex, err := tools.NewExecutor(tools.Options{Definitions: st, Scripts: NewScripts(sb), ScriptsEnabled: true})
