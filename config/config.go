@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"toolhost/config/duration"
+	"toolhost/journal"
 	"toolhost/loop"
 	"toolhost/mcpremote"
 	"toolhost/sandbox"
@@ -175,8 +176,8 @@ func Load(path string) (Config, error) {
 	return c, nil
 }
 
-// Validate checks what decoding cannot: the caller slot names and the log
-// sample. Load calls it; the sections with constructors of their own
+// Validate checks what decoding cannot: the caller slot names, the log
+// sample and the journal's read-only open delay. Load calls it; the sections with constructors of their own
 // (fetch, search, sandbox, the routes) are checked by those when the
 // command builds them (toolhost check builds them all without starting).
 func (c *Config) Validate() error {
@@ -189,6 +190,10 @@ func (c *Config) Validate() error {
 	}
 	if s := c.Log.Sample(); s < 0 || s > 1 {
 		return fmt.Errorf("log.call_sample %g: want a fraction from 0 to 1", s)
+	}
+	if d := c.Journal.ReadOnlyOpenDelay; d != nil && (d.D() < 0 || d.D() > MaxReadOnlyOpenDelay) {
+		return fmt.Errorf("journal.read_only_open_delay %q: want from \"0s\" (spool a read-only call's opened record before its tool runs) to %q",
+			d.D().String(), MaxReadOnlyOpenDelay.String())
 	}
 	return nil
 }
@@ -226,6 +231,16 @@ type Journal struct {
 	// call returns. false writes
 	// every record to the store and waits for it (two commits per call).
 	Spool *bool `json:"spool"`
+	// ReadOnlyOpenDelay is how long the opened record of a read-only call
+	// (side effect level none) may stay out of the spool while its tool
+	// runs ("5ms" by default, at most MaxReadOnlyOpenDelay): a call that
+	// ends sooner writes its opened record and its outcome in one spool
+	// write, one still running then has its opened record spooled at that
+	// moment. A crash loses the opened records of the read-only calls
+	// younger than this (their tools changed nothing outside), nothing
+	// else. "0s" spools every opened record before its tool runs. Only
+	// with the spool on.
+	ReadOnlyOpenDelay *duration.Duration `json:"read_only_open_delay"`
 	// SpoolSync flushes the spool to the disk at every write (off by
 	// default: the spool survives a killed process, like SQLite's NORMAL;
 	// on, it also survives a power cut).
@@ -243,6 +258,24 @@ type Journal struct {
 
 // DefaultCommitDelay is journal.commit_delay when the config says nothing.
 const DefaultCommitDelay = 300 * time.Microsecond
+
+// MaxReadOnlyOpenDelay bounds journal.read_only_open_delay. Longer saves
+// nothing (a call that runs that long pays one more spool write, a few
+// microseconds next to its run) and widens what a crash loses.
+const MaxReadOnlyOpenDelay = time.Second
+
+// OpenDelay is journal.read_only_open_delay as journal.Options takes it:
+// the journal's default when the config says nothing, negative (spool at
+// once) for "0s".
+func (j Journal) OpenDelay() time.Duration {
+	switch {
+	case j.ReadOnlyOpenDelay == nil:
+		return journal.DefaultReadOnlyOpenDelay
+	case j.ReadOnlyOpenDelay.D() == 0:
+		return -1
+	}
+	return j.ReadOnlyOpenDelay.D()
+}
 
 // Keys is the "keys" section of the config file.
 type Keys struct {

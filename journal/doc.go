@@ -25,9 +25,21 @@
 //     Options.ReadOnlyOpenDelay (readonly.go), or when a reader flushes
 //     the spool. Its outcome is durable before the call returns, like any
 //     other. A crash loses only the opened records of read-only calls
-//     younger than that delay, which changed nothing outside. Idempotency
-//     claims (Journal.Claim) are written to the store before the tool runs,
-//     whatever the level.
+//     younger than that delay, which changed nothing outside; this holds
+//     while the store is down too: an opened record due in the spool
+//     never waits for room there, it goes in over Options.MaxPending (by
+//     at most one write per read-only call running), so no goroutine
+//     waits on its behalf. Idempotency claims (Journal.Claim) are written
+//     to the store before the tool runs, whatever the level.
+//   - With the store down and the spool full, a write that needs room (an
+//     opened record with side effects, an outcome) waits for it: until
+//     the store takes writes again, its context ends, or Close. Close
+//     spools the opened records of the read-only calls still running,
+//     waits for the spills that have begun (no goroutine of the journal
+//     outlives Close), and ends those waits with ErrClosed: a call whose
+//     outcome is refused so stays in the spool as opened (the next start
+//     applies it and reconciles the call), a call whose opened record is
+//     refused does not run its tool, and nothing spooled is lost.
 //   - Nothing is ever deleted from the journal. Records left opened by a dead
 //     process are reconciled at start-up (Journal.Reconcile): read-only calls
 //     to status timeout with commit outcome discarded, calls with side effects

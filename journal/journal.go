@@ -40,8 +40,9 @@ type Options struct {
 	// outcome in one write; one still running then appends its opened
 	// record at that moment. A crash loses the opened records of read-only
 	// calls younger than this, and nothing else: such a call changed
-	// nothing outside. Default 5 ms; negative: every opened record is
-	// durable before its tool runs.
+	// nothing outside. Default DefaultReadOnlyOpenDelay; negative: every
+	// opened record is durable before its tool runs (serve's
+	// journal.read_only_open_delay "0s").
 	ReadOnlyOpenDelay time.Duration
 	// SpoolSync flushes the spool file to the disk at every write, so that
 	// a power cut loses nothing either (not only a crash of the process).
@@ -69,6 +70,12 @@ type Options struct {
 	Logger         *slog.Logger
 }
 
+// DefaultReadOnlyOpenDelay is Options.ReadOnlyOpenDelay when none is set:
+// long enough for most read-only calls to end first and pay one spool
+// write, short enough that a crash loses only the traces of calls that
+// had just begun.
+const DefaultReadOnlyOpenDelay = 5 * time.Millisecond
+
 // Journal records calls through a Store with group commit.
 type Journal struct {
 	store Store
@@ -81,6 +88,7 @@ type Journal struct {
 	mu      sync.Mutex
 	running map[string]*run // open records of this process
 	closed  bool
+	spills  sync.WaitGroup // armed read-only timers and their spills (readonly.go)
 
 	spool    atomic.Pointer[spool] // set by Start when Options.SpoolDir is
 	replicas Replicas              // set by Start when the store is shared
@@ -104,7 +112,7 @@ func New(s Store, opts Options) *Journal {
 		opts.PollInterval = 100 * time.Millisecond
 	}
 	if opts.ReadOnlyOpenDelay == 0 {
-		opts.ReadOnlyOpenDelay = 5 * time.Millisecond
+		opts.ReadOnlyOpenDelay = DefaultReadOnlyOpenDelay
 	}
 	if opts.ApplyInterval <= 0 {
 		opts.ApplyInterval = 200 * time.Millisecond
@@ -141,7 +149,7 @@ func (j *Journal) Abandon() {
 	j.closed = true
 	for _, rn := range j.running {
 		if rn.timer != nil {
-			rn.timer.Stop() // a dead process spools nothing more
+			j.disarm(rn) // a dead process spools nothing more
 		}
 	}
 	j.mu.Unlock()
@@ -151,6 +159,7 @@ func (j *Journal) Abandon() {
 	if sp := j.spool.Load(); sp != nil {
 		sp.abandon()
 	}
+	j.spills.Wait() // a spill that had begun finds the spool closed
 	close(j.stop)
 	j.wg.Wait()
 }
@@ -178,7 +187,9 @@ func (j *Journal) Retention() time.Duration { return j.opts.IdempotencyRetention
 
 // Close stops the writer after the queued writes are done, and applies
 // and removes the spool; what the store does not take within 30 s stays in
-// the spool for the next start.
+// the spool for the next start. The opened records of read-only calls
+// still running are spooled first, over a full spool if need be; a write
+// still waiting for room in the spool then fails with ErrClosed.
 func (j *Journal) Close() {
 	j.mu.Lock()
 	if j.closed {
@@ -192,6 +203,7 @@ func (j *Journal) Close() {
 	}
 	if sp := j.spool.Load(); sp != nil {
 		j.spoolOpened() // calls still running stay visible to the next start
+		j.spills.Wait() // and no timer's spill outlives Close
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		if err := sp.close(ctx); err != nil {
 			j.opts.Logger.Error("journal: closing the spool", "err", err)
@@ -328,9 +340,9 @@ func (j *Journal) Open(ctx context.Context, r Record, evs []Event) error {
 	rn := &run{done: make(chan struct{})}
 	sp := j.spool.Load()
 	if sp != nil && r.SideEffectLevel == sideEffectNone && j.opts.ReadOnlyOpenDelay > 0 {
-		rn.open = &w
-		rn.timer = time.AfterFunc(j.opts.ReadOnlyOpenDelay, func() { j.spill(rn) })
-		j.track(r.ID, rn)
+		if !j.deferOpen(r.ID, rn, &w) {
+			return fmt.Errorf("journal write of %s: %w", r.ID, ErrClosed)
+		}
 		return nil
 	}
 	j.track(r.ID, rn)
@@ -391,11 +403,21 @@ func (j *Journal) finished(ctx context.Context, rn *run, w Write) error {
 	if sp == nil {
 		return j.write(ctx, w)
 	}
+	// Room first, a read-only call's timer still armed: while the outcome
+	// waits for the store, its opened record is spilled at the delay as
+	// ever, and nothing waits for rn.mu meanwhile (readonly.go).
+	if err := sp.room(ctx); err != nil {
+		if rn != nil {
+			j.disarm(rn)
+			j.spill(rn) // the call stays in the journal, as opened
+		}
+		return fmt.Errorf("journal write of %s: %w", w.Record.ID, err)
+	}
 	var open *Write
 	if rn != nil {
-		rn.timer.Stop()
-		// Held across the append: a spill that has begun ends first, and a
-		// reader's flush waits for this append.
+		j.disarm(rn)
+		// Held across the write: a spill that has begun ends first, and a
+		// reader's flush waits for this write.
 		rn.mu.Lock()
 		open, rn.open = rn.open, nil
 	}
@@ -407,7 +429,7 @@ func (j *Journal) finished(ctx context.Context, rn *run, w Write) error {
 		ew.Record.takeOutcome(w.Record)
 		ew.Events = append(ew.Events[:len(ew.Events):len(ew.Events)], w.Events...)
 	}
-	e, err := sp.append(ctx, ew, j.opts.WaitForStore)
+	e, err := sp.put(ew, j.opts.WaitForStore)
 	if rn != nil {
 		if err != nil {
 			rn.open = open

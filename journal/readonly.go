@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"context"
 	"errors"
 	"sync"
 	"time"
@@ -18,6 +17,23 @@ import (
 // Options.ReadOnlyOpenDelay has its opened record appended then, by a
 // timer (no goroutine until it fires), and a reader's flush appends those
 // of every running call first, so reads still see calls in flight.
+//
+// A full spool (the store down or slow, Options.MaxPending writes waiting
+// for it) does not hold these appends back: an opened record goes in over
+// that bound, at once. Waiting would leave a call older than the delay
+// out of the spool (a crash would lose its trace, against the rule in
+// doc.go) and would keep a goroutine per running read-only call parked
+// until the store answers. The bound is exceeded by at most one write per
+// read-only call running, a record the call holds in memory anyway. The
+// call's outcome waits for room like any other write (Finish): it waits
+// before it takes the run's lock, with the timer still armed, so the
+// opened record is spilled at the delay meanwhile, and a spill, a
+// reader's flush and Close never wait behind it. Close spills the opened
+// records of the calls still running, then ends the outcomes' waits
+// (ErrClosed; spool.room): such a call is in the spool as opened, and the
+// next start reconciles it. Every armed timer is counted (Journal.spills),
+// so Close and Abandon wait for the spills that have begun: none outlives
+// them.
 
 // run is a call of this process whose record is open.
 type run struct {
@@ -25,16 +41,46 @@ type run struct {
 
 	// A read-only call's opened record while it waits to be spooled
 	// (Options.ReadOnlyOpenDelay): open is set until the write that
-	// carries it is in the spool; mu is held across that write, so the
-	// opened record always precedes the outcome in the spool.
+	// carries it is in the spool; mu is held across that write (never
+	// across a wait for room), so the opened record always precedes the
+	// outcome in the spool.
 	mu    sync.Mutex
 	open  *Write
 	timer *time.Timer
 }
 
+// deferOpen keeps w, the opened record of a read-only call, in rn and arms
+// the timer that spills it after the delay; false once the journal is
+// closed. The timer is counted in j.spills until its spill has ended or
+// a stop has kept it from firing (disarm).
+func (j *Journal) deferOpen(id string, rn *run, w *Write) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed {
+		return false
+	}
+	rn.open = w
+	j.spills.Add(1)
+	rn.timer = time.AfterFunc(j.opts.ReadOnlyOpenDelay, func() {
+		defer j.spills.Done()
+		j.spill(rn)
+	})
+	j.running[id] = rn
+	return true
+}
+
+// disarm stops rn's timer. The one stop that keeps it from firing stands
+// for the spill that will not run.
+func (j *Journal) disarm(rn *run) {
+	if rn.timer.Stop() {
+		j.spills.Done()
+	}
+}
+
 // spill appends the opened record of a read-only call that is still
-// running to the spool, unless its outcome took it along already. A write
-// that fails leaves it to the outcome, which carries it then.
+// running to the spool, unless its outcome took it along already. It does
+// not wait for room (see above). A write that fails leaves it to the
+// outcome, which carries it then.
 func (j *Journal) spill(rn *run) {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
@@ -42,7 +88,7 @@ func (j *Journal) spill(rn *run) {
 		return
 	}
 	sp := j.spool.Load()
-	if _, err := sp.append(context.Background(), *rn.open, false); err != nil {
+	if _, err := sp.put(*rn.open, false); err != nil {
 		if !errors.Is(err, ErrClosed) {
 			j.opts.Logger.Error("journal: spooling the opened record of a running read-only call", "execution_id", rn.open.Record.ID, "err", err)
 		}
@@ -63,7 +109,7 @@ func (j *Journal) spoolOpened() {
 	}
 	j.mu.Unlock()
 	for _, rn := range waiting {
-		rn.timer.Stop()
+		j.disarm(rn)
 		j.spill(rn)
 	}
 }

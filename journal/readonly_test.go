@@ -5,8 +5,10 @@ import (
 	"errors"
 	"log/slog"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -25,10 +27,11 @@ func spoolWrites(j *Journal) int {
 func spoolFrames(t *testing.T, j *Journal) []string {
 	t.Helper()
 	f := j.spool.Load().files
+	// Held while reading: a write of the spool (a timer's spill) must not
+	// land halfway through.
 	f.mu.Lock()
-	path := f.f.Name()
+	ws, skipped, err := readSegment(f.f.Name())
 	f.mu.Unlock()
-	ws, skipped, err := readSegment(path)
 	if err != nil || skipped != 0 {
 		t.Fatalf("spool segment: %v, %d bytes skipped", err, skipped)
 	}
@@ -254,4 +257,90 @@ func BenchmarkOpenFinish(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestAnOutcomeWaitingForRoomHoldsNothingBack: with the store down and the
+// spool full, a read-only call's outcome waits for room; meanwhile a
+// reader's flush still spools the call's opened record (it does not wait
+// behind the outcome), and once the store is back the call lands once,
+// its opened record and outcome merged by the apply side.
+func TestAnOutcomeWaitingForRoomHoldsNothingBack(t *testing.T) {
+	fs := &flakyStore{MemStore: NewMemStore()}
+	j := New(fs, Options{InstanceID: "inst", SpoolDir: t.TempDir(), ApplyInterval: time.Hour, MaxPending: 1,
+		ReadOnlyOpenDelay: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+	if _, err := j.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Closed at the end, not deferred: a journal that fails this test may
+	// hang in Close.
+	ctx := context.Background()
+	fs.set(true)
+	r, evs, f, fevs := call("ro")
+	r.SideEffectLevel, f.SideEffectLevel = "none", "none"
+	if err := j.Open(ctx, r, evs); err != nil {
+		t.Fatal(err)
+	}
+	sb, sevs, _, _ := call("sb")
+	sb.SideEffectLevel = "sandbox"
+	if err := j.Open(ctx, sb, sevs); err != nil { // the spool is full now
+		t.Fatal(err)
+	}
+	finished := make(chan error, 1)
+	go func() { finished <- j.Finish(ctx, f, fevs) }()
+	waitFor(t, "the outcome waiting for room", func() bool { return waitingForRoom("(*Journal).finished(") == 1 })
+
+	flushed := make(chan error, 1)
+	go func() { flushed <- j.Flush(ctx) }()
+	var err error
+	waitFor(t, "a flush while an outcome waits for room", func() bool {
+		select {
+		case err = <-flushed:
+			return true
+		default:
+			return false
+		}
+	})
+	if !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Flush with the store down: %v, want ErrUnavailable", err)
+	}
+	if got := spoolFrames(t, j); !slices.Equal(got, []string{"+sb", "+ro"}) {
+		t.Fatalf("spool while the outcome waits: %v, want [+sb +ro]", got)
+	}
+	fs.set(false)
+	if err := j.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the outcome once the store is back", func() bool { return len(finished) == 1 })
+	if err := <-finished; err != nil {
+		t.Fatal(err)
+	}
+	got, err := j.Store().Get(ctx, "acct", "ro")
+	if err != nil || got.Lifecycle != Finished {
+		t.Fatalf("the read-only call once the store is back: %+v %v", got, err)
+	}
+	if e, _ := fs.Events(ctx, "acct", "ro"); len(e) != 3 {
+		t.Errorf("%d events, want 3", len(e))
+	}
+	j.Close()
+}
+
+// waitingForRoom is the number of goroutines in fn (a function of this
+// package, as a stack trace names it) that wait for room in the spool.
+func waitingForRoom(fn string) int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	k := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "journal."+fn) && strings.Contains(g, "journal.(*spool).room(") {
+			k++
+		}
+	}
+	return k
 }

@@ -82,12 +82,20 @@ func newSpool(j *Journal, files *spoolFiles) *spool {
 	return s
 }
 
-// append makes w durable in the spool file. With wait, the returned entry's
-// done channel reports when w is in the store.
+// append makes w durable in the spool file, once there is room for it
+// (room). With wait, the returned entry's done channel reports when w is
+// in the store.
 func (s *spool) append(ctx context.Context, w Write, wait bool) (*spooled, error) {
 	if err := s.room(ctx); err != nil {
 		return nil, err
 	}
+	return s.put(w, wait)
+}
+
+// put makes w durable in the spool file without waiting for room: the
+// caller has waited (room), or w is the opened record of a running
+// read-only call (readonly.go), which never waits.
+func (s *spool) put(w Write, wait bool) (*spooled, error) {
 	payload := appendWrite(nil, w)
 	if len(payload) > maxFrameBody {
 		return nil, fmt.Errorf("journal spool: a write of %d bytes is larger than the %d allowed", len(payload), maxFrameBody)
@@ -136,7 +144,9 @@ func (s *spool) append(ctx context.Context, w Write, wait bool) (*spooled, error
 }
 
 // room waits while too many writes are waiting for the store (it is down
-// or slow): the spool holds them, but memory is bounded.
+// or slow): the spool holds them, but memory is bounded. The wait ends
+// with ctx, or with ErrClosed when the spool closes (nothing would make
+// room any more).
 func (s *spool) room(ctx context.Context) error {
 	for {
 		s.pmu.Lock()
@@ -148,6 +158,8 @@ func (s *spool) room(ctx context.Context) error {
 		s.pmu.Unlock()
 		select {
 		case <-ch:
+		case <-s.stop:
+			return ErrClosed
 		case <-ctx.Done():
 			return fmt.Errorf("journal: %d writes are waiting for the store, which does not take them: %w", s.max, ctx.Err())
 		}

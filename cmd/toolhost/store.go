@@ -48,6 +48,21 @@ func openStore(ctx context.Context, c *common) (*store.DB, error) {
 // alive there and reconciles the calls that dead processes left open,
 // before any call runs. The caller closes the journal, then the store.
 func openJournal(ctx context.Context, c *common, db *store.DB, logger *slog.Logger) (*journal.Journal, error) {
+	j := journal.New(db, journalOptions(c, logger))
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	n, err := j.Start(sctx)
+	if err != nil {
+		j.Close()
+		return nil, err
+	}
+	logger.Info("journal ready", "store", db.Dialect(), "instance_id", j.InstanceID(), "reconciled", n)
+	return j, nil
+}
+
+// journalOptions are the journal's options from the config file's
+// journal section.
+func journalOptions(c *common, logger *slog.Logger) journal.Options {
 	delay := config.DefaultCommitDelay
 	if d := c.cfg.Journal.CommitDelay; d != nil {
 		delay = d.D()
@@ -59,22 +74,14 @@ func openJournal(ctx context.Context, c *common, db *store.DB, logger *slog.Logg
 		MaxBatch:             c.cfg.Journal.MaxBatch,
 		SpoolSync:            c.cfg.Journal.SpoolSync,
 		ApplyInterval:        c.cfg.Journal.ApplyInterval.D(),
+		ReadOnlyOpenDelay:    c.cfg.Journal.OpenDelay(),
 		Logger:               logger,
 	}
 	if sp := c.cfg.Journal.Spool; sp == nil || *sp {
 		opts.SpoolDir = filepath.Join(c.data, "journal")
 		opts.WaitForStore = c.cfg.Journal.WaitForStore
 	}
-	j := journal.New(db, opts)
-	sctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	n, err := j.Start(sctx)
-	if err != nil {
-		j.Close()
-		return nil, err
-	}
-	logger.Info("journal ready", "store", db.Dialect(), "instance_id", j.InstanceID(), "reconciled", n)
-	return j, nil
+	return opts
 }
 
 // sessionCache is the session store the REST API and the pipeline share:

@@ -7,6 +7,7 @@ package duration
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"time"
 )
 
@@ -17,18 +18,29 @@ type Duration time.Duration
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
 
 // UnmarshalJSON reads a string time.ParseDuration accepts; a number or any
-// other JSON value is refused with a message saying what is expected.
+// other JSON value is refused with a message saying what is expected. The
+// error is a *json.UnmarshalTypeError, so that encoding/json names the key
+// that holds the bad value ("Go struct field Journal.journal.commit_delay").
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration must be a string such as \"30s\": %w", err)
+		return refused(b, "a duration must be a string such as \"30s\"")
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return err
+		return refused(b, err.Error())
 	}
 	*d = Duration(v)
 	return nil
+}
+
+// refused is the error for the JSON value b, which is no duration: why.
+func refused(b []byte, why string) error {
+	v := string(b)
+	if len(v) > 40 {
+		v = v[:40] + "…"
+	}
+	return &json.UnmarshalTypeError{Value: fmt.Sprintf("%s (%s)", v, why), Type: reflect.TypeFor[Duration]()}
 }
 
 // D returns the value as a time.Duration.

@@ -34,6 +34,7 @@ func Run(t *testing.T, open func(t *testing.T) journal.Store) {
 		{"SpoolKeepsEveryWrite", func(t *testing.T, s journal.Store) { testSpool(t, s, false) }},
 		{"SpoolWaitingForTheStoreKeepsEveryWrite", func(t *testing.T, s journal.Store) { testSpool(t, s, true) }},
 		{"SpoolOfADeadProcessIsReplayedOnce", testSpoolReplay},
+		{"ReadOnlyCallsOverAFullSpool", testReadOnlyCallsOverAFullSpool},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
