@@ -71,6 +71,7 @@ func (e *jsEngine) start(ctx context.Context) (*jsInstance, error) {
 		// clean out-of-memory before the allocator itself fails.
 		MemoryLimit: limit - limit/8,
 		MaxStack:    s.cfg.JSMaxStackKiB << 10,
+		MaxValue:    MaxValue,
 		Stdout:      j.stdout,
 		Stderr:      j.stderr,
 		Seed:        seed[:],
@@ -90,12 +91,14 @@ func (j *jsInstance) close() { _ = j.vm.Close(context.Background()) }
 // millisecond on an idle server.
 const afterRun = 3 * time.Millisecond
 
+// MaxValue caps the JSON of a JavaScript value the sandbox returns
+// (Result.Value) in bytes.
+const MaxValue = quickjs.DefaultMaxValue
+
 // hotProbe stands for the programs the engine runs most: a tool script
-// through the prelude's toolScript (JSON in, JSON out, see tools/runcode)
-// and a printed value.
-const hotProbe = `toolScript(function (args) {
-console.log(args.n); return { ok: true, n: args.n };
-}, '{"n":1}', 131072, 'm')`
+// called as a function (JSON in, JSON out, see tools/runcode) that also
+// prints.
+const hotProbe = `console.log(args.n); return { ok: true, n: args.n };`
 
 // probe runs hotProbe in an instance started like the pool's and returns
 // what closes it: learnHot reads which pages it wrote.
@@ -106,7 +109,7 @@ func (e *jsEngine) probe(ctx context.Context) (func(), error) {
 		return nil, err
 	}
 	closeVM := func() { _ = vm.Close(context.Background()) }
-	if _, err := vm.Eval(ctx, hotProbe); err != nil {
+	if _, err := vm.CallFunction(ctx, hotProbe, json.RawMessage(`{"n":1}`)); err != nil {
 		closeVM()
 		return nil, err
 	}
@@ -158,7 +161,14 @@ func (e *jsEngine) run(ctx context.Context, req *Request, progress func(string))
 		if len(out.Value) > 0 {
 			res.Value = out.Value
 		}
+		res.ValueTooLarge, res.ValueBytes = out.ValueTooLarge, out.ValueBytes
 		exception = out.Exception
+		if out.ValueError != "" && exception == "" {
+			// Like the Python side's own notes: said in stderr, after what
+			// the program wrote, and the run's outcome unchanged.
+			note := "[sandbox] result is null: the last value cannot be written as JSON: " + out.ValueError + "\n"
+			res.Stderr, res.StderrTruncated = appendCapped(res.Stderr, note, e.s.cfg.StderrLimit, res.StderrTruncated)
+		}
 	}
 	switch {
 	case errors.Is(err, quickjs.ErrInterrupted) || (err != nil && runCtx.Err() != nil):
@@ -182,6 +192,7 @@ func (e *jsEngine) run(ctx context.Context, req *Request, progress func(string))
 	if exception != "" {
 		res.Stderr, res.StderrTruncated = appendCapped(res.Stderr, exception+"\n", e.s.cfg.StderrLimit, res.StderrTruncated)
 		res.Value = json.RawMessage("null")
+		res.ValueTooLarge, res.ValueBytes = false, 0
 	}
 	return res, nil
 }
@@ -197,6 +208,9 @@ func (e *jsEngine) eval(ctx context.Context, j *jsInstance, req *Request) (*quic
 		if _, err := j.vm.Eval(ctx, "Object.defineProperty(globalThis, 'files', {value: Object.freeze("+string(b)+"), enumerable: false}); undefined"); err != nil {
 			return nil, err
 		}
+	}
+	if req.Args != nil {
+		return j.vm.CallFunction(ctx, req.Code, req.Args)
 	}
 	return j.vm.Eval(ctx, req.Code)
 }

@@ -5,6 +5,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"testing"
 )
 
@@ -47,8 +48,8 @@ func TestJavaScriptInstancesStartWithTheirHotPagesCopied(t *testing.T) {
 		t.Error("pre-copying changed the instance's memory")
 	}
 
-	res, err := s.Run(context.Background(), Request{Language: JavaScript, Code: hotProbe})
-	if err != nil || res.ExitCode != 0 || string(res.Value) != `"{\"ok\":true,\"n\":1}"` || string(res.Stdout) != "1\n" {
+	res, err := s.Run(context.Background(), Request{Language: JavaScript, Code: hotProbe, Args: json.RawMessage(`{"n":1}`)})
+	if err != nil || res.ExitCode != 0 || string(res.Value) != `{"ok":true,"n":1}` || string(res.Stdout) != "1\n" {
 		t.Fatalf("probe program: %v %+v", err, res)
 	}
 }

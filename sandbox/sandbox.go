@@ -48,6 +48,12 @@ type Request struct {
 	// Zero or more than MaxTimeout means MaxTimeout.
 	Timeout time.Duration
 	Files   []File
+	// Args, when set (JavaScript only), makes Code the body of a function
+	// of one parameter, args, called with this JSON value: a tool
+	// definition's script (tools/runcode). Result.Value is then the JSON of
+	// what it returns. Code's line numbers are kept in stacks and errors,
+	// and nothing of the call is reachable from Code.
+	Args json.RawMessage
 	// Account, when set, holds the run to the account's share of the
 	// slots (Config.PerAccountConcurrency).
 	Account string
@@ -66,8 +72,15 @@ type Result struct {
 	Stderr          []byte
 	StdoutTruncated bool
 	StderrTruncated bool
-	// Value is the JSON of a JavaScript program's last expression.
-	Value          json.RawMessage
+	// Value is the JSON of a JavaScript program's last expression (or of
+	// what the function returned, Request.Args); null when the JSON is
+	// over MaxValue (ValueTooLarge) or cannot exist (a note says why in
+	// Stderr).
+	Value json.RawMessage
+	// ValueTooLarge says the value's JSON was ValueBytes bytes, more than
+	// MaxValue: it was not copied out.
+	ValueTooLarge  bool
+	ValueBytes     int
 	Duration       time.Duration
 	TimedOut       bool
 	MemoryExceeded bool
@@ -299,6 +312,9 @@ func (s *Sandbox) Run(ctx context.Context, req Request) (*Result, error) {
 	var run func(context.Context, *Request, func(string)) (*Result, error)
 	switch req.Language {
 	case Python:
+		if req.Args != nil {
+			return nil, fmt.Errorf("%w: Args is for JavaScript only", ErrInvalid)
+		}
 		if err := s.py.available(ctx, progress); err != nil {
 			return nil, err
 		}

@@ -134,13 +134,7 @@ func (vm *VM) describe(ctx context.Context, exc uint32) (string, error) {
 	}
 	defer vm.freeValue(ctx, s)
 	var text string
-	err = vm.stringBytes(ctx, s, func(b []byte) {
-		if len(b) > maxException {
-			text = strings.ToValidUTF8(string(b[:maxException]), "") + "… (truncated)"
-			return
-		}
-		text = string(b)
-	})
+	err = vm.stringBytes(ctx, s, func(b []byte) { text = capText(b) })
 	if errors.Is(err, errConversion) {
 		// Not even the rendered text could be copied out: out of memory.
 		return "InternalError: out of memory", nil
@@ -148,50 +142,89 @@ func (vm *VM) describe(ctx context.Context, exc uint32) (string, error) {
 	return text, err
 }
 
-// readValue sets res.Value (or ValueTooLarge) from the value in box v.
+// readValue sets res.Value (or ValueTooLarge, or ValueError) from the
+// value in box v, serialized by the prelude's toJSON helper.
 func (vm *VM) readValue(ctx context.Context, res *Result, v uint32) error {
-	j, err := vm.json(ctx, v)
+	s, err := vm.callJS(ctx, vm.helpers.toJSON, v)
 	if err != nil {
 		return err
 	}
-	if j == nil {
-		res.Value, res.ValueTooLarge = json.RawMessage("null"), true
-		return nil
+	defer vm.freeValue(ctx, s)
+	return vm.readJSON(ctx, res, s)
+}
+
+// readJSON sets res.Value from the JSON text in the string box s, unless it
+// is longer than Options.MaxValue (ValueTooLarge, ValueBytes) or is the
+// toJSON helper's "!" and the reason serializing threw (ValueError).
+func (vm *VM) readJSON(ctx context.Context, res *Result, s uint32) error {
+	res.Value = json.RawMessage("null")
+	var text []byte
+	err := vm.stringBytes(ctx, s, func(b []byte) {
+		switch {
+		case len(b) > 0 && b[0] == '!':
+			res.ValueError = capText(b[1:])
+		case len(b) > vm.opts.MaxValue:
+			res.ValueTooLarge, res.ValueBytes = true, len(b)
+		default:
+			text = append([]byte(nil), b...)
+		}
+	})
+	if errors.Is(err, errConversion) {
+		return vm.pendingException(ctx)
 	}
-	res.Value = j
+	if err != nil {
+		return err
+	}
+	switch {
+	case text == nil:
+	case json.Valid(text):
+		res.Value = json.RawMessage(text)
+	case jsonDepth(text) > maxJSONDepth:
+		res.ValueError = fmt.Sprintf("RangeError: its JSON nests %d levels deep, more than the %d the host reads", jsonDepth(text), maxJSONDepth)
+	default:
+		res.ValueError = "SyntaxError: its JSON text is not valid"
+	}
 	return nil
 }
 
-// json reads a value as JSON text through the prelude's helper; nil when it
-// is longer than Options.MaxValue.
-func (vm *VM) json(ctx context.Context, v uint32) (json.RawMessage, error) {
-	s, err := vm.callJS(ctx, vm.helpers.toJSON, v)
-	if err != nil {
-		return nil, err
-	}
-	defer vm.freeValue(ctx, s)
-	var text []byte
-	tooLarge := false
-	err = vm.stringBytes(ctx, s, func(b []byte) {
-		if len(b) > vm.opts.MaxValue {
-			tooLarge = true
-			return
+// maxJSONDepth is the nesting encoding/json reads; deeper JSON is not
+// valid to it, so nothing past it can be passed on.
+const maxJSONDepth = 10000
+
+// jsonDepth is the deepest nesting of arrays and objects in JSON text.
+func jsonDepth(b []byte) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+			deepest = max(deepest, depth)
+		case c == ']' || c == '}':
+			depth--
 		}
-		text = append([]byte(nil), b...)
-	})
-	if errors.Is(err, errConversion) {
-		return nil, vm.pendingException(ctx)
 	}
-	if err != nil {
-		return nil, err
+	return deepest
+}
+
+// capText copies an exception's text out of linear memory, cut at
+// maxException bytes (a program can throw a huge message).
+func capText(b []byte) string {
+	if len(b) > maxException {
+		return strings.ToValidUTF8(string(b[:maxException]), "") + "… (truncated)"
 	}
-	if tooLarge {
-		return nil, nil
-	}
-	if !json.Valid(text) {
-		return json.RawMessage("null"), nil
-	}
-	return json.RawMessage(text), nil
+	return string(b)
 }
 
 // evalScript evaluates source and returns the result box, owned by the

@@ -19,8 +19,20 @@
 // setTimeout/setInterval on real time, and top-level await. There is no
 // require, process, fetch, std or os module, no file system, no network and
 // no environment. The value of the last expression comes back as JSON (a
-// promise is awaited first); an uncaught exception comes back as text with
-// its stack, in the Result, not as a Go error.
+// promise is awaited first): null when it has no JSON text (undefined, a
+// function, a symbol); never a silent null otherwise, since a value over
+// Options.MaxValue is Result.ValueTooLarge with its size, and one JSON
+// cannot represent (a BigInt, a cycle, a throwing toJSON) Result.ValueError
+// with the reason. An uncaught exception comes back as text with its stack,
+// in the Result, not as a Go error; the stack shows the program's frames and
+// none of the prelude's.
+//
+// CallFunction runs a tool definition's script: the body of a function of
+// args, compiled on its own so its line numbers are its own, and called by
+// the host through a prelude helper. The prelude's helpers (reading the
+// last value, describing an exception, the timers' loop, calling a script)
+// are returned to the host and never put on the global object, so no
+// program can reach, call or replace them.
 //
 // Limits: Options.MemoryLimit caps the engine's heap (an allocation beyond it
 // throws an uncatchable "InternalError: out of memory", reported as

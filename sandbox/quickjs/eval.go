@@ -13,11 +13,19 @@ import (
 // Result is what a program produced besides its output.
 type Result struct {
 	// Value is the last expression's value (or, when that is a promise, what
-	// it resolved to) as JSON; null when undefined or not serializable.
+	// it resolved to) as JSON; null when undefined, a function or a symbol
+	// (JSON has no text for them), and null when ValueTooLarge or
+	// ValueError is set.
 	Value json.RawMessage
 	// ValueTooLarge is set when the value's JSON exceeded Options.MaxValue;
-	// Value is then null.
+	// ValueBytes is then its size in bytes.
 	ValueTooLarge bool
+	ValueBytes    int
+	// ValueError says why the value could not be serialized (a BigInt, a
+	// cycle, a toJSON method that throws, nesting deeper than the stack):
+	// the exception JSON.stringify threw, rendered with its stack. The
+	// program itself did not fail, so this is not Exception.
+	ValueError string
 	// Exception is the uncaught exception, with its stack, when the program
 	// threw (or the promise it left rejected); empty otherwise.
 	Exception string

@@ -65,6 +65,27 @@
   // console: formatting close to Node's, so that what a model expects to see
   // is what it sees.
   function quote(s) { return stringify(s); }
+  // ownFrames keeps the frames of a stack that are the program's: the
+  // prelude's own frames (a timer's runTimers, console.log's inspect, the
+  // tool script's caller) and the native frames that only lead to them are
+  // dropped, so a failure shows the program's code and nothing of the
+  // sandbox's. Captured methods only: a program patching String breaks
+  // nothing here.
+  const indexOf = String.prototype.indexOf, slice = String.prototype.slice;
+  function ownFrames(stack) {
+    let out = "", natives = "", i = 0;
+    while (i < stack.length) {
+      let j = call(indexOf, stack, "\n", i);
+      if (j < 0) j = stack.length;
+      const line = call(slice, stack, i, j);
+      i = j + 1;
+      if (call(indexOf, line, "(<prelude>:") >= 0) natives = "";
+      else if (call(indexOf, line, "(native)") >= 0) natives += line + "\n";
+      else if (line !== "") { out += natives + line + "\n"; natives = ""; }
+    }
+    out += natives;
+    return call(slice, out, 0, out.length - 1);
+  }
   function fnName(f) {
     let n = "";
     try { n = f.name; } catch (_) { /* a getter may throw */ }
@@ -85,7 +106,8 @@
     if (v instanceof ErrorCtor) {
       const head = StringCtor(v);
       const stack = v.stack;
-      return typeof stack === "string" && stack ? head + "\n" + stack.replace(/\n$/, "") : head;
+      const own = typeof stack === "string" ? ownFrames(stack) : "";
+      return own ? head + "\n" + own : head;
     }
     if (v instanceof DateCtor) {
       try { return call(dateToISO, v); } catch (_) { return "Invalid Date"; }
@@ -167,7 +189,11 @@
     debug(...a) { hostOut(format(a)); },
     error(...a) { hostErr(format(a)); },
     warn(...a) { hostErr(format(a)); },
-    trace(...a) { hostErr("Trace: " + format(a) + (new ErrorCtor().stack || "")); },
+    trace(...a) {
+      const stack = new ErrorCtor().stack;
+      const own = typeof stack === "string" ? ownFrames(stack) : "";
+      hostErr("Trace: " + format(a) + (own ? own + "\n" : ""));
+    },
     dir(v) { hostOut(inspect(v, 1, []) + "\n"); },
     table(v) { hostOut(inspect(v, 1, []) + "\n"); },
     assert(ok, ...a) { if (!ok) hostErr("Assertion failed" + (a.length ? ": " + format(a) : "\n")); },
@@ -260,15 +286,19 @@
     return 0;
   }
 
-  // toJSON is how the host reads the last value: JSON text, or "null" when
-  // the value has none (undefined, a function, a BigInt, a cycle).
+  // toJSON is how the host reads the last value: JSON text, "null" when
+  // JSON has no text for it (undefined, a function, a symbol), or, when
+  // serializing it threw (a BigInt, a cycle, a toJSON that throws, nesting
+  // deeper than the stack), "!" and why: a character no JSON text starts
+  // with, so the host tells the two apart without a second call.
   function toJSON(v) {
+    let s;
     try {
-      const s = stringify(v);
-      return typeof s === "string" ? s : "null";
-    } catch (_) {
-      return "null";
+      s = stringify(v);
+    } catch (e) {
+      return "!" + describe(e);
     }
+    return typeof s === "string" ? s : "null";
   }
   // describe renders an uncaught exception: the message and the stack.
   function describe(e) {
@@ -286,21 +316,24 @@
     defineProperty(G, name, { value: parse(text), writable: true, configurable: true, enumerable: false });
   }
   // toolScript runs a tool definition's script (tools/runcode): fn is the
-  // script as the body of a function of args, text the arguments' JSON. It
-  // is compiled here, once, into the snapshot: compiling the same wrapper
-  // with every call cost about as much as the rest of the run. It uses the
-  // built-ins captured above, so a script that replaces JSON.stringify (or
-  // poisons toJSON, which then throws) cannot change how its result is read.
+  // script compiled by the host as the body of a function of args, text the
+  // arguments' JSON. It is one of the helpers the host keeps, never a global,
+  // so a program cannot call it or replace it. It uses the built-ins
+  // captured above, so a script that replaces JSON.stringify (or poisons
+  // toJSON, which then throws) cannot change how its result is read; the
+  // host checks the size of the text it returns.
   const freeze = Object.freeze;
   const TypeErrorCtor = TypeError;
-  const RangeErrorCtor = RangeError;
-  function toolScript(fn, text, max, mark) {
+  function toolScript(fn, text) {
     const r = fn(freeze(parse(text)));
-    const s = stringify(r === undefined ? null : r);
-    if (s === undefined) throw new TypeErrorCtor("the script returned a value JSON cannot represent");
-    if (s.length > max) throw new RangeErrorCtor(mark + s.length);
+    let s;
+    try {
+      s = stringify(r === undefined ? null : r);
+    } catch (e) {
+      throw new TypeErrorCtor("the script returned a value JSON cannot represent: " + describe(e));
+    }
+    if (s === undefined) throw new TypeErrorCtor("the script returned a value JSON cannot represent (" + typeof r + ")");
     return s;
   }
-  defineProperty(G, "toolScript", { value: toolScript, writable: true, configurable: true, enumerable: false });
-  return { seed, toJSON, describe, runTimers, define };
+  return { seed, toJSON, describe, runTimers, define, toolScript };
 })

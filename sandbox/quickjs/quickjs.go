@@ -144,8 +144,9 @@ type Options struct {
 	// console.error/warn/trace/assert and unhandled promise rejections. The
 	// caller caps them; nil discards. Write must not retain p.
 	Stdout, Stderr io.Writer
-	// MaxValue caps the JSON of the last value in bytes (DefaultMaxValue
-	// when 0): a larger one is reported as Result.ValueTooLarge rather than
+	// MaxValue caps the JSON of the last value (or of what a function
+	// returns, CallFunction) in bytes (DefaultMaxValue when 0): a larger one
+	// is reported as Result.ValueTooLarge, with its size, rather than
 	// copied out.
 	MaxValue int
 	// Seed seeds Math.random (its first 16 bytes); when shorter, the seed is
@@ -185,7 +186,7 @@ type VM struct {
 }
 
 // helpers are the boxes of the functions the prelude returns.
-type helpers struct{ seed, toJSON, describe, runTimers, define uint32 }
+type helpers struct{ seed, toJSON, describe, runTimers, define, toolScript uint32 }
 
 // exports are the reactor functions the host calls.
 type exports struct {
@@ -359,7 +360,7 @@ func (vm *VM) initEngine(ctx context.Context) error {
 	for name, dst := range map[string]*uint32{
 		"seed": &vm.helpers.seed, "toJSON": &vm.helpers.toJSON,
 		"describe": &vm.helpers.describe, "runTimers": &vm.helpers.runTimers,
-		"define": &vm.helpers.define,
+		"define": &vm.helpers.define, "toolScript": &vm.helpers.toolScript,
 	} {
 		if *dst, err = vm.prop(ctx, helpers, name); err != nil {
 			return err

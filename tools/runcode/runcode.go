@@ -93,7 +93,7 @@ func (t *Tool) Spec() catalog.Spec {
     "stderr": {"type": "string"},
     "stdout_truncated": {"type": "boolean"},
     "stderr_truncated": {"type": "boolean"},
-    "result": {"anyOf": [{"type": "object"}, {"type": "array"}, {"type": "string"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"}], "description": "JavaScript: the last expression's value as JSON (null when undefined); Python: null"},
+    "result": {"anyOf": [{"type": "object"}, {"type": "array"}, {"type": "string"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"}], "description": "JavaScript: the last expression's value as JSON (null when undefined, a function or a symbol; null with a note in stderr when JSON cannot represent it, such as a BigInt or a cycle; over 1 MiB of JSON, the error result_too_large); Python: null"},
     "duration_ms": {"type": "integer"},
     "timed_out": {"type": "boolean"},
     "memory_exceeded": {"type": "boolean"},
@@ -210,6 +210,14 @@ func (t *Tool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, 
 		return nil, &tools.Error{
 			Code:    CodeMemoryExceeded,
 			Message: fmt.Sprintf("the %s program ran out of memory (limit %d MiB) and was stopped; process the data in smaller pieces", res.Language, t.sb.Config().MemoryLimitMiB),
+			Units:   units, Details: details(out),
+		}
+	case res.ValueTooLarge:
+		// The same code the pipeline gives a result over its own cap: a
+		// value too large to return is never a silent null.
+		return nil, &tools.Error{
+			Code:    tools.CodeResultTooLarge,
+			Message: fmt.Sprintf("the javascript program's last value is %d bytes of JSON, more than the %d run_code returns; end with a smaller value (a summary, a slice) or none", res.ValueBytes, sandbox.MaxValue),
 			Units:   units, Details: details(out),
 		}
 	}

@@ -3,7 +3,6 @@ package runcode
 import (
 	"context"
 	"encoding/json"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,10 +16,6 @@ const (
 	ScriptTimeout   = 5 * time.Second
 	ScriptMaxResult = 128 << 10
 )
-
-// tooLargeMark starts the error the wrapper throws for a result over
-// ScriptMaxResult.
-const tooLargeMark = "toolhost:result_too_large:"
 
 // Scripts runs the script handlers of tool definitions in run_code's
 // JavaScript sandbox, with its limits (memory, output, no network, no
@@ -38,18 +33,19 @@ var _ tools.ScriptRunner = (*Scripts)(nil)
 // JSON of what it returns. A throw is a script_error with its message; the
 // time and memory limits are timeout and memory_exceeded.
 func (sc *Scripts) RunScript(ctx context.Context, account, script string, args json.RawMessage) (json.RawMessage, error) {
-	// The arguments arrive as a string literal parsed inside the program,
-	// so no argument value can end the function early. The engine's
-	// prelude defines toolScript (sandbox/quickjs/prelude.js): it parses
+	// The sandbox compiles the script on its own as the body of a function
+	// of args and calls it through the engine's prelude
+	// (sandbox/quickjs/prelude.js), which no program can reach: it parses
 	// and freezes the arguments, calls the script, and serializes what it
 	// returns with the engine's own JSON.stringify saved before any script
 	// ran (a script that replaces it or poisons toJSON fails like any other
-	// throw), checking its size, so nothing is ever silently dropped. Only
-	// the script itself is compiled per call: compiling a wrapper around it
-	// each time cost about 0.3 ms (docs/performance.md).
-	lit, _ := json.Marshal(string(args))
-	code := "toolScript(function (args) {\n" + script + "\n}, " + string(lit) + ", " + strconv.Itoa(ScriptMaxResult) + ", '" + tooLargeMark + "')"
-	res, err := sc.sb.Run(ctx, sandbox.Request{Language: sandbox.JavaScript, Code: code, Timeout: ScriptTimeout, Account: account})
+	// throw). No wrapper is compiled around the script, so its line numbers
+	// are its own, and the size of what it returns is checked here, so
+	// nothing is ever silently dropped.
+	if len(args) == 0 {
+		args = json.RawMessage("{}") // never nil: nil would run the script as a program
+	}
+	res, err := sc.sb.Run(ctx, sandbox.Request{Language: sandbox.JavaScript, Code: script, Args: args, Timeout: ScriptTimeout, Account: account})
 	if err != nil {
 		return nil, runError(ctx, err)
 	}
@@ -60,23 +56,18 @@ func (sc *Scripts) RunScript(ctx context.Context, account, script string, args j
 		return nil, tools.Errorf(CodeMemoryExceeded, "the script used more than the sandbox's %d MiB of memory", sc.sb.Config().MemoryLimitMiB)
 	case res.ExitCode != 0:
 		msg := strings.TrimSpace(string(res.Stderr))
-		if i := strings.Index(msg, tooLargeMark); i >= 0 {
-			n, _, _ := strings.Cut(msg[i+len(tooLargeMark):], "\n")
-			return nil, tools.Errorf(tools.CodeResultTooLarge, "the script returned %s characters of JSON, more than the %d allowed; return less", n, ScriptMaxResult)
-		}
 		if msg == "" {
 			msg = "the script failed"
 		}
 		return nil, tools.Errorf(tools.CodeScriptError, "%s", msg)
+	case res.ValueTooLarge:
+		return nil, tooLarge(res.ValueBytes)
+	case len(res.Value) > ScriptMaxResult:
+		return nil, tooLarge(len(res.Value))
 	}
-	var s string
-	if err := json.Unmarshal(res.Value, &s); err != nil || !json.Valid([]byte(s)) {
-		return nil, tools.Errorf(tools.CodeScriptError, "the script's result could not be read back")
-	}
-	// A script that closes the function early ends the program with a
-	// value of its own: its size is checked here too.
-	if len(s) > ScriptMaxResult {
-		return nil, tools.Errorf(tools.CodeResultTooLarge, "the script returned %d bytes of JSON, more than the %d allowed; return less", len(s), ScriptMaxResult)
-	}
-	return json.RawMessage(s), nil
+	return res.Value, nil
+}
+
+func tooLarge(n int) error {
+	return tools.Errorf(tools.CodeResultTooLarge, "the script returned %d bytes of JSON, more than the %d allowed; return less", n, ScriptMaxResult)
 }

@@ -49,9 +49,18 @@ func TestScriptToolsRunInTheSandbox(t *testing.T) {
 		"proto":      `Object.prototype.toJSON = function () { throw new Error("poisoned"); }; return {a: 1};`,
 		"frozen":     `args.name = "changed"; return { name: args.name, proto: Object.getPrototypeOf(args) === Object.prototype };`,
 		"escape":     `return 1; }); globalThis.x = (function () { return 2;`,
-		// Closes the function early and ends the program with a value of
-		// its own, past the wrapper's size check: the host checks it too.
-		"escapebig": `return 1; }, "{}", 9, ""); ((s) => s)(JSON.stringify("x".repeat(200000)), function () {`,
+		// Closes the function early and puts a function of its own in
+		// its place: what that returns is still checked by the host.
+		"escapebig": `return 1; }); (function () { return "x".repeat(200000);`,
+		// An error's line is the script's own (line 3 here).
+		"line3":     "const a = 1;\nconst b = 2;\nthrow new Error('on three: ' + args.name);",
+		"syntax":    "const a = 1;\n\nconst = 2;",
+		"callhost":  `return toolScript(function () { return 1; }, "{}", 1e9, "x");`,
+		"redefine":  `globalThis.toolScript = () => { throw new Error("hijacked"); }; return {ok: typeof toolScript};`,
+		"stringify": `JSON.stringify = () => '"forged"'; JSON.parse = () => ({}); return {name: args.name};`,
+		"bigint":    `return {n: 10n};`,
+		"cycle":     `const o = {}; o.o = o; return o;`,
+		"deep":      `let v = []; for (let i = 1; i < 10001; i++) v = [v]; return v;`,
 	})
 	ctx := context.Background()
 	cases := []struct {
@@ -71,6 +80,14 @@ func TestScriptToolsRunInTheSandbox(t *testing.T) {
 		{"fn", `{}`, tools.CodeScriptError, "JSON cannot represent"},
 		{"frozen", `{"name":"Cy"}`, "", `{"name":"Cy","proto":true}`},
 		{"lookup_npc", `{"name":7}`, tools.CodeInvalidArgs, ""},
+		{"line3", `{"name":"Di"}`, tools.CodeScriptError, "<eval>:3:"},
+		{"syntax", `{}`, tools.CodeScriptError, "<eval>:3:"},
+		{"callhost", `{}`, tools.CodeScriptError, "toolScript is not defined"},
+		{"redefine", `{}`, "", `{"ok":"function"}`},
+		{"stringify", `{"name":"Ed"}`, "", `{"name":"Ed"}`},
+		{"bigint", `{}`, tools.CodeScriptError, "JSON cannot represent: TypeError"},
+		{"cycle", `{}`, tools.CodeScriptError, "circular"},
+		{"deep", `{}`, tools.CodeScriptError, "nests 10001 levels deep"},
 	}
 	for _, c := range cases {
 		t.Run(c.tool, func(t *testing.T) {
@@ -86,6 +103,9 @@ func TestScriptToolsRunInTheSandbox(t *testing.T) {
 			}
 			if c.code != "" && c.result != "" && !strings.Contains(out.Message, c.result) {
 				t.Errorf("message %q lacks %q", out.Message, c.result)
+			}
+			if strings.Contains(out.Message, "<prelude>") || strings.Contains(out.Message, "toolScript (") {
+				t.Errorf("message %q shows the sandbox's frames", out.Message)
 			}
 			rec, err := ex.Journal().Store().Get(ctx, tools.LocalAccount, out.ExecutionID)
 			if err != nil {
