@@ -3,7 +3,9 @@
 // (echo, streamable HTTP) called by a go-sdk client directly, and through
 // `toolhost serve --dev` as everything__echo (the whole pipeline: parse,
 // validation against the remote schema, permissions, journal, the gateway's
-// pooled session). For scale it also times get_time, a local builtin,
+// pooled session). With -gap every call waits that long first, so each
+// meets an idle server (and idle client and upstream) rather than one
+// warm from the call before. For scale it also times get_time, a local builtin,
 // through toolhost. Calls are sequential, one session per path, after a
 // warm-up; it prints p50/p90/p99 per path and the p50 difference. For
 // scale again, a bare proxy — a go-sdk server whose tool calls echo on a
@@ -43,11 +45,12 @@ func main() {
 	e2e := flag.String("e2e", "e2e", "the e2e `DIR` (its node_modules holds server-everything and Node 22)")
 	n := flag.Int("n", 3000, "measured calls per path")
 	warm := flag.Int("warmup", 300, "warm-up calls per path")
+	gap := flag.Duration("gap", 0, "idle `TIME` before every call (0: calls back-to-back)")
 	compare := flag.String("compare", "", "a second toolhost `BINARY` (e.g. main's) timed in the same rounds as gateway B / local B")
 	proxyListen := flag.String("proxy-listen", "", "run as the bare proxy on this `ADDR` (the program starts itself so)")
 	proxyUpstream := flag.String("proxy-upstream", "", "the bare proxy's upstream `URL`")
 	flag.Parse()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	if *proxyListen != "" {
 		if err := serveProxy(ctx, *proxyListen, *proxyUpstream); err != nil {
@@ -56,7 +59,7 @@ func main() {
 		}
 		return
 	}
-	if err := run(ctx, *bin, *compare, *e2e, *n, *warm); err != nil {
+	if err := run(ctx, *bin, *compare, *e2e, *n, *warm, *gap); err != nil {
 		fmt.Fprintln(os.Stderr, "gateway:", err)
 		os.Exit(1)
 	}
@@ -71,7 +74,7 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-func run(ctx context.Context, bin, compare, e2e string, n, warm int) error {
+func run(ctx context.Context, bin, compare, e2e string, n, warm int, gap time.Duration) error {
 	tmp, err := os.MkdirTemp("", "gateway-bench-")
 	if err != nil {
 		return err
@@ -123,7 +126,7 @@ func run(ctx context.Context, bin, compare, e2e string, n, warm int) error {
 			path{key: "gatewayB", name: "gateway B (-compare): client → toolhost everything__echo → server-everything", url: baseB + "/mcp", tool: "everything__echo"},
 			path{key: "localB", name: "local B (-compare): client → toolhost get_time", url: baseB + "/mcp", tool: "get_time"})
 	}
-	lat, err := measure(ctx, paths, n, warm)
+	lat, err := measure(ctx, paths, n, warm, gap)
 	if err != nil {
 		return err
 	}
@@ -246,9 +249,9 @@ func connect(ctx context.Context, url string) (*sdk.ClientSession, error) {
 // gave each path the same predecessor, which moved a path's time by
 // about 0.1 ms in a swapped A/B),
 // so drift over the run (other load, the CPU's clock) and the order hit
-// every path alike. It returns the measured rounds' latencies per path
-// key, in round order.
-func measure(ctx context.Context, paths []path, n, warm int) (map[string][]time.Duration, error) {
+// every path alike. Each call first waits gap. It returns the measured
+// rounds' latencies per path key, in round order.
+func measure(ctx context.Context, paths []path, n, warm int, gap time.Duration) (map[string][]time.Duration, error) {
 	sess := make([]*sdk.ClientSession, len(paths))
 	for i, p := range paths {
 		s, err := connect(ctx, p.url)
@@ -271,6 +274,9 @@ func measure(ctx context.Context, paths []path, n, warm int) (map[string][]time.
 			args := map[string]any{"message": "hello"}
 			if p.tool == "get_time" || p.tool == bareTool {
 				args = map[string]any{}
+			}
+			if gap > 0 {
+				time.Sleep(gap)
 			}
 			t0 := time.Now()
 			res, err := sess[i].CallTool(ctx, &sdk.CallToolParams{Name: p.tool, Arguments: args})

@@ -54,6 +54,9 @@ type appOptions struct {
 	// keys, when set, builds the API-key service on the store; its
 	// authorizer admits calls under the keys' limits (serve).
 	keys func(db *store.DB) (*keys.Service, func(), error)
+	// running is the sandbox's Running hook (serve: the GOMAXPROCS
+	// pacer's Hold).
+	running func() (done func())
 }
 
 // openApp builds the app. run_code's sandbox comes first: with preload,
@@ -65,7 +68,7 @@ func openApp(ctx context.Context, c *common, logger *slog.Logger, o appOptions) 
 			a.close()
 		}
 	}()
-	kit, err := toolset(c, logger, toolsetOptions{skipRunCode: o.skipRunCode, preload: o.preload})
+	kit, err := toolset(c, logger, toolsetOptions{skipRunCode: o.skipRunCode, preload: o.preload, running: o.running})
 	if err != nil {
 		return nil, err
 	}

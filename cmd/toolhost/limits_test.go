@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -138,6 +140,42 @@ func TestServeTakesTheMemoryLimitFromConfig(t *testing.T) {
 		}
 	}
 	t.Fatalf("serve logged no memory limit:\n%s", stderr.String())
+}
+
+// serve paces GOMAXPROCS (package procpace) unless GOMAXPROCS is in the
+// environment: then there is no pacer, and its nil Hold does nothing.
+func TestPaceProcsLeavesAnEnvironmentGOMAXPROCSAlone(t *testing.T) {
+	logger := slog.New(slog.DiscardHandler)
+	def := runtime.GOMAXPROCS(0)
+	t.Cleanup(runtime.SetDefaultGOMAXPROCS)
+	t.Run("GOMAXPROCS set: left alone", func(t *testing.T) {
+		t.Setenv("GOMAXPROCS", strconv.Itoa(def))
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		p := paceProcs(ctx, logger)
+		if p != nil {
+			t.Fatal("a pacer despite GOMAXPROCS in the environment")
+		}
+		p.Hold()()
+		if got := runtime.GOMAXPROCS(0); got != def {
+			t.Fatalf("GOMAXPROCS %d, want %d", got, def)
+		}
+	})
+	t.Run("GOMAXPROCS unset: paced, and a run holds every CPU", func(t *testing.T) {
+		t.Setenv("GOMAXPROCS", "")
+		os.Unsetenv("GOMAXPROCS")
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		p := paceProcs(ctx, logger)
+		if p == nil {
+			t.Fatal("no pacer")
+		}
+		release := p.Hold()
+		defer release()
+		if got := runtime.GOMAXPROCS(0); got != def {
+			t.Fatalf("held: GOMAXPROCS %d, want %d", got, def)
+		}
+	})
 }
 
 // serve takes the per-account caps of the tools API from its config file:

@@ -29,6 +29,7 @@ import (
 	"toolhost/config"
 	"toolhost/gcpace"
 	"toolhost/keys"
+	"toolhost/procpace"
 	"toolhost/server"
 	mcpface "toolhost/server/mcp"
 	"toolhost/store"
@@ -175,8 +176,10 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return usageError{err}
 	}
 	paceGC(ctx, logger)
+	procs := paceProcs(ctx, logger)
 	a, err := openApp(ctx, &c, logger, appOptions{
 		preload: true, // compile run_code's runtimes and fill the pools now
+		running: procs.Hold,
 		keys: func(db *store.DB) (*keys.Service, func(), error) {
 			return setupKeys(ctx, &c, db, *dev, logger, stderr)
 		},
@@ -449,6 +452,22 @@ func paceGC(ctx context.Context, logger *slog.Logger) {
 	go gcpace.Run(ctx, gcpace.Options{Changed: func(gogc int, rate, live float64) {
 		logger.Debug("GOGC paced", "gogc", gogc, "alloc_mib_per_s", int(rate)>>20, "live_mib", int(live)>>20)
 	}})
+}
+
+// paceProcs runs the GOMAXPROCS pacer (package procpace) for as long as
+// ctx: one P while calls come one at a time, every CPU under load and
+// while a run_code program runs. GOMAXPROCS in the environment wins,
+// fixed; then it returns nil, whose Hold does nothing.
+func paceProcs(ctx context.Context, logger *slog.Logger) *procpace.Pacer {
+	if v, set := os.LookupEnv("GOMAXPROCS"); set {
+		logger.Info("GOMAXPROCS from the environment", "GOMAXPROCS", v)
+		return nil
+	}
+	p := procpace.New(procpace.Options{Changed: func(procs int, cpu float64) {
+		logger.Debug("GOMAXPROCS paced", "procs", procs, "cpu", cpu)
+	}})
+	go p.Run(ctx)
+	return p
 }
 
 // defaultMemoryLimitMiB is serve's soft memory limit: several times the

@@ -27,6 +27,8 @@ type toolsetOptions struct {
 	skipRunCode bool
 	// preload starts loading run_code's runtimes at once (servers).
 	preload bool
+	// running is the sandbox's Running hook (appOptions.running).
+	running func() (done func())
 }
 
 // toolset builds every tool this deployment publishes, in publishing order.
@@ -46,7 +48,7 @@ func toolset(c *common, logger *slog.Logger, o toolsetOptions) (*toolkit, error)
 	cleanups := []func(){fp.Close}
 	var sb *sandbox.Sandbox
 	if !o.skipRunCode {
-		sb, err = newSandbox(c, logger, o.preload)
+		sb, err = newSandbox(c, logger, o.preload, o.running)
 		if err != nil {
 			fp.Close()
 			return nil, err
