@@ -71,12 +71,16 @@ type spool struct {
 	failing   bool          // the last apply failed: the ticker retries
 
 	stop chan struct{}
+	// wake tells the ticker that pending is no longer empty: with nothing
+	// pending and the store answering, it sleeps until then, so an idle
+	// server is not woken ten times a second.
+	wake chan struct{}
 	wg   sync.WaitGroup
 }
 
 func newSpool(j *Journal, files *spoolFiles) *spool {
 	s := &spool{files: files, j: j, interval: j.opts.ApplyInterval, max: j.opts.MaxPending,
-		next: 1, roundDone: make(chan struct{}), space: make(chan struct{}), stop: make(chan struct{})}
+		next: 1, roundDone: make(chan struct{}), space: make(chan struct{}), stop: make(chan struct{}), wake: make(chan struct{}, 1)}
 	s.wg.Add(1)
 	go s.ticker()
 	return s
@@ -170,6 +174,15 @@ func (s *spool) enqueue(ents []*spooled) {
 	s.pmu.Lock()
 	s.pending = append(s.pending, ents...)
 	s.pmu.Unlock()
+	s.kick()
+}
+
+// kick wakes the ticker if it sleeps (it never blocks).
+func (s *spool) kick() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
 }
 
 // wait blocks until e is in the store. It leads an apply round itself when
@@ -252,10 +265,14 @@ func (s *spool) lead(all bool) (<-chan struct{}, bool) {
 	close(s.space)
 	s.space = make(chan struct{})
 	first := s.enqueued.Load() + 1
-	if len(s.pending) > 0 {
+	left := len(s.pending) > 0
+	if left {
 		first = s.pending[0].seq
 	}
 	s.pmu.Unlock()
+	if left {
+		s.kick() // what stays (opened records, a failed round) is the ticker's
+	}
 	s.files.release(first)
 	return nil, true
 }
@@ -425,7 +442,8 @@ func (s *spool) setAside(g *mergedWrite) {
 }
 
 // ticker applies opened records that have waited ApplyInterval, and
-// retries after the store failed, backing off up to 5 s.
+// retries after the store failed, backing off up to 5 s. With nothing
+// pending it sleeps until enqueue or lead kicks it.
 func (s *spool) ticker() {
 	defer s.wg.Done()
 	tick := s.interval / 2
@@ -440,9 +458,18 @@ func (s *spool) ticker() {
 		n := len(s.pending)
 		big := n >= s.max/4 // apply early rather than let appends wait
 		due := n > 0 && (s.failing || big || time.Since(s.pending[0].at) >= s.interval)
+		idle := n == 0 && !s.failing
 		s.pmu.Unlock()
 		if !due {
 			backoff = tick
+			if idle {
+				// Nothing to apply: sleep until something is enqueued.
+				select {
+				case <-s.stop:
+					return
+				case <-s.wake:
+				}
+			}
 			continue
 		}
 		s.lead(big)

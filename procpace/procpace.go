@@ -15,7 +15,8 @@
 //
 // Busy is decided by the process's CPU time (user and system, as the
 // kernel counts it, so compiled WebAssembly counts too), read every
-// Interval: more than BusyCPU of one CPU is busy; quiet again needs
+// Interval (every IdleInterval once the process has been idle for a
+// while): more than BusyCPU of one CPU is busy; quiet again needs
 // QuietFor below QuietCPU with nothing held (Hold).
 package procpace
 
@@ -37,6 +38,13 @@ type Options struct {
 	// intervals each under QuietCPU, with no Hold. Defaults 0.25, 2 s.
 	QuietCPU float64
 	QuietFor time.Duration
+	// IdleCPU and IdleInterval: once quiet and under IdleCPU for QuietFor,
+	// the CPU time is read every IdleInterval instead, so that an idle
+	// server is not woken ten times a second; a burst after such a pause
+	// runs on one P until the next reading (Hold still switches at once).
+	// Defaults 0.01 (1 % of a CPU), 1 s.
+	IdleCPU      float64
+	IdleInterval time.Duration
 	// Changed, when set, hears every switch: the new GOMAXPROCS and the
 	// last interval's CPU use (in CPUs; -1 when a Hold or the end of
 	// Run made the switch).
@@ -55,6 +63,12 @@ func (o *Options) defaults() {
 	}
 	if o.QuietFor == 0 {
 		o.QuietFor = 2 * time.Second
+	}
+	if o.IdleCPU == 0 {
+		o.IdleCPU = 0.01
+	}
+	if o.IdleInterval == 0 {
+		o.IdleInterval = time.Second
 	}
 }
 
@@ -164,9 +178,10 @@ func (p *Pacer) Run(ctx context.Context) {
 		}
 		p.mu.Unlock()
 	}()
-	t := time.NewTicker(p.o.Interval)
+	t := time.NewTimer(p.o.Interval)
 	defer t.Stop()
 	last := time.Now()
+	var idle time.Duration
 	for {
 		select {
 		case <-ctx.Done():
@@ -174,8 +189,27 @@ func (p *Pacer) Run(ctx context.Context) {
 		case now := <-t.C:
 			cur, _ := cpuTime()
 			wall := now.Sub(last)
-			p.observe((cur-prev).Seconds()/wall.Seconds(), wall)
+			cpu := (cur - prev).Seconds() / wall.Seconds()
+			p.observe(cpu, wall)
 			prev, last = cur, now
+			idle = p.idleFor(idle, cpu, wall)
+			next := p.o.Interval
+			if idle >= p.o.QuietFor {
+				next = p.o.IdleInterval
+			}
+			t.Reset(next)
 		}
 	}
+}
+
+// idleFor is how long the process has been idle (quiet, and under
+// IdleCPU) after an interval of cpu.
+func (p *Pacer) idleFor(idle time.Duration, cpu float64, wall time.Duration) time.Duration {
+	p.mu.Lock()
+	busy := p.busy
+	p.mu.Unlock()
+	if busy || cpu >= p.o.IdleCPU {
+		return 0
+	}
+	return idle + wall
 }

@@ -130,3 +130,28 @@ func TestRunFollowsTheLoad(t *testing.T) {
 	stop.Store(true)
 	<-spun
 }
+
+// idleFor counts idle time only while quiet and under IdleCPU: a busy
+// pacer, or one interval over IdleCPU, starts the count again.
+func TestIdleFor(t *testing.T) {
+	const iv = 100 * time.Millisecond
+	p := New(Options{})
+	if got := p.idleFor(time.Second, 0, iv); got != 0 {
+		t.Fatalf("busy: idle %v, want 0", got)
+	}
+	p.busy = false
+	for _, tc := range []struct {
+		idle time.Duration
+		cpu  float64
+		want time.Duration
+	}{
+		{idle: 0, cpu: 0, want: iv},
+		{idle: 3 * time.Second, cpu: 0.005, want: 3*time.Second + iv},
+		{idle: 3 * time.Second, cpu: 0.01, want: 0},
+		{idle: 3 * time.Second, cpu: 0.2, want: 0},
+	} {
+		if got := p.idleFor(tc.idle, tc.cpu, iv); got != tc.want {
+			t.Errorf("idleFor(%v, %v): %v, want %v", tc.idle, tc.cpu, got, tc.want)
+		}
+	}
+}

@@ -300,9 +300,17 @@ func (p *pool[T]) run(ctx context.Context, s *Sandbox, budgetKiB int64) {
 				p.discard(it)
 			}
 		}
+		// The tick only matters while the pool holds more than its floor:
+		// then falling demand may let one go. At the floor it waits for a
+		// kick alone, so an idle server is not woken four times a second
+		// (a nil channel is never ready; an unread ticker does not fire).
+		var shrink <-chan time.Time
+		if len(p.items) > p.minWarm {
+			shrink = tick.C
+		}
 		select {
 		case <-p.kick:
-		case <-tick.C:
+		case <-shrink:
 			// Demand fell: let one instance above the target go per tick.
 			if len(p.items) > p.target() {
 				select {
