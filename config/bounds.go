@@ -65,8 +65,6 @@ func wait(key string, d duration.Duration, zero string) bound {
 	return bound{key: key, v: int64(d), max: math.MaxInt64, dur: true, want: fmt.Sprintf("\"0s\" (%s) or longer", zero)}
 }
 
-const byDefault = "the default"
-
 // checkBounds refuses the first number out of its range, in the file's
 // order of sections.
 func (c *Config) checkBounds() error {
