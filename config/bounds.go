@@ -76,7 +76,27 @@ func (c *Config) checkBounds() error {
 			}
 		}
 	}
+	if err := c.checkToolRounds(); err != nil {
+		return err
+	}
 	return c.checkPrices()
+}
+
+// checkToolRounds refuses a default max_tool_rounds above the largest a
+// request may ask for: requests that set none would run more rounds than
+// any request may set.
+func (c *Config) checkToolRounds() error {
+	def, limit := c.Hosted.MaxToolRounds, c.Hosted.MaxToolRoundsLimit
+	if def == 0 {
+		def = 8
+	}
+	if limit == 0 {
+		limit = 32
+	}
+	if def > limit {
+		return fmt.Errorf("hosted.max_tool_rounds %d: want at most hosted.max_tool_rounds_limit (%d)", def, limit)
+	}
+	return nil
 }
 
 func (c *Config) hostedBounds() []bound {

@@ -32,6 +32,9 @@ func TestLoadRefusesNumbersOutOfRange(t *testing.T) {
 		{`{"journal": {"max_batch": -256}}`, `journal.max_batch -256`},
 		{`{"hosted": {"max_tool_rounds": -1}}`, `hosted.max_tool_rounds -1: want 0 (the default, 8) or more`},
 		{`{"hosted": {"max_tool_rounds_limit": -32}}`, `hosted.max_tool_rounds_limit -32`},
+		{`{"hosted": {"max_tool_rounds": 33}}`, `hosted.max_tool_rounds 33: want at most hosted.max_tool_rounds_limit (32)`},
+		{`{"hosted": {"max_tool_rounds_limit": 4}}`, `hosted.max_tool_rounds 8: want at most hosted.max_tool_rounds_limit (4)`},
+		{`{"hosted": {"max_tool_rounds": 9223372036854775807, "max_tool_rounds_limit": 64}}`, `hosted.max_tool_rounds 9223372036854775807`},
 		{`{"hosted": {"max_body_bytes": -1}}`, `hosted.max_body_bytes -1`},
 		{`{"hosted": {"count_tokens_max_bytes": -1}}`, `hosted.count_tokens_max_bytes -1`},
 		{`{"hosted": {"idempotency_max_bytes": -1}}`, `hosted.idempotency_max_bytes -1`},
@@ -133,6 +136,8 @@ func TestLoadKeepsDocumentedValues(t *testing.T) {
 		`{"journal": {"commit_delay": "0s", "apply_interval": "0s", "max_batch": 0}}`,
 		`{"keys": {"prices": {"web_search": 0}}, "hosted": {"routes": [{"name": "a", "prices": {"*": {"input": 0, "output": 2.5}}}]}}`,
 		`{"hosted": {"max_tool_rounds": 0, "max_body_bytes": 9223372036854775807}}`,
+		`{"hosted": {"max_tool_rounds": 64, "max_tool_rounds_limit": 64}}`,
+		`{"hosted": {"max_tool_rounds": 2, "max_tool_rounds_limit": 4}}`,
 	} {
 		if _, err := loadFile(t, file); err != nil {
 			t.Errorf("Load(%s) = %v, want no error", file, err)
