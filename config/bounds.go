@@ -18,6 +18,11 @@ const MinMemoryLimitMiB = 128
 // one WebAssembly (wasm32) linear memory, at most 65536 pages of 64 KiB.
 const MaxSandboxMemoryMiB = 4096
 
+// MaxCommitDelay bounds journal.commit_delay: a finished call waits for
+// it while others are in flight, and a commit takes milliseconds, so a
+// longer wait only holds calls back.
+const MaxCommitDelay = time.Second
+
 // maxMiB is the largest count of MiB that still fits in an int64 of bytes
 // (the sections shift MiB by 20 bits).
 const maxMiB = math.MaxInt64 >> 20
@@ -153,7 +158,8 @@ func (c *Config) journalBounds() []bound {
 		wait("journal.apply_interval", j.ApplyInterval, "the default, 200ms"),
 	}
 	if j.CommitDelay != nil {
-		bs = append(bs, wait("journal.commit_delay", *j.CommitDelay, "never waits"))
+		bs = append(bs, bound{key: "journal.commit_delay", v: int64(*j.CommitDelay), max: int64(MaxCommitDelay), dur: true,
+			want: fmt.Sprintf("from \"0s\" (never waits) to %q", MaxCommitDelay.String())})
 	}
 	return bs
 }

@@ -23,8 +23,10 @@ func loadFile(t *testing.T, file string) (config.Config, error) {
 // of silently taking the default or being used as it is.
 func TestLoadRefusesNumbersOutOfRange(t *testing.T) {
 	tests := []struct{ file, want string }{
-		{`{"journal": {"commit_delay": "-1s"}}`, `journal.commit_delay "-1s": want "0s" (never waits) or longer`},
+		{`{"journal": {"commit_delay": "-1s"}}`, `journal.commit_delay "-1s": want from "0s" (never waits) to "1s"`},
 		{`{"journal": {"commit_delay": "-1ns"}}`, `journal.commit_delay "-1ns"`},
+		{`{"journal": {"commit_delay": "1h"}}`, `journal.commit_delay "1h0m0s": want from "0s" (never waits) to "1s"`},
+		{`{"journal": {"commit_delay": "2562047h"}}`, `journal.commit_delay "2562047h0m0s"`},
 		{`{"journal": {"apply_interval": "-200ms"}}`, `journal.apply_interval "-200ms": want "0s" (the default, 200ms) or longer`},
 		{`{"journal": {"idempotency_retention": "-2562047h"}}`, `journal.idempotency_retention "-2562047h0m0s"`},
 		{`{"journal": {"max_args_bytes": -1}}`, `journal.max_args_bytes -1: want 0 (the default, 64 KiB) or more`},
@@ -134,6 +136,7 @@ func TestLoadKeepsDocumentedValues(t *testing.T) {
 		`{"sandbox": {"python_pool": -1, "javascript_pool": -1, "memory_limit_mib": 4096}}`,
 		`{"fetch": {"cache_ttl": "-1s"}, "search": {"hedge_delay": "-1s", "cache": {"max_entries": -1}}}`,
 		`{"journal": {"commit_delay": "0s", "apply_interval": "0s", "max_batch": 0}}`,
+		`{"journal": {"commit_delay": "1s"}}`,
 		`{"keys": {"prices": {"web_search": 0}}, "hosted": {"routes": [{"name": "a", "prices": {"*": {"input": 0, "output": 2.5}}}]}}`,
 		`{"hosted": {"max_tool_rounds": 0, "max_body_bytes": 9223372036854775807}}`,
 		`{"hosted": {"max_tool_rounds": 64, "max_tool_rounds_limit": 64}}`,

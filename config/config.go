@@ -223,7 +223,8 @@ type Journal struct {
 	MaxBatch int `json:"max_batch"`
 	// CommitDelay is how long the journal writer waits for more writes
 	// before a commit while other calls are in flight ("300us" by default,
-	// "0s" never waits): fewer transactions for a bounded wait per write.
+	// "0s" never waits, at most MaxCommitDelay): fewer transactions for a
+	// bounded wait per write.
 	// It applies to writes that go to the store directly (spool off).
 	CommitDelay *duration.Duration `json:"commit_delay"`
 	// Spool is the journal's write-ahead spool under DATA/journal (on by

@@ -12,7 +12,7 @@ import (
 // accepts, and nothing is printed as valid.
 func TestCheckRefusesANumberOutOfRange(t *testing.T) {
 	tests := []struct{ file, want string }{
-		{`{"journal": {"commit_delay": "-1s"}}`, `journal.commit_delay "-1s": want "0s" (never waits) or longer`},
+		{`{"journal": {"commit_delay": "-1s"}}`, `journal.commit_delay "-1s": want from "0s" (never waits) to "1s"`},
 		{`{"journal": {"apply_interval": "-1ms"}}`, `journal.apply_interval "-1ms"`},
 		{`{"fetch": {"max_redirects": -1}}`, `fetch.max_redirects -1: want 0 (the default, 5) or more`},
 		{`{"sandbox": {"memory_limit_mib": 1048576}}`, `sandbox.memory_limit_mib 1048576: want 0 (the default, 256) to 4096`},
