@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"toolhost/config/duration"
+	"toolhost/tools"
 )
 
 // MinMemoryLimitMiB is the smallest server.memory_limit_mib above 0: a
@@ -133,7 +134,10 @@ func (c *Config) mcpToolsBounds() []bound {
 		// initialize's body cap is clientInfo's plus 16 KiB.
 		upTo("mcp.max_client_info_bytes", m.MaxClientInfoBytes, math.MaxInt32, "8 KiB"),
 		count("mcp.max_body_bytes", m.MaxBodyBytes, "the default, 4 MiB"),
-		wait("tools.default_timeout", t.DefaultTimeout, "the default, 60s"),
+		// A call that asks for no deadline gets this one, unclamped: it
+		// must not exceed the longest a call may ask for.
+		{key: "tools.default_timeout", v: int64(t.DefaultTimeout), max: int64(tools.DefaultMaxTimeout), dur: true,
+			want: fmt.Sprintf("from \"0s\" (the default, 60s) to %q", tools.DefaultMaxTimeout.String())},
 		count("tools.max_result_bytes", t.MaxResultBytes, "the default, 256 KiB"),
 		capOrNone("tools.max_definitions_per_account", t.MaxDefinitionsPerAccount, "256"),
 		wait("mcp_servers.ttl", s.TTL, "the default, 5m"),
