@@ -177,9 +177,12 @@ func Load(path string) (Config, error) {
 }
 
 // Validate checks what decoding cannot: the caller slot names, the log
-// sample and the journal's read-only open delay. Load calls it; the sections with constructors of their own
-// (fetch, search, sandbox, the routes) are checked by those when the
-// command builds them (toolhost check builds them all without starting).
+// sample, the journal's read-only open delay and the range of every number
+// of every section (bounds.go): a negative size, count or duration that
+// means nothing is an error naming its key, not a silent default. Load
+// calls it; the sections with constructors of their own (fetch, search,
+// sandbox, the routes) check the rest when the command builds them
+// (toolhost check builds them all without starting).
 func (c *Config) Validate() error {
 	seen := map[string]bool{}
 	for _, s := range c.Tools.Slots {
@@ -195,7 +198,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("journal.read_only_open_delay %q: want from \"0s\" (spool a read-only call's opened record before its tool runs) to %q",
 			d.D().String(), MaxReadOnlyOpenDelay.String())
 	}
-	return nil
+	return c.checkBounds()
 }
 
 var slotPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
@@ -220,7 +223,8 @@ type Journal struct {
 	MaxBatch int `json:"max_batch"`
 	// CommitDelay is how long the journal writer waits for more writes
 	// before a commit while other calls are in flight ("300us" by default,
-	// "0s" never waits): fewer transactions for a bounded wait per write.
+	// "0s" never waits, at most MaxCommitDelay): fewer transactions for a
+	// bounded wait per write.
 	// It applies to writes that go to the store directly (spool off).
 	CommitDelay *duration.Duration `json:"commit_delay"`
 	// Spool is the journal's write-ahead spool under DATA/journal (on by

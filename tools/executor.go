@@ -144,6 +144,10 @@ type Executor struct {
 const (
 	DefaultTimeout        = 60 * time.Second
 	DefaultMaxResultBytes = 256 << 10
+	// DefaultMaxTimeout is Options.MaxTimeout's default, the longest
+	// deadline a call may have; the config file's default_timeout is at
+	// most this.
+	DefaultMaxTimeout = 5 * time.Minute
 )
 
 // NewExecutor builds an executor and its catalog from tool constructors'
@@ -154,7 +158,7 @@ func NewExecutor(opts Options, ts ...Tool) (*Executor, error) {
 		opts.DefaultTimeout = DefaultTimeout
 	}
 	if opts.MaxTimeout <= 0 {
-		opts.MaxTimeout = 5 * time.Minute
+		opts.MaxTimeout = DefaultMaxTimeout
 	}
 	if opts.MaxResultBytes <= 0 {
 		opts.MaxResultBytes = DefaultMaxResultBytes

@@ -480,7 +480,7 @@ func paceProcs(ctx context.Context, logger *slog.Logger) *procpace.Pacer {
 // server alone would exceed, where the collector would run without pause.
 const (
 	defaultMemoryLimitMiB = 384
-	minMemoryLimitMiB     = 128
+	minMemoryLimitMiB     = config.MinMemoryLimitMiB
 )
 
 func isLoopback(addr string) bool {

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// toolhost check refuses a config file with a number out of its range:
+// exit 2 (exitUsage), the error names the file, the full key and what it
+// accepts, and nothing is printed as valid.
+func TestCheckRefusesANumberOutOfRange(t *testing.T) {
+	tests := []struct{ file, want string }{
+		{`{"journal": {"commit_delay": "-1s"}}`, `journal.commit_delay "-1s": want from "0s" (never waits) to "1s"`},
+		{`{"journal": {"apply_interval": "-1ms"}}`, `journal.apply_interval "-1ms"`},
+		{`{"fetch": {"max_redirects": -1}}`, `fetch.max_redirects -1: want 0 (the default, 5) or more`},
+		{`{"sandbox": {"memory_limit_mib": 1048576}}`, `sandbox.memory_limit_mib 1048576: want 0 (the default, 256) to 4096`},
+		{`{"server": {"memory_limit_mib": 64}}`, `server.memory_limit_mib 64`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "config.json")
+			if err := os.WriteFile(path, []byte(tt.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errOut := runCLI(t, "check", "--config", path)
+			if code != exitUsage || !strings.Contains(errOut, path) || !strings.Contains(errOut, tt.want) || strings.Contains(out, "is valid") {
+				t.Fatalf("check = %d\nstdout: %s\nstderr: %s\nwant exit %d and %q", code, out, errOut, exitUsage, tt.want)
+			}
+		})
+	}
+}
