@@ -152,9 +152,15 @@ func (d *DB) SetVariable(ctx context.Context, account, sid string, v session.Var
 	return nil
 }
 
-// TouchSession implements session.Store: one insert that does nothing when
-// the session exists, then a read.
+// TouchSession implements session.Store: a read, and only when the
+// session does not exist yet an insert that does nothing if another
+// caller made it meanwhile, then a read again. Every call of an MCP
+// session touches it once its cache entry is a second old; the insert
+// first took SQLite's write lock on every one of those calls.
 func (d *DB) TouchSession(ctx context.Context, account, id string, now time.Time) (session.Session, error) {
+	if s, err := d.GetSession(ctx, account, id); !errors.Is(err, session.ErrNotFound) {
+		return s, err
+	}
 	if _, err := d.db.ExecContext(ctx, d.q(`INSERT INTO sessions (account_id, id, metadata, created_at, updated_at)
 		VALUES (?, ?, '{}', ?, ?) ON CONFLICT (account_id, id) DO NOTHING`), account, id, now.UnixMilli(), now.UnixMilli()); err != nil {
 		return session.Session{}, fmt.Errorf("touch session: %w", err)
