@@ -28,8 +28,10 @@
 // none of the prelude's.
 //
 // CallFunction runs a tool definition's script: the body of a function of
-// args, compiled on its own so its line numbers are its own, and called by
-// the host through a prelude helper. The prelude's helpers (reading the
+// args, compiled on its own so its line numbers are its own (after a check,
+// compiled but not run, that it is one function body: one that closes its
+// function early is a SyntaxError), and called by the host through a
+// prelude helper. The prelude's helpers (reading the
 // last value, describing an exception, the timers' loop, calling a script)
 // are returned to the host and never put on the global object, so no
 // program can reach, call or replace them.
