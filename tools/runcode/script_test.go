@@ -61,6 +61,7 @@ func TestScriptToolsRunInTheSandbox(t *testing.T) {
 		"bigint":    `return {n: 10n};`,
 		"cycle":     `const o = {}; o.o = o; return o;`,
 		"deep":      `let v = []; for (let i = 1; i < 10001; i++) v = [v]; return v;`,
+		"deeper":    `let v = []; for (let i = 1; i < 1e6; i++) v = {v}; return v;`,
 	})
 	ctx := context.Background()
 	cases := []struct {
@@ -88,7 +89,8 @@ func TestScriptToolsRunInTheSandbox(t *testing.T) {
 		{"stringify", `{"name":"Ed"}`, "", `{"name":"Ed"}`},
 		{"bigint", `{}`, tools.CodeScriptError, "JSON cannot represent: TypeError"},
 		{"cycle", `{}`, tools.CodeScriptError, "circular"},
-		{"deep", `{}`, tools.CodeScriptError, "nests 10001 levels deep"},
+		{"deep", `{}`, tools.CodeScriptError, "nests more than 10000 levels deep"},
+		{"deeper", `{}`, tools.CodeScriptError, "nests more than 10000 levels deep"},
 	}
 	for _, c := range cases {
 		t.Run(c.tool, func(t *testing.T) {
