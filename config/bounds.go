@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"toolhost/config/duration"
+	"toolhost/server/mcp"
 	"toolhost/tools"
 )
 
@@ -85,6 +86,9 @@ func (c *Config) checkBounds() error {
 	if err := c.checkToolRounds(); err != nil {
 		return err
 	}
+	if err := c.checkShares(); err != nil {
+		return err
+	}
 	return c.checkPrices()
 }
 
@@ -101,6 +105,34 @@ func (c *Config) checkToolRounds() error {
 	}
 	if def > limit {
 		return fmt.Errorf("hosted.max_tool_rounds %d: want at most hosted.max_tool_rounds_limit (%d)", def, limit)
+	}
+	return nil
+}
+
+// checkShares refuses a per-key or per-account cap above the cap it is a
+// share of. Such a file asks for two things at once: the share is never
+// reached (one key could hold every MCP session, one account every run
+// slot), so what the operator wrote is not what runs.
+func (c *Config) checkShares() error {
+	perKey, perKeyNote := c.MCP.SessionsPerKey, ""
+	if perKey == 0 {
+		perKey, perKeyNote = mcp.DefaultSessionsPerKey, " (the default)"
+	}
+	total, totalNote := c.MCP.Sessions, ""
+	if total == 0 {
+		total, totalNote = mcp.DefaultSessions, ", the default"
+	}
+	if perKey > total {
+		return fmt.Errorf("mcp.sessions_per_key %d%s: want at most mcp.sessions (%d%s): one API key could hold every session; lower mcp.sessions_per_key or raise mcp.sessions",
+			perKey, perKeyNote, total, totalNote)
+	}
+	// With concurrency 0 the slots are this machine's CPUs, which toolhost
+	// check on another machine cannot know: the sandbox lowers the share
+	// to them then (docs/operations.md).
+	s := c.Sandbox
+	if s.Concurrency > 0 && s.PerAccountConcurrency > s.Concurrency {
+		return fmt.Errorf("sandbox.per_account_concurrency %d: want at most sandbox.concurrency (%d): one account's share of the run slots cannot exceed the slots; lower sandbox.per_account_concurrency or raise sandbox.concurrency",
+			s.PerAccountConcurrency, s.Concurrency)
 	}
 	return nil
 }

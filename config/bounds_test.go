@@ -150,3 +150,42 @@ func TestLoadKeepsDocumentedValues(t *testing.T) {
 		}
 	}
 }
+
+// A per-key or per-account cap above the cap it is a share of is refused
+// with both keys and their values (defaults filled in and said so), and the
+// consistent combinations load.
+func TestLoadRefusesASharesAboveItsWhole(t *testing.T) {
+	tests := []struct{ file, want string }{
+		{`{"mcp": {"sessions_per_key": 5000}}`,
+			`mcp.sessions_per_key 5000: want at most mcp.sessions (4096, the default): one API key could hold every session`},
+		{`{"mcp": {"sessions": 100}}`, `mcp.sessions_per_key 256 (the default): want at most mcp.sessions (100)`},
+		{`{"mcp": {"sessions_per_key": 11, "sessions": 10}}`, `mcp.sessions_per_key 11: want at most mcp.sessions (10)`},
+		{`{"mcp": {"sessions_per_key": 9223372036854775807, "sessions": 1}}`, `mcp.sessions_per_key 9223372036854775807: want at most mcp.sessions (1)`},
+		{`{"sandbox": {"concurrency": 4, "per_account_concurrency": 5}}`,
+			`sandbox.per_account_concurrency 5: want at most sandbox.concurrency (4): one account's share of the run slots cannot exceed the slots`},
+		{`{"sandbox": {"concurrency": 1, "per_account_concurrency": 9223372036854775807}}`, `sandbox.per_account_concurrency 9223372036854775807`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			_, err := loadFile(t, tt.file)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Load(%s) = %v, want an error containing %q", tt.file, err, tt.want)
+			}
+		})
+	}
+	for _, file := range []string{
+		`{"mcp": {"sessions_per_key": 10, "sessions": 10}}`,
+		`{"mcp": {"sessions_per_key": 4096}}`,
+		`{"mcp": {"sessions_per_key": 1, "sessions": 1}}`,
+		`{"mcp": {"sessions": 256}}`,
+		`{"sandbox": {"concurrency": 4, "per_account_concurrency": 4}}`,
+		`{"sandbox": {"concurrency": 1}}`,
+		// concurrency 0 is the CPUs of the machine that serves: not
+		// knowable here, so the sandbox lowers the share to them.
+		`{"sandbox": {"per_account_concurrency": 64}}`,
+	} {
+		if _, err := loadFile(t, file); err != nil {
+			t.Errorf("Load(%s) = %v, want no error", file, err)
+		}
+	}
+}

@@ -7,7 +7,8 @@ import (
 	"testing"
 )
 
-// toolhost check refuses a config file with a number out of its range:
+// toolhost check refuses a config file with a number out of its range (or
+// a share above its whole):
 // exit 2 (exitUsage), the error names the file, the full key and what it
 // accepts, and nothing is printed as valid.
 func TestCheckRefusesANumberOutOfRange(t *testing.T) {
@@ -17,6 +18,8 @@ func TestCheckRefusesANumberOutOfRange(t *testing.T) {
 		{`{"fetch": {"max_redirects": -1}}`, `fetch.max_redirects -1: want 0 (the default, 5) or more`},
 		{`{"sandbox": {"memory_limit_mib": 1048576}}`, `sandbox.memory_limit_mib 1048576: want 0 (the default, 256) to 4096`},
 		{`{"server": {"memory_limit_mib": 64}}`, `server.memory_limit_mib 64`},
+		{`{"mcp": {"sessions_per_key": 300, "sessions": 200}}`, `mcp.sessions_per_key 300: want at most mcp.sessions (200)`},
+		{`{"sandbox": {"concurrency": 2, "per_account_concurrency": 3}}`, `sandbox.per_account_concurrency 3: want at most sandbox.concurrency (2)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
