@@ -25,6 +25,32 @@ const MaxSandboxMemoryMiB = 4096
 // longer wait only holds calls back.
 const MaxCommitDelay = time.Second
 
+// MaxApplyInterval bounds journal.apply_interval: the spool already makes
+// a record durable and a batch fills far sooner under load, so a longer
+// wait saves no commits; it only lets the writes waiting for the store
+// pile up towards the spool's cap (10000, then calls wait) and keeps a
+// killed replica's calls out of the store until it starts again.
+const MaxApplyInterval = time.Minute
+
+// MaxCacheTTL bounds the cache lifetimes (fetch.cache_ttl,
+// search.cache.ttl, mcp_servers.ttl, fetch.robots_ttl): a day-old page,
+// search answer or tool listing is stale for what they are used for, and
+// robots.txt is not to be cached longer than 24 hours (RFC 9309 §2.4).
+const MaxCacheTTL = 24 * time.Hour
+
+// MaxAccessTokenTTL bounds auth.oauth.access_token_ttl: an access token
+// is a bearer JWT other resource servers may accept without asking us,
+// so it stays short (OAuth 2.1 §7.1); refreshing is what long sessions do.
+const MaxAccessTokenTTL = 24 * time.Hour
+
+// MaxRefreshTokenTTL bounds auth.oauth.refresh_token_ttl (a year): a
+// client that has not refreshed for that long signs in again.
+const MaxRefreshTokenTTL = 365 * 24 * time.Hour
+
+// MaxIdempotencyRetention bounds journal.idempotency_retention (30 days):
+// a retry comes within minutes or hours; keys kept longer only hold rows.
+const MaxIdempotencyRetention = 30 * 24 * time.Hour
+
 // maxMiB is the largest count of MiB that still fits in an int64 of bytes
 // (the sections shift MiB by 20 bits).
 const maxMiB = math.MaxInt64 >> 20
@@ -70,6 +96,11 @@ func upTo[T int | int64](key string, v T, hi int64, def string) bound {
 // wait is a duration whose "0s" means zero says, with no meaning below it.
 func wait(key string, d duration.Duration, zero string) bound {
 	return bound{key: key, v: int64(d), max: math.MaxInt64, dur: true, want: fmt.Sprintf("\"0s\" (%s) or longer", zero)}
+}
+
+// waitUpTo is a duration whose "0s" means zero says, from 0 to hi.
+func waitUpTo(key string, d duration.Duration, hi time.Duration, zero string) bound {
+	return bound{key: key, v: int64(d), max: int64(hi), dur: true, want: fmt.Sprintf("from \"0s\" (%s) to %q", zero, hi.String())}
 }
 
 // checkBounds refuses the first number out of its range, in the file's
@@ -172,13 +203,13 @@ func (c *Config) mcpToolsBounds() []bound {
 			want: fmt.Sprintf("from \"0s\" (the default, 60s) to %q", tools.DefaultMaxTimeout.String())},
 		count("tools.max_result_bytes", t.MaxResultBytes, "the default, 256 KiB"),
 		capOrNone("tools.max_definitions_per_account", t.MaxDefinitionsPerAccount, "256"),
-		wait("mcp_servers.ttl", s.TTL, "the default, 5m"),
+		waitUpTo("mcp_servers.ttl", s.TTL, MaxCacheTTL, "the default, 5m"),
 		wait("mcp_servers.probe_timeout", s.ProbeTimeout, "the default, 3s"),
 		count("mcp_servers.max_concurrent", s.MaxConcurrent, "the default, 8"),
 		count("mcp_servers.max_result_bytes", s.MaxResultBytes, "the default, 4 MiB"),
 		capOrNone("mcp_servers.max_per_account", s.MaxPerAccount, "16"),
-		wait("auth.oauth.access_token_ttl", o.AccessTokenTTL, "the default, 1h"),
-		wait("auth.oauth.refresh_token_ttl", o.RefreshTokenTTL, "the default, 720h"),
+		waitUpTo("auth.oauth.access_token_ttl", o.AccessTokenTTL, MaxAccessTokenTTL, "the default, 1h"),
+		waitUpTo("auth.oauth.refresh_token_ttl", o.RefreshTokenTTL, MaxRefreshTokenTTL, "the default, 720h"),
 		count("auth.oauth.registrations_per_minute", o.RegistrationsPerMinute, "the default, 10"),
 		count("auth.oauth.registrations_per_minute_total", o.RegistrationsPerMinuteTotal, "the default, 100"),
 	}
@@ -187,11 +218,11 @@ func (c *Config) mcpToolsBounds() []bound {
 func (c *Config) journalBounds() []bound {
 	j := c.Journal
 	bs := []bound{
-		wait("journal.idempotency_retention", j.IdempotencyRetention, "the default, 24h"),
+		waitUpTo("journal.idempotency_retention", j.IdempotencyRetention, MaxIdempotencyRetention, "the default, 24h"),
 		count("journal.max_args_bytes", j.MaxArgsBytes, "the default, 64 KiB"),
 		count("journal.max_result_bytes", j.MaxResultBytes, "the default, 256 KiB"),
 		count("journal.max_batch", j.MaxBatch, "the default, 256"),
-		wait("journal.apply_interval", j.ApplyInterval, "the default, 200ms"),
+		waitUpTo("journal.apply_interval", j.ApplyInterval, MaxApplyInterval, "the default, 200ms"),
 	}
 	if j.CommitDelay != nil {
 		bs = append(bs, bound{key: "journal.commit_delay", v: int64(*j.CommitDelay), max: int64(MaxCommitDelay), dur: true,
@@ -239,9 +270,11 @@ func (c *Config) fetchBounds() []bound {
 		count("fetch.max_in_flight", f.MaxInFlight, "the default, 16"),
 		count("fetch.body_budget_bytes", f.BodyBudgetBytes, "the default, 40 MiB"),
 		wait("fetch.queue_timeout", f.QueueTimeout, "the default, 10s"),
-		// fetch.cache_ttl: negative turns the cache off, so it has no bound.
+		// fetch.cache_ttl: negative turns the cache off, so it has no lower bound.
+		{key: "fetch.cache_ttl", v: int64(f.CacheTTL), min: math.MinInt64, max: int64(MaxCacheTTL), dur: true,
+			want: fmt.Sprintf("a negative duration (no page cache), \"0s\" (the default, 5m) or up to %q", MaxCacheTTL.String())},
 		count("fetch.cache_max_bytes", f.CacheMaxBytes, "the default, 32 MiB"),
-		wait("fetch.robots_ttl", f.RobotsTTL, "the default, 1h"),
+		waitUpTo("fetch.robots_ttl", f.RobotsTTL, MaxCacheTTL, "the default, 1h"),
 	}
 }
 
@@ -250,7 +283,7 @@ func (c *Config) searchBounds() []bound {
 	// search.hedge_delay: negative turns hedging off, so it has no bound.
 	bs := []bound{
 		wait("search.deadline", s.Deadline, "the default, 10s"),
-		wait("search.cache.ttl", s.Cache.TTL, "the default, 10m"),
+		waitUpTo("search.cache.ttl", s.Cache.TTL, MaxCacheTTL, "the default, 10m"),
 		{key: "search.cache.max_entries", v: int64(s.Cache.MaxEntries), min: -1, max: math.MaxInt64,
 			want: "-1 (no cache), 0 (the default, 1000) or more"},
 	}

@@ -18,6 +18,8 @@ func TestCheckRefusesANumberOutOfRange(t *testing.T) {
 		{`{"fetch": {"max_redirects": -1}}`, `fetch.max_redirects -1: want 0 (the default, 5) or more`},
 		{`{"sandbox": {"memory_limit_mib": 1048576}}`, `sandbox.memory_limit_mib 1048576: want 0 (the default, 256) to 4096`},
 		{`{"server": {"memory_limit_mib": 64}}`, `server.memory_limit_mib 64`},
+		{`{"journal": {"apply_interval": "1h"}}`, `journal.apply_interval "1h0m0s": want from "0s" (the default, 200ms) to "1m0s"`},
+		{`{"fetch": {"robots_ttl": "48h"}}`, `fetch.robots_ttl "48h0m0s": want from "0s" (the default, 1h) to "24h0m0s"`},
 		{`{"mcp": {"sessions_per_key": 300, "sessions": 200}}`, `mcp.sessions_per_key 300: want at most mcp.sessions (200)`},
 		{`{"sandbox": {"concurrency": 2, "per_account_concurrency": 3}}`, `sandbox.per_account_concurrency 3: want at most sandbox.concurrency (2)`},
 	}
