@@ -9,6 +9,7 @@ import (
 	"toolhost/config/duration"
 	"toolhost/server/mcp"
 	"toolhost/tools"
+	"toolhost/tools/fetchpage"
 )
 
 // MinMemoryLimitMiB is the smallest server.memory_limit_mib above 0: a
@@ -258,14 +259,19 @@ func memoryLimit(v int64) bound {
 
 func (c *Config) fetchBounds() []bound {
 	f := c.Fetch
+	redirects := int64(fetchpage.DefaultMaxRedirects) // null in the file: the default
+	if f.MaxRedirects != nil {
+		redirects = int64(*f.MaxRedirects)
+	}
 	return []bound{
+		// 0 follows none (Default sets 5, so a file without the key keeps it).
+		{key: "fetch.max_redirects", v: redirects, max: math.MaxInt64, want: "0 (follow none) or more (the default is 5)"},
 		wait("fetch.connect_timeout", f.ConnectTimeout, "the default, 10s"),
 		wait("fetch.timeout", f.Timeout, "the default, 30s"),
 		count("fetch.max_html_bytes", f.MaxHTMLBytes, "the default, 10 MiB"),
 		count("fetch.max_extract_text_bytes", f.MaxExtractTextBytes, "the default, 512 KiB"),
 		count("fetch.max_pdf_bytes", f.MaxPDFBytes, "the default, 50 MiB"),
 		count("fetch.max_pdf_pages", f.MaxPDFPages, "the default, 300"),
-		count("fetch.max_redirects", f.MaxRedirects, "the default, 5"),
 		count("fetch.per_host_concurrency", f.PerHostConcurrency, "the default, 4"),
 		count("fetch.max_in_flight", f.MaxInFlight, "the default, 16"),
 		count("fetch.body_budget_bytes", f.BodyBudgetBytes, "the default, 40 MiB"),

@@ -88,7 +88,7 @@ func TestLoadRefusesNumbersOutOfRange(t *testing.T) {
 		{`{"fetch": {"max_extract_text_bytes": -1}}`, `fetch.max_extract_text_bytes -1`},
 		{`{"fetch": {"max_pdf_bytes": -1}}`, `fetch.max_pdf_bytes -1`},
 		{`{"fetch": {"max_pdf_pages": -300}}`, `fetch.max_pdf_pages -300`},
-		{`{"fetch": {"max_redirects": -1}}`, `fetch.max_redirects -1: want 0 (the default, 5) or more`},
+		{`{"fetch": {"max_redirects": -1}}`, `fetch.max_redirects -1: want 0 (follow none) or more (the default is 5)`},
 		{`{"fetch": {"per_host_concurrency": -4}}`, `fetch.per_host_concurrency -4`},
 		{`{"fetch": {"max_in_flight": -16}}`, `fetch.max_in_flight -16`},
 		{`{"fetch": {"body_budget_bytes": -1}}`, `fetch.body_budget_bytes -1`},

@@ -151,6 +151,10 @@ func Default() Config {
 	c.Tools.MaxDefinitionsPerAccount = tooldef.DefaultMaxPerAccount
 	c.MCPServers.MaxPerAccount = mcpremote.DefaultMaxPerAccount
 	c.ShutdownTimeout = duration.Duration(server.DefaultShutdownTimeout)
+	// Set here, not left to fetchpage, because its 0 means "follow none":
+	// a file without the key keeps the default, one with 0 asks for none.
+	redirects := fetchpage.DefaultMaxRedirects
+	c.Fetch.MaxRedirects = &redirects
 	return c
 }
 

@@ -15,7 +15,7 @@ func TestCheckRefusesANumberOutOfRange(t *testing.T) {
 	tests := []struct{ file, want string }{
 		{`{"journal": {"commit_delay": "-1s"}}`, `journal.commit_delay "-1s": want from "0s" (never waits) to "1s"`},
 		{`{"journal": {"apply_interval": "-1ms"}}`, `journal.apply_interval "-1ms"`},
-		{`{"fetch": {"max_redirects": -1}}`, `fetch.max_redirects -1: want 0 (the default, 5) or more`},
+		{`{"fetch": {"max_redirects": -1}}`, `fetch.max_redirects -1: want 0 (follow none) or more (the default is 5)`},
 		{`{"sandbox": {"memory_limit_mib": 1048576}}`, `sandbox.memory_limit_mib 1048576: want 0 (the default, 256) to 4096`},
 		{`{"server": {"memory_limit_mib": 64}}`, `server.memory_limit_mib 64`},
 		{`{"journal": {"apply_interval": "1h"}}`, `journal.apply_interval "1h0m0s": want from "0s" (the default, 200ms) to "1m0s"`},
