@@ -52,6 +52,20 @@ const MaxRefreshTokenTTL = 365 * 24 * time.Hour
 // a retry comes within minutes or hours; keys kept longer only hold rows.
 const MaxIdempotencyRetention = 30 * 24 * time.Hour
 
+// MaxUnauthorizedClientTTL and MaxIdleClientTTL bound how long an unused
+// OAuth client is kept (auth.oauth.unauthorized_client_ttl,
+// auth.oauth.idle_client_ttl): registration is open to anyone at
+// registrations_per_minute_total, so the table holds at most that many
+// a minute for this long (30 days at 100 a minute: 4.3 million rows).
+// MinClientTTL, the shortest of both, is oauth.MinClientTTL (config does
+// not import the authorization server): well above the 10 minutes an
+// authorization request lives, so a client is never expired under one.
+const (
+	MaxUnauthorizedClientTTL = 30 * 24 * time.Hour
+	MaxIdleClientTTL         = 365 * 24 * time.Hour
+	MinClientTTL             = time.Hour
+)
+
 // maxMiB is the largest count of MiB that still fits in an int64 of bytes
 // (the sections shift MiB by 20 bits).
 const maxMiB = math.MaxInt64 >> 20
@@ -102,6 +116,16 @@ func wait(key string, d duration.Duration, zero string) bound {
 // waitUpTo is a duration whose "0s" means zero says, from 0 to hi.
 func waitUpTo(key string, d duration.Duration, hi time.Duration, zero string) bound {
 	return bound{key: key, v: int64(d), max: int64(hi), dur: true, want: fmt.Sprintf("from \"0s\" (%s) to %q", zero, hi.String())}
+}
+
+// clientTTL is 0 (the default) or a duration from MinClientTTL to hi.
+func clientTTL(key string, d duration.Duration, hi time.Duration, def string) bound {
+	b := bound{key: key, v: int64(d), max: int64(hi), dur: true,
+		want: fmt.Sprintf("\"0s\" (the default, %s) or from %q to %q", def, MinClientTTL.String(), hi.String())}
+	if d != 0 {
+		b.min = int64(MinClientTTL)
+	}
+	return b
 }
 
 // checkBounds refuses the first number out of its range, in the file's
@@ -213,6 +237,8 @@ func (c *Config) mcpToolsBounds() []bound {
 		waitUpTo("auth.oauth.refresh_token_ttl", o.RefreshTokenTTL, MaxRefreshTokenTTL, "the default, 720h"),
 		count("auth.oauth.registrations_per_minute", o.RegistrationsPerMinute, "the default, 10"),
 		count("auth.oauth.registrations_per_minute_total", o.RegistrationsPerMinuteTotal, "the default, 100"),
+		clientTTL("auth.oauth.unauthorized_client_ttl", o.UnauthorizedClientTTL, MaxUnauthorizedClientTTL, "24h"),
+		clientTTL("auth.oauth.idle_client_ttl", o.IdleClientTTL, MaxIdleClientTTL, "2160h"),
 	}
 }
 
