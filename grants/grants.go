@@ -8,7 +8,9 @@
 // authorization codes, access-token ids and refresh tokens are kept as
 // their SHA-256 hash (Hash); an authorization code is consumed once
 // (ConsumeCode is atomic); a refresh token is rotated once (UseRefresh is
-// atomic); a revoked grant revokes every token issued under it.
+// atomic); a revoked grant revokes every token issued under it; a client
+// expires (PurgeClients) only when unused for a while with no valid token,
+// never during an authorization, and takes its grants and tokens with it.
 package grants
 
 import (
@@ -80,15 +82,37 @@ type Token struct {
 	RevokedAt *time.Time
 }
 
+// ClientExpiry says which clients PurgeClients deletes. A client is used
+// when it is registered, an authorization request is created for it, a
+// token is issued to it or its metadata document is stored.
+type ClientExpiry struct {
+	// Now decides which tokens are still valid (unexpired, unrevoked).
+	Now time.Time
+	// UnauthorizedBefore: a client never issued a token and not used
+	// since then is deleted (a registration nobody completed).
+	UnauthorizedBefore time.Time
+	// IdleBefore: a client none of whose tokens is still valid and not
+	// used since then is deleted.
+	IdleBefore time.Time
+}
+
 // Store is the durable state the authorization server needs.
 type Store interface {
 	CreateClient(ctx context.Context, c Client) error
 	// PutClient stores or replaces a client described by a Client ID
-	// Metadata Document (its id is the document's URL).
+	// Metadata Document (its id is the document's URL), and marks it used.
 	PutClient(ctx context.Context, c Client) error
 	// Client returns ErrNotFound when there is no such client.
 	Client(ctx context.Context, id string) (*Client, error)
+	// PurgeClients deletes the clients ClientExpiry names, with their
+	// grants, tokens and requests, and returns how many. It never deletes
+	// a client under an authorization: one being used at that moment is
+	// kept, and once a client is deleted, CreateRequest and CreateToken
+	// for it fail with ErrNotFound instead of leaving half a grant.
+	PurgeClients(ctx context.Context, e ClientExpiry) (int, error)
 
+	// CreateRequest stores a request and marks its client used;
+	// ErrNotFound when there is no such client.
 	CreateRequest(ctx context.Context, r Request) error
 	Request(ctx context.Context, id string) (*Request, error)
 	// Approve stores g and binds the request to it.
@@ -107,6 +131,8 @@ type Store interface {
 	// RevokeGrant revokes a grant and every token issued under it.
 	RevokeGrant(ctx context.Context, id string, at time.Time) error
 
+	// CreateToken stores a token and marks its client used; ErrNotFound
+	// when there is no such client.
 	CreateToken(ctx context.Context, t Token) error
 	Token(ctx context.Context, hash string) (*Token, error)
 	// UseRefresh marks a refresh token rotated away, atomically: a second

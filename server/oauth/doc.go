@@ -12,7 +12,8 @@
 //     op package (the library runs the protocol; storage.go keeps state in
 //     grants.Store): authorization code with PKCE S256 only, dynamic client
 //     registration (rate-limited per address and in all on the API keys'
-//     limiter, registerlimit.go) and Client ID Metadata Documents (cimd.go:
+//     limiter, registerlimit.go; unused clients expire, expiry.go) and
+//     Client ID Metadata Documents (cimd.go:
 //     the one outbound fetch, public addresses only), resource indicators
 //     binding each code, token and refresh to one resource,
 //     refresh-token rotation with reuse detection, revocation, and a
