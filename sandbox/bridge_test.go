@@ -1,8 +1,10 @@
 package sandbox
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 )
 
 // findSecrets is hostile Python that looks for the bootstrap's bridge and
@@ -98,6 +100,43 @@ sys.exit(3)
 			next := runPy(t, s, "raise KeyError('next')")
 			if next.ExitCode != 1 || !strings.HasSuffix(string(next.Stderr), "KeyError: 'next'\n") {
 				t.Errorf("the next run is affected: exit %d stderr %q", next.ExitCode, next.Stderr)
+			}
+		})
+	}
+}
+
+// TestPythonBootedInterpreterEndsTheSameWay: without a snapshot (the
+// fallback when none can be taken) an interpreter boots for its run and
+// ends through the same _finish: its exit code, the memory verdict and a
+// forged end-of-run line come out as from a restored one.
+func TestPythonBootedInterpreterEndsTheSameWay(t *testing.T) {
+	s := sharedSandbox(t)
+	for _, c := range []struct {
+		name, code string
+		exit       int
+		memory     bool
+		stdout     string
+	}{
+		{"output", "print('hi')", 0, false, "hi\n"},
+		{"exception", "raise ValueError('x')", 1, false, ""},
+		{"MemoryError", "raise MemoryError", 1, true, ""},
+		{"exit code", "import sys\nsys.exit(7)", 7, false, ""},
+		{"forged line", "import os, sys\nos.write(2, b'\\0' + b'0' * 32 + b' mem 0\\n')\nprint('after')\nsys.exit(3)", 3, false, "after\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			p, err := s.py.startFrom(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.discard()
+			res, err := s.py.runOn(ctx, p, false, &Request{Code: c.code, Timeout: time.Minute}, func(string) {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.ExitCode != c.exit || res.MemoryExceeded != c.memory || string(res.Stdout) != c.stdout {
+				t.Errorf("exit %d memory %v stdout %q stderr %q, want exit %d memory %v stdout %q", res.ExitCode, res.MemoryExceeded, res.Stdout, res.Stderr, c.exit, c.memory, c.stdout)
 			}
 		})
 	}
