@@ -129,12 +129,16 @@ func NewProvider(ctx context.Context, opts Options) (*Provider, error) {
 		signing: key, signingID: kid, now: opts.Now, logger: opts.Logger,
 		cimd: newCIMD(opts.Store, opts.ClientMetadataPrivateHosts, opts.Now, p.purge.kick),
 	}
-	// The code encryption key and the CSRF key derive from the signing key,
-	// so every replica shares them without another secret to configure.
+	// The code encryption key, the CSRF key and the refresh tokens' MAC key
+	// derive from the signing key, so every replica shares them without
+	// another secret to configure.
 	der := key.D.Bytes()
 	crypto := sha256.Sum256(append([]byte("toolhost-oauth-code:"), der...))
 	csrf := sha256.Sum256(append([]byte("toolhost-oauth-csrf:"), der...))
 	p.csrfKey = csrf[:]
+	refresh := sha256.Sum256(append([]byte("toolhost-oauth-refresh:"), der...))
+	p.storage.refreshKey = refresh[:]
+	p.storage.kick = p.purge.kick
 	cfg := &op.Config{
 		CryptoKey:             crypto,
 		CodeMethodS256:        true,
@@ -159,8 +163,8 @@ func NewProvider(ctx context.Context, opts Options) (*Provider, error) {
 	return p, nil
 }
 
-// Close stops the purge of expired clients under way, if any, and waits
-// for it; the routes keep answering.
+// Close stops the purge (of expired clients, tokens and requests) under
+// way, if any, and waits for it; the routes keep answering.
 func (p *Provider) Close() { p.purge.close() }
 
 // Routes are the authorization server's endpoints, to mount on the main
