@@ -191,3 +191,67 @@ func TestGrantsStorePurgesATokenAndRequestBacklogInBatches(t *testing.T) {
 		})
 	}
 }
+
+// A store upgraded to 0009 keeps knowing which clients were issued a
+// token (so one whose tokens are then purged is not expired as never
+// authorized), and its refresh tokens, not naming their grant, stay for
+// their reuse detection once rotated.
+func TestMigration0009BackfillsTokenIssued(t *testing.T) {
+	ctx := context.Background()
+	for name, d := range unmigrated(t) {
+		t.Run(name, func(t *testing.T) {
+			ms, err := loadMigrations(d.dialect)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := d.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+				version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
+				t.Fatal(err)
+			}
+			known := map[int]bool{}
+			for _, m := range ms {
+				known[m.version] = true
+			}
+			for _, m := range ms {
+				if m.version > 8 {
+					break
+				}
+				if err := d.apply(ctx, m, known); err != nil {
+					t.Fatal(err)
+				}
+			}
+			now := time.Now().UTC().Truncate(time.Millisecond)
+			old := msOf(now.Add(-48 * time.Hour))
+			for _, st := range []struct {
+				q    string
+				args []any
+			}{
+				{`INSERT INTO oauth_clients (id, name, auth_method, redirect_uris, created_at, used_at) VALUES ('authorized', 'a', 'none', '[]', ?, ?), ('never', 'n', 'none', '[]', ?, ?)`, []any{old, old, old, old}},
+				{`INSERT INTO oauth_grants (id, account_id, key_id, client_id, scopes, resource, created_at) VALUES ('gr_a', 'acme', 'key_1', 'authorized', 'mcp', 'r', ?)`, []any{old}},
+				{`INSERT INTO oauth_tokens (hash, kind, grant_id, client_id, scopes, created_at, expires_at, used_at) VALUES
+					('rotated', 'refresh', 'gr_a', 'authorized', 'mcp', ?, ?, ?), ('expired', 'access', 'gr_a', 'authorized', 'mcp', ?, ?, NULL)`,
+					[]any{old, old + 1000, old + 10, old, old + 1000}},
+			} {
+				if _, err := d.db.ExecContext(ctx, d.q(st.q), st.args...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := d.migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := d.PurgeTokens(ctx, grants.TokenExpiry{Now: now, AccessPerGrant: 10}); err != nil || n != 1 {
+				t.Fatalf("purged %d (%v), want the expired access token only", n, err)
+			}
+			if _, err := d.Token(ctx, "rotated"); err != nil {
+				t.Errorf("the rotated refresh token from before 0009: %v, want kept for reuse detection", err)
+			}
+			n, err := d.PurgeClients(ctx, grants.ClientExpiry{Now: now, UnauthorizedBefore: now.Add(-24 * time.Hour), IdleBefore: now.Add(-90 * 24 * time.Hour)})
+			if err != nil || n != 1 {
+				t.Fatalf("purged %d clients (%v), want the one never authorized", n, err)
+			}
+			if _, err := d.Client(ctx, "authorized"); err != nil {
+				t.Errorf("the client issued tokens before 0009: %v, want kept until idle_client_ttl", err)
+			}
+		})
+	}
+}
