@@ -37,13 +37,13 @@ const (
 	requestGrace = time.Hour
 )
 
-// clientPurge deletes the expired clients, the tokens that can never be
+// storePurge deletes the expired clients, the tokens that can never be
 // used again and the expired authorization requests, in the background.
 // Those tables grow only by registrations, metadata documents,
 // authorization requests and token issuance, so those start a purge, at
 // most once per purgeEvery (the first one after start at once): an idle
 // server does nothing, and no timer runs.
-type clientPurge struct {
+type storePurge struct {
 	st                       grants.Store
 	unauthorizedTTL, idleTTL time.Duration
 	now                      func() time.Time
@@ -58,13 +58,13 @@ type clientPurge struct {
 	wg      sync.WaitGroup
 }
 
-func newClientPurge(st grants.Store, unauthorizedTTL, idleTTL time.Duration, now func() time.Time, logger *slog.Logger) *clientPurge {
+func newStorePurge(st grants.Store, unauthorizedTTL, idleTTL time.Duration, now func() time.Time, logger *slog.Logger) *storePurge {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &clientPurge{st: st, unauthorizedTTL: unauthorizedTTL, idleTTL: idleTTL, now: now, logger: logger, ctx: ctx, cancel: cancel}
+	return &storePurge{st: st, unauthorizedTTL: unauthorizedTTL, idleTTL: idleTTL, now: now, logger: logger, ctx: ctx, cancel: cancel}
 }
 
 // kick starts a purge unless one runs or ran within purgeEvery.
-func (c *clientPurge) kick() {
+func (c *storePurge) kick() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
@@ -85,7 +85,7 @@ func (c *clientPurge) kick() {
 // run purges clients first (their tokens and requests go with them),
 // then the dead tokens and requests of the others; a failure of one step
 // does not keep the next from running.
-func (c *clientPurge) run(now time.Time) {
+func (c *storePurge) run(now time.Time) {
 	ctx, cancel := context.WithTimeout(c.ctx, purgeTimeout)
 	defer cancel()
 	steps := []struct {
@@ -114,7 +114,7 @@ func (c *clientPurge) run(now time.Time) {
 }
 
 // close stops a purge under way and waits for it; none starts after.
-func (c *clientPurge) close() {
+func (c *storePurge) close() {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
@@ -123,4 +123,4 @@ func (c *clientPurge) close() {
 }
 
 // wait waits for the purge under way, if any (tests).
-func (c *clientPurge) wait() { c.wg.Wait() }
+func (c *storePurge) wait() { c.wg.Wait() }

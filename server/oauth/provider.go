@@ -80,7 +80,7 @@ type Provider struct {
 	csrfKey  []byte
 	verifier *op.AccessTokenVerifier
 	regLimit registerLimit
-	purge    *clientPurge
+	purge    *storePurge
 }
 
 // NewProvider loads (or creates) the signing key and builds the provider.
@@ -120,7 +120,7 @@ func NewProvider(ctx context.Context, opts Options) (*Provider, error) {
 		return nil, err
 	}
 	p := &Provider{opts: opts, regLimit: registerLimit{lim: opts.Limiter, perAddr: opts.RegistrationsPerMinute, global: opts.RegistrationsPerMinuteTotal},
-		purge: newClientPurge(opts.Store, opts.UnauthorizedClientTTL, opts.IdleClientTTL, opts.Now, opts.Logger)}
+		purge: newStorePurge(opts.Store, opts.UnauthorizedClientTTL, opts.IdleClientTTL, opts.Now, opts.Logger)}
 	p.storage = &storage{
 		st: opts.Store, keyStore: opts.KeyStore, issuer: opts.Issuer,
 		login:     func(id string) string { return opts.Issuer + "/oauth/consent?id=" + url.QueryEscape(id) },

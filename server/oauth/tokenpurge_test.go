@@ -68,7 +68,7 @@ func purgeServer(t *testing.T, db *store.DB, clk *clock) *authServer {
 	if a.status != http.StatusCreated {
 		t.Fatalf("register = %+v", a)
 	}
-	oauth.WaitForClientPurge(p) // the first purge, started by the registration
+	oauth.WaitForPurge(p) // the first purge, started by the registration
 	return &authServer{base: base, clientID: a.ClientID, apiKey: secret, p: p}
 }
 
@@ -125,7 +125,7 @@ func TestRefreshLoopLeavesBoundedRowsAndReuseStillRevokes(t *testing.T) {
 				tok = next
 				refreshes, accesses = append(refreshes, tok.RefreshToken), append(accesses, tok.AccessToken)
 			}
-			oauth.WaitForClientPurge(s.p)
+			oauth.WaitForPurge(s.p)
 			rows := `SELECT count(*) FROM oauth_tokens WHERE client_id = ` + placeholder(db)
 			if n := countRows(t, db, rows, s.clientID); n != 2*(loops+1) {
 				t.Fatalf("%d token rows before the purge, want %d: a purge ran within the hour", n, 2*(loops+1))
@@ -137,7 +137,7 @@ func TestRefreshLoopLeavesBoundedRowsAndReuseStillRevokes(t *testing.T) {
 				t.Fatalf("refresh two hours later = %d %q", tok.status, tok.Error)
 			}
 			refreshes, accesses = append(refreshes, tok.RefreshToken), append(accesses, tok.AccessToken)
-			oauth.WaitForClientPurge(s.p) // the purge this refresh started
+			oauth.WaitForPurge(s.p) // the purge this refresh started
 			if n, want := countRows(t, db, rows, s.clientID), 1+oauth.AccessTokensPerGrant; n != want {
 				t.Fatalf("%d token rows after %d refreshes and a purge, want %d (the live refresh token and the newest access tokens)", n, loops+1, want)
 			}
@@ -241,7 +241,7 @@ func TestRevokingAPurgedRotatedRefreshTokenEndsItsGrant(t *testing.T) {
 			second := s.refresh(t, first.RefreshToken)
 			clk.add(2 * time.Hour)
 			live := s.refresh(t, second.RefreshToken) // starts a purge: first and second go
-			oauth.WaitForClientPurge(s.p)
+			oauth.WaitForPurge(s.p)
 			if _, err := db.Token(context.Background(), grants.Hash(first.RefreshToken)); !errors.Is(err, grants.ErrNotFound) {
 				t.Fatalf("the rotated refresh token after the purge: %v", err)
 			}
