@@ -18,8 +18,9 @@ import (
 // it leaked (OAuth 2.1 §4.3.1), is recognised without its row — a token
 // only this server can have made, naming a grant, and unknown to the
 // store, can only be one that grant already moved past (a grant has one
-// refresh chain, and a valid token is never purged) — and revokes the
-// grant as the stored row would. So reuse detection lasts as long as the
+// refresh chain, and a valid token is never purged), or the chain's last
+// one, expired, when the grant has no refresh token left to lose — and
+// revokes the grant as the stored row would. So reuse detection lasts as long as the
 // grant, however many refreshes the purge has deleted.
 
 // refreshMACLen is how many bytes of the HMAC a refresh token carries.
