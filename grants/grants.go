@@ -10,7 +10,9 @@
 // (ConsumeCode is atomic); a refresh token is rotated once (UseRefresh is
 // atomic); a revoked grant revokes every token issued under it; a client
 // expires (PurgeClients) only when unused for a while with no valid token,
-// never during an authorization, and takes its grants and tokens with it.
+// never during an authorization, and takes its grants and tokens with it;
+// a token is purged (PurgeTokens) only once it can never be used again and
+// its reuse stays recognisable without it.
 package grants
 
 import (
@@ -80,6 +82,12 @@ type Token struct {
 	ExpiresAt time.Time
 	UsedAt    *time.Time
 	RevokedAt *time.Time
+	// NamesGrant: a refresh token that names its grant under the
+	// authorization server's MAC, so a reuse of it is recognised (and its
+	// grant revoked) after its row is gone; PurgeTokens deletes such a
+	// token as soon as it is rotated away. A refresh token without it
+	// (issued before it existed) stays rotated until its client goes.
+	NamesGrant bool
 }
 
 // ClientExpiry says which clients PurgeClients deletes. A client is used
@@ -96,6 +104,18 @@ type ClientExpiry struct {
 	IdleBefore time.Time
 }
 
+// TokenExpiry says which tokens PurgeTokens deletes: every token that can
+// never be used again and whose row no reuse detection needs.
+type TokenExpiry struct {
+	// Now: a token expired at or before it is deleted (but see NamesGrant).
+	Now time.Time
+	// AccessPerGrant is how many unexpired access tokens a grant keeps,
+	// its newest; older ones are deleted (and so refused from then on). A
+	// client holds the one from its last refresh, so only a client that
+	// refreshes in a loop loses any. 0 keeps them all.
+	AccessPerGrant int
+}
+
 // Store is the durable state the authorization server needs.
 type Store interface {
 	CreateClient(ctx context.Context, c Client) error
@@ -110,6 +130,15 @@ type Store interface {
 	// kept, and once a client is deleted, CreateRequest and CreateToken
 	// for it fail with ErrNotFound instead of leaving half a grant.
 	PurgeClients(ctx context.Context, e ClientExpiry) (int, error)
+	// PurgeTokens deletes the tokens TokenExpiry names and returns how
+	// many: expired and revoked ones, refresh tokens rotated away that
+	// name their grant, and access tokens beyond AccessPerGrant. A refresh
+	// token rotated away that does not name its grant is kept while it
+	// is unrevoked, for reuse detection.
+	PurgeTokens(ctx context.Context, e TokenExpiry) (int, error)
+	// PurgeRequests deletes the authorization requests that expired
+	// before `before` and returns how many.
+	PurgeRequests(ctx context.Context, before time.Time) (int, error)
 
 	// CreateRequest stores a request and marks its client used;
 	// ErrNotFound when there is no such client.

@@ -77,12 +77,9 @@ func (d *DB) Client(ctx context.Context, id string) (*grants.Client, error) {
 }
 
 // CreateRequest stores a pending authorization request and marks its
-// client used, and drops the requests that expired over an hour ago.
+// client used (PurgeRequests drops the expired ones).
 func (d *DB) CreateRequest(ctx context.Context, r grants.Request) error {
-	if _, err := d.db.ExecContext(ctx, d.q(`DELETE FROM oauth_requests WHERE expires_at < ?`), msOf(r.CreatedAt.Add(-time.Hour))); err != nil {
-		return fmt.Errorf("purge oauth requests: %w", err)
-	}
-	return d.withClientUsed(ctx, r.ClientID, r.CreatedAt, func(tx *sql.Tx) error {
+	return d.withClientUsed(ctx, r.ClientID, r.CreatedAt, false, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, d.q(`INSERT INTO oauth_requests (id, client_id, request, created_at, expires_at)
 			VALUES (?, ?, ?, ?, ?)`), r.ID, r.ClientID, string(r.Data), msOf(r.CreatedAt), msOf(r.ExpiresAt))
 		if err != nil {
@@ -252,11 +249,11 @@ func (d *DB) RevokeGrant(ctx context.Context, id string, at time.Time) error {
 }
 
 // CreateToken stores an issued token by its hash and marks its client
-// used.
+// used and issued a token.
 func (d *DB) CreateToken(ctx context.Context, t grants.Token) error {
-	return d.withClientUsed(ctx, t.ClientID, t.CreatedAt, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, d.q(`INSERT INTO oauth_tokens (hash, kind, grant_id, client_id, scopes, created_at, expires_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`), t.Hash, t.Kind, t.GrantID, t.ClientID, strings.Join(t.Scopes, " "), msOf(t.CreatedAt), msOf(t.ExpiresAt))
+	return d.withClientUsed(ctx, t.ClientID, t.CreatedAt, true, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, d.q(`INSERT INTO oauth_tokens (hash, kind, grant_id, client_id, scopes, created_at, expires_at, names_grant)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), t.Hash, t.Kind, t.GrantID, t.ClientID, strings.Join(t.Scopes, " "), msOf(t.CreatedAt), msOf(t.ExpiresAt), boolInt(t.NamesGrant))
 		if err != nil {
 			return fmt.Errorf("insert token: %w", err)
 		}
@@ -270,8 +267,9 @@ func (d *DB) Token(ctx context.Context, hash string) (*grants.Token, error) {
 	var scopes string
 	var created, expires int64
 	var used, revoked sql.NullInt64
-	err := d.db.QueryRowContext(ctx, d.q(`SELECT hash, kind, grant_id, client_id, scopes, created_at, expires_at, used_at, revoked_at
-		FROM oauth_tokens WHERE hash = ?`), hash).Scan(&t.Hash, &t.Kind, &t.GrantID, &t.ClientID, &scopes, &created, &expires, &used, &revoked)
+	var named int
+	err := d.db.QueryRowContext(ctx, d.q(`SELECT hash, kind, grant_id, client_id, scopes, created_at, expires_at, used_at, revoked_at, names_grant
+		FROM oauth_tokens WHERE hash = ?`), hash).Scan(&t.Hash, &t.Kind, &t.GrantID, &t.ClientID, &scopes, &created, &expires, &used, &revoked, &named)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, grants.ErrNotFound
 	}
@@ -281,6 +279,7 @@ func (d *DB) Token(ctx context.Context, hash string) (*grants.Token, error) {
 	t.Scopes = strings.Fields(scopes)
 	t.CreatedAt, t.ExpiresAt = time.UnixMilli(created).UTC(), time.UnixMilli(expires).UTC()
 	t.UsedAt, t.RevokedAt = timeOf(used), timeOf(revoked)
+	t.NamesGrant = named != 0
 	return &t, nil
 }
 

@@ -16,19 +16,23 @@ import (
 const purgeBatch = 500
 
 // withClientUsed runs insert in one transaction with marking the client
-// used at `at`, after the mark: the client's row is locked first, which is
+// used at `at` (and issued a token, with issued), after the mark: the client's row is locked first, which is
 // what keeps PurgeClients from deleting it under the insert (PostgreSQL:
 // the purge skips a locked row, and finds it used once the insert
 // commits; a purge that won the row first leaves nothing to mark, so the
 // insert is refused with grants.ErrNotFound). SQLite serializes both
 // whole.
-func (d *DB) withClientUsed(ctx context.Context, clientID string, at time.Time, insert func(*sql.Tx) error) error {
+func (d *DB) withClientUsed(ctx context.Context, clientID string, at time.Time, issued bool, insert func(*sql.Tx) error) error {
 	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("mark oauth client used: %w", err)
 	}
 	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, d.q(`UPDATE oauth_clients SET used_at = ? WHERE id = ?`), msOf(at), clientID)
+	set := `used_at = ?`
+	if issued {
+		set += `, token_issued = 1`
+	}
+	res, err := tx.ExecContext(ctx, d.q(`UPDATE oauth_clients SET `+set+` WHERE id = ?`), msOf(at), clientID)
 	if err != nil {
 		return fmt.Errorf("mark oauth client used: %w", err)
 	}
@@ -70,7 +74,7 @@ func (d *DB) purgeClientBatch(ctx context.Context, e grants.ClientExpiry) (int, 
 		lock = ` FOR UPDATE SKIP LOCKED`
 	}
 	rows, err := tx.QueryContext(ctx, d.q(`SELECT c.id FROM oauth_clients c
-		WHERE (c.used_at < ? AND NOT EXISTS (SELECT 1 FROM oauth_tokens t WHERE t.client_id = c.id))
+		WHERE (c.used_at < ? AND c.token_issued = 0)
 		   OR (c.used_at < ? AND NOT EXISTS (SELECT 1 FROM oauth_tokens t
 		       WHERE t.client_id = c.id AND t.expires_at > ? AND t.revoked_at IS NULL))
 		ORDER BY c.used_at LIMIT ?`+lock),

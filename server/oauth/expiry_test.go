@@ -38,7 +38,7 @@ func TestRegistrationsPurgeExpiredClientsButNotOneMidAuthorization(t *testing.T)
 		if a.status != http.StatusCreated {
 			t.Fatalf("register %s = %+v", name, a)
 		}
-		oauth.WaitForClientPurge(p) // the purge this registration started, if any
+		oauth.WaitForPurge(p) // the purge this registration started, if any
 		return a.ClientID
 	}
 	exists := func(db *store.DB, id string) bool {
@@ -100,13 +100,13 @@ func TestProviderClosedPurgesNoMore(t *testing.T) {
 	var p *oauth.Provider
 	base := provider(t, oauth.Options{Store: db, Now: clk.now}, &p)
 	old := register(t, http.DefaultClient, base, "old")
-	oauth.WaitForClientPurge(p)
+	oauth.WaitForPurge(p)
 	p.Close()
 	clk.add(48 * time.Hour)
 	if a := register(t, http.DefaultClient, base, "after close"); a.status != http.StatusCreated {
 		t.Fatalf("register = %+v", a)
 	}
-	oauth.WaitForClientPurge(p)
+	oauth.WaitForPurge(p)
 	if _, err := db.Client(context.Background(), old.ClientID); err != nil {
 		t.Fatalf("a purge ran after Close: %v", err)
 	}
@@ -121,10 +121,10 @@ func TestPurgedClientIsRefusedLikeAnUnknownOne(t *testing.T) {
 	var p *oauth.Provider
 	base := provider(t, oauth.Options{Store: db, Now: clk.now}, &p)
 	gone := register(t, http.DefaultClient, base, "gone").ClientID
-	oauth.WaitForClientPurge(p)
+	oauth.WaitForPurge(p)
 	clk.add(25 * time.Hour)
 	register(t, http.DefaultClient, base, "trigger")
-	oauth.WaitForClientPurge(p)
+	oauth.WaitForPurge(p)
 	var answers []string
 	for _, id := range []string{gone, "client_never_registered"} {
 		c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}

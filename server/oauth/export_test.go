@@ -1,5 +1,5 @@
 package oauth
 
-// WaitForClientPurge waits for the purge of expired clients under way, if
-// any, so tests read the store after it.
-func WaitForClientPurge(p *Provider) { p.purge.wait() }
+// WaitForPurge waits for the purge (clients, tokens, requests) under
+// way, if any, so tests read the store after it.
+func WaitForPurge(p *Provider) { p.purge.wait() }

@@ -80,7 +80,7 @@ type Provider struct {
 	csrfKey  []byte
 	verifier *op.AccessTokenVerifier
 	regLimit registerLimit
-	purge    *clientPurge
+	purge    *storePurge
 }
 
 // NewProvider loads (or creates) the signing key and builds the provider.
@@ -120,7 +120,7 @@ func NewProvider(ctx context.Context, opts Options) (*Provider, error) {
 		return nil, err
 	}
 	p := &Provider{opts: opts, regLimit: registerLimit{lim: opts.Limiter, perAddr: opts.RegistrationsPerMinute, global: opts.RegistrationsPerMinuteTotal},
-		purge: newClientPurge(opts.Store, opts.UnauthorizedClientTTL, opts.IdleClientTTL, opts.Now, opts.Logger)}
+		purge: newStorePurge(opts.Store, opts.UnauthorizedClientTTL, opts.IdleClientTTL, opts.Now, opts.Logger)}
 	p.storage = &storage{
 		st: opts.Store, keyStore: opts.KeyStore, issuer: opts.Issuer,
 		login:     func(id string) string { return opts.Issuer + "/oauth/consent?id=" + url.QueryEscape(id) },
@@ -129,12 +129,16 @@ func NewProvider(ctx context.Context, opts Options) (*Provider, error) {
 		signing: key, signingID: kid, now: opts.Now, logger: opts.Logger,
 		cimd: newCIMD(opts.Store, opts.ClientMetadataPrivateHosts, opts.Now, p.purge.kick),
 	}
-	// The code encryption key and the CSRF key derive from the signing key,
-	// so every replica shares them without another secret to configure.
+	// The code encryption key, the CSRF key and the refresh tokens' MAC key
+	// derive from the signing key, so every replica shares them without
+	// another secret to configure.
 	der := key.D.Bytes()
 	crypto := sha256.Sum256(append([]byte("toolhost-oauth-code:"), der...))
 	csrf := sha256.Sum256(append([]byte("toolhost-oauth-csrf:"), der...))
 	p.csrfKey = csrf[:]
+	refresh := sha256.Sum256(append([]byte("toolhost-oauth-refresh:"), der...))
+	p.storage.refreshKey = refresh[:]
+	p.storage.kick = p.purge.kick
 	cfg := &op.Config{
 		CryptoKey:             crypto,
 		CodeMethodS256:        true,
@@ -159,8 +163,8 @@ func NewProvider(ctx context.Context, opts Options) (*Provider, error) {
 	return p, nil
 }
 
-// Close stops the purge of expired clients under way, if any, and waits
-// for it; the routes keep answering.
+// Close stops the purge (of expired clients, tokens and requests) under
+// way, if any, and waits for it; the routes keep answering.
 func (p *Provider) Close() { p.purge.close() }
 
 // Routes are the authorization server's endpoints, to mount on the main
