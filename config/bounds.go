@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"toolhost/config/duration"
+	"toolhost/server/mcp"
 	"toolhost/tools"
+	"toolhost/tools/fetchpage"
 )
 
 // MinMemoryLimitMiB is the smallest server.memory_limit_mib above 0: a
@@ -23,6 +25,46 @@ const MaxSandboxMemoryMiB = 4096
 // it while others are in flight, and a commit takes milliseconds, so a
 // longer wait only holds calls back.
 const MaxCommitDelay = time.Second
+
+// MaxApplyInterval bounds journal.apply_interval: the spool already makes
+// a record durable and a batch fills far sooner under load, so a longer
+// wait saves no commits; it only lets the writes waiting for the store
+// pile up towards the spool's cap (10000, then calls wait) and keeps a
+// killed replica's calls out of the store until it starts again.
+const MaxApplyInterval = time.Minute
+
+// MaxCacheTTL bounds the cache lifetimes (fetch.cache_ttl,
+// search.cache.ttl, mcp_servers.ttl, fetch.robots_ttl): a day-old page,
+// search answer or tool listing is stale for what they are used for, and
+// robots.txt is not to be cached longer than 24 hours (RFC 9309 §2.4).
+const MaxCacheTTL = 24 * time.Hour
+
+// MaxAccessTokenTTL bounds auth.oauth.access_token_ttl: an access token
+// is a bearer JWT other resource servers may accept without asking us,
+// so it stays short (OAuth 2.1 §7.1); refreshing is what long sessions do.
+const MaxAccessTokenTTL = 24 * time.Hour
+
+// MaxRefreshTokenTTL bounds auth.oauth.refresh_token_ttl (a year): a
+// client that has not refreshed for that long signs in again.
+const MaxRefreshTokenTTL = 365 * 24 * time.Hour
+
+// MaxIdempotencyRetention bounds journal.idempotency_retention (30 days):
+// a retry comes within minutes or hours; keys kept longer only hold rows.
+const MaxIdempotencyRetention = 30 * 24 * time.Hour
+
+// MaxUnauthorizedClientTTL and MaxIdleClientTTL bound how long an unused
+// OAuth client is kept (auth.oauth.unauthorized_client_ttl,
+// auth.oauth.idle_client_ttl): registration is open to anyone at
+// registrations_per_minute_total, so the table holds at most that many
+// a minute for this long (30 days at 100 a minute: 4.3 million rows).
+// MinClientTTL, the shortest of both, is oauth.MinClientTTL (config does
+// not import the authorization server): well above the 10 minutes an
+// authorization request lives, so a client is never expired under one.
+const (
+	MaxUnauthorizedClientTTL = 30 * 24 * time.Hour
+	MaxIdleClientTTL         = 365 * 24 * time.Hour
+	MinClientTTL             = time.Hour
+)
 
 // maxMiB is the largest count of MiB that still fits in an int64 of bytes
 // (the sections shift MiB by 20 bits).
@@ -71,6 +113,21 @@ func wait(key string, d duration.Duration, zero string) bound {
 	return bound{key: key, v: int64(d), max: math.MaxInt64, dur: true, want: fmt.Sprintf("\"0s\" (%s) or longer", zero)}
 }
 
+// waitUpTo is a duration whose "0s" means zero says, from 0 to hi.
+func waitUpTo(key string, d duration.Duration, hi time.Duration, zero string) bound {
+	return bound{key: key, v: int64(d), max: int64(hi), dur: true, want: fmt.Sprintf("from \"0s\" (%s) to %q", zero, hi.String())}
+}
+
+// clientTTL is 0 (the default) or a duration from MinClientTTL to hi.
+func clientTTL(key string, d duration.Duration, hi time.Duration, def string) bound {
+	b := bound{key: key, v: int64(d), max: int64(hi), dur: true,
+		want: fmt.Sprintf("\"0s\" (the default, %s) or from %q to %q", def, MinClientTTL.String(), hi.String())}
+	if d != 0 {
+		b.min = int64(MinClientTTL)
+	}
+	return b
+}
+
 // checkBounds refuses the first number out of its range, in the file's
 // order of sections.
 func (c *Config) checkBounds() error {
@@ -83,6 +140,9 @@ func (c *Config) checkBounds() error {
 		}
 	}
 	if err := c.checkToolRounds(); err != nil {
+		return err
+	}
+	if err := c.checkShares(); err != nil {
 		return err
 	}
 	return c.checkPrices()
@@ -101,6 +161,34 @@ func (c *Config) checkToolRounds() error {
 	}
 	if def > limit {
 		return fmt.Errorf("hosted.max_tool_rounds %d: want at most hosted.max_tool_rounds_limit (%d)", def, limit)
+	}
+	return nil
+}
+
+// checkShares refuses a per-key or per-account cap above the cap it is a
+// share of. Such a file asks for two things at once: the share is never
+// reached (one key could hold every MCP session, one account every run
+// slot), so what the operator wrote is not what runs.
+func (c *Config) checkShares() error {
+	perKey, perKeyNote := c.MCP.SessionsPerKey, ""
+	if perKey == 0 {
+		perKey, perKeyNote = mcp.DefaultSessionsPerKey, " (the default)"
+	}
+	total, totalNote := c.MCP.Sessions, ""
+	if total == 0 {
+		total, totalNote = mcp.DefaultSessions, ", the default"
+	}
+	if perKey > total {
+		return fmt.Errorf("mcp.sessions_per_key %d%s: want at most mcp.sessions (%d%s): one API key could hold every session; lower mcp.sessions_per_key or raise mcp.sessions",
+			perKey, perKeyNote, total, totalNote)
+	}
+	// With concurrency 0 the slots are this machine's CPUs, which toolhost
+	// check on another machine cannot know: the sandbox lowers the share
+	// to them then (docs/operations.md).
+	s := c.Sandbox
+	if s.Concurrency > 0 && s.PerAccountConcurrency > s.Concurrency {
+		return fmt.Errorf("sandbox.per_account_concurrency %d: want at most sandbox.concurrency (%d): one account's share of the run slots cannot exceed the slots; lower sandbox.per_account_concurrency or raise sandbox.concurrency",
+			s.PerAccountConcurrency, s.Concurrency)
 	}
 	return nil
 }
@@ -140,26 +228,28 @@ func (c *Config) mcpToolsBounds() []bound {
 			want: fmt.Sprintf("from \"0s\" (the default, 60s) to %q", tools.DefaultMaxTimeout.String())},
 		count("tools.max_result_bytes", t.MaxResultBytes, "the default, 256 KiB"),
 		capOrNone("tools.max_definitions_per_account", t.MaxDefinitionsPerAccount, "256"),
-		wait("mcp_servers.ttl", s.TTL, "the default, 5m"),
+		waitUpTo("mcp_servers.ttl", s.TTL, MaxCacheTTL, "the default, 5m"),
 		wait("mcp_servers.probe_timeout", s.ProbeTimeout, "the default, 3s"),
 		count("mcp_servers.max_concurrent", s.MaxConcurrent, "the default, 8"),
 		count("mcp_servers.max_result_bytes", s.MaxResultBytes, "the default, 4 MiB"),
 		capOrNone("mcp_servers.max_per_account", s.MaxPerAccount, "16"),
-		wait("auth.oauth.access_token_ttl", o.AccessTokenTTL, "the default, 1h"),
-		wait("auth.oauth.refresh_token_ttl", o.RefreshTokenTTL, "the default, 720h"),
+		waitUpTo("auth.oauth.access_token_ttl", o.AccessTokenTTL, MaxAccessTokenTTL, "the default, 1h"),
+		waitUpTo("auth.oauth.refresh_token_ttl", o.RefreshTokenTTL, MaxRefreshTokenTTL, "the default, 720h"),
 		count("auth.oauth.registrations_per_minute", o.RegistrationsPerMinute, "the default, 10"),
 		count("auth.oauth.registrations_per_minute_total", o.RegistrationsPerMinuteTotal, "the default, 100"),
+		clientTTL("auth.oauth.unauthorized_client_ttl", o.UnauthorizedClientTTL, MaxUnauthorizedClientTTL, "24h"),
+		clientTTL("auth.oauth.idle_client_ttl", o.IdleClientTTL, MaxIdleClientTTL, "2160h"),
 	}
 }
 
 func (c *Config) journalBounds() []bound {
 	j := c.Journal
 	bs := []bound{
-		wait("journal.idempotency_retention", j.IdempotencyRetention, "the default, 24h"),
+		waitUpTo("journal.idempotency_retention", j.IdempotencyRetention, MaxIdempotencyRetention, "the default, 24h"),
 		count("journal.max_args_bytes", j.MaxArgsBytes, "the default, 64 KiB"),
 		count("journal.max_result_bytes", j.MaxResultBytes, "the default, 256 KiB"),
 		count("journal.max_batch", j.MaxBatch, "the default, 256"),
-		wait("journal.apply_interval", j.ApplyInterval, "the default, 200ms"),
+		waitUpTo("journal.apply_interval", j.ApplyInterval, MaxApplyInterval, "the default, 200ms"),
 	}
 	if j.CommitDelay != nil {
 		bs = append(bs, bound{key: "journal.commit_delay", v: int64(*j.CommitDelay), max: int64(MaxCommitDelay), dur: true,
@@ -195,21 +285,28 @@ func memoryLimit(v int64) bound {
 
 func (c *Config) fetchBounds() []bound {
 	f := c.Fetch
+	redirects := int64(fetchpage.DefaultMaxRedirects) // null in the file: the default
+	if f.MaxRedirects != nil {
+		redirects = int64(*f.MaxRedirects)
+	}
 	return []bound{
+		// 0 follows none (Default sets 5, so a file without the key keeps it).
+		{key: "fetch.max_redirects", v: redirects, max: math.MaxInt64, want: "0 (follow none) or more (the default is 5)"},
 		wait("fetch.connect_timeout", f.ConnectTimeout, "the default, 10s"),
 		wait("fetch.timeout", f.Timeout, "the default, 30s"),
 		count("fetch.max_html_bytes", f.MaxHTMLBytes, "the default, 10 MiB"),
 		count("fetch.max_extract_text_bytes", f.MaxExtractTextBytes, "the default, 512 KiB"),
 		count("fetch.max_pdf_bytes", f.MaxPDFBytes, "the default, 50 MiB"),
 		count("fetch.max_pdf_pages", f.MaxPDFPages, "the default, 300"),
-		count("fetch.max_redirects", f.MaxRedirects, "the default, 5"),
 		count("fetch.per_host_concurrency", f.PerHostConcurrency, "the default, 4"),
 		count("fetch.max_in_flight", f.MaxInFlight, "the default, 16"),
 		count("fetch.body_budget_bytes", f.BodyBudgetBytes, "the default, 40 MiB"),
 		wait("fetch.queue_timeout", f.QueueTimeout, "the default, 10s"),
-		// fetch.cache_ttl: negative turns the cache off, so it has no bound.
+		// fetch.cache_ttl: negative turns the cache off, so it has no lower bound.
+		{key: "fetch.cache_ttl", v: int64(f.CacheTTL), min: math.MinInt64, max: int64(MaxCacheTTL), dur: true,
+			want: fmt.Sprintf("a negative duration (no page cache), \"0s\" (the default, 5m) or up to %q", MaxCacheTTL.String())},
 		count("fetch.cache_max_bytes", f.CacheMaxBytes, "the default, 32 MiB"),
-		wait("fetch.robots_ttl", f.RobotsTTL, "the default, 1h"),
+		waitUpTo("fetch.robots_ttl", f.RobotsTTL, MaxCacheTTL, "the default, 1h"),
 	}
 }
 
@@ -218,7 +315,7 @@ func (c *Config) searchBounds() []bound {
 	// search.hedge_delay: negative turns hedging off, so it has no bound.
 	bs := []bound{
 		wait("search.deadline", s.Deadline, "the default, 10s"),
-		wait("search.cache.ttl", s.Cache.TTL, "the default, 10m"),
+		waitUpTo("search.cache.ttl", s.Cache.TTL, MaxCacheTTL, "the default, 10m"),
 		{key: "search.cache.max_entries", v: int64(s.Cache.MaxEntries), min: -1, max: math.MaxInt64,
 			want: "-1 (no cache), 0 (the default, 1000) or more"},
 	}

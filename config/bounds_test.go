@@ -27,7 +27,10 @@ func TestLoadRefusesNumbersOutOfRange(t *testing.T) {
 		{`{"journal": {"commit_delay": "-1ns"}}`, `journal.commit_delay "-1ns"`},
 		{`{"journal": {"commit_delay": "1h"}}`, `journal.commit_delay "1h0m0s": want from "0s" (never waits) to "1s"`},
 		{`{"journal": {"commit_delay": "2562047h"}}`, `journal.commit_delay "2562047h0m0s"`},
-		{`{"journal": {"apply_interval": "-200ms"}}`, `journal.apply_interval "-200ms": want "0s" (the default, 200ms) or longer`},
+		{`{"journal": {"apply_interval": "-200ms"}}`, `journal.apply_interval "-200ms": want from "0s" (the default, 200ms) to "1m0s"`},
+		{`{"journal": {"apply_interval": "1m0.000000001s"}}`, `journal.apply_interval "1m0.000000001s": want from "0s" (the default, 200ms) to "1m0s"`},
+		{`{"journal": {"apply_interval": "2562047h"}}`, `journal.apply_interval "2562047h0m0s"`},
+		{`{"journal": {"idempotency_retention": "721h"}}`, `journal.idempotency_retention "721h0m0s": want from "0s" (the default, 24h) to "720h0m0s"`},
 		{`{"journal": {"idempotency_retention": "-2562047h"}}`, `journal.idempotency_retention "-2562047h0m0s"`},
 		{`{"journal": {"max_args_bytes": -1}}`, `journal.max_args_bytes -1: want 0 (the default, 64 KiB) or more`},
 		{`{"journal": {"max_result_bytes": -9223372036854775808}}`, `journal.max_result_bytes -9223372036854775808`},
@@ -57,14 +60,24 @@ func TestLoadRefusesNumbersOutOfRange(t *testing.T) {
 		{`{"tools": {"max_result_bytes": -1}}`, `tools.max_result_bytes -1`},
 		{`{"tools": {"max_definitions_per_account": -2}}`, `tools.max_definitions_per_account -2: want -1 (no cap), 0 (the default, 256) or more`},
 		{`{"mcp_servers": {"ttl": "-5m"}}`, `mcp_servers.ttl "-5m0s"`},
+		{`{"mcp_servers": {"ttl": "24h0m0.001s"}}`, `mcp_servers.ttl "24h0m0.001s": want from "0s" (the default, 5m) to "24h0m0s"`},
 		{`{"mcp_servers": {"probe_timeout": "-3s"}}`, `mcp_servers.probe_timeout "-3s"`},
 		{`{"mcp_servers": {"max_concurrent": -8}}`, `mcp_servers.max_concurrent -8`},
 		{`{"mcp_servers": {"max_result_bytes": -1}}`, `mcp_servers.max_result_bytes -1`},
 		{`{"mcp_servers": {"max_per_account": -16}}`, `mcp_servers.max_per_account -16`},
 		{`{"auth": {"oauth": {"access_token_ttl": "-1h"}}}`, `auth.oauth.access_token_ttl "-1h0m0s"`},
 		{`{"auth": {"oauth": {"refresh_token_ttl": "-1s"}}}`, `auth.oauth.refresh_token_ttl "-1s"`},
+		{`{"auth": {"oauth": {"access_token_ttl": "25h"}}}`, `auth.oauth.access_token_ttl "25h0m0s": want from "0s" (the default, 1h) to "24h0m0s"`},
+		{`{"auth": {"oauth": {"refresh_token_ttl": "8761h"}}}`, `auth.oauth.refresh_token_ttl "8761h0m0s": want from "0s" (the default, 720h) to "8760h0m0s"`},
 		{`{"auth": {"oauth": {"registrations_per_minute": -10}}}`, `auth.oauth.registrations_per_minute -10`},
 		{`{"auth": {"oauth": {"registrations_per_minute_total": -1}}}`, `auth.oauth.registrations_per_minute_total -1`},
+		{`{"auth": {"oauth": {"unauthorized_client_ttl": "59m"}}}`, `auth.oauth.unauthorized_client_ttl "59m0s": want "0s" (the default, 24h) or from "1h0m0s" to "720h0m0s"`},
+		{`{"auth": {"oauth": {"unauthorized_client_ttl": "1ns"}}}`, `auth.oauth.unauthorized_client_ttl "1ns"`},
+		{`{"auth": {"oauth": {"unauthorized_client_ttl": "-24h"}}}`, `auth.oauth.unauthorized_client_ttl "-24h0m0s"`},
+		{`{"auth": {"oauth": {"unauthorized_client_ttl": "721h"}}}`, `auth.oauth.unauthorized_client_ttl "721h0m0s"`},
+		{`{"auth": {"oauth": {"idle_client_ttl": "10m"}}}`, `auth.oauth.idle_client_ttl "10m0s": want "0s" (the default, 2160h) or from "1h0m0s" to "8760h0m0s"`},
+		{`{"auth": {"oauth": {"idle_client_ttl": "8761h"}}}`, `auth.oauth.idle_client_ttl "8761h0m0s"`},
+		{`{"auth": {"oauth": {"idle_client_ttl": "-2562047h"}}}`, `auth.oauth.idle_client_ttl "-2562047h0m0s"`},
 		{`{"shutdown_timeout": "-10s"}`, `shutdown_timeout "-10s": want "0s" (the default, 10s) or longer`},
 		{`{"server": {"read_header_timeout": "-1s"}}`, `server.read_header_timeout "-1s"`},
 		{`{"server": {"idle_timeout": "-1s"}}`, `server.idle_timeout "-1s"`},
@@ -82,15 +95,19 @@ func TestLoadRefusesNumbersOutOfRange(t *testing.T) {
 		{`{"fetch": {"max_extract_text_bytes": -1}}`, `fetch.max_extract_text_bytes -1`},
 		{`{"fetch": {"max_pdf_bytes": -1}}`, `fetch.max_pdf_bytes -1`},
 		{`{"fetch": {"max_pdf_pages": -300}}`, `fetch.max_pdf_pages -300`},
-		{`{"fetch": {"max_redirects": -1}}`, `fetch.max_redirects -1: want 0 (the default, 5) or more`},
+		{`{"fetch": {"max_redirects": -1}}`, `fetch.max_redirects -1: want 0 (follow none) or more (the default is 5)`},
 		{`{"fetch": {"per_host_concurrency": -4}}`, `fetch.per_host_concurrency -4`},
 		{`{"fetch": {"max_in_flight": -16}}`, `fetch.max_in_flight -16`},
 		{`{"fetch": {"body_budget_bytes": -1}}`, `fetch.body_budget_bytes -1`},
 		{`{"fetch": {"queue_timeout": "-1s"}}`, `fetch.queue_timeout "-1s"`},
 		{`{"fetch": {"cache_max_bytes": -1}}`, `fetch.cache_max_bytes -1`},
 		{`{"fetch": {"robots_ttl": "-1h"}}`, `fetch.robots_ttl "-1h0m0s"`},
+		{`{"fetch": {"robots_ttl": "48h"}}`, `fetch.robots_ttl "48h0m0s": want from "0s" (the default, 1h) to "24h0m0s"`},
+		{`{"fetch": {"cache_ttl": "25h"}}`, `fetch.cache_ttl "25h0m0s": want a negative duration (no page cache), "0s" (the default, 5m) or up to "24h0m0s"`},
+		{`{"fetch": {"cache_ttl": "2562047h"}}`, `fetch.cache_ttl "2562047h0m0s"`},
 		{`{"search": {"deadline": "-10s"}}`, `search.deadline "-10s"`},
 		{`{"search": {"cache": {"ttl": "-10m"}}}`, `search.cache.ttl "-10m0s"`},
+		{`{"search": {"cache": {"ttl": "24h1s"}}}`, `search.cache.ttl "24h0m1s": want from "0s" (the default, 10m) to "24h0m0s"`},
 		{`{"search": {"cache": {"max_entries": -2}}}`, `search.cache.max_entries -2: want -1 (no cache), 0 (the default, 1000) or more`},
 		{`{"search": {"providers": [{"kind": "html"}, {"kind": "html", "timeout": "-8s"}]}}`, `search.providers[1].timeout "-8s"`},
 		{`{"sandbox": {"memory_limit_mib": -256}}`, `sandbox.memory_limit_mib -256: want 0 (the default, 256) to 4096`},
@@ -140,10 +157,58 @@ func TestLoadKeepsDocumentedValues(t *testing.T) {
 		`{"journal": {"commit_delay": "0s", "apply_interval": "0s", "max_batch": 0}}`,
 		`{"journal": {"commit_delay": "1s"}}`,
 		`{"tools": {"default_timeout": "5m"}}`,
+		// The longest of each duration with an upper bound.
+		`{"journal": {"apply_interval": "1m", "idempotency_retention": "720h"}}`,
+		`{"mcp_servers": {"ttl": "24h"}, "search": {"cache": {"ttl": "24h"}}}`,
+		`{"fetch": {"cache_ttl": "24h", "robots_ttl": "24h"}}`,
+		`{"fetch": {"cache_ttl": "-2562047h"}}`,
+		`{"auth": {"oauth": {"access_token_ttl": "24h", "refresh_token_ttl": "8760h"}}}`,
+		`{"auth": {"oauth": {"unauthorized_client_ttl": "1h", "idle_client_ttl": "1h"}}}`,
+		`{"auth": {"oauth": {"unauthorized_client_ttl": "720h", "idle_client_ttl": "8760h"}}}`,
+		`{"auth": {"oauth": {"unauthorized_client_ttl": "0s", "idle_client_ttl": "0s"}}}`,
 		`{"keys": {"prices": {"web_search": 0}}, "hosted": {"routes": [{"name": "a", "prices": {"*": {"input": 0, "output": 2.5}}}]}}`,
 		`{"hosted": {"max_tool_rounds": 0, "max_body_bytes": 9223372036854775807}}`,
 		`{"hosted": {"max_tool_rounds": 64, "max_tool_rounds_limit": 64}}`,
 		`{"hosted": {"max_tool_rounds": 2, "max_tool_rounds_limit": 4}}`,
+	} {
+		if _, err := loadFile(t, file); err != nil {
+			t.Errorf("Load(%s) = %v, want no error", file, err)
+		}
+	}
+}
+
+// A per-key or per-account cap above the cap it is a share of is refused
+// with both keys and their values (defaults filled in and said so), and the
+// consistent combinations load.
+func TestLoadRefusesASharesAboveItsWhole(t *testing.T) {
+	tests := []struct{ file, want string }{
+		{`{"mcp": {"sessions_per_key": 5000}}`,
+			`mcp.sessions_per_key 5000: want at most mcp.sessions (4096, the default): one API key could hold every session`},
+		{`{"mcp": {"sessions": 100}}`, `mcp.sessions_per_key 256 (the default): want at most mcp.sessions (100)`},
+		{`{"mcp": {"sessions_per_key": 11, "sessions": 10}}`, `mcp.sessions_per_key 11: want at most mcp.sessions (10)`},
+		{`{"mcp": {"sessions_per_key": 9223372036854775807, "sessions": 1}}`, `mcp.sessions_per_key 9223372036854775807: want at most mcp.sessions (1)`},
+		{`{"sandbox": {"concurrency": 4, "per_account_concurrency": 5}}`,
+			`sandbox.per_account_concurrency 5: want at most sandbox.concurrency (4): one account's share of the run slots cannot exceed the slots`},
+		{`{"sandbox": {"concurrency": 1, "per_account_concurrency": 9223372036854775807}}`, `sandbox.per_account_concurrency 9223372036854775807`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			_, err := loadFile(t, tt.file)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Load(%s) = %v, want an error containing %q", tt.file, err, tt.want)
+			}
+		})
+	}
+	for _, file := range []string{
+		`{"mcp": {"sessions_per_key": 10, "sessions": 10}}`,
+		`{"mcp": {"sessions_per_key": 4096}}`,
+		`{"mcp": {"sessions_per_key": 1, "sessions": 1}}`,
+		`{"mcp": {"sessions": 256}}`,
+		`{"sandbox": {"concurrency": 4, "per_account_concurrency": 4}}`,
+		`{"sandbox": {"concurrency": 1}}`,
+		// concurrency 0 is the CPUs of the machine that serves: not
+		// knowable here, so the sandbox lowers the share to them.
+		`{"sandbox": {"per_account_concurrency": 64}}`,
 	} {
 		if _, err := loadFile(t, file); err != nil {
 			t.Errorf("Load(%s) = %v, want no error", file, err)

@@ -151,6 +151,10 @@ func Default() Config {
 	c.Tools.MaxDefinitionsPerAccount = tooldef.DefaultMaxPerAccount
 	c.MCPServers.MaxPerAccount = mcpremote.DefaultMaxPerAccount
 	c.ShutdownTimeout = duration.Duration(server.DefaultShutdownTimeout)
+	// Set here, not left to fetchpage, because its 0 means "follow none":
+	// a file without the key keeps the default, one with 0 asks for none.
+	redirects := fetchpage.DefaultMaxRedirects
+	c.Fetch.MaxRedirects = &redirects
 	return c
 }
 
@@ -327,6 +331,13 @@ type OAuth struct {
 	// RegistrationsPerMinuteTotal caps them from everybody (default 100).
 	RegistrationsPerMinute      int `json:"registrations_per_minute"`
 	RegistrationsPerMinuteTotal int `json:"registrations_per_minute_total"`
+	// UnauthorizedClientTTL is how long a registered client that was never
+	// issued a token stays unused before it is deleted (default "24h");
+	// IdleClientTTL how long one none of whose tokens is still valid does
+	// (default "2160h", 90 days). Both from "1h" (an authorization in
+	// progress used its client within the last 10 minutes).
+	UnauthorizedClientTTL duration.Duration `json:"unauthorized_client_ttl"`
+	IdleClientTTL         duration.Duration `json:"idle_client_ttl"`
 }
 
 // Auth is the "auth" section of the config file.

@@ -64,6 +64,15 @@ func TestLoad(t *testing.T) {
 		{"a read-only open delay as a number", `{"journal": {"read_only_open_delay": 5}}`,
 			`cannot unmarshal 5 (a duration must be a string such as "30s") into Go struct field Journal.journal.read_only_open_delay`, nil},
 		{"a read-only open delay with a NUL", "{\"journal\": {\"read_only_open_delay\": \"5ms\\u0000\"}}", "read_only_open_delay", nil},
+		{"fetch.max_redirects by default", `{"fetch": {}}`, "",
+			func(c config.Config) bool { return c.Fetch.MaxRedirects != nil && *c.Fetch.MaxRedirects == 5 }},
+		{"fetch.max_redirects 0 follows none", `{"fetch": {"max_redirects": 0}}`, "",
+			func(c config.Config) bool { return c.Fetch.MaxRedirects != nil && *c.Fetch.MaxRedirects == 0 }},
+		{"fetch.max_redirects 2", `{"fetch": {"max_redirects": 2}}`, "",
+			func(c config.Config) bool { return c.Fetch.MaxRedirects != nil && *c.Fetch.MaxRedirects == 2 }},
+		{"fetch.max_redirects null is the default", `{"fetch": {"max_redirects": null}}`, "",
+			func(c config.Config) bool { return c.Fetch.MaxRedirects == nil }}, // fetchpage's default, 5
+		{"fetch.max_redirects not an integer", `{"fetch": {"max_redirects": 1.5}}`, "cannot unmarshal number 1.5", nil},
 		{"deeply nested", strings.Repeat(`{"hosted":`, 20000) + "{}" + strings.Repeat("}", 20000), "exceeded max depth", nil},
 	}
 	for _, tt := range tests {

@@ -4,15 +4,22 @@
 # not be paid per run). The host snapshots the interpreter at that point (see
 # the end of this file and sandbox/pysnapshot.go) and drives every restored
 # copy with three calls from C, so no frame of this file sits below the
-# program's: _prepare reads "<token> <length>\n" and the program from stdin
-# (the rest of stdin is the program's own) and returns the program compiled
-# into a function; the host calls it; _finish flushes, writes NUL + token +
-# status to stderr for the host and leaves through os._exit, skipping the
-# interpreter's finalization. The program's module body is wrapped in
-# try/except so an exception it raises is reported by _caught without
-# unwinding into the host. sys.__excepthook__ prints tracebacks the way
-# python itself does (C code, at most sys.tracebacklimit frames), fast even
-# after a 100 000-deep recursion.
+# program's: _prepare reads "<length>\n" and the program from stdin (the rest
+# of stdin is the program's own) and returns the program compiled into a
+# function; the host calls it; _finish flushes and leaves through os._exit
+# with the exit code, plus EXIT_MEMORY when a MemoryError ended the program,
+# skipping the interpreter's finalization. The program's module body is
+# wrapped in try/except so an exception it raises is reported by _caught
+# without unwinding into the host. sys.__excepthook__ prints tracebacks the
+# way python itself does (C code, at most sys.tracebacklimit frames), fast
+# even after a 100 000-deep recursion.
+#
+# Nothing here is a secret or a channel the host trusts: a program reaches
+# this file's globals by introspection whatever is done (exit's __globals__,
+# gc.get_objects, frames), so the host learns that a run ended from the
+# proc_exit of its own calls, never from what the guest writes. What a
+# program can change here is its own run's report, which it decides anyway
+# (sys.exit, raise MemoryError).
 import sys, os, builtins, traceback, linecache, select, types, ast
 import json, math, re, datetime, time, collections, itertools, functools
 import statistics, decimal, fractions, random, string, csv, io, base64
@@ -58,7 +65,11 @@ def _report(e):
         pass
 
 
-_run = {"token": b"", "status": b"ok", "code": 0}
+_run = {"status": b"ok", "code": 0}
+
+# Added to the exit code when a MemoryError ended the program (the host's
+# memory-limit verdict); above any code a program exits with by accident.
+EXIT_MEMORY = 1 << 16
 
 
 def _caught(e):
@@ -79,12 +90,16 @@ def _caught(e):
     _report(e)
 
 
-sys.modules["_toolhost"] = _toolhost = types.ModuleType("_toolhost", "run_code's sandbox")
+# The hook the guarded module body calls. It is not in sys.modules, so
+# `import _toolhost` and importlib find nothing; the guard's handler reaches
+# it as a constant of the program's code object (see _bind).
+_toolhost = types.ModuleType("_toolhost", "run_code's sandbox")
 _toolhost.caught = _caught
+_HOOK = "\0toolhost hook\0"  # placeholder constant, replaced by _bind
 
 
 def _guard(tree):
-    # try: <module body> except BaseException as e: _toolhost.caught(e),
+    # try: <module body> except BaseException as e: <hook>.caught(e),
     # after the docstring and the __future__ imports, which must stay first.
     body, i = tree.body, 0
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
@@ -100,15 +115,19 @@ def _guard(tree):
     handler = ast.ExceptHandler(
         type=name("BaseException", ast.Load()), name="__toolhost_exc",
         body=[
-            ast.Import([ast.alias("_toolhost", "__toolhost", **at)], **at),
-            ast.Expr(ast.Call(ast.Attribute(name("__toolhost", ast.Load()), "caught", ast.Load(), **at),
+            ast.Expr(ast.Call(ast.Attribute(ast.Constant(_HOOK, **at), "caught", ast.Load(), **at),
                               [name("__toolhost_exc", ast.Load())], [], **at), **at),
-            ast.Delete([name("__toolhost", ast.Del())], **at),
         ], **at)
     guarded = ast.Try(body=body[i:], handlers=[handler], orelse=[], finalbody=[], **at)
     ast.copy_location(guarded, body[i])
     tree.body = body[:i] + [guarded]
     return tree
+
+
+def _bind(code):
+    # The handler's placeholder string becomes the hook module itself.
+    consts = tuple(_toolhost if type(c) is str and c == _HOOK else c for c in code.co_consts)
+    return code.replace(co_consts=consts)
 
 
 def _finish():
@@ -118,10 +137,7 @@ def _finish():
         except BaseException:
             pass
     code = _run["code"]
-    try:
-        os.write(2, b"\0" + _run["token"] + b" " + _run["status"] + b" " + str(code).encode() + b"\n")
-    finally:
-        os._exit(code)
+    os._exit(code + EXIT_MEMORY if _run["status"] == b"mem" else code)
 
 
 def _prepare():
@@ -129,9 +145,7 @@ def _prepare():
     header = sys.stdin.buffer.readline()
     if not header:
         os._exit(0)
-    token, size = header.split()
-    _run["token"] = token
-    src = sys.stdin.buffer.read(int(size))
+    src = sys.stdin.buffer.read(int(header))
     text = src.decode("utf-8", "replace")
     linecache.cache["main.py"] = (len(text), None, text.splitlines(True), "main.py")
     sys.argv = ["main.py"]
@@ -143,15 +157,15 @@ def _prepare():
     scope = main.__dict__
     try:
         tree = compile(src, "main.py", "exec", ast.PyCF_ONLY_AST)
-        return types.FunctionType(compile(_guard(tree), "main.py", "exec"), scope)
+        return types.FunctionType(_bind(compile(_guard(tree), "main.py", "exec")), scope)
     except BaseException as e:  # SyntaxError, null bytes, too deeply nested
         _caught(e)
         return _finish
 
 
 # Warm the path every program takes: parse to a tree, guard, compile.
-compile(_guard(compile("'w'\nfrom __future__ import annotations\nx: int = 1\n", "<warm-up>", "exec",
-                       ast.PyCF_ONLY_AST)), "<warm-up>", "exec")
+_bind(compile(_guard(compile("'w'\nfrom __future__ import annotations\nx: int = 1\n", "<warm-up>", "exec",
+                             ast.PyCF_ONLY_AST)), "<warm-up>", "exec"))
 
 if sys.argv[-1] == "snapshot":
     # The host snapshots the interpreter inside a time.time() call made

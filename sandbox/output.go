@@ -9,32 +9,25 @@ import (
 // capture is an io.Writer handed to a guest as stdout or stderr. It keeps the
 // first limit bytes and counts the rest, so a flood costs no memory: the cap
 // holds while the guest writes. Before a run is attached (a pooled instance
-// booting) writes go to a small boot buffer kept for diagnosis.
-//
-// When marker is set, capture also watches for it: the Python bootstrap ends
-// a run by writing marker + status line, which is not the program's output.
+// booting) writes go to a small boot buffer kept for diagnosis. Everything
+// written after attach is the program's output: no byte sequence in it
+// means anything to the host.
 type capture struct {
-	mu        sync.Mutex
-	limit     int
-	buf       bytes.Buffer
-	total     int64
-	attached  bool
-	boot      bytes.Buffer
-	marker    []byte
-	pending   []byte // bytes held back because they may start the marker
-	status    []byte // what followed the marker, up to a newline
-	statusEnd bool
-	done      chan struct{} // closed once the status line is complete
+	mu       sync.Mutex
+	limit    int
+	buf      bytes.Buffer
+	total    int64
+	attached bool
+	boot     bytes.Buffer
 }
 
-func newCapture() *capture { return &capture{done: make(chan struct{})} }
+func newCapture() *capture { return &capture{} }
 
 // attach starts a run: output from now on is the run's, capped at limit.
-func (c *capture) attach(limit int, marker []byte) {
+func (c *capture) attach(limit int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.limit = limit
-	c.marker = marker
 	c.attached = true
 }
 
@@ -48,51 +41,8 @@ func (c *capture) Write(p []byte) (int, error) {
 		}
 		return n, nil
 	}
-	if c.statusEnd {
-		return n, nil
-	}
-	if c.status != nil {
-		c.readStatus(p)
-		return n, nil
-	}
-	if len(c.marker) == 0 {
-		c.keep(p)
-		return n, nil
-	}
-	data := p
-	if len(c.pending) > 0 {
-		data = append(c.pending, p...)
-		c.pending = nil
-	}
-	if i := bytes.Index(data, c.marker); i >= 0 {
-		c.keep(data[:i])
-		c.status = []byte{}
-		c.readStatus(data[i+len(c.marker):])
-		return n, nil
-	}
-	// Hold back a tail that could be the start of the marker.
-	hold := 0
-	for k := min(len(c.marker)-1, len(data)); k > 0; k-- {
-		if bytes.HasPrefix(c.marker, data[len(data)-k:]) {
-			hold = k
-			break
-		}
-	}
-	c.keep(data[:len(data)-hold])
-	c.pending = append([]byte(nil), data[len(data)-hold:]...)
+	c.keep(p)
 	return n, nil
-}
-
-func (c *capture) readStatus(p []byte) {
-	if i := bytes.IndexByte(p, '\n'); i >= 0 {
-		c.status = append(c.status, p[:i]...)
-		c.statusEnd = true
-		close(c.done)
-		return
-	}
-	if len(c.status) < 256 {
-		c.status = append(c.status, p...)
-	}
 }
 
 func (c *capture) keep(p []byte) {
@@ -107,10 +57,6 @@ func (c *capture) keep(p []byte) {
 func (c *capture) result() ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.pending) > 0 && !c.statusEnd {
-		c.keep(c.pending)
-		c.pending = nil
-	}
 	b := append([]byte(nil), c.buf.Bytes()...)
 	truncated := c.total > int64(len(b))
 	if truncated {
@@ -124,13 +70,6 @@ func (c *capture) result() ([]byte, bool) {
 		b = b[:cut]
 	}
 	return b, truncated
-}
-
-// statusLine returns the line after the marker and whether it was complete.
-func (c *capture) statusLine() (string, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return string(c.status), c.statusEnd
 }
 
 func (c *capture) bootText() string {

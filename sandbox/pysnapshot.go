@@ -45,7 +45,7 @@ import (
 // instance of the same compiled module whose memory is that copy, and which
 // is entered through the rewritten module's toolhost_call export, three
 // times: _prepare (read the program from stdin, compile it into a function),
-// that function, _finish (status line, os._exit). Each is a call from C with
+// that function, _finish (flush, os._exit with the exit code). Each is a call from C with
 // no Python frame below it, so the program's stack is its own. The C frames
 // the template was blocked in stay in memory, untouched, below the new ones;
 // nothing ever returns to them.

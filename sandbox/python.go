@@ -4,11 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	_ "embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -139,11 +137,19 @@ type pyInstance struct {
 	stdout, stderr *capture
 	dir            *workDir
 	cancel         context.CancelFunc // closes the module (and wakes sleeps)
-	done           chan struct{}      // closed when the interpreter ended
-	exitCode       uint32
-	err            error // a trap or other non-exit failure
-	peak           atomic.Uint64
-	limit          uint64
+	// ended is closed when the interpreter stopped running (proc_exit, a
+	// trap, a close), before its module is torn down: its output is
+	// complete and exitCode and err are set. done is closed after the
+	// teardown.
+	ended chan struct{}
+	done  chan struct{}
+	// stopped: the host closed the module (the deadline, a cancel, the
+	// sandbox closing) before the interpreter ended by itself.
+	stopped  bool
+	exitCode uint32
+	err      error // a trap or other non-exit failure
+	peak     atomic.Uint64
+	limit    uint64
 }
 
 // start restores an interpreter (or boots one, without a snapshot) and waits
@@ -165,6 +171,7 @@ func (e *pythonEngine) startFrom(ctx context.Context, sn *pySnapshot) (*pyInstan
 		stderr: newCapture(),
 		dir:    dir,
 		cancel: cancel,
+		ended:  make(chan struct{}),
 		done:   make(chan struct{}),
 		limit:  uint64(s.cfg.MemoryLimitMiB) << 20,
 	}
@@ -211,6 +218,8 @@ func (e *pythonEngine) startFrom(ctx context.Context, sn *pySnapshot) (*pyInstan
 		case err != nil:
 			p.err = err
 		}
+		p.stopped = ictx.Err() != nil
+		close(p.ended)
 		if mod != nil {
 			_ = mod.Close(context.Background())
 		}
@@ -252,6 +261,10 @@ func (sn *pySnapshot) enter(ctx context.Context, mod api.Module) error {
 	_, err = call.Call(ctx, uint64(sn.call), uint64(sn.finish), 0, 0, 0)
 	return err
 }
+
+// pyExitMemory is added to the exit code by the bootstrap's _finish when a
+// MemoryError ended the program (bootstrap.py's EXIT_MEMORY).
+const pyExitMemory = 1 << 16
 
 var errLostException = errors.New("the program disabled the sandbox's exception reporting, so its exception was lost")
 
@@ -312,57 +325,39 @@ func (e *pythonEngine) runOn(ctx context.Context, p *pyInstance, warm bool, req 
 	if err := p.dir.place(req.Files); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	var tok [16]byte
-	_, _ = rand.Read(tok[:])
-	token := hex.EncodeToString(tok[:])
-	p.stdout.attach(e.s.cfg.StdoutLimit, nil)
-	p.stderr.attach(e.s.cfg.StderrLimit, []byte("\x00"+token+" "))
+	p.stdout.attach(e.s.cfg.StdoutLimit)
+	p.stderr.attach(e.s.cfg.StderrLimit)
 
 	runCtx, cancel := context.WithDeadline(ctx, runDeadline(ctx, req.Timeout))
 	defer cancel()
-	input := make([]byte, 0, len(token)+24+len(req.Code)+len(req.Stdin))
-	input = fmt.Appendf(input, "%s %d\n", token, len(req.Code))
+	input := make([]byte, 0, 24+len(req.Code)+len(req.Stdin))
+	input = fmt.Appendf(input, "%d\n", len(req.Code))
 	input = append(input, req.Code...)
 	input = append(input, req.Stdin...)
 	p.stdin.supply(input)
 
-	// The status line is the end of the run: what remains is os._exit and
-	// the module's teardown, which the deferred discard does after the
-	// result is on its way.
-	watch(runCtx, p.done, p.stderr.done, progress, p.cancel)
-	select { // after a stop, wait for the interpreter to end
-	case <-p.done:
-	case <-p.stderr.done:
-	}
+	// The run ends when the interpreter does (the bootstrap's _finish
+	// leaves through proc_exit); the module's teardown is left to the
+	// deferred discard, after the result is on its way. Nothing the guest
+	// writes says the run is over: a program could write it too.
+	watch(runCtx, p.ended, nil, progress, p.cancel)
+	<-p.ended // after a stop, wait for the interpreter to end
 	res := &Result{Language: Python, Duration: time.Since(start), Warm: warm}
 	if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return nil, err // the caller cancelled
 	}
 	res.Stdout, res.StdoutTruncated = p.stdout.result()
 	res.Stderr, res.StderrTruncated = p.stderr.result()
-	// exitCode and err are the interpreter goroutine's until done closes;
-	// after a status line it may still be on its way out.
-	exited := false
-	select {
-	case <-p.done:
-		exited = true
-		res.ExitCode = int(p.exitCode)
-	default:
-	}
-	status, complete := p.stderr.statusLine()
-	fields := strings.Fields(status)
 	switch {
-	case runCtx.Err() != nil && !complete:
+	case p.stopped:
 		res.TimedOut = true
 		res.ExitCode = -1
-	case complete && len(fields) == 2:
-		if fields[0] == "mem" {
-			res.MemoryExceeded = true
-		}
-		if c, err := strconv.Atoi(fields[1]); err == nil {
-			res.ExitCode = c
-		}
-	case exited && p.err != nil:
+	case p.err == nil:
+		// proc_exit: the program's own os._exit, or _finish's code with
+		// pyExitMemory added when a MemoryError ended the program.
+		res.ExitCode = int(p.exitCode &^ pyExitMemory)
+		res.MemoryExceeded = p.exitCode&pyExitMemory != 0
+	default:
 		// A trap: the interpreter itself crashed (out of memory inside C
 		// code, a stack overflow). Say so after what it printed.
 		if p.peak.Load()+(4<<20) >= p.limit {

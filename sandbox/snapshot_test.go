@@ -80,7 +80,7 @@ func TestPythonProgramStackIsItsOwn(t *testing.T) {
 // pristine snapshot.
 func TestPythonRunsAreIsolated(t *testing.T) {
 	s := newTestSandbox(t, Config{PythonPool: 2, JavaScriptPool: -1})
-	dirty := `import json, os, sys, builtins, random, types, _toolhost
+	dirty := `import json, os, sys, builtins, random, types
 json.dumps = lambda *a, **k: 'patched'
 sys.modules['planted'] = types.ModuleType('planted')
 os.environ['PLANTED'] = '1'
@@ -88,7 +88,8 @@ os.putenv('PLANTED2', '1')
 builtins.len = lambda x: -1
 builtins.planted = True
 sys.path.insert(0, '/planted')
-_toolhost.caught = None
+builtins.exit.__globals__['_toolhost'].caught = None
+builtins.exit.__globals__['_run']['status'] = b'mem'
 random.seed(1)
 open('planted.txt', 'w').write('x')
 print(random.random())
@@ -120,18 +121,20 @@ raise KeyError('reported')
 	}
 }
 
-// TestPythonProgramThatBreaksReportingEndsCleanly: a program that removes
-// what the bootstrap reports exceptions with still ends, with a clear
-// message, and the next run is unaffected.
+// TestPythonProgramThatBreaksReportingEndsCleanly: a program that empties
+// what an import needs still has its exception reported (the guard reaches
+// the bootstrap's hook without importing), and one that breaks the hook
+// itself still ends, with a clear message; the next run is unaffected.
 func TestPythonProgramThatBreaksReportingEndsCleanly(t *testing.T) {
 	s := sharedSandbox(t)
-	for _, code := range []string{
-		"import sys\nprint('before')\nsys.modules.clear()\nraise ValueError('x')",
-		"import builtins\ndel builtins.__import__\nraise ValueError('x')",
+	for _, c := range []struct{ code, stderr string }{
+		{"import sys\nprint('before')\nsys.modules.clear()\nraise ValueError('x')", "ValueError: x\n"},
+		{"import builtins\ndel builtins.__import__\nraise ValueError('x')", "ValueError: x\n"},
+		{"import builtins\nbuiltins.exit.__globals__['_caught'].__code__ = (lambda e: 1 / 0).__code__\nraise ValueError('x')", "exception reporting"},
 	} {
-		res := runPy(t, s, code)
-		if res.ExitCode == 0 || !bytes.Contains(res.Stderr, []byte("exception reporting")) {
-			t.Errorf("%q: exit %d stdout %q stderr %q", code, res.ExitCode, res.Stdout, res.Stderr)
+		res := runPy(t, s, c.code)
+		if res.ExitCode == 0 || !bytes.Contains(res.Stderr, []byte(c.stderr)) {
+			t.Errorf("%q: exit %d stdout %q stderr %q, want %q", c.code, res.ExitCode, res.Stdout, res.Stderr, c.stderr)
 		}
 	}
 	if res := runPy(t, s, "print('ok')"); string(res.Stdout) != "ok\n" {

@@ -28,25 +28,26 @@ func (d *DB) CreateClient(ctx context.Context, c grants.Client) error {
 		return fmt.Errorf("client redirect URIs: %w", err)
 	}
 	_, err = d.db.ExecContext(ctx, d.q(`INSERT INTO oauth_clients
-		(id, name, secret_hash, auth_method, redirect_uris, native, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`),
-		c.ID, c.Name, c.SecretHash, c.AuthMethod, string(uris), boolInt(c.Native), msOf(c.CreatedAt))
+		(id, name, secret_hash, auth_method, redirect_uris, native, created_at, used_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
+		c.ID, c.Name, c.SecretHash, c.AuthMethod, string(uris), boolInt(c.Native), msOf(c.CreatedAt), msOf(c.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("insert oauth client: %w", err)
 	}
 	return nil
 }
 
-// PutClient inserts or replaces a client (Client ID Metadata Documents).
+// PutClient inserts or replaces a client (Client ID Metadata Documents)
+// and marks it used at c.CreatedAt (when its document was fetched).
 func (d *DB) PutClient(ctx context.Context, c grants.Client) error {
 	uris, err := json.Marshal(c.RedirectURIs)
 	if err != nil {
 		return fmt.Errorf("client redirect URIs: %w", err)
 	}
 	_, err = d.db.ExecContext(ctx, d.q(`INSERT INTO oauth_clients
-		(id, name, secret_hash, auth_method, redirect_uris, native, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+		(id, name, secret_hash, auth_method, redirect_uris, native, created_at, used_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET name = excluded.name, auth_method = excluded.auth_method,
-		redirect_uris = excluded.redirect_uris, native = excluded.native`),
-		c.ID, c.Name, c.SecretHash, c.AuthMethod, string(uris), boolInt(c.Native), msOf(c.CreatedAt))
+		redirect_uris = excluded.redirect_uris, native = excluded.native, used_at = excluded.used_at`),
+		c.ID, c.Name, c.SecretHash, c.AuthMethod, string(uris), boolInt(c.Native), msOf(c.CreatedAt), msOf(c.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("put oauth client: %w", err)
 	}
@@ -75,18 +76,17 @@ func (d *DB) Client(ctx context.Context, id string) (*grants.Client, error) {
 	return &c, nil
 }
 
-// CreateRequest stores a pending authorization request, and drops the
-// requests that expired over an hour ago.
+// CreateRequest stores a pending authorization request and marks its
+// client used (PurgeRequests drops the expired ones).
 func (d *DB) CreateRequest(ctx context.Context, r grants.Request) error {
-	if _, err := d.db.ExecContext(ctx, d.q(`DELETE FROM oauth_requests WHERE expires_at < ?`), msOf(r.CreatedAt.Add(-time.Hour))); err != nil {
-		return fmt.Errorf("purge oauth requests: %w", err)
-	}
-	_, err := d.db.ExecContext(ctx, d.q(`INSERT INTO oauth_requests (id, client_id, request, created_at, expires_at)
-		VALUES (?, ?, ?, ?, ?)`), r.ID, r.ClientID, string(r.Data), msOf(r.CreatedAt), msOf(r.ExpiresAt))
-	if err != nil {
-		return fmt.Errorf("insert oauth request: %w", err)
-	}
-	return nil
+	return d.withClientUsed(ctx, r.ClientID, r.CreatedAt, false, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, d.q(`INSERT INTO oauth_requests (id, client_id, request, created_at, expires_at)
+			VALUES (?, ?, ?, ?, ?)`), r.ID, r.ClientID, string(r.Data), msOf(r.CreatedAt), msOf(r.ExpiresAt))
+		if err != nil {
+			return fmt.Errorf("insert oauth request: %w", err)
+		}
+		return nil
+	})
 }
 
 func (d *DB) requestWhere(ctx context.Context, where string, arg any) (*grants.Request, error) {
@@ -248,14 +248,17 @@ func (d *DB) RevokeGrant(ctx context.Context, id string, at time.Time) error {
 	return tx.Commit()
 }
 
-// CreateToken stores an issued token by its hash.
+// CreateToken stores an issued token by its hash and marks its client
+// used and issued a token.
 func (d *DB) CreateToken(ctx context.Context, t grants.Token) error {
-	_, err := d.db.ExecContext(ctx, d.q(`INSERT INTO oauth_tokens (hash, kind, grant_id, client_id, scopes, created_at, expires_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`), t.Hash, t.Kind, t.GrantID, t.ClientID, strings.Join(t.Scopes, " "), msOf(t.CreatedAt), msOf(t.ExpiresAt))
-	if err != nil {
-		return fmt.Errorf("insert token: %w", err)
-	}
-	return nil
+	return d.withClientUsed(ctx, t.ClientID, t.CreatedAt, true, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, d.q(`INSERT INTO oauth_tokens (hash, kind, grant_id, client_id, scopes, created_at, expires_at, names_grant)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), t.Hash, t.Kind, t.GrantID, t.ClientID, strings.Join(t.Scopes, " "), msOf(t.CreatedAt), msOf(t.ExpiresAt), boolInt(t.NamesGrant))
+		if err != nil {
+			return fmt.Errorf("insert token: %w", err)
+		}
+		return nil
+	})
 }
 
 // Token returns a stored token or grants.ErrNotFound.
@@ -264,8 +267,9 @@ func (d *DB) Token(ctx context.Context, hash string) (*grants.Token, error) {
 	var scopes string
 	var created, expires int64
 	var used, revoked sql.NullInt64
-	err := d.db.QueryRowContext(ctx, d.q(`SELECT hash, kind, grant_id, client_id, scopes, created_at, expires_at, used_at, revoked_at
-		FROM oauth_tokens WHERE hash = ?`), hash).Scan(&t.Hash, &t.Kind, &t.GrantID, &t.ClientID, &scopes, &created, &expires, &used, &revoked)
+	var named int
+	err := d.db.QueryRowContext(ctx, d.q(`SELECT hash, kind, grant_id, client_id, scopes, created_at, expires_at, used_at, revoked_at, names_grant
+		FROM oauth_tokens WHERE hash = ?`), hash).Scan(&t.Hash, &t.Kind, &t.GrantID, &t.ClientID, &scopes, &created, &expires, &used, &revoked, &named)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, grants.ErrNotFound
 	}
@@ -275,6 +279,7 @@ func (d *DB) Token(ctx context.Context, hash string) (*grants.Token, error) {
 	t.Scopes = strings.Fields(scopes)
 	t.CreatedAt, t.ExpiresAt = time.UnixMilli(created).UTC(), time.UnixMilli(expires).UTC()
 	t.UsedAt, t.RevokedAt = timeOf(used), timeOf(revoked)
+	t.NamesGrant = named != 0
 	return &t, nil
 }
 

@@ -172,7 +172,7 @@ func TestJournalSurvivesKill9(t *testing.T) {
 }
 
 // TestSpooledCallsSurviveKill9: with the opened records of running calls
-// still only in the journal's spool (journal.apply_interval far away, the
+// still only in the journal's spool (journal.apply_interval at its longest, the
 // store has none of them: a second process reading the store sees
 // nothing), kill -9 the server; the next start on the same data applies
 // the spool and reconciles the calls.
@@ -182,7 +182,7 @@ func TestSpooledCallsSurviveKill9(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			data := t.TempDir()
 			cfg := filepath.Join(t.TempDir(), "config.json")
-			if err := os.WriteFile(cfg, []byte(`{"journal": {"apply_interval": "1h"}}`), 0o600); err != nil {
+			if err := os.WriteFile(cfg, []byte(`{"journal": {"apply_interval": "1m"}}`), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			first := startReplica(t, bin, append([]string{"--dev", "--data", data, "--config", cfg}, extra...)...)

@@ -18,8 +18,9 @@ import (
 // setupOAuth builds the resource server (and the embedded authorization
 // server unless an external issuer is configured). It returns the
 // authenticator the routes use (API keys as before, plus OAuth tokens),
-// the routes to mount behind the admin scope and the public ones.
-func setupOAuth(ctx context.Context, cfg config.OAuth, ks *keys.Service, listen net.Addr, logger *slog.Logger) (server.Authenticator, map[string]http.Handler, map[string]http.Handler, error) {
+// the routes to mount behind the admin scope and the public ones; onClose
+// gets what to stop at shutdown (the purge of expired clients).
+func setupOAuth(ctx context.Context, cfg config.OAuth, ks *keys.Service, listen net.Addr, logger *slog.Logger, onClose func(func())) (server.Authenticator, map[string]http.Handler, map[string]http.Handler, error) {
 	if cfg.Enabled != nil && !*cfg.Enabled {
 		return ks, nil, nil, nil
 	}
@@ -50,10 +51,12 @@ func setupOAuth(ctx context.Context, cfg config.OAuth, ks *keys.Service, listen 
 			Store: st, Keys: ks, KeyStore: ks.Store(), ClientMetadataPrivateHosts: cfg.ClientMetadataPrivateHosts,
 			AccessTokenTTL: cfg.AccessTokenTTL.D(), RefreshTokenTTL: cfg.RefreshTokenTTL.D(), Logger: logger,
 			Limiter: ks.Limiter(), RegistrationsPerMinute: cfg.RegistrationsPerMinute, RegistrationsPerMinuteTotal: cfg.RegistrationsPerMinuteTotal,
+			UnauthorizedClientTTL: cfg.UnauthorizedClientTTL.D(), IdleClientTTL: cfg.IdleClientTTL.D(),
 		})
 		if err != nil {
 			return nil, nil, nil, err
 		}
+		onClose(p.Close)
 		res.AuthorizationServer, res.Verifier = base, p
 		for pattern, h := range p.Routes() {
 			public[pattern] = h

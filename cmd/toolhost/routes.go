@@ -64,7 +64,7 @@ func serveRoutes(ctx context.Context, c *common, a *app, mcpSrv *mcpface.Server,
 	rt = &routeTable{authn: a.keys, dev: dev, m: map[string]http.Handler{}}
 	var oauthAdmin, oauthPublic map[string]http.Handler
 	if !dev {
-		rt.authn, oauthAdmin, oauthPublic, err = setupOAuth(ctx, c.cfg.Auth.OAuth, a.keys, listen, logger)
+		rt.authn, oauthAdmin, oauthPublic, err = setupOAuth(ctx, c.cfg.Auth.OAuth, a.keys, listen, logger, a.onClose)
 		if err != nil {
 			return nil, nil, startupError{err}
 		}

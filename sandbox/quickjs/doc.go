@@ -22,14 +22,19 @@
 // promise is awaited first): null when it has no JSON text (undefined, a
 // function, a symbol); never a silent null otherwise, since a value over
 // Options.MaxValue is Result.ValueTooLarge with its size, and one JSON
-// cannot represent (a BigInt, a cycle, a throwing toJSON) Result.ValueError
-// with the reason. An uncaught exception comes back as text with its stack,
+// cannot represent (a BigInt, a cycle, a throwing toJSON, nesting deeper
+// than the 10 000 levels the host reads) Result.ValueError with the reason.
+// The nesting is checked before the value is serialized (the engine's
+// JSON.stringify takes time quadratic in the nesting), so a value nested a
+// million levels deep is noted, not timed out. An uncaught exception comes back as text with its stack,
 // in the Result, not as a Go error; the stack shows the program's frames and
 // none of the prelude's.
 //
 // CallFunction runs a tool definition's script: the body of a function of
-// args, compiled on its own so its line numbers are its own, and called by
-// the host through a prelude helper. The prelude's helpers (reading the
+// args, compiled on its own so its line numbers are its own (after a check,
+// compiled but not run, that it is one function body: one that closes its
+// function early is a SyntaxError), and called by the host through a
+// prelude helper. The prelude's helpers (reading the
 // last value, describing an exception, the timers' loop, calling a script)
 // are returned to the host and never put on the global object, so no
 // program can reach, call or replace them.
@@ -41,8 +46,8 @@
 // Eval watches its context twice. The engine's interrupt hook polls a
 // context that ends a little before the caller's (the soft stop: a clean
 // "InternalError: interrupted" that no catch can swallow). Built-ins that run
-// long without polling (JSON.stringify of a deeply nested value, BigInt
-// arithmetic on huge numbers) are only stopped when the caller's runtime
+// long without polling (JSON.stringify of a program's own deeply nested
+// value, BigInt arithmetic on huge numbers) are only stopped when the caller's runtime
 // closes the module at the context's end
 // (wazero.RuntimeConfig.WithCloseOnContextDone); both are ErrInterrupted.
 //

@@ -22,7 +22,7 @@ type Result struct {
 	ValueTooLarge bool
 	ValueBytes    int
 	// ValueError says why the value could not be serialized (a BigInt, a
-	// cycle, a toJSON method that throws, nesting deeper than the stack):
+	// cycle, a toJSON method that throws, nesting deeper than the host reads):
 	// the exception JSON.stringify threw, rendered with its stack. The
 	// program itself did not fail, so this is not Exception.
 	ValueError string

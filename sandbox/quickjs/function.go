@@ -53,6 +53,9 @@ func (vm *VM) callFunction(ctx context.Context, body string, args json.RawMessag
 	if !json.Valid(args) {
 		return nil, errors.New("quickjs: call function: the arguments are not valid JSON")
 	}
+	if err := vm.checkBody(ctx, body); err != nil {
+		return nil, err
+	}
 	fn, err := vm.evalScript(ctx, functionHead+body+"\n})", "", 0)
 	if err != nil {
 		return nil, err

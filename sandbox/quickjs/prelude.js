@@ -286,15 +286,98 @@
     return 0;
   }
 
+  // JSON.stringify checks for a cycle by scanning the values it is inside,
+  // so its time grows with the square of the nesting: 10 000 levels take
+  // seconds, a million far longer than any deadline. So the
+  // host's limit (maxDepth, calls.go's maxJSONDepth) is enforced before
+  // stringify goes that deep, in two ways (serialize):
+  //
+  // tooDeep walks the value's own enumerable data properties, depth first,
+  // reading descriptors so no getter runs twice: true past maxDepth levels,
+  // false when the whole value is shallower, undefined when it cannot say
+  // (a cycle, which stringify names, or more than walkBudget properties).
+  // What stringify gets from program code (a toJSON, a getter) is left to
+  // stringify. Frames are object literals linked by "up" (own properties:
+  // no setter a program put on a prototype sees them; objects used as
+  // growing arrays would be quadratic in this engine); a Proxy's traps run.
+  //
+  // When it cannot say, stringify runs with deepReplacer, which follows the
+  // holders stringify passes it (after toJSON, exactly what is written)
+  // and throws past maxDepth levels: it stops the quadratic scan at
+  // maxDepth whatever the depth, at the price of a call per value (so a
+  // value of more than walkBudget properties serializes more slowly).
+  const maxDepth = 10000, walkBudget = 1 << 14;
+  const tooDeepText = "RangeError: its JSON nests more than " + maxDepth + " levels deep, more than the host reads";
+  const ownDesc = Object.getOwnPropertyDescriptor;
+  const hasOwn = Object.prototype.hasOwnProperty;
+  const setHas = SetCtor.prototype.has, setAdd = SetCtor.prototype.add, setDelete = SetCtor.prototype.delete;
+  const walkable = (x) => typeof x === "object" && x !== null && !("toJSON" in x);
+  const names = (o) => (isArray(o) ? null : keys(o));
+  function tooDeep(v) {
+    if (!walkable(v)) return false;
+    const path = new SetCtor();
+    call(setAdd, path, v);
+    let top = { o: v, list: names(v), i: 0, up: null }, depth = 1, budget = walkBudget;
+    while (top !== null) {
+      const o = top.o, list = top.list, i = top.i;
+      if (i >= (list === null ? o.length : list.length)) {
+        call(setDelete, path, o);
+        top = top.up;
+        depth--;
+        continue;
+      }
+      if (--budget < 0) return undefined;
+      top.i = i + 1;
+      const d = ownDesc(o, list === null ? i : list[i]);
+      if (d === undefined || !call(hasOwn, d, "value")) continue;
+      const x = d.value;
+      if (!walkable(x)) continue;
+      if (call(setHas, path, x)) return undefined;
+      if (depth >= maxDepth) return true;
+      top = { o: x, list: names(x), i: 0, up: top };
+      depth++;
+      call(setAdd, path, x);
+    }
+    return false;
+  }
+  const TooDeep = {};
+  function deepReplacer() {
+    let top = null, depth = 0;
+    return function (k, v) {
+      while (top !== null && top.h !== this) { top = top.up; depth--; }
+      if (typeof v === "object" && v !== null) {
+        if (depth >= maxDepth) throw TooDeep;
+        top = { h: v, up: top };
+        depth++;
+      }
+      return v;
+    };
+  }
+  // serialize is stringify(v) within the host's nesting limit: the JSON
+  // text, undefined (no JSON text), or TooDeep; it throws what stringify
+  // throws.
+  function serialize(v) {
+    const deep = tooDeep(v);
+    if (deep === true) return TooDeep;
+    if (deep === false) return stringify(v);
+    try {
+      return stringify(v, deepReplacer());
+    } catch (e) {
+      if (e === TooDeep) return TooDeep;
+      throw e;
+    }
+  }
+
   // toJSON is how the host reads the last value: JSON text, "null" when
   // JSON has no text for it (undefined, a function, a symbol), or, when
   // serializing it threw (a BigInt, a cycle, a toJSON that throws, nesting
-  // deeper than the stack), "!" and why: a character no JSON text starts
-  // with, so the host tells the two apart without a second call.
+  // deeper than the host reads), "!" and why: a character no JSON text
+  // starts with, so the host tells the two apart without a second call.
   function toJSON(v) {
     let s;
     try {
-      s = stringify(v);
+      s = serialize(v);
+      if (s === TooDeep) return "!" + tooDeepText;
     } catch (e) {
       return "!" + describe(e);
     }
@@ -328,10 +411,11 @@
     const r = fn(freeze(parse(text)));
     let s;
     try {
-      s = stringify(r === undefined ? null : r);
+      s = serialize(r === undefined ? null : r);
     } catch (e) {
       throw new TypeErrorCtor("the script returned a value JSON cannot represent: " + describe(e));
     }
+    if (s === TooDeep) throw new TypeErrorCtor("the script returned a value JSON cannot represent: " + tooDeepText);
     if (s === undefined) throw new TypeErrorCtor("the script returned a value JSON cannot represent (" + typeof r + ")");
     return s;
   }

@@ -38,6 +38,7 @@ type cimd struct {
 	client *http.Client
 	st     grants.Store
 	now    func() time.Time
+	stored func() // after a document is stored (starts a purge of expired clients)
 
 	mu    sync.Mutex
 	cache map[string]cimdEntry
@@ -48,7 +49,7 @@ type cimdEntry struct {
 	at time.Time
 }
 
-func newCIMD(st grants.Store, allowPrivate bool, now func() time.Time) *cimd {
+func newCIMD(st grants.Store, allowPrivate bool, now func() time.Time, stored func()) *cimd {
 	dialer := &net.Dialer{Timeout: 5 * time.Second, Control: func(_, address string, _ syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(address)
 		if err != nil {
@@ -66,7 +67,7 @@ func newCIMD(st grants.Store, allowPrivate bool, now func() time.Time) *cimd {
 			CheckRedirect: func(*http.Request, []*http.Request) error {
 				return fmt.Errorf("%w: redirects are not followed", errCIMD)
 			}},
-		st: st, now: now, cache: map[string]cimdEntry{},
+		st: st, now: now, stored: stored, cache: map[string]cimdEntry{},
 	}
 }
 
@@ -90,6 +91,7 @@ func (m *cimd) lookup(ctx context.Context, id string) (*grants.Client, error) {
 	if err := m.st.PutClient(ctx, *c); err != nil {
 		return nil, err
 	}
+	m.stored()
 	m.mu.Lock()
 	if len(m.cache) > 1000 {
 		m.cache = map[string]cimdEntry{}

@@ -12,10 +12,14 @@
 //     op package (the library runs the protocol; storage.go keeps state in
 //     grants.Store): authorization code with PKCE S256 only, dynamic client
 //     registration (rate-limited per address and in all on the API keys'
-//     limiter, registerlimit.go) and Client ID Metadata Documents (cimd.go:
+//     limiter, registerlimit.go; unused clients, dead tokens and expired
+//     requests are purged at most hourly, expiry.go) and
+//     Client ID Metadata Documents (cimd.go:
 //     the one outbound fetch, public addresses only), resource indicators
 //     binding each code, token and refresh to one resource,
-//     refresh-token rotation with reuse detection, revocation, and a
+//     refresh-token rotation with reuse detection (refresh.go: a token
+//     names its grant under a MAC, so a reuse is recognised after the
+//     purge deleted its row), revocation, and a
 //     server-rendered consent page where the user signs in with an API key.
 //     A grant acts as that key's account with at most its scopes, so its
 //     limits, cap and journal apply. Access tokens are short-lived JWTs

@@ -58,8 +58,14 @@ type Options struct {
 	// AccessTokenTTL (default 1 h) and RefreshTokenTTL (default 30 days).
 	AccessTokenTTL  time.Duration
 	RefreshTokenTTL time.Duration
-	Now             func() time.Time
-	Logger          *slog.Logger
+	// UnauthorizedClientTTL is how long a registered client never issued a
+	// token is kept unused (default DefaultUnauthorizedClientTTL);
+	// IdleClientTTL how long one none of whose tokens is valid is
+	// (DefaultIdleClientTTL). Both at least MinClientTTL.
+	UnauthorizedClientTTL time.Duration
+	IdleClientTTL         time.Duration
+	Now                   func() time.Time
+	Logger                *slog.Logger
 }
 
 // Provider is the embedded authorization server: zitadel/oidc's OpenID
@@ -74,6 +80,7 @@ type Provider struct {
 	csrfKey  []byte
 	verifier *op.AccessTokenVerifier
 	regLimit registerLimit
+	purge    *storePurge
 }
 
 // NewProvider loads (or creates) the signing key and builds the provider.
@@ -99,26 +106,39 @@ func NewProvider(ctx context.Context, opts Options) (*Provider, error) {
 	if opts.RegistrationsPerMinuteTotal <= 0 {
 		opts.RegistrationsPerMinuteTotal = DefaultRegistrationsPerMinuteTotal
 	}
+	if opts.UnauthorizedClientTTL <= 0 {
+		opts.UnauthorizedClientTTL = DefaultUnauthorizedClientTTL
+	}
+	if opts.IdleClientTTL <= 0 {
+		opts.IdleClientTTL = DefaultIdleClientTTL
+	}
+	opts.UnauthorizedClientTTL = max(opts.UnauthorizedClientTTL, MinClientTTL)
+	opts.IdleClientTTL = max(opts.IdleClientTTL, MinClientTTL)
 	opts.Issuer = strings.TrimRight(opts.Issuer, "/")
 	key, kid, err := loadSigningKey(ctx, opts.Store, opts.Now())
 	if err != nil {
 		return nil, err
 	}
-	p := &Provider{opts: opts, regLimit: registerLimit{lim: opts.Limiter, perAddr: opts.RegistrationsPerMinute, global: opts.RegistrationsPerMinuteTotal}}
+	p := &Provider{opts: opts, regLimit: registerLimit{lim: opts.Limiter, perAddr: opts.RegistrationsPerMinute, global: opts.RegistrationsPerMinuteTotal},
+		purge: newStorePurge(opts.Store, opts.UnauthorizedClientTTL, opts.IdleClientTTL, opts.Now, opts.Logger)}
 	p.storage = &storage{
 		st: opts.Store, keyStore: opts.KeyStore, issuer: opts.Issuer,
 		login:     func(id string) string { return opts.Issuer + "/oauth/consent?id=" + url.QueryEscape(id) },
 		resources: append([]string{opts.Resource}, opts.ExtraResources...),
 		accessTTL: opts.AccessTokenTTL, refreshTTL: opts.RefreshTokenTTL, requestTTL: 10 * time.Minute,
 		signing: key, signingID: kid, now: opts.Now, logger: opts.Logger,
-		cimd: newCIMD(opts.Store, opts.ClientMetadataPrivateHosts, opts.Now),
+		cimd: newCIMD(opts.Store, opts.ClientMetadataPrivateHosts, opts.Now, p.purge.kick),
 	}
-	// The code encryption key and the CSRF key derive from the signing key,
-	// so every replica shares them without another secret to configure.
+	// The code encryption key, the CSRF key and the refresh tokens' MAC key
+	// derive from the signing key, so every replica shares them without
+	// another secret to configure.
 	der := key.D.Bytes()
 	crypto := sha256.Sum256(append([]byte("toolhost-oauth-code:"), der...))
 	csrf := sha256.Sum256(append([]byte("toolhost-oauth-csrf:"), der...))
 	p.csrfKey = csrf[:]
+	refresh := sha256.Sum256(append([]byte("toolhost-oauth-refresh:"), der...))
+	p.storage.refreshKey = refresh[:]
+	p.storage.kick = p.purge.kick
 	cfg := &op.Config{
 		CryptoKey:             crypto,
 		CodeMethodS256:        true,
@@ -142,6 +162,10 @@ func NewProvider(ctx context.Context, opts Options) (*Provider, error) {
 	p.verifier = op.NewAccessTokenVerifier(opts.Issuer, localKeySet{key: &key.PublicKey})
 	return p, nil
 }
+
+// Close stops the purge (of expired clients, tokens and requests) under
+// way, if any, and waits for it; the routes keep answering.
+func (p *Provider) Close() { p.purge.close() }
 
 // Routes are the authorization server's endpoints, to mount on the main
 // mux without authentication.

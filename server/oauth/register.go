@@ -103,6 +103,7 @@ func (p *Provider) register(w http.ResponseWriter, r *http.Request) {
 		server.WriteError(w, http.StatusServiceUnavailable, "store_unavailable", "cannot register the client right now; retry shortly")
 		return
 	}
+	p.purge.kick()
 	m.ClientName, m.TokenEndpointAuthMethod = name, method
 	m.GrantTypes, m.ResponseTypes = []string{"authorization_code", "refresh_token"}, []string{"code"}
 	resp := &oauthex.ClientRegistrationResponse{ClientRegistrationMetadata: m, ClientID: c.ID, ClientSecret: secret, ClientIDIssuedAt: c.CreatedAt}

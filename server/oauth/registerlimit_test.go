@@ -53,6 +53,7 @@ func provider(t *testing.T, opts oauth.Options, out ...**oauth.Provider) string 
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(p.Close) // before the store closes: cleanups run last first
 	for _, o := range out {
 		*o = p
 	}

@@ -57,7 +57,22 @@ func newAuthServer(t *testing.T) *authServer {
 // and return the code and its PKCE verifier.
 func (s *authServer) code(t *testing.T, resource string) (code, verifier string) {
 	t.Helper()
-	verifier = oauth2.GenerateVerifier()
+	return s.authorize(t, resource).approve(t)
+}
+
+// pendingAuthorization is an authorization the user was asked to consent
+// to: the consent page is shown, nothing is approved yet.
+type pendingAuthorization struct {
+	s                  *authServer
+	c                  *http.Client
+	id, csrf, verifier string
+}
+
+// authorize starts an authorization (with resource, unless "") and reads
+// the consent page.
+func (s *authServer) authorize(t *testing.T, resource string) *pendingAuthorization {
+	t.Helper()
+	verifier := oauth2.GenerateVerifier()
 	cfg := &oauth2.Config{ClientID: s.clientID, RedirectURL: clientRedir, Scopes: []string{"mcp"},
 		Endpoint: oauth2.Endpoint{AuthURL: s.base + "/oauth/authorize"}}
 	opts := []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier)}
@@ -66,32 +81,41 @@ func (s *authServer) code(t *testing.T, resource string) (code, verifier string)
 	}
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	get := func(u string) (*http.Response, []byte) {
-		resp, err := c.Get(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, b
-	}
-	resp, _ := get(cfg.AuthCodeURL("st", opts...))
-	page, body := get(resp.Header.Get("Location"))
+	resp, _ := get(t, c, cfg.AuthCodeURL("st", opts...))
+	page, body := get(t, c, resp.Header.Get("Location"))
 	id, csrf := hiddenID.FindSubmatch(body), hiddenCSRF.FindSubmatch(body)
 	if page.StatusCode != 200 || id == nil || csrf == nil {
 		t.Fatalf("consent page = %d", page.StatusCode)
 	}
-	resp, err := c.PostForm(s.base+"/oauth/consent", url.Values{"id": {string(id[1])}, "csrf": {string(csrf[1])}, "api_key": {s.apiKey}, "action": {"approve"}})
+	return &pendingAuthorization{s: s, c: c, id: string(id[1]), csrf: string(csrf[1]), verifier: verifier}
+}
+
+// approve consents with the API key and returns the code and its PKCE
+// verifier.
+func (a *pendingAuthorization) approve(t *testing.T) (code, verifier string) {
+	t.Helper()
+	resp, err := a.c.PostForm(a.s.base+"/oauth/consent", url.Values{"id": {a.id}, "csrf": {a.csrf}, "api_key": {a.s.apiKey}, "action": {"approve"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	resp, _ = get(resp.Header.Get("Location"))
+	resp, _ = get(t, a.c, resp.Header.Get("Location"))
 	back, err := url.Parse(resp.Header.Get("Location"))
 	if err != nil || back.Query().Get("code") == "" {
 		t.Fatalf("no code: %v %v", back, err)
 	}
-	return back.Query().Get("code"), verifier
+	return back.Query().Get("code"), a.verifier
+}
+
+func get(t *testing.T, c *http.Client, u string) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
 }
 
 type tokenAnswer struct {

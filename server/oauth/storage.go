@@ -39,6 +39,8 @@ type storage struct {
 	requestTTL time.Duration
 	signing    *rsa.PrivateKey
 	signingID  string
+	refreshKey []byte // the MAC key of refresh tokens (refresh.go)
+	kick       func() // starts the purge, at most hourly (expiry.go)
 	now        func() time.Time
 	logger     *slog.Logger
 	cimd       *cimd
@@ -153,6 +155,7 @@ func (s *storage) CreateAuthRequest(ctx context.Context, req *oidc.AuthRequest, 
 	if err := s.st.CreateRequest(ctx, grants.Request{ID: a.ID, ClientID: a.ClientID, Data: data, CreatedAt: now, ExpiresAt: now.Add(s.requestTTL)}); err != nil {
 		return nil, err
 	}
+	s.kick() // requests pile up until a purge
 	return a, nil
 }
 
@@ -253,6 +256,7 @@ func (s *storage) newAccessToken(ctx context.Context, grantID, clientID string, 
 	if err := s.st.CreateToken(ctx, t); err != nil {
 		return "", time.Time{}, err
 	}
+	s.kick() // so do tokens, a refresh adding two
 	return id, exp, nil
 }
 
@@ -273,13 +277,13 @@ func (s *storage) CreateAccessAndRefreshTokens(ctx context.Context, req op.Token
 	if err != nil {
 		return "", "", time.Time{}, err
 	}
-	refresh, err := randomToken()
+	refresh, err := s.newRefreshToken(grantID)
 	if err != nil {
 		return "", "", time.Time{}, err
 	}
 	now := s.now().UTC()
 	rt := grants.Token{Hash: grants.Hash(refresh), Kind: grants.KindRefresh, GrantID: grantID, ClientID: clientID,
-		Scopes: req.GetScopes(), CreatedAt: now, ExpiresAt: now.Add(s.refreshTTL)}
+		Scopes: req.GetScopes(), CreatedAt: now, ExpiresAt: now.Add(s.refreshTTL), NamesGrant: true}
 	if err := s.st.CreateToken(ctx, rt); err != nil {
 		return "", "", time.Time{}, err
 	}
@@ -288,16 +292,23 @@ func (s *storage) CreateAccessAndRefreshTokens(ctx context.Context, req op.Token
 
 // TokenRequestByRefreshToken refuses an unknown, expired or revoked refresh
 // token; one already rotated away means it leaked, so its grant is revoked
-// (OAuth 2.1 §4.3.1).
+// (OAuth 2.1 §4.3.1) — whether its row is still stored or was purged
+// (refresh.go).
 func (s *storage) TokenRequestByRefreshToken(ctx context.Context, refresh string) (op.RefreshTokenRequest, error) {
 	t, err := s.st.Token(ctx, grants.Hash(refresh))
+	if errors.Is(err, grants.ErrNotFound) {
+		if g, gerr := s.unstoredGrant(ctx, refresh); gerr == nil && g != nil {
+			s.revokeReused(ctx, g)
+		}
+		return nil, op.ErrInvalidRefreshToken
+	}
 	if err != nil || t.Kind != grants.KindRefresh {
 		return nil, op.ErrInvalidRefreshToken
 	}
 	now := s.now()
 	if t.UsedAt != nil {
-		if err := s.st.RevokeGrant(ctx, t.GrantID, now); err != nil {
-			s.logger.Warn("revoke grant of a reused refresh token", "grant_id", t.GrantID, "err", err)
+		if g, gerr := s.st.Grant(ctx, t.GrantID); gerr == nil {
+			s.revokeReused(ctx, g)
 		}
 		return nil, op.ErrInvalidRefreshToken
 	}
@@ -334,12 +345,13 @@ func (s *storage) liveGrant(ctx context.Context, id string) (*grants.Grant, erro
 func (s *storage) TerminateSession(ctx context.Context, userID, clientID string) error { return nil }
 
 // RevokeToken (RFC 7009): an access token's id or a refresh token. A
-// refresh token takes its whole grant with it. Unknown tokens are not an
-// error (RFC 7009 §2.2).
+// refresh token takes its whole grant with it, also one rotated away and
+// purged since (it names its grant). Unknown tokens are not an error (RFC
+// 7009 §2.2).
 func (s *storage) RevokeToken(ctx context.Context, tokenOrID, userID, clientID string) *oidc.Error {
 	t, err := s.st.Token(ctx, grants.Hash(tokenOrID))
 	if errors.Is(err, grants.ErrNotFound) {
-		return nil
+		return s.revokeUnstored(ctx, tokenOrID, clientID)
 	}
 	if err != nil {
 		return oidc.ErrServerError().WithParent(err)
@@ -353,6 +365,25 @@ func (s *storage) RevokeToken(ctx context.Context, tokenOrID, userID, clientID s
 		err = s.st.RevokeToken(ctx, t.Hash, s.now())
 	}
 	if err != nil {
+		return oidc.ErrServerError().WithParent(err)
+	}
+	return nil
+}
+
+// revokeUnstored revokes the grant a refresh token with no row names, if
+// it is the client's.
+func (s *storage) revokeUnstored(ctx context.Context, token, clientID string) *oidc.Error {
+	g, err := s.unstoredGrant(ctx, token)
+	if err != nil {
+		return oidc.ErrServerError().WithParent(err)
+	}
+	if g == nil {
+		return nil
+	}
+	if g.ClientID != clientID {
+		return oidc.ErrInvalidClient().WithDescription("the token was not issued to this client")
+	}
+	if err := s.st.RevokeGrant(ctx, g.ID, s.now()); err != nil {
 		return oidc.ErrServerError().WithParent(err)
 	}
 	return nil

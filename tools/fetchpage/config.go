@@ -34,8 +34,11 @@ type Config struct {
 	MaxPDFBytes int64 `json:"max_pdf_bytes"`
 	// MaxPDFPages is the page budget of one PDF extraction (default 300).
 	MaxPDFPages int `json:"max_pdf_pages"`
-	// MaxRedirects is the redirect limit (default 5).
-	MaxRedirects int `json:"max_redirects"`
+	// MaxRedirects is how many redirects one fetch follows (default
+	// DefaultMaxRedirects when nil); 0 follows none: a redirect is then the
+	// fetch's answer, too_many_redirects naming its target. A pointer, so
+	// that an explicit 0 is not taken for "unset" as every other zero here.
+	MaxRedirects *int `json:"max_redirects"`
 	// PerHostConcurrency limits fetches in flight to one host (default 4).
 	// Hosts are counted by the address they resolve to.
 	PerHostConcurrency int `json:"per_host_concurrency"`
@@ -66,6 +69,9 @@ type Config struct {
 // and about 1 GiB of short-lived garbage in the extractor at most.
 const DefaultMaxExtractTextBytes = 512 << 10
 
+// DefaultMaxRedirects is Config.MaxRedirects when it is not set.
+const DefaultMaxRedirects = 5
+
 // DefaultUserAgent identifies us to sites and robots.txt.
 const DefaultUserAgent = "toolhost-fetch/1.0 (+robots.txt obeyed)"
 
@@ -94,8 +100,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxPDFPages <= 0 {
 		c.MaxPDFPages = 300
 	}
-	if c.MaxRedirects <= 0 {
-		c.MaxRedirects = 5
+	if c.MaxRedirects == nil || *c.MaxRedirects < 0 {
+		n := DefaultMaxRedirects
+		c.MaxRedirects = &n
 	}
 	if c.PerHostConcurrency <= 0 {
 		c.PerHostConcurrency = 4

@@ -165,8 +165,12 @@ func (t *Tool) newClient() (*http.Client, error) {
 	return &http.Client{
 		Transport: tr,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) > t.cfg.MaxRedirects {
-				return fmt.Errorf("%w (more than %d)", errTooManyRedirects, t.cfg.MaxRedirects)
+			if limit := *t.cfg.MaxRedirects; len(via) > limit {
+				if limit == 0 {
+					return fmt.Errorf("%w: %s redirects to %s, and this server follows no redirects (fetch.max_redirects is 0); fetch that URL if it is the page wanted",
+						errTooManyRedirects, quoteURL(via[0].URL), quoteURL(req.URL))
+				}
+				return fmt.Errorf("%w: %s redirects more than %d times", errTooManyRedirects, quoteURL(via[0].URL), limit)
 			}
 			hs, _ := req.Context().Value(keyHop).(*hopState)
 			if hs == nil {
@@ -184,6 +188,17 @@ func (t *Tool) newClient() (*http.Client, error) {
 			return nil
 		},
 	}, nil
+}
+
+// quoteURL is u for a message, cut after 200 bytes: a redirect's target
+// is whatever the site sent (up to the 64 KiB of headers), and the message
+// is read for what it says after it.
+func quoteURL(u *url.URL) string {
+	s := u.Redacted()
+	if len(s) > 200 {
+		s = strings.ToValidUTF8(s[:200], "") + "…"
+	}
+	return s
 }
 
 // checkProxied resolves the target host itself when a proxy is configured:

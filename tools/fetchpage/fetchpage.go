@@ -451,6 +451,12 @@ func (t *Tool) toolError(err error, lang catalog.Lang) error {
 	case errors.Is(err, errDomain):
 		return tools.Errorf(CodeDomainNotAllowed, "%v; check allowed_domains / blocked_domains", err)
 	case errors.Is(err, errTooManyRedirects):
+		// The redirect's own words: the client's wrapping quotes the
+		// target uncut in front of them.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return tools.Errorf(CodeTooManyRedirects, "%v", err)
 	case errors.Is(err, errRobots):
 		return tools.Errorf(CodeRobotsDisallowed, "%v (user agent %s); the site does not allow automated fetching of this page", err, robotsAgent)

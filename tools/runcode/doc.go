@@ -16,8 +16,9 @@
 // Scripts runs the script handlers of tool definitions in the same
 // JavaScript sandbox, as the body of a function of args called by the
 // sandbox itself (sandbox.Request.Args): a throw is script_error with the
-// script's own line numbers, a result over ScriptMaxResult bytes of JSON
-// result_too_large.
+// script's own line numbers, and so is a script that closes its function
+// early to run code at the top level (a SyntaxError, nothing of it run); a
+// result over ScriptMaxResult bytes of JSON is result_too_large.
 //
 // run_code bills started seconds of run time (PaidUnit "run_second"): a run
 // of 20 ms is one unit, one of 1.2 s two. Time spent queued is not billed.

@@ -40,8 +40,9 @@ func (sc *Scripts) RunScript(ctx context.Context, account, script string, args j
 	// returns with the engine's own JSON.stringify saved before any script
 	// ran (a script that replaces it or poisons toJSON fails like any other
 	// throw). No wrapper is compiled around the script, so its line numbers
-	// are its own, and the size of what it returns is checked here, so
-	// nothing is ever silently dropped.
+	// are its own; a script that closes its function early is a syntax
+	// error before anything of it runs (quickjs checkBody). The size of
+	// what it returns is checked here, so nothing is ever silently dropped.
 	if len(args) == 0 {
 		args = json.RawMessage("{}") // never nil: nil would run the script as a program
 	}

@@ -50,7 +50,7 @@ func TestScriptToolsRunInTheSandbox(t *testing.T) {
 		"frozen":     `args.name = "changed"; return { name: args.name, proto: Object.getPrototypeOf(args) === Object.prototype };`,
 		"escape":     `return 1; }); globalThis.x = (function () { return 2;`,
 		// Closes the function early and puts a function of its own in
-		// its place: what that returns is still checked by the host.
+		// its place: a syntax error, and nothing of it runs.
 		"escapebig": `return 1; }); (function () { return "x".repeat(200000);`,
 		// An error's line is the script's own (line 3 here).
 		"line3":     "const a = 1;\nconst b = 2;\nthrow new Error('on three: ' + args.name);",
@@ -61,6 +61,7 @@ func TestScriptToolsRunInTheSandbox(t *testing.T) {
 		"bigint":    `return {n: 10n};`,
 		"cycle":     `const o = {}; o.o = o; return o;`,
 		"deep":      `let v = []; for (let i = 1; i < 10001; i++) v = [v]; return v;`,
+		"deeper":    `let v = []; for (let i = 1; i < 1e6; i++) v = {v}; return v;`,
 	})
 	ctx := context.Background()
 	cases := []struct {
@@ -74,7 +75,8 @@ func TestScriptToolsRunInTheSandbox(t *testing.T) {
 		{"spin", `{}`, CodeTimeout, ""},
 		{"bomb", `{}`, CodeMemoryExceeded, ""},
 		{"huge", `{}`, tools.CodeResultTooLarge, "131072 allowed"},
-		{"escapebig", `{}`, tools.CodeResultTooLarge, "131072 allowed"},
+		{"escape", `{}`, tools.CodeScriptError, "closes that function before its end (a \"}\" with no \"{\" of its own)\n    at <eval>:1:11"},
+		{"escapebig", `{}`, tools.CodeScriptError, "SyntaxError: the script must be the body of one function"},
 		{"proto", `{}`, tools.CodeScriptError, "poisoned"},
 		{"undef", `{}`, "", `{"value":null}`},
 		{"fn", `{}`, tools.CodeScriptError, "JSON cannot represent"},
@@ -87,7 +89,8 @@ func TestScriptToolsRunInTheSandbox(t *testing.T) {
 		{"stringify", `{"name":"Ed"}`, "", `{"name":"Ed"}`},
 		{"bigint", `{}`, tools.CodeScriptError, "JSON cannot represent: TypeError"},
 		{"cycle", `{}`, tools.CodeScriptError, "circular"},
-		{"deep", `{}`, tools.CodeScriptError, "nests 10001 levels deep"},
+		{"deep", `{}`, tools.CodeScriptError, "nests more than 10000 levels deep"},
+		{"deeper", `{}`, tools.CodeScriptError, "nests more than 10000 levels deep"},
 	}
 	for _, c := range cases {
 		t.Run(c.tool, func(t *testing.T) {

@@ -1,0 +1,45 @@
+package quickjs
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The nesting limit holds on both of the prelude's paths: the walk that
+// settles a value of up to walkBudget properties, and the replacer that
+// follows stringify through a larger one; a value the replacer serializes
+// is written exactly as stringify writes it.
+func TestNestingLimitHoldsPastTheWalksBudget(t *testing.T) {
+	m := sharedModule(t)
+	wide := "const w = []; for (let i = 0; i < 20000; i++) w.push(i);\n"
+	for _, tc := range []struct{ name, code, value, why string }{
+		{"wide, then a million levels", wide + "let v = []; for (let i = 1; i < 1e6; i++) v = [v]; [w, v]", "", "nests more than 10000 levels deep"},
+		{"wide, then one level too many", wide + "let v = []; for (let i = 1; i < 10000; i++) v = {v}; [w, v]", "", "nests more than 10000 levels deep"},
+		{"wide, then as deep as allowed", wide + "let v = []; for (let i = 1; i < 9999; i++) v = [v]; [w, v]", "10001 [", ""},
+		{"wide and shallow, written as stringify writes it", wide + "[w, {a: [1, {b: 2}], d: new Date(0)}, 'x']", "", ""},
+		{"wide, then a cycle", wide + "const o = {}; o.o = o; [w, o]", "", "circular"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, _, err := run(t, m, Options{}, tc.code)
+			if err != nil || res.Exception != "" {
+				t.Fatalf("Eval: %v, exception %q", err, res.Exception)
+			}
+			switch {
+			case tc.why != "":
+				if string(res.Value) != "null" || !strings.Contains(res.ValueError, tc.why) {
+					t.Errorf("value %.40s, ValueError %q, want null and %q", res.Value, res.ValueError, tc.why)
+				}
+			case tc.value != "":
+				if n := strings.Count(string(res.Value), "["); !strings.HasPrefix(string(res.Value), "[[0,1,2,") || strconv.Itoa(n)+" [" != tc.value || res.ValueError != "" {
+					t.Errorf("value %.40s with %d [, ValueError %q, want %s", res.Value, n, res.ValueError, tc.value)
+				}
+			default:
+				want := "[[0,1,2,"
+				if !strings.HasPrefix(string(res.Value), want) || !strings.HasSuffix(string(res.Value), `19999],{"a":[1,{"b":2}],"d":"1970-01-01T00:00:00.000Z"},"x"]`) || res.ValueError != "" {
+					t.Errorf("value %.40s…%s, ValueError %q", res.Value, res.Value[max(len(res.Value)-60, 0):], res.ValueError)
+				}
+			}
+		})
+	}
+}
