@@ -14,9 +14,9 @@ func TestNestingLimitHoldsPastTheWalksBudget(t *testing.T) {
 	m := sharedModule(t)
 	wide := "const w = []; for (let i = 0; i < 20000; i++) w.push(i);\n"
 	for _, tc := range []struct{ name, code, value, why string }{
-		{"wide, then a million levels", wide + "let v = []; for (let i = 1; i < 1e6; i++) v = [v]; [w, v]", "", "nests more than 10000 levels deep"},
-		{"wide, then one level too many", wide + "let v = []; for (let i = 1; i < 10000; i++) v = {v}; [w, v]", "", "nests more than 10000 levels deep"},
-		{"wide, then as deep as allowed", wide + "let v = []; for (let i = 1; i < 9999; i++) v = [v]; [w, v]", "10001 [", ""},
+		{"wide, then a million levels", wide + "let v = []; for (let i = 1; i < 1e6; i++) v = [v]; [w, v]", "", "nests more than 997 levels deep"},
+		{"wide, then one level too many", wide + "let v = []; for (let i = 1; i < 997; i++) v = {v}; [w, v]", "", "nests more than 997 levels deep"},
+		{"wide, then as deep as allowed", wide + "let v = []; for (let i = 1; i < 996; i++) v = [v]; [w, v]", "998 [", ""},
 		{"wide and shallow, written as stringify writes it", wide + "[w, {a: [1, {b: 2}], d: new Date(0)}, 'x']", "", ""},
 		{"wide, then a cycle", wide + "const o = {}; o.o = o; [w, o]", "", "circular"},
 	} {

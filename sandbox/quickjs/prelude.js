@@ -289,7 +289,9 @@
   // JSON.stringify checks for a cycle by scanning the values it is inside,
   // so its time grows with the square of the nesting: 10 000 levels take
   // seconds, a million far longer than any deadline. So the
-  // host's limit (maxDepth, calls.go's maxJSONDepth) is enforced before
+  // host's limit (maxDepth, calls.go's maxJSONDepth: 997, which leaves
+  // the MCP result envelope its 3 levels under the go-sdk client's 1000) is
+  // enforced before
   // stringify goes that deep, in two ways (serialize):
   //
   // tooDeep walks the value's own enumerable data properties, depth first,
@@ -306,8 +308,8 @@
   // and throws past maxDepth levels: it stops the quadratic scan at
   // maxDepth whatever the depth, at the price of a call per value (so a
   // value of more than walkBudget properties serializes more slowly).
-  const maxDepth = 10000, walkBudget = 1 << 14;
-  const tooDeepText = "RangeError: its JSON nests more than " + maxDepth + " levels deep, more than the host reads";
+  const maxDepth = 997, walkBudget = 1 << 14;
+  const tooDeepText = "RangeError: its JSON nests more than " + maxDepth + " levels deep, more than a tool result can carry";
   const ownDesc = Object.getOwnPropertyDescriptor;
   const hasOwn = Object.prototype.hasOwnProperty;
   const setHas = SetCtor.prototype.has, setAdd = SetCtor.prototype.add, setDelete = SetCtor.prototype.delete;
