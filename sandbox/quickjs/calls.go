@@ -178,8 +178,9 @@ func (vm *VM) readJSON(ctx context.Context, res *Result, s uint32) error {
 	switch {
 	case text == nil:
 	case jsonDepth(text) > maxJSONDepth:
-		// Before json.Valid, which accepts up to encoding/json's 10 000
-		// levels: what a toJSON or getter builds is seen only here.
+		// A backstop for prelude.js's serialize, which refuses such a
+		// value itself; before json.Valid, which accepts up to
+		// encoding/json's 10 000 levels.
 		res.ValueError = fmt.Sprintf("RangeError: its JSON nests %d levels deep, more than the %d a tool result can carry", jsonDepth(text), maxJSONDepth)
 	case json.Valid(text):
 		res.Value = json.RawMessage(text)
