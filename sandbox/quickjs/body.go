@@ -3,6 +3,7 @@ package quickjs
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"regexp"
@@ -36,7 +37,24 @@ const evalFlagCompileOnly = 1 << 5
 // check refuses that a function body allows: a name declared by both var
 // and a function declaration at the body's top level (in a block, that
 // clash is an error).
+//
+// A body that passed is remembered by its digest (checkedBodies), so the
+// check's compile is paid once per body, not at every call.
 func (vm *VM) checkBody(ctx context.Context, body string) error {
+	digest := sha256.Sum256([]byte(body))
+	if vm.passedBodies.passed(digest) {
+		return nil
+	}
+	if err := vm.runCheck(ctx, body); err != nil {
+		return err
+	}
+	vm.passedBodies.pass(digest)
+	return nil
+}
+
+// runCheck compiles the check of checkBody.
+func (vm *VM) runCheck(ctx context.Context, body string) error {
+	vm.passedBodies.compiles.Add(1)
 	var nonce [12]byte
 	_, _ = rand.Read(nonce[:])
 	label := "toolhost_" + hex.EncodeToString(nonce[:])

@@ -177,19 +177,37 @@ func (vm *VM) readJSON(ctx context.Context, res *Result, s uint32) error {
 	}
 	switch {
 	case text == nil:
+	case jsonDepth(text) > maxJSONDepth:
+		// A backstop for prelude.js's serialize, which refuses such a
+		// value itself; before json.Valid, which accepts up to
+		// encoding/json's 10 000 levels.
+		res.ValueError = fmt.Sprintf("RangeError: its JSON nests %d levels deep, more than the %d a tool result can carry", jsonDepth(text), maxJSONDepth)
 	case json.Valid(text):
 		res.Value = json.RawMessage(text)
-	case jsonDepth(text) > maxJSONDepth:
-		res.ValueError = fmt.Sprintf("RangeError: its JSON nests %d levels deep, more than the %d the host reads", jsonDepth(text), maxJSONDepth)
 	default:
 		res.ValueError = "SyntaxError: its JSON text is not valid"
 	}
 	return nil
 }
 
-// maxJSONDepth is the nesting encoding/json reads; deeper JSON is not
-// valid to it, so nothing past it can be passed on.
-const maxJSONDepth = 10000
+// maxJSONDepth is the deepest nesting of a value the host passes on. The
+// go-sdk's MCP client (v1.8.0, its internal/json) refuses a JSON-RPC
+// message nested more than 1000 levels deep, whatever encoding/json would
+// read (10 000), and a tool result puts the value 3 levels down in its
+// message: run_code's {"result": {"structuredContent": {"result": value}}},
+// a script tool's {"result": {"structuredContent": {"value": value}}} (an
+// object a script returns is the structuredContent itself, a level less).
+// So a value of up to 997 levels reaches such a client whole; prelude.js's
+// maxDepth is the same number.
+const maxJSONDepth = mcpClientMaxDepth - mcpResultDepth
+
+const (
+	// mcpClientMaxDepth is the go-sdk client's nesting limit on a message.
+	mcpClientMaxDepth = 1000
+	// mcpResultDepth is how many levels of JSON-RPC and MCP result
+	// enclose a tool's value: the message, its result, structuredContent.
+	mcpResultDepth = 3
+)
 
 // jsonDepth is the deepest nesting of arrays and objects in JSON text.
 func jsonDepth(b []byte) int {

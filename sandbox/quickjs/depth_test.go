@@ -14,11 +14,16 @@ func TestNestingLimitHoldsPastTheWalksBudget(t *testing.T) {
 	m := sharedModule(t)
 	wide := "const w = []; for (let i = 0; i < 20000; i++) w.push(i);\n"
 	for _, tc := range []struct{ name, code, value, why string }{
-		{"wide, then a million levels", wide + "let v = []; for (let i = 1; i < 1e6; i++) v = [v]; [w, v]", "", "nests more than 10000 levels deep"},
-		{"wide, then one level too many", wide + "let v = []; for (let i = 1; i < 10000; i++) v = {v}; [w, v]", "", "nests more than 10000 levels deep"},
-		{"wide, then as deep as allowed", wide + "let v = []; for (let i = 1; i < 9999; i++) v = [v]; [w, v]", "10001 [", ""},
+		{"wide, then a million levels", wide + "let v = []; for (let i = 1; i < 1e6; i++) v = [v]; [w, v]", "", "nests more than 997 levels deep"},
+		{"wide, then one level too many", wide + "let v = []; for (let i = 1; i < 997; i++) v = {v}; [w, v]", "", "nests more than 997 levels deep"},
+		{"wide, then as deep as allowed", wide + "let v = []; for (let i = 1; i < 996; i++) v = [v]; [w, v]", "998 [", ""},
 		{"wide and shallow, written as stringify writes it", wide + "[w, {a: [1, {b: 2}], d: new Date(0)}, 'x']", "", ""},
 		{"wide, then a cycle", wide + "const o = {}; o.o = o; [w, o]", "", "circular"},
+		// What program code makes is seen only as stringify writes it:
+		// a million levels from a toJSON or a getter are refused as fast.
+		{"a million levels by toJSON", "({toJSON() { let v = []; for (let i = 1; i < 1e6; i++) v = [v]; return v }})", "", "nests more than 997 levels deep"},
+		{"a million levels by a nested toJSON", "[1, {a: {toJSON() { let v = []; for (let i = 1; i < 1e6; i++) v = [v]; return v }}}]", "", "nests more than 997 levels deep"},
+		{"a million levels by a getter", "let v = []; for (let i = 1; i < 1e6; i++) v = [v]; [{get v() { return v }}]", "", "nests more than 997 levels deep"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, _, err := run(t, m, Options{}, tc.code)
@@ -39,6 +44,33 @@ func TestNestingLimitHoldsPastTheWalksBudget(t *testing.T) {
 				if !strings.HasPrefix(string(res.Value), want) || !strings.HasSuffix(string(res.Value), `19999],{"a":[1,{"b":2}],"d":"1970-01-01T00:00:00.000Z"},"x"]`) || res.ValueError != "" {
 					t.Errorf("value %.40s…%s, ValueError %q", res.Value, res.Value[max(len(res.Value)-60, 0):], res.ValueError)
 				}
+			}
+		})
+	}
+}
+
+// console.log's %j is bounded as the last value is: a value nested past
+// the limit (a million levels, which stringify alone would still be
+// scanning at any deadline; or built by toJSON) prints a marker, a
+// shallower one its JSON, a cycle [Circular]; the program goes on.
+func TestConsoleLogJSONIsBoundedByTheNestingLimit(t *testing.T) {
+	m := sharedModule(t)
+	deep := "let v = []; for (let i = 1; i < 1e6; i++) v = {v};\n"
+	for _, tc := range []struct{ name, code, stdout string }{
+		{"a million levels", deep + "console.log('%j', v); 'after'", "[nested more than 997 levels deep]\n"},
+		{"one level too many", "let v = []; for (let i = 1; i < 998; i++) v = [v]; console.log('%j!', v); 'after'", "[nested more than 997 levels deep]!\n"},
+		{"too deep by toJSON", "console.log('%j', {toJSON() { let v = []; for (let i = 1; i < 998; i++) v = [v]; return v }}); 'after'", "[nested more than 997 levels deep]\n"},
+		{"as deep as allowed", "let v = []; for (let i = 1; i < 997; i++) v = [v]; console.log('%j', v); 'after'", strings.Repeat("[", 997) + strings.Repeat("]", 997) + "\n"},
+		{"shallow", "console.log('x=%j', {a: [1, 'b']}); 'after'", "x={\"a\":[1,\"b\"]}\n"},
+		{"a cycle", "const o = {}; o.o = o; console.log('%j', o); 'after'", "[Circular]\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, out, err := run(t, m, Options{}, tc.code)
+			if err != nil || res.Exception != "" || string(res.Value) != `"after"` {
+				t.Fatalf("Eval: %v, exception %q, value %s", err, res.Exception, res.Value)
+			}
+			if out.stdout.String() != tc.stdout {
+				t.Errorf("stdout %.80q, want %.80q", out.stdout.String(), tc.stdout)
 			}
 		})
 	}

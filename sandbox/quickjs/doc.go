@@ -23,7 +23,8 @@
 // function, a symbol); never a silent null otherwise, since a value over
 // Options.MaxValue is Result.ValueTooLarge with its size, and one JSON
 // cannot represent (a BigInt, a cycle, a throwing toJSON, nesting deeper
-// than the 10 000 levels the host reads) Result.ValueError with the reason.
+// than the 997 levels a tool result carries within the 1000 an MCP
+// client reads) Result.ValueError with the reason.
 // The nesting is checked before the value is serialized (the engine's
 // JSON.stringify takes time quadratic in the nesting), so a value nested a
 // million levels deep is noted, not timed out. An uncaught exception comes back as text with its stack,

@@ -172,7 +172,9 @@
           case "%s": return typeof a === "string" ? a : inspect(a, 1, []);
           case "%d": case "%i": return typeof a === "bigint" ? StringCtor(a) + "n" : StringCtor(m === "%i" ? Math.trunc(Number(a)) : Number(a));
           case "%f": return StringCtor(Number(a));
-          case "%j": try { return stringify(a); } catch (_) { return "[Circular]"; }
+          // serialize, not stringify: stringify is quadratic in the
+          // nesting, so a deep value would spend the run in console.log.
+          case "%j": try { const j = serialize(a); return j === TooDeep ? "[nested more than " + maxDepth + " levels deep]" : j; } catch (_) { return "[Circular]"; }
           case "%c": return "";
           default: return inspect(a, 1, []);
         }
@@ -289,15 +291,17 @@
   // JSON.stringify checks for a cycle by scanning the values it is inside,
   // so its time grows with the square of the nesting: 10 000 levels take
   // seconds, a million far longer than any deadline. So the
-  // host's limit (maxDepth, calls.go's maxJSONDepth) is enforced before
+  // host's limit (maxDepth, calls.go's maxJSONDepth: 997, which leaves
+  // the MCP result envelope its 3 levels under the go-sdk client's 1000) is
+  // enforced before
   // stringify goes that deep, in two ways (serialize):
   //
   // tooDeep walks the value's own enumerable data properties, depth first,
   // reading descriptors so no getter runs twice: true past maxDepth levels,
   // false when the whole value is shallower, undefined when it cannot say
-  // (a cycle, which stringify names, or more than walkBudget properties).
-  // What stringify gets from program code (a toJSON, a getter) is left to
-  // stringify. Frames are object literals linked by "up" (own properties:
+  // (a cycle, which stringify names, more than walkBudget properties, or
+  // a value whose JSON program code makes: a toJSON, a getter, whose
+  // result the walk cannot see without running it twice). Frames are object literals linked by "up" (own properties:
   // no setter a program put on a prototype sees them; objects used as
   // growing arrays would be quadratic in this engine); a Proxy's traps run.
   //
@@ -306,15 +310,16 @@
   // and throws past maxDepth levels: it stops the quadratic scan at
   // maxDepth whatever the depth, at the price of a call per value (so a
   // value of more than walkBudget properties serializes more slowly).
-  const maxDepth = 10000, walkBudget = 1 << 14;
-  const tooDeepText = "RangeError: its JSON nests more than " + maxDepth + " levels deep, more than the host reads";
+  const maxDepth = 997, walkBudget = 1 << 14;
+  const tooDeepText = "RangeError: its JSON nests more than " + maxDepth + " levels deep, more than a tool result can carry";
   const ownDesc = Object.getOwnPropertyDescriptor;
   const hasOwn = Object.prototype.hasOwnProperty;
   const setHas = SetCtor.prototype.has, setAdd = SetCtor.prototype.add, setDelete = SetCtor.prototype.delete;
   const walkable = (x) => typeof x === "object" && x !== null && !("toJSON" in x);
   const names = (o) => (isArray(o) ? null : keys(o));
   function tooDeep(v) {
-    if (!walkable(v)) return false;
+    if (typeof v !== "object" || v === null) return false;
+    if (!walkable(v)) return undefined;
     const path = new SetCtor();
     call(setAdd, path, v);
     let top = { o: v, list: names(v), i: 0, up: null }, depth = 1, budget = walkBudget;
@@ -329,9 +334,11 @@
       if (--budget < 0) return undefined;
       top.i = i + 1;
       const d = ownDesc(o, list === null ? i : list[i]);
-      if (d === undefined || !call(hasOwn, d, "value")) continue;
+      if (d === undefined) continue;
+      if (!call(hasOwn, d, "value")) return undefined; // a getter
       const x = d.value;
-      if (!walkable(x)) continue;
+      if (typeof x !== "object" || x === null) continue;
+      if (!walkable(x)) return undefined; // a toJSON
       if (call(setHas, path, x)) return undefined;
       if (depth >= maxDepth) return true;
       top = { o: x, list: names(x), i: 0, up: top };

@@ -69,6 +69,9 @@ type Module struct {
 	// get it overwritten; the template gets them written by the host.
 	data []wasmedit.Segment
 	snap *snapshot // nil: every instance runs qjs_init and the prelude
+	// passedBodies are the script bodies that passed checkBody on any of its
+	// instances, so that a tool's body is checked once, not at every call.
+	passedBodies *checkedBodies
 }
 
 // Compile compiles quickjs.wasm once on rt and defines the host module(s) it
@@ -99,7 +102,7 @@ func Compile(ctx context.Context, rt wazero.Runtime, wasm []byte) (*Module, erro
 	if err != nil {
 		return nil, fmt.Errorf("quickjs: define host module: %w", err)
 	}
-	m := &Module{rt: rt, compiled: compiled, data: data}
+	m := &Module{rt: rt, compiled: compiled, data: data, passedBodies: newCheckedBodies(maxCheckedBodies)}
 	if m.snap, err = m.takeSnapshot(ctx); err != nil {
 		// Leave the runtime as it was, so that Compile can be retried.
 		_ = env.Close(context.WithoutCancel(ctx))
@@ -165,10 +168,11 @@ type VM struct {
 	opts Options
 	fn   exports
 
-	undefined uint32 // box holding undefined: `this` of helper calls
-	scratch   uint32 // scratchSize bytes: argv arrays and an out-length
-	evalFile  uint32 // "<eval>\0"
-	helpers   helpers
+	undefined    uint32 // box holding undefined: `this` of helper calls
+	scratch      uint32 // scratchSize bytes: argv arrays and an out-length
+	evalFile     uint32 // "<eval>\0"
+	helpers      helpers
+	passedBodies *checkedBodies // the Module's
 
 	// rejections are promises rejected with no handler yet, keyed by the
 	// promise object's address, holding the boxes the engine handed over.
@@ -265,7 +269,7 @@ func (m *Module) Instantiate(ctx context.Context, opts Options) (*VM, error) {
 			return nil, err
 		}
 	}
-	vm := &VM{mod: mod, opts: opts, rejections: map[uint32][2]uint32{}, soft: ctx}
+	vm := &VM{mod: mod, opts: opts, passedBodies: m.passedBodies, rejections: map[uint32][2]uint32{}, soft: ctx}
 	if err := vm.setUp(withVM(ctx, vm), m.snap); err != nil {
 		_ = mod.Close(context.WithoutCancel(ctx))
 		return nil, err

@@ -14,8 +14,8 @@ import (
 )
 
 // scriptExecutor is a pipeline whose account "local" has one script tool
-// per case, run in the shared sandbox.
-func scriptExecutor(t *testing.T, enabled bool, scripts map[string]string) *tools.Executor {
+// per case, run in the shared sandbox, and the tools in also.
+func scriptExecutor(t *testing.T, enabled bool, scripts map[string]string, also ...tools.Tool) *tools.Executor {
 	t.Helper()
 	_, sb, _ := shared(t)
 	st := tooldef.NewMemStore()
@@ -29,7 +29,7 @@ func scriptExecutor(t *testing.T, enabled bool, scripts map[string]string) *tool
 			t.Fatal(err)
 		}
 	}
-	ex, err := tools.NewExecutor(tools.Options{Definitions: st, Scripts: NewScripts(sb), ScriptsEnabled: enabled, MaxResultBytes: 64 << 10})
+	ex, err := tools.NewExecutor(tools.Options{Definitions: st, Scripts: NewScripts(sb), ScriptsEnabled: enabled, MaxResultBytes: 64 << 10}, also...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestScriptToolsRunInTheSandbox(t *testing.T) {
 		"stringify": `JSON.stringify = () => '"forged"'; JSON.parse = () => ({}); return {name: args.name};`,
 		"bigint":    `return {n: 10n};`,
 		"cycle":     `const o = {}; o.o = o; return o;`,
-		"deep":      `let v = []; for (let i = 1; i < 10001; i++) v = [v]; return v;`,
+		"deep":      `let v = []; for (let i = 1; i < 998; i++) v = [v]; return v;`,
 		"deeper":    `let v = []; for (let i = 1; i < 1e6; i++) v = {v}; return v;`,
 	})
 	ctx := context.Background()
@@ -89,8 +89,8 @@ func TestScriptToolsRunInTheSandbox(t *testing.T) {
 		{"stringify", `{"name":"Ed"}`, "", `{"name":"Ed"}`},
 		{"bigint", `{}`, tools.CodeScriptError, "JSON cannot represent: TypeError"},
 		{"cycle", `{}`, tools.CodeScriptError, "circular"},
-		{"deep", `{}`, tools.CodeScriptError, "nests more than 10000 levels deep"},
-		{"deeper", `{}`, tools.CodeScriptError, "nests more than 10000 levels deep"},
+		{"deep", `{}`, tools.CodeScriptError, "nests more than 997 levels deep"},
+		{"deeper", `{}`, tools.CodeScriptError, "nests more than 997 levels deep"},
 	}
 	for _, c := range cases {
 		t.Run(c.tool, func(t *testing.T) {
