@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"toolhost/ttlcache"
 )
 
 // Refusal codes, stable for clients.
@@ -52,18 +54,15 @@ type Options struct {
 // Service authenticates keys, admits calls under their limits and meters
 // paid units.
 type Service struct {
-	opts  Options
+	opts Options
+	// cache holds keys by hash and by "id:"+id; a key in use is read
+	// again in the background before it expires (ttlcache's keep-warm).
+	cache *ttlcache.Cache[string, *Key]
 	mu    sync.Mutex
-	cache map[string]cached // by hash and by "id:"+id
 	// touched is when each key's use was last recorded. It is kept here,
 	// not on the cached *Key, which every concurrent request shares and
 	// must only read.
 	touched map[string]time.Time
-}
-
-type cached struct {
-	key *Key
-	at  time.Time
 }
 
 // New returns a Service.
@@ -83,7 +82,22 @@ func New(opts Options) *Service {
 	if opts.Limiter == nil {
 		opts.Limiter = NewMemoryLimiter(opts.Now)
 	}
-	return &Service{opts: opts, cache: map[string]cached{}, touched: map[string]time.Time{}}
+	s := &Service{opts: opts, touched: map[string]time.Time{}}
+	s.cache = ttlcache.New(ttlcache.Options[string, *Key]{TTL: opts.CacheTTL, Refresh: s.load, MaxEntries: 10_000, Now: opts.Now})
+	return s
+}
+
+// load reads a cached key from the store: cacheKey is a hash or "id:"+id.
+func (s *Service) load(ctx context.Context, cacheKey string) (*Key, error) {
+	if id, ok := strings.CutPrefix(cacheKey, "id:"); ok {
+		return s.opts.Store.KeyByID(ctx, id)
+	}
+	return s.opts.Store.KeyByHash(ctx, cacheKey)
+}
+
+// Close stops the background reads of keys in use.
+func (s *Service) Close() {
+	s.cache.Close()
 }
 
 // Authenticate resolves a presented secret to its key. It returns an error
@@ -93,7 +107,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*Key, error)
 		return nil, ErrInvalidKey
 	}
 	hash := HashSecret(secret)
-	k, err := s.lookup(ctx, hash, func() (*Key, error) { return s.opts.Store.KeyByHash(ctx, hash) })
+	k, err := s.lookup(ctx, hash)
 	if errors.Is(err, ErrNotFound) {
 		return nil, ErrInvalidKey
 	}
@@ -107,25 +121,8 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*Key, error)
 	return k, nil
 }
 
-func (s *Service) lookup(ctx context.Context, cacheKey string, load func() (*Key, error)) (*Key, error) {
-	now := s.opts.Now()
-	s.mu.Lock()
-	c, ok := s.cache[cacheKey]
-	s.mu.Unlock()
-	if ok && now.Sub(c.at) < s.opts.CacheTTL {
-		return c.key, nil
-	}
-	k, err := load()
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	if len(s.cache) > 10000 {
-		s.cache = map[string]cached{}
-	}
-	s.cache[cacheKey] = cached{key: k, at: now}
-	s.mu.Unlock()
-	return k, nil
+func (s *Service) lookup(ctx context.Context, cacheKey string) (*Key, error) {
+	return s.cache.Get(ctx, cacheKey, func(ctx context.Context) (*Key, error) { return s.load(ctx, cacheKey) })
 }
 
 // touch records last use at most once a minute per key, off the call path.
@@ -207,7 +204,7 @@ func (s *Service) Limit(ctx context.Context, a Admission) (*Ticket, error) {
 	if a.KeyID == "" {
 		return t, nil
 	}
-	k, err := s.lookup(ctx, "id:"+a.KeyID, func() (*Key, error) { return s.opts.Store.KeyByID(ctx, a.KeyID) })
+	k, err := s.lookup(ctx, "id:"+a.KeyID)
 	if err != nil {
 		return nil, fmt.Errorf("admit: key %s: %w", a.KeyID, err)
 	}
@@ -414,11 +411,7 @@ func (s *Service) SetLimits(ctx context.Context, id string, l Limits) error {
 	return nil
 }
 
-func (s *Service) forget() {
-	s.mu.Lock()
-	s.cache = map[string]cached{}
-	s.mu.Unlock()
-}
+func (s *Service) forget() { s.cache.Clear() }
 
 // Store returns the service's store (for listing and usage reports).
 func (s *Service) Store() Store { return s.opts.Store }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"toolhost/accountcache"
+	"toolhost/ttlcache"
 )
 
 // Cache is a Store that keeps each account's list of servers in memory for
@@ -15,28 +15,31 @@ import (
 // The list holds what the store holds: Sealed stays sealed, nothing is
 // opened here.
 //
-// Consistency (package accountcache): a write through the cache forgets
+// Consistency (package ttlcache): a write through the cache forgets
 // the account's entry before and after it runs, so a registration,
 // update, toggle or delete is what the very next call sees on this
 // replica; another replica sees it within the TTL.
 type Cache struct {
 	Store
-	lists *accountcache.Lists[Server]
+	lists *ttlcache.Cache[string, []Server]
 }
 
-// NewCache wraps s; ttl 0 means one second.
+// NewCache wraps s; ttl 0 means one second. An account's list in use is
+// read again in the background before it expires (ttlcache's keep-warm),
+// so a call never waits for it.
 func NewCache(s Store, ttl time.Duration) *Cache {
-	return &Cache{Store: s, lists: accountcache.New[Server](ttl)}
+	return &Cache{Store: s, lists: ttlcache.New(ttlcache.Options[string, []Server]{TTL: ttl, Refresh: s.ListMCPServers})}
 }
+
+// Close stops the background reads.
+func (c *Cache) Close() { c.lists.Close() }
 
 var _ Store = (*Cache)(nil)
 
 // ListMCPServers answers from the account's cached list while it is
 // fresh, else reads the store. Each caller gets its own copies.
 func (c *Cache) ListMCPServers(ctx context.Context, account string) ([]Server, error) {
-	servers, err := c.lists.Get(ctx, account, func(ctx context.Context) ([]Server, error) {
-		return c.Store.ListMCPServers(ctx, account)
-	})
+	servers, err := c.lists.Get(ctx, account, func(ctx context.Context) ([]Server, error) { return c.Store.ListMCPServers(ctx, account) })
 	if err != nil {
 		return nil, err
 	}

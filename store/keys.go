@@ -82,7 +82,7 @@ func scanKey(row interface{ Scan(...any) error }) (*keys.Key, error) {
 }
 
 func (d *DB) keyWhere(ctx context.Context, where string, arg any) (*keys.Key, error) {
-	k, err := scanKey(d.db.QueryRowContext(ctx, d.q(`SELECT `+keyColumns+` FROM api_keys WHERE `+where), arg))
+	k, err := scanKey(d.queryRow(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE `+where, arg))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, keys.ErrNotFound
 	}

@@ -71,7 +71,7 @@ func (d *DB) GetMCPServer(ctx context.Context, account, id string) (mcpremote.Se
 
 // ListMCPServers implements mcpremote.Store.
 func (d *DB) ListMCPServers(ctx context.Context, account string) ([]mcpremote.Server, error) {
-	rows, err := d.db.QueryContext(ctx, d.q(`SELECT `+mcpColumns+` FROM mcp_servers WHERE account_id = ? ORDER BY name`), account)
+	rows, err := d.query(ctx, `SELECT `+mcpColumns+` FROM mcp_servers WHERE account_id = ? ORDER BY name`, account)
 	if err != nil {
 		return nil, fmt.Errorf("list MCP servers: %w", err)
 	}

@@ -39,7 +39,7 @@ func (d *DB) CreateSession(ctx context.Context, s session.Session) error {
 
 // GetSession implements session.Store.
 func (d *DB) GetSession(ctx context.Context, account, id string) (session.Session, error) {
-	row := d.db.QueryRowContext(ctx, d.q(selectSession+` WHERE account_id = ? AND id = ?`), account, id)
+	row := d.queryRow(ctx, selectSession+` WHERE account_id = ? AND id = ?`, account, id)
 	return scanSession(row)
 }
 

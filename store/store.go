@@ -51,8 +51,9 @@ type DB struct {
 	holds        map[string]io.Closer // liveness marks held by this process
 	flushChannel string               // replicas.go
 
-	sw  sqliteWriter  // SQLite journal writes
-	pgw *pgxpool.Pool // PostgreSQL journal writes
+	sw    sqliteWriter  // SQLite journal writes
+	pgw   *pgxpool.Pool // PostgreSQL journal writes
+	stmts stmts         // SQLite hot reads (stmts.go)
 }
 
 // IsPostgres reports whether dsn names a PostgreSQL database.
@@ -158,7 +159,7 @@ func (d *DB) Close() error {
 	for _, h := range hs {
 		errs = append(errs, h.Close())
 	}
-	errs = append(errs, d.sw.close())
+	errs = append(errs, d.sw.close(), d.stmts.close())
 	if d.pgw != nil {
 		d.pgw.Close()
 	}

@@ -112,8 +112,15 @@ func (d *DB) ListDefinitions(ctx context.Context, q tooldef.Query) ([]tooldef.De
 	if limit <= 0 {
 		limit = 1 << 30
 	}
-	rows, err := d.db.QueryContext(ctx, d.q(`SELECT `+defColumns+` FROM tool_definitions`+where+
-		` ORDER BY `+col+dir+`, id`+dir+` LIMIT ? OFFSET ?`), append(args, limit, q.Offset)...)
+	query := `SELECT ` + defColumns + ` FROM tool_definitions` + where + ` ORDER BY ` + col + dir + `, id` + dir + ` LIMIT ? OFFSET ?`
+	args = append(args, limit, q.Offset)
+	var rows *sql.Rows
+	var err error
+	if len(args) == 3 && !paged { // the cache's read of a whole account: prepared
+		rows, err = d.query(ctx, query, args...)
+	} else {
+		rows, err = d.db.QueryContext(ctx, d.q(query), args...)
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("list tool definitions: %w", err)
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"toolhost/accountcache"
+	"toolhost/ttlcache"
 )
 
 // Cache is a Store that keeps each account's definitions in memory for a
@@ -13,19 +13,26 @@ import (
 // lists are answered from it — the pipeline's lookups; the REST API's
 // paged lists and GetDefinition always read the store.
 //
-// Consistency (package accountcache): a write through the cache forgets
+// Consistency (package ttlcache): a write through the cache forgets
 // the account's entry before and after it runs, so a create, update,
 // toggle or delete is visible at once on this replica; another replica
 // (PostgreSQL-backed servers share one database) sees it within the TTL.
 type Cache struct {
 	Store
-	lists *accountcache.Lists[Definition]
+	lists *ttlcache.Cache[string, []Definition]
 }
 
-// NewCache wraps s; ttl 0 means one second.
+// NewCache wraps s; ttl 0 means one second. An account's definitions in
+// use are read again in the background before they expire (ttlcache's
+// keep-warm), so a call never waits for them.
 func NewCache(s Store, ttl time.Duration) *Cache {
-	return &Cache{Store: s, lists: accountcache.New[Definition](ttl)}
+	c := &Cache{Store: s}
+	c.lists = ttlcache.New(ttlcache.Options[string, []Definition]{TTL: ttl, Refresh: c.load})
+	return c
 }
+
+// Close stops the background reads.
+func (c *Cache) Close() { c.lists.Close() }
 
 var _ Store = (*Cache)(nil)
 
@@ -54,10 +61,13 @@ func (c *Cache) ListDefinitions(ctx context.Context, q Query) ([]Definition, int
 // account returns every definition of the account, from the cache when
 // fresh.
 func (c *Cache) account(ctx context.Context, account string) ([]Definition, error) {
-	return c.lists.Get(ctx, account, func(ctx context.Context) ([]Definition, error) {
-		defs, _, err := c.Store.ListDefinitions(ctx, Query{AccountID: account})
-		return defs, err
-	})
+	return c.lists.Get(ctx, account, func(ctx context.Context) ([]Definition, error) { return c.load(ctx, account) })
+}
+
+// load reads every definition of the account from the store.
+func (c *Cache) load(ctx context.Context, account string) ([]Definition, error) {
+	defs, _, err := c.Store.ListDefinitions(ctx, Query{AccountID: account})
+	return defs, err
 }
 
 // Forget drops the account's cached definitions: its next list reads

@@ -10,6 +10,7 @@ import (
 	"toolhost/mcpgateway"
 	"toolhost/mcpremote"
 	"toolhost/sandbox"
+	"toolhost/session"
 	"toolhost/store"
 	"toolhost/tooldef"
 	"toolhost/tools"
@@ -99,7 +100,13 @@ func openApp(ctx context.Context, c *common, logger *slog.Logger, o appOptions) 
 	// Every call of a custom tool lists the account's definitions: the
 	// cache answers from memory; writes here forget at once, another
 	// replica's within its one-second TTL (tooldef.Cache).
-	a.defs = tooldef.WithPresets(tooldef.NewCache(a.db, time.Second), presets)
+	defs := tooldef.NewCache(a.db, time.Second)
+	a.onClose(defs.Close)
+	a.defs = tooldef.WithPresets(defs, presets)
+	// The session store the REST API and the pipeline share: the store's,
+	// behind a short-lived cache.
+	sessions := session.NewCache(a.db, time.Second)
+	a.onClose(sessions.Close)
 	jr, err := openJournal(ctx, c, a.db, logger)
 	if err != nil {
 		return nil, err
@@ -120,7 +127,7 @@ func openApp(ctx context.Context, c *common, logger *slog.Logger, o appOptions) 
 		LogCalls:           true,
 		LogSample:          c.cfg.Log.Sample(),
 		Slots:              c.cfg.Tools.Slots,
-		Sessions:           sessionCache(a.db),
+		Sessions:           sessions,
 		Definitions:        a.defs,
 		Variables:          a.db,
 		Scripts:            scriptRunner(a.sandbox),

@@ -49,7 +49,7 @@ func newKeys(c *common, db *store.DB, logger *slog.Logger) (*keys.Service, func(
 		cleanup = func() { rdb.Close() }
 	}
 	svc := keys.New(keys.Options{Store: db, Limiter: limiter, Prices: c.cfg.Keys.Prices, Logger: logger})
-	return svc, cleanup, nil
+	return svc, func() { svc.Close(); cleanup() }, nil
 }
 
 // keyFlags are the flags of the keys subcommands; each subcommand defines

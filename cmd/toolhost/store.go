@@ -84,10 +84,6 @@ func journalOptions(c *common, logger *slog.Logger) journal.Options {
 	return opts
 }
 
-// sessionCache is the session store the REST API and the pipeline share:
-// the store's, behind a short-lived cache.
-func sessionCache(db *store.DB) session.Store { return session.NewCache(db, time.Second) }
-
 // scriptsEnabled reports whether tool definitions may carry script
 // handlers: ENABLE_UNSAFE_SCRIPT_HANDLER=true or the config key.
 func scriptsEnabled(c *common) bool {
