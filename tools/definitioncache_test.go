@@ -3,49 +3,20 @@ package tools_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"toolhost/catalog"
 	"toolhost/store"
+	"toolhost/store/storetest"
 	"toolhost/tooldef"
 	"toolhost/tools"
 )
 
 // definitionStores are the stores definitions live in: SQLite and, when
 // TOOLHOST_TEST_POSTGRES is set, PostgreSQL.
-func definitionStores(t *testing.T) map[string]*store.DB {
-	t.Helper()
-	ctx := context.Background()
-	lite, err := store.Open(ctx, filepath.Join(t.TempDir(), "toolhost.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { lite.Close() })
-	out := map[string]*store.DB{"sqlite": lite}
-	if base := os.Getenv("TOOLHOST_TEST_POSTGRES"); base != "" {
-		schema := fmt.Sprintf("defcache_test_%d", time.Now().UnixNano())
-		u, _ := url.Parse(base)
-		q := u.Query()
-		q.Set("search_path", schema)
-		u.RawQuery = q.Encode()
-		pg, err := store.Open(ctx, u.String(), store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			pg.SQL().ExecContext(context.Background(), `DROP SCHEMA `+schema+` CASCADE`)
-			pg.Close()
-		})
-		out["postgres"] = pg
-	}
-	return out
-}
+func definitionStores(t *testing.T) map[string]*store.DB { return storetest.Open(t, "defcache_test") }
 
 func names(specs []catalog.Spec) []string {
 	var out []string

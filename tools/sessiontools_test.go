@@ -4,16 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"toolhost/identity"
 	"toolhost/session"
-	"toolhost/store"
+	"toolhost/store/storetest"
 	"toolhost/tools"
 )
 
@@ -23,33 +20,12 @@ func sessionStores(t *testing.T) map[string]interface {
 	session.Store
 	session.VariableStore
 } {
-	t.Helper()
-	ctx := context.Background()
 	out := map[string]interface {
 		session.Store
 		session.VariableStore
 	}{"memory": session.NewMemStore()}
-	lite, err := store.Open(ctx, filepath.Join(t.TempDir(), "toolhost.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { lite.Close() })
-	out["sqlite"] = lite
-	if base := os.Getenv("TOOLHOST_TEST_POSTGRES"); base != "" {
-		schema := fmt.Sprintf("sessiontools_test_%d", time.Now().UnixNano())
-		u, _ := url.Parse(base)
-		q := u.Query()
-		q.Set("search_path", schema)
-		u.RawQuery = q.Encode()
-		pg, err := store.Open(ctx, u.String(), store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			pg.SQL().ExecContext(context.Background(), `DROP SCHEMA `+schema+` CASCADE`)
-			pg.Close()
-		})
-		out["postgres"] = pg
+	for name, db := range storetest.Open(t, "sessiontools_test") {
+		out[name] = db
 	}
 	return out
 }

@@ -3,11 +3,8 @@ package oauth_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,41 +13,11 @@ import (
 	"toolhost/keys"
 	"toolhost/server/oauth"
 	"toolhost/store"
+	"toolhost/store/storetest"
 )
 
-// grantStores opens a fresh SQLite store and, when TOOLHOST_TEST_POSTGRES
-// is set, a PostgreSQL store in a schema of its own (dropped afterwards).
-func grantStores(t *testing.T) map[string]*store.DB {
-	t.Helper()
-	ctx := context.Background()
-	out := map[string]*store.DB{}
-	lite, err := store.Open(ctx, filepath.Join(t.TempDir(), "toolhost.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { lite.Close() })
-	out["sqlite"] = lite
-	if base := os.Getenv("TOOLHOST_TEST_POSTGRES"); base != "" {
-		schema := fmt.Sprintf("oauth_test_%d", time.Now().UnixNano())
-		u, err := url.Parse(base)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q := u.Query()
-		q.Set("search_path", schema)
-		u.RawQuery = q.Encode()
-		pg, err := store.Open(ctx, u.String(), store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			pg.SQL().ExecContext(context.Background(), `DROP SCHEMA `+schema+` CASCADE`)
-			pg.Close()
-		})
-		out["postgres"] = pg
-	}
-	return out
-}
+// grantStores are the SQL stores the purge runs on.
+func grantStores(t *testing.T) map[string]*store.DB { return storetest.Open(t, "oauth_test") }
 
 // purgeServer is an authorization server on db with a settable clock,
 // one registered client and an API key to consent with; access tokens
