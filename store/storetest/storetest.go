@@ -45,7 +45,9 @@ func Open(t testing.TB, prefix string) map[string]*store.DB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		pg.SQL().ExecContext(context.Background(), `DROP SCHEMA `+schema+` CASCADE`)
+		if _, err := pg.SQL().ExecContext(context.Background(), `DROP SCHEMA `+schema+` CASCADE`); err != nil {
+			t.Errorf("dropping the test schema %s: %v", schema, err)
+		}
 		pg.Close()
 	})
 	out["postgres"] = pg
