@@ -48,6 +48,15 @@ const MaxAccessTokenTTL = 24 * time.Hour
 // client that has not refreshed for that long signs in again.
 const MaxRefreshTokenTTL = 365 * 24 * time.Hour
 
+// DefaultAccessTokenTTL and DefaultRefreshTokenTTL are the lifetimes a
+// file that sets none gets: the authorization server's defaults
+// (oauth.DefaultAccessTokenTTL, oauth.DefaultRefreshTokenTTL; config does
+// not import it), which checkTokenTTLs fills in.
+const (
+	DefaultAccessTokenTTL  = time.Hour
+	DefaultRefreshTokenTTL = 30 * 24 * time.Hour
+)
+
 // MaxIdempotencyRetention bounds journal.idempotency_retention (30 days):
 // a retry comes within minutes or hours; keys kept longer only hold rows.
 const MaxIdempotencyRetention = 30 * 24 * time.Hour
@@ -145,6 +154,9 @@ func (c *Config) checkBounds() error {
 	if err := c.checkShares(); err != nil {
 		return err
 	}
+	if err := c.checkTokenTTLs(); err != nil {
+		return err
+	}
 	return c.checkPrices()
 }
 
@@ -189,6 +201,28 @@ func (c *Config) checkShares() error {
 	if s.Concurrency > 0 && s.PerAccountConcurrency > s.Concurrency {
 		return fmt.Errorf("sandbox.per_account_concurrency %d: want at most sandbox.concurrency (%d): one account's share of the run slots cannot exceed the slots; lower sandbox.per_account_concurrency or raise sandbox.concurrency",
 			s.PerAccountConcurrency, s.Concurrency)
+	}
+	return nil
+}
+
+// checkTokenTTLs refuses a refresh token that expires before the access
+// token it renews: the client could not refresh once its access token
+// expired and would sign in again every time, which is not what an
+// operator setting a refresh lifetime asks for. Checked with OAuth off or
+// an external issuer too, like the shares: the file says it either way.
+func (c *Config) checkTokenTTLs() error {
+	o := c.Auth.OAuth
+	access, accessNote := time.Duration(o.AccessTokenTTL), ""
+	if access == 0 {
+		access, accessNote = DefaultAccessTokenTTL, ", the default"
+	}
+	refresh := time.Duration(o.RefreshTokenTTL)
+	if refresh == 0 {
+		refresh = DefaultRefreshTokenTTL
+	}
+	if refresh < access {
+		return fmt.Errorf("auth.oauth.refresh_token_ttl %q: want at least auth.oauth.access_token_ttl (%q%s): a client could not refresh once its access token expired; raise auth.oauth.refresh_token_ttl or lower auth.oauth.access_token_ttl",
+			refresh.String(), access.String(), accessNote)
 	}
 	return nil
 }

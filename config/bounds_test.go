@@ -215,3 +215,38 @@ func TestLoadRefusesASharesAboveItsWhole(t *testing.T) {
 		}
 	}
 }
+
+// A refresh token that expires before the access token it renews is
+// refused, with both keys and their values (defaults filled in and said
+// so): the client could never refresh, and would sign in again at every
+// expiry. Equal or longer loads.
+func TestLoadRefusesARefreshTokenShorterThanTheAccessToken(t *testing.T) {
+	tests := []struct{ file, want string }{
+		{`{"auth": {"oauth": {"access_token_ttl": "2h", "refresh_token_ttl": "1h"}}}`,
+			`auth.oauth.refresh_token_ttl "1h0m0s": want at least auth.oauth.access_token_ttl ("2h0m0s")`},
+		{`{"auth": {"oauth": {"refresh_token_ttl": "30m"}}}`,
+			`auth.oauth.refresh_token_ttl "30m0s": want at least auth.oauth.access_token_ttl ("1h0m0s", the default)`},
+		{`{"auth": {"oauth": {"access_token_ttl": "24h", "refresh_token_ttl": "23h59m59s"}}}`,
+			`auth.oauth.refresh_token_ttl "23h59m59s": want at least auth.oauth.access_token_ttl ("24h0m0s")`},
+		{`{"auth": {"oauth": {"enabled": false, "access_token_ttl": "2h", "refresh_token_ttl": "1ns"}}}`,
+			`auth.oauth.refresh_token_ttl "1ns": want at least auth.oauth.access_token_ttl ("2h0m0s")`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			_, err := loadFile(t, tt.file)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Load(%s) = %v, want an error containing %q", tt.file, err, tt.want)
+			}
+		})
+	}
+	for _, file := range []string{
+		`{"auth": {"oauth": {"access_token_ttl": "1h", "refresh_token_ttl": "1h"}}}`,
+		`{"auth": {"oauth": {"access_token_ttl": "24h"}}}`,
+		`{"auth": {"oauth": {"refresh_token_ttl": "1h"}}}`,
+		`{"auth": {"oauth": {"access_token_ttl": "5m", "refresh_token_ttl": "10m"}}}`,
+	} {
+		if _, err := loadFile(t, file); err != nil {
+			t.Errorf("Load(%s) = %v, want no error", file, err)
+		}
+	}
+}

@@ -18,3 +18,12 @@ func TestOAuthClientTTLBoundsAgreeWithTheProvider(t *testing.T) {
 		t.Fatal("a default client lifetime is above what the config file may set")
 	}
 }
+
+// The config file's token lifetime defaults, which Validate fills in to
+// compare a refresh lifetime with the access one, are the provider's.
+func TestOAuthTokenTTLDefaultsAgreeWithTheProvider(t *testing.T) {
+	if config.DefaultAccessTokenTTL != oauth.DefaultAccessTokenTTL || config.DefaultRefreshTokenTTL != oauth.DefaultRefreshTokenTTL {
+		t.Fatalf("config defaults %v/%v, provider defaults %v/%v", config.DefaultAccessTokenTTL, config.DefaultRefreshTokenTTL,
+			oauth.DefaultAccessTokenTTL, oauth.DefaultRefreshTokenTTL)
+	}
+}

@@ -55,7 +55,9 @@ type Options struct {
 	Limiter                     keys.Limiter
 	RegistrationsPerMinute      int
 	RegistrationsPerMinuteTotal int
-	// AccessTokenTTL (default 1 h) and RefreshTokenTTL (default 30 days).
+	// AccessTokenTTL (default DefaultAccessTokenTTL) and RefreshTokenTTL
+	// (DefaultRefreshTokenTTL); config refuses a refresh lifetime shorter
+	// than the access one.
 	AccessTokenTTL  time.Duration
 	RefreshTokenTTL time.Duration
 	// UnauthorizedClientTTL is how long a registered client never issued a
@@ -67,6 +69,13 @@ type Options struct {
 	Now                   func() time.Time
 	Logger                *slog.Logger
 }
+
+// Default token lifetimes: an access token is a bearer JWT, so short;
+// a refresh token lets a client stay signed in for a month unused.
+const (
+	DefaultAccessTokenTTL  = time.Hour
+	DefaultRefreshTokenTTL = 30 * 24 * time.Hour
+)
 
 // Provider is the embedded authorization server: zitadel/oidc's OpenID
 // Provider for /authorize, /oauth/token, /revoke and /keys, plus what the
@@ -86,10 +95,10 @@ type Provider struct {
 // NewProvider loads (or creates) the signing key and builds the provider.
 func NewProvider(ctx context.Context, opts Options) (*Provider, error) {
 	if opts.AccessTokenTTL <= 0 {
-		opts.AccessTokenTTL = time.Hour
+		opts.AccessTokenTTL = DefaultAccessTokenTTL
 	}
 	if opts.RefreshTokenTTL <= 0 {
-		opts.RefreshTokenTTL = 30 * 24 * time.Hour
+		opts.RefreshTokenTTL = DefaultRefreshTokenTTL
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
