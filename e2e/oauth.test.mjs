@@ -74,6 +74,13 @@ class MemoryProvider {
   redirectToAuthorization(url) { this.authUrl = url; }
   saveCodeVerifier(v) { this._verifier = v; }
   codeVerifier() { return this._verifier; }
+  /** What the SDK calls when the server refuses what is stored: "all" on invalid_client, "tokens" on invalid_grant. */
+  invalidateCredentials(scope) {
+    this.invalidated = [...(this.invalidated ?? []), scope];
+    if (scope === "all" || scope === "client") this._client = undefined;
+    if (scope === "all" || scope === "tokens") this._tokens = undefined;
+    if (scope === "all" || scope === "verifier") this._verifier = undefined;
+  }
 }
 
 /**
@@ -160,6 +167,39 @@ test("the TypeScript SDK's OAuth client registers, consents, calls a tool, refre
       body: "{}",
     });
     assert.equal(revoked.status, 401);
+  } finally {
+    await client.close();
+  }
+});
+
+test("a client whose registration expired gets invalid_client on refresh, and the SDK registers again and gets back in", async () => {
+  // A client the server purged (registered, authorized, then unused past
+  // auth.oauth.idle_client_ttl) is refused at the token endpoint like one
+  // never registered (server/oauth: TestPurgedClientIsRefusedLikeAnUnknownOne);
+  // expiring one here would take an hour at least, so the client holds
+  // the registration and tokens of such a client: ids the server does not know.
+  const provider = new MemoryProvider("http://127.0.0.1:9/callback", "ts-sdk re-registers");
+  const expired = { client_id: "client_0123456789abcdef0123", redirect_uris: [provider.redirectUrl], token_endpoint_auth_method: "none" };
+  provider.saveClientInformation(expired);
+  provider.saveTokens({ access_token: "expired-access-token", refresh_token: "refresh-token-of-the-expired-client", token_type: "Bearer" });
+  const refresh = await fetch(new URL("/oauth/token", server.base), {
+    method: "POST",
+    headers: { "Content-Type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: "refresh-token-of-the-expired-client", client_id: expired.client_id }),
+  });
+  assert.equal(refresh.status, 401);
+  assert.equal((await refresh.json()).error, "invalid_client");
+
+  const client = await connectWithOAuth(provider, async (url) => {
+    const back = await submitConsent(url, userKey);
+    return back.searchParams.get("code");
+  });
+  try {
+    assert.deepEqual(provider.invalidated, ["all"], "the SDK dropped the expired registration and its tokens, on invalid_client");
+    const now = provider.clientInformation().client_id;
+    assert.ok(now.startsWith("client_") && now !== expired.client_id, `registered again: ${now}`);
+    const roll = await client.callTool({ name: "roll_dice", arguments: { sides: 6 } });
+    assert.ok(!roll.isError, JSON.stringify(roll));
   } finally {
     await client.close();
   }

@@ -17,6 +17,9 @@
 //     Client ID Metadata Documents (cimd.go:
 //     the one outbound fetch, public addresses only), resource indicators
 //     binding each code, token and refresh to one resource,
+//     client authentication before the grant at the token endpoint
+//     (clientauth.go: an unknown or expired client is invalid_client, so
+//     it registers again),
 //     refresh-token rotation with reuse detection (refresh.go: a token
 //     names its grant under a MAC, so a reuse is recognised after the
 //     purge deleted its row), revocation, and a

@@ -114,7 +114,8 @@ func TestProviderClosedPurgesNoMore(t *testing.T) {
 
 // A purged client's id is refused like one never registered:
 // /oauth/authorize shows an error page (no redirect), and the token
-// endpoint gives the same 400 answer.
+// endpoint gives the same 401 invalid_client answer (RFC 6749 §5.2), on
+// which the client registers again.
 func TestPurgedClientIsRefusedLikeAnUnknownOne(t *testing.T) {
 	db := openStore(t)
 	clk := newClock(time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC))
@@ -148,8 +149,8 @@ func TestPurgedClientIsRefusedLikeAnUnknownOne(t *testing.T) {
 		}
 		_ = json.NewDecoder(tok.Body).Decode(&a)
 		tok.Body.Close()
-		if tok.StatusCode != http.StatusBadRequest || a.Error == "" {
-			t.Errorf("token with %s = %d %q, want a 400 OAuth error", id, tok.StatusCode, a.Error)
+		if tok.StatusCode != http.StatusUnauthorized || a.Error != "invalid_client" {
+			t.Errorf("token with %s = %d %q, want 401 invalid_client", id, tok.StatusCode, a.Error)
 		}
 		answers = append(answers, a.Error)
 	}

@@ -226,7 +226,8 @@ func (p *Provider) metadata(w http.ResponseWriter, r *http.Request) {
 	server.WriteJSON(w, http.StatusOK, doc)
 }
 
-// withResource checks the RFC 8707 resource parameter: absent means this
+// withResource authenticates the client at the token endpoint
+// (clientauth.go) and checks the RFC 8707 resource parameter: absent means this
 // server; present it must name this server or a configured extra resource,
 // else invalid_target. /authorize hands it on to CreateAuthRequest; the
 // token endpoint checks it against the grant's resource.
@@ -235,6 +236,9 @@ func (p *Provider) withResource(next http.Handler, authorize bool) http.Handler 
 		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 		if err := r.ParseForm(); err != nil {
 			oauthError(w, http.StatusBadRequest, "invalid_request", "the request body is not a valid form (at most 64 KiB)")
+			return
+		}
+		if !authorize && !p.authenticateClient(w, r) {
 			return
 		}
 		res := r.Form["resource"]

@@ -13,7 +13,10 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/zitadel/oidc/v3/pkg/oidc"
@@ -429,6 +432,9 @@ func (s *storage) KeySet(context.Context) ([]op.Key, error) {
 }
 
 func (s *storage) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
+	if !possibleClientID(id) {
+		return nil, fmt.Errorf("oauth client %q: %w", id, grants.ErrNotFound)
+	}
 	if isClientIDURL(id) {
 		c, err := s.cimd.lookup(ctx, id)
 		if err != nil {
@@ -442,6 +448,18 @@ func (s *storage) GetClientByClientID(ctx context.Context, id string) (op.Client
 		return nil, err
 	}
 	return &client{c: c, login: s.login}, nil
+}
+
+// maxClientIDBytes bounds a client_id worth looking up: a registered id
+// is short, a metadata document's URL at most this long.
+const maxClientIDBytes = 2048
+
+// possibleClientID reports whether id could name a client: no id this
+// server issues or fetches is empty, longer than maxClientIDBytes, or
+// holds invalid UTF-8 or control characters (which PostgreSQL refuses in
+// a query, NUL first: such an id is unknown, not a store failure).
+func possibleClientID(id string) bool {
+	return id != "" && len(id) <= maxClientIDBytes && utf8.ValidString(id) && !strings.ContainsFunc(id, unicode.IsControl)
 }
 
 func (s *storage) AuthorizeClientIDSecret(ctx context.Context, id, secret string) error {
