@@ -99,6 +99,17 @@ func (d *DB) purgeClientBatch(ctx context.Context, e grants.ClientExpiry) (int, 
 		return 0, nil
 	}
 	in := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ") + ")"
+	if d.pg() {
+		// The clients' grants are locked before their tokens, in one order,
+		// as RevokeGrant takes them (the grant, then its tokens): deleting
+		// the tokens first made a cycle with an admin revoking one of these
+		// grants, which PostgreSQL breaks by aborting one (40P01). A grant
+		// being revoked is waited for; its revocation takes no lock this
+		// purge holds.
+		if _, err := tx.ExecContext(ctx, d.q(`SELECT id FROM oauth_grants WHERE client_id IN `+in+` ORDER BY id FOR UPDATE`), ids...); err != nil {
+			return 0, fmt.Errorf("purge oauth clients: lock grants: %w", err)
+		}
+	}
 	// Children first: tokens reference grants, grants clients.
 	for _, st := range []struct {
 		query string

@@ -38,8 +38,9 @@ func (d *DB) PurgeTokens(ctx context.Context, e grants.TokenExpiry) (int, error)
 		kinds = append(kinds, struct {
 			where string
 			args  []any
-		}{`SELECT hash FROM (SELECT hash, ROW_NUMBER() OVER (PARTITION BY grant_id ORDER BY created_at DESC, hash DESC) AS n
-			FROM oauth_tokens WHERE kind = 'access') ranked WHERE n > ? LIMIT ?`, []any{e.AccessPerGrant}})
+		}{`SELECT hash FROM oauth_tokens WHERE hash IN (SELECT hash FROM (SELECT hash,
+			ROW_NUMBER() OVER (PARTITION BY grant_id ORDER BY created_at DESC, hash DESC) AS n
+			FROM oauth_tokens WHERE kind = 'access') ranked WHERE n > ?) LIMIT ?`, []any{e.AccessPerGrant}})
 	}
 	total := 0
 	for _, k := range kinds {
@@ -64,10 +65,20 @@ func (d *DB) PurgeRequests(ctx context.Context, before time.Time) (int, error) {
 }
 
 // deleteInBatches deletes from table the rows whose key `pick` (a SELECT
-// of keys ending in LIMIT ?, with args before the limit) returns, one
-// statement of at most purgeBatch rows at a time, until a statement
-// deletes fewer.
+// of keys from table ending in LIMIT ?, with args before the limit)
+// returns, one statement of at most purgeBatch rows at a time, until a
+// statement deletes fewer.
+//
+// On PostgreSQL the pick locks its rows and skips those locked by others:
+// the purge never waits for a row lock, so it cannot be in a lock-order
+// cycle with RevokeGrant, which updates a grant's tokens in an order of
+// its own (a DELETE locking many rows in another order was aborted as a
+// deadlock, 40P01, or made RevokeGrant fail). A row skipped now is
+// deleted by a later purge.
 func (d *DB) deleteInBatches(ctx context.Context, table, key, pick string, args []any) (int, error) {
+	if d.pg() {
+		pick += ` FOR UPDATE SKIP LOCKED`
+	}
 	query := d.q(`DELETE FROM ` + table + ` WHERE ` + key + ` IN (` + pick + `)`)
 	args = append(append([]any{}, args...), purgeBatch)
 	total := 0
