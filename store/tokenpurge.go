@@ -34,12 +34,18 @@ func (d *DB) PurgeTokens(ctx context.Context, e grants.TokenExpiry) (int, error)
 	if e.AccessPerGrant > 0 {
 		// Access tokens beyond a grant's newest AccessPerGrant: a client
 		// holds the one from its last refresh; only a refresh loop has
-		// more.
+		// more. Tokens of one millisecond rank by the order they were
+		// created in: SQLite's rowid is one more than the table's largest
+		// at an insert, PostgreSQL's seq a sequence (migration 0010).
+		created := `rowid`
+		if d.pg() {
+			created = `seq`
+		}
 		kinds = append(kinds, struct {
 			where string
 			args  []any
 		}{`SELECT hash FROM oauth_tokens WHERE hash IN (SELECT hash FROM (SELECT hash,
-			ROW_NUMBER() OVER (PARTITION BY grant_id ORDER BY created_at DESC, hash DESC) AS n
+			ROW_NUMBER() OVER (PARTITION BY grant_id ORDER BY created_at DESC, ` + created + ` DESC) AS n
 			FROM oauth_tokens WHERE kind = 'access') ranked WHERE n > ?) LIMIT ?`, []any{e.AccessPerGrant}})
 	}
 	total := 0

@@ -255,3 +255,55 @@ func TestMigration0009BackfillsTokenIssued(t *testing.T) {
 		})
 	}
 }
+
+// Access tokens issued in the same millisecond (a client refreshing in a
+// tight loop, replicas sharing the store) are ranked by the order they
+// were created in, not by their hashes: the cap keeps the last ones
+// created, whichever the hashes, and purging again keeps the same ones.
+func TestGrantsStorePurgeRanksSameMillisecondAccessTokensByCreation(t *testing.T) {
+	tests := []struct {
+		name string
+		// ago of each token, in the order they are created.
+		ago  []time.Duration
+		keep []int // indexes of the tokens kept (AccessPerGrant 3)
+	}{
+		{"all in one millisecond", []time.Duration{0, 0, 0, 0, 0, 0, 0, 0}, []int{5, 6, 7}},
+		{"the newest millisecond holds more than the cap", []time.Duration{time.Second, time.Second, 0, 0, 0, 0}, []int{3, 4, 5}},
+		{"ties across the cap's edge", []time.Duration{2 * time.Second, time.Second, time.Second, time.Second, time.Second, 0}, []int{3, 4, 5}},
+		{"an older millisecond created later still ranks by time", []time.Duration{0, 0, time.Second, time.Second, time.Second}, []int{0, 1, 4}},
+	}
+	for name, db := range keysStores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			now := time.Now().UTC().Truncate(time.Millisecond)
+			f := purgeFixture{t: t, db: db, now: now}
+			for i, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					client := fmt.Sprintf("tight_loop_%d", i)
+					f.client(client, time.Minute)
+					f.grant(client, time.Minute, 0, 0, false)
+					var hashes []string
+					for j, ago := range tt.ago {
+						hashes = append(hashes, f.tok(client, fmt.Sprint(j), grants.KindAccess, ago, time.Hour, false))
+					}
+					for pass := range 2 {
+						if _, err := db.PurgeTokens(ctx, grants.TokenExpiry{Now: now, AccessPerGrant: 3}); err != nil {
+							t.Fatal(err)
+						}
+						var kept []int
+						for j, h := range hashes {
+							if _, err := db.Token(ctx, h); err == nil {
+								kept = append(kept, j)
+							} else if !errors.Is(err, grants.ErrNotFound) {
+								t.Fatal(err)
+							}
+						}
+						if fmt.Sprint(kept) != fmt.Sprint(tt.keep) {
+							t.Fatalf("purge %d kept tokens %v, want %v", pass+1, kept, tt.keep)
+						}
+					}
+				})
+			}
+		})
+	}
+}
