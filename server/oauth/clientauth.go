@@ -82,7 +82,9 @@ func (p *Provider) authenticateClient(w http.ResponseWriter, r *http.Request) bo
 	case errors.Is(err, grants.ErrNotFound):
 		return fail("the client is not registered, or its registration expired: register again")
 	case errors.Is(err, errCIMD):
-		return fail("the client's metadata document cannot be used: " + err.Error())
+		// Why (an address, a network error) is for the log, as at
+		// /oauth/authorize: the fetch is made on behalf of anyone.
+		return fail("the client's metadata document could not be fetched or is not valid")
 	case err != nil:
 		p.opts.Logger.Error("token endpoint: read oauth client", "err", err)
 		oauthError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "cannot read the client right now; retry shortly")
