@@ -1,7 +1,8 @@
 // Package testserver is a small MCP server on the go-sdk for the
 // gateway's tests and the e2e suite (cmd/mcp-testserver): well-behaved
 // tools (echo, add, write), and hostile ones a remote server may have:
-// one that hangs, two that answer 10 MB (slowly, at once), one whose schema lies, names
+// one that hangs, two that answer 10 MB (slowly, at once), one that
+// answers a value nested as deep as asked, one whose schema lies, names
 // that collide or are not ASCII.
 package testserver
 
@@ -153,6 +154,7 @@ func New(hostile bool) *Server {
 			s.count("badref")
 			return text("ran"), nil
 		})
+	s.addDeep(ro)
 	for _, n := range []string{"Echo", "get-sum", "get_sum", "工具", "a-very-long-tool-name-that-goes-on-and-on-past-any-sensible-limit-of-names"} {
 		s.srv.AddTool(&sdk.Tool{Name: n, Description: "A name to report.", InputSchema: obj(``), Annotations: ro},
 			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
