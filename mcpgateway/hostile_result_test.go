@@ -3,6 +3,7 @@ package mcpgateway_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,30 @@ import (
 	"toolhost/tools"
 	"toolhost/tools/builtin"
 )
+
+// journalStores are the stores the journal runs on: memory, SQLite and,
+// when configured, PostgreSQL.
+func journalStores(t *testing.T) map[string]journal.Store {
+	stores := map[string]journal.Store{"memory": journal.NewMemStore()}
+	for name, db := range storetest.Open(t, "mcpgateway_test") {
+		stores[name] = db
+	}
+	return stores
+}
+
+// journaledRig is a rig whose executor journals into st.
+func journaledRig(t *testing.T, st journal.Store) (*rig, *journal.Journal) {
+	t.Helper()
+	r := newRig(t, mcpgateway.Options{})
+	jr := journal.New(st, journal.Options{InstanceID: "inst-" + t.Name()})
+	t.Cleanup(jr.Close)
+	exec, err := tools.NewExecutor(tools.Options{Sessions: session.NewMemStore(), Remote: r.gw, Journal: jr}, builtin.NewGetTime(time.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.exec = exec
+	return r, jr
+}
 
 // depthOf is how deeply the JSON text b nests arrays and objects.
 func depthOf(b []byte) int {
@@ -69,20 +94,9 @@ var deepCases = []struct {
 // journaled whole. The gateway's session stays usable.
 func TestDeepRemoteResultsAreRefusedAndJournaled(t *testing.T) {
 	up := startUpstream(t, true)
-	stores := map[string]journal.Store{"memory": journal.NewMemStore()}
-	for name, db := range storetest.Open(t, "mcpdeep_test") {
-		stores[name] = db
-	}
-	for name, st := range stores {
+	for name, st := range journalStores(t) {
 		t.Run(name, func(t *testing.T) {
-			r := newRig(t, mcpgateway.Options{})
-			jr := journal.New(st, journal.Options{InstanceID: "deep-" + name})
-			t.Cleanup(jr.Close)
-			exec, err := tools.NewExecutor(tools.Options{Sessions: session.NewMemStore(), Remote: r.gw, Journal: jr}, builtin.NewGetTime(time.Now))
-			if err != nil {
-				t.Fatal(err)
-			}
-			r.exec = exec
+			r, jr := journaledRig(t, st)
 			r.register("acct_a", "evil", up.url(), func(s *mcpremote.Server, _ *mcpremote.Secrets) { s.Timeout = 5 * time.Second })
 			for i, tc := range deepCases {
 				t.Run(tc.name, func(t *testing.T) {
@@ -112,6 +126,35 @@ func TestDeepRemoteResultsAreRefusedAndJournaled(t *testing.T) {
 			}
 			if out := r.call("acct_a", "evil__deep", `{"levels":3}`); out.IsError {
 				t.Fatalf("after the deep answers: %+v", out)
+			}
+		})
+	}
+}
+
+// A remote answer with a character PostgreSQL text cannot hold (NUL) is
+// relayed as it came and journaled, on every store, with U+FFFD in its
+// place: the journal write is not refused (which would fail the call and
+// the records committed with it).
+func TestRemoteTextWithNULIsJournaled(t *testing.T) {
+	up := startUpstream(t, false)
+	for name, st := range journalStores(t) {
+		t.Run(name, func(t *testing.T) {
+			r, jr := journaledRig(t, st)
+			r.register("acct_a", "demo", up.url(), nil)
+			out := r.call("acct_a", "demo__echo", `{"message":"a\u0000b"}`)
+			if out.IsError || !strings.Contains(out.Text, "Echo: a\x00b") {
+				t.Fatalf("outcome %+v", out)
+			}
+			rec, err := jr.Store().Get(context.Background(), "acct_a", out.ExecutionID)
+			if err != nil {
+				t.Fatalf("the journal lost the call: %v", err)
+			}
+			want := "Echo: a\uFFFDb"
+			if name == "memory" {
+				want = "Echo: a\x00b" // nothing to refuse it
+			}
+			if rec.Status != journal.StatusSuccess || !strings.Contains(rec.ResultText, want) {
+				t.Fatalf("journaled %s %q, want %q in it", rec.Status, rec.ResultText, want)
 			}
 		})
 	}
