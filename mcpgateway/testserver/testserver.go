@@ -136,8 +136,7 @@ func New(hostile bool) *Server {
 			time.Sleep(100 * time.Millisecond)
 			return text("done"), nil
 		})
-	// Listed like any tool; its call is answered by Handler with 10 MB
-	// at once.
+	// Listed like any tool; Handler answers its call with 10 MB at once.
 	s.srv.AddTool(&sdk.Tool{Name: "flood", Description: "Answers 10 MB at once.", InputSchema: obj(``), Annotations: ro},
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			return text("unreachable"), nil

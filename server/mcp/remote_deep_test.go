@@ -88,7 +88,7 @@ func TestDeepRemoteResultsReachAGoClientWholeOrAsAnError(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the go-sdk client could not read the answer: %v", err)
 			}
-			var v any = res.StructuredContent
+			v := res.StructuredContent
 			if res.IsError {
 				body, _ := res.Meta["toolhost/error"].(map[string]any)
 				if tc.code == "" || body["code"] != tc.code {
