@@ -30,6 +30,9 @@ const (
 	CodeUpstreamTimeout = "upstream_timeout"
 	// CodeUpstreamTooLarge: the answer was over the size cap.
 	CodeUpstreamTooLarge = "upstream_result_too_large"
+	// CodeUpstreamTooDeep: the answer nested deeper than a Go MCP client
+	// reads (depth.go); it was cut off or not relayed.
+	CodeUpstreamTooDeep = "upstream_result_too_deep"
 	// CodeUpstreamBusy: every slot of the server's concurrency cap stayed
 	// taken until the deadline.
 	CodeUpstreamBusy = "upstream_busy"
@@ -116,6 +119,10 @@ func (t *remoteTool) attempt(ctx context.Context, l *link, inv *tools.Invocation
 	case seen.tooLarge || errors.Is(err, errTooLarge):
 		l.reset(sess)
 		return false, nil, tools.Errorf(CodeUpstreamTooLarge, "the MCP server %s answered with more than %d bytes; toolhost cut it off. Ask for less", t.srv.Name, t.g.opts.MaxResultBytes)
+	case seen.tooDeep || isTooDeep(err):
+		// The server answered; sending again would get the same answer.
+		l.reset(sess)
+		return false, nil, tooDeep("the MCP server %s answered with a message nested more than %d levels deep", t.srv.Name, maxMessageDepth)
 	case seen.notSent || seen.status == http.StatusNotFound || errors.Is(err, sdk.ErrSessionMissing):
 		// Never reached the server's tool (no connection, or a session
 		// the server no longer knows): safe to send once more. Checked
@@ -178,6 +185,9 @@ func (t *remoteTool) result(res *sdk.CallToolResult) (*tools.Result, error) {
 		}
 	}
 	text := b.String()
+	if err := t.checkDepth(res); err != nil {
+		return nil, err
+	}
 	if res.IsError {
 		d := map[string]any{"upstream_is_error": true}
 		if res.StructuredContent != nil {
@@ -195,4 +205,30 @@ func (t *remoteTool) result(res *sdk.CallToolResult) (*tools.Result, error) {
 		text = "(the tool returned no content)"
 	}
 	return &tools.Result{Structured: structured, Text: text, Summary: t.srv.Name + ": " + t.remoteName, Untrusted: true}, nil
+}
+
+// checkDepth refuses a structuredContent that, as toolhost relays it,
+// would nest deeper than a Go MCP client reads (depth.go). An object is
+// relayed where it came and fits as the server's message did, so it is
+// not walked: only a wrapped value and an error's are, which are rare.
+func (t *remoteTool) checkDepth(res *sdk.CallToolResult) error {
+	if res.StructuredContent == nil {
+		return nil
+	}
+	_, isObject := res.StructuredContent.(map[string]any)
+	switch {
+	case res.IsError && depthOver(res.StructuredContent, maxErrorValueDepth):
+		return tooDeep("the MCP server %s reported an error whose structuredContent nests more than %d levels deep", t.srv.Name, maxErrorValueDepth)
+	case !res.IsError && !isObject && depthOver(res.StructuredContent, maxWrappedDepth):
+		return tooDeep("the MCP server %s answered with a structuredContent that is not an object and nests more than %d levels deep (toolhost wraps it as {\"value\": …}, a level more)", t.srv.Name, maxWrappedDepth)
+	}
+	return nil
+}
+
+// tooDeep is the tool error of an answer nested too deep; format names
+// the server, then the limit.
+func tooDeep(format, server string, limit int) error {
+	return &tools.Error{Code: CodeUpstreamTooDeep,
+		Message: fmt.Sprintf(format, server, limit) + "; toolhost does not relay it (MCP clients refuse a message nested more than 1000 levels deep)",
+		Details: map[string]any{"max_depth": limit}}
 }

@@ -30,7 +30,10 @@
 // Calls: arguments were validated by the pipeline against the schema the
 // server listed; here they are sent as they are. Each server has a
 // timeout and a concurrency cap; a response body (or SSE event) over
-// MaxResultBytes is cut off and the call fails. Retries follow the
+// MaxResultBytes is cut off and the call fails, and so is one nested past
+// the 1000 levels a go-sdk client reads, or whose structuredContent would
+// be once relayed (depth.go: upstream_result_too_deep, never sent
+// again). Retries follow the
 // tool-call seed: a call that never reached the server (refused
 // connection, expired session) is sent again once on a new session; a
 // call lost after it was sent is retried once only when the tool has no

@@ -22,12 +22,14 @@ import (
 var errTooLarge = errors.New("the MCP server's response is larger than toolhost accepts")
 
 // tracker records, for one call, what the transport saw: whether the
-// request never left (a failed dial), the status, a body cut off.
+// request never left (a failed dial), the status, a body cut off for its
+// size or its nesting.
 type tracker struct {
 	mu       sync.Mutex
 	notSent  bool
 	status   int
 	tooLarge bool
+	tooDeep  bool
 	// cancel ends the call at once when its answer is cut off (the SDK
 	// would otherwise try to resume the stream until the deadline).
 	cancel context.CancelFunc
@@ -42,7 +44,7 @@ func (t *tracker) set(f func(*tracker)) {
 func (t *tracker) get() tracker {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return tracker{notSent: t.notSent, status: t.status, tooLarge: t.tooLarge}
+	return tracker{notSent: t.notSent, status: t.status, tooLarge: t.tooLarge, tooDeep: t.tooDeep}
 }
 
 type trackerKey struct{}
@@ -220,23 +222,24 @@ func (d *detached) done() {
 	d.cancel()
 }
 
-// cappedBody fails a read past its limit and ends the request's context
-// with the body.
+// cappedBody fails a read past its limit, or past maxMessageDepth of
+// nesting, and ends the request's context with the body.
 type cappedBody struct {
-	r    io.ReadCloser
-	left int64
-	t    *tracker
-	d    *detached
+	r     io.ReadCloser
+	left  int64
+	t     *tracker
+	d     *detached
+	depth depthScan
+	// deep is set once the nesting went too deep: every later read fails.
+	deep bool
 }
 
 func (c *cappedBody) Read(p []byte) (int, error) {
+	if c.deep {
+		return 0, errTooDeep
+	}
 	if c.left <= 0 {
-		if c.t != nil {
-			c.t.set(func(t *tracker) { t.tooLarge = true })
-			if c.t.cancel != nil {
-				c.t.cancel()
-			}
-		}
+		c.cut(func(t *tracker) { t.tooLarge = true })
 		return 0, errTooLarge
 	}
 	if int64(len(p)) > c.left {
@@ -244,11 +247,28 @@ func (c *cappedBody) Read(p []byte) (int, error) {
 	}
 	n, err := c.r.Read(p)
 	c.left -= int64(n)
+	if c.depth.scan(p[:n]) {
+		// Before the SDK sees it: it would fail the session on it.
+		c.deep = true
+		c.cut(func(t *tracker) { t.tooDeep = true })
+		return 0, errTooDeep
+	}
 	if err == io.EOF {
 		// The connection is back in the pool by now.
 		c.d.done()
 	}
 	return n, err
+}
+
+// cut records why the body was cut off and ends the call at once (the
+// SDK would otherwise try to resume the stream until the deadline).
+func (c *cappedBody) cut(why func(*tracker)) {
+	if c.t != nil {
+		c.t.set(why)
+		if c.t.cancel != nil {
+			c.t.cancel()
+		}
+	}
 }
 
 func (c *cappedBody) Close() error {

@@ -158,7 +158,7 @@ func insertArgs(r journal.Record) []any {
 	if raw == nil {
 		raw = []byte{}
 	}
-	return []any{
+	return storable([]any{
 		r.ID, r.AccountID, r.KeyID, r.SessionID, r.FloorID, r.RunID, nullStr(r.PageID), r.Round, r.CallID,
 		r.CallerSlot, r.Face, r.ProviderID, r.ProviderType, r.ToolName, r.ToolVersion, r.SideEffectLevel,
 		raw, nullJSON(r.Args), r.ArgsDigest, r.IdempotencyKey, r.TraceID, string(r.Status), string(r.Lifecycle),
@@ -166,7 +166,7 @@ func insertArgs(r journal.Record) []any {
 		r.Summary, r.Units, r.Truncated, r.Duration.Milliseconds(), ms(r.StartedAt), ms(r.FinishedAt),
 		r.DeliveryMode, r.AttemptNo, nullStr(r.RuntimeJobID), nullStr(r.ReplayParentID), r.InstanceID,
 		ms(r.CreatedAt),
-	}
+	})
 }
 
 type execer interface {
@@ -212,9 +212,9 @@ func (d *DB) Apply(ctx context.Context, ws []journal.Write) ([]string, error) {
 }
 
 func updateArgs(r journal.Record, events string) []any {
-	return []any{string(r.Status), string(r.Lifecycle), string(r.Commit),
+	return storable([]any{string(r.Status), string(r.Lifecycle), string(r.Commit),
 		string(r.State), nullJSON(r.Result), r.ResultText, r.ErrorCode, nullStr(r.ErrorMessage), r.Summary,
-		r.Units, r.Truncated, r.Duration.Milliseconds(), ms(r.FinishedAt), events, r.ID}
+		r.Units, r.Truncated, r.Duration.Milliseconds(), ms(r.FinishedAt), events, r.ID})
 }
 
 // Claim implements journal.Store: the key row is inserted or taken over and

@@ -1,7 +1,8 @@
 // Package testserver is a small MCP server on the go-sdk for the
 // gateway's tests and the e2e suite (cmd/mcp-testserver): well-behaved
 // tools (echo, add, write), and hostile ones a remote server may have:
-// one that hangs, two that answer 10 MB (slowly, at once), one whose schema lies, names
+// one that hangs, two that answer 10 MB (slowly, at once), one that
+// answers a value nested as deep as asked, one whose schema lies, names
 // that collide or are not ASCII.
 package testserver
 
@@ -135,8 +136,7 @@ func New(hostile bool) *Server {
 			time.Sleep(100 * time.Millisecond)
 			return text("done"), nil
 		})
-	// Listed like any tool; its call is answered by Handler with 10 MB
-	// at once.
+	// Listed like any tool; Handler answers its call with 10 MB at once.
 	s.srv.AddTool(&sdk.Tool{Name: "flood", Description: "Answers 10 MB at once.", InputSchema: obj(``), Annotations: ro},
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			return text("unreachable"), nil
@@ -153,6 +153,7 @@ func New(hostile bool) *Server {
 			s.count("badref")
 			return text("ran"), nil
 		})
+	s.addDeep(ro)
 	for _, n := range []string{"Echo", "get-sum", "get_sum", "工具", "a-very-long-tool-name-that-goes-on-and-on-past-any-sensible-limit-of-names"} {
 		s.srv.AddTool(&sdk.Tool{Name: n, Description: "A name to report.", InputSchema: obj(``), Annotations: ro},
 			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"toolhost/journal"
 	"toolhost/loop/fakeupstream"
 	"toolhost/mcpgateway"
 	"toolhost/mcpgateway/testserver"
@@ -35,11 +36,23 @@ type remoteEnv struct {
 
 func newRemoteEnv(t *testing.T, script fakeupstream.Script) *remoteEnv {
 	t.Helper()
+	return startRemoteEnv(t, script, remoteEnvOptions{})
+}
+
+// remoteEnvOptions vary the remote env: the test server's hostile tools,
+// a journal on a store of the test's (nil: in memory).
+type remoteEnvOptions struct {
+	hostile bool
+	journal *journal.Journal
+}
+
+func startRemoteEnv(t *testing.T, script fakeupstream.Script, o remoteEnvOptions) *remoteEnv {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := testserver.New(false)
+	ts := testserver.New(o.hostile)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", ts.Handler())
 	up := &http.Server{Handler: mux}
@@ -72,7 +85,7 @@ func newRemoteEnv(t *testing.T, script fakeupstream.Script) *remoteEnv {
 		t.Fatal(err)
 	}
 
-	ex, err := tools.NewExecutor(tools.Options{Remote: gw}, builtin.All()...)
+	ex, err := tools.NewExecutor(tools.Options{Remote: gw, Journal: o.journal}, builtin.All()...)
 	if err != nil {
 		t.Fatal(err)
 	}

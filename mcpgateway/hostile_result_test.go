@@ -1,0 +1,161 @@
+package mcpgateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"toolhost/journal"
+	"toolhost/mcpgateway"
+	"toolhost/mcpgateway/testserver"
+	"toolhost/mcpremote"
+	"toolhost/session"
+	"toolhost/store/storetest"
+	"toolhost/tools"
+	"toolhost/tools/builtin"
+)
+
+// journalStores are the stores the journal runs on: memory, SQLite and,
+// when configured, PostgreSQL.
+func journalStores(t *testing.T) map[string]journal.Store {
+	stores := map[string]journal.Store{"memory": journal.NewMemStore()}
+	for name, db := range storetest.Open(t, "mcpgateway_test") {
+		stores[name] = db
+	}
+	return stores
+}
+
+// journaledRig is a rig whose executor journals into st.
+func journaledRig(t *testing.T, st journal.Store) (*rig, *journal.Journal) {
+	t.Helper()
+	r := newRig(t, mcpgateway.Options{})
+	jr := journal.New(st, journal.Options{InstanceID: "inst-" + t.Name()})
+	t.Cleanup(jr.Close)
+	exec, err := tools.NewExecutor(tools.Options{Sessions: session.NewMemStore(), Remote: r.gw, Journal: jr}, builtin.NewGetTime(time.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.exec = exec
+	return r, jr
+}
+
+// depthOf is how deeply the JSON text b nests arrays and objects.
+func depthOf(b []byte) int {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return -1
+	}
+	var walk func(any) int
+	walk = func(v any) int {
+		deepest := 0
+		switch x := v.(type) {
+		case []any:
+			for _, m := range x {
+				deepest = max(deepest, walk(m))
+			}
+			return deepest + 1
+		case map[string]any:
+			for _, m := range x {
+				deepest = max(deepest, walk(m))
+			}
+			return deepest + 1
+		}
+		return 0
+	}
+	return walk(v)
+}
+
+// deepCases are the remote answers at and just past each nesting limit
+// (mcpgateway's depth.go): code "" is relayed, with structured, the depth
+// of the structured result toolhost keeps (the {"error": …} object of a
+// remote isError).
+var deepCases = []struct {
+	name       string
+	args       testserver.DeepArgs
+	code       string
+	structured int
+}{
+	{"object as deep as a message allows", testserver.DeepArgs{Levels: 998}, "", 998},
+	{"array as deep as its wrapper allows", testserver.DeepArgs{Levels: 997, Array: true}, "", 998},
+	{"array a level deeper", testserver.DeepArgs{Levels: 998, Array: true}, mcpgateway.CodeUpstreamTooDeep, 0},
+	{"error as deep as its error object allows", testserver.DeepArgs{Levels: 996, Error: true}, mcpgateway.CodeUpstreamError, 998},
+	{"error a level deeper", testserver.DeepArgs{Levels: 997, Error: true}, mcpgateway.CodeUpstreamTooDeep, 0},
+	{"object past the message limit", testserver.DeepArgs{Levels: 999}, mcpgateway.CodeUpstreamTooDeep, 0},
+	{"content past the message limit", testserver.DeepArgs{Levels: 1200, InContent: true}, mcpgateway.CodeUpstreamTooDeep, 0},
+	{"far past the message limit", testserver.DeepArgs{Levels: 9000, Array: true}, mcpgateway.CodeUpstreamTooDeep, 0},
+}
+
+// A remote result nested too deep for a Go MCP client to read, as
+// toolhost would relay it, is refused with upstream_result_too_deep: not
+// sent again (the server did answer), and journaled as a failed call on
+// every store, PostgreSQL included; one at the limits is relayed and
+// journaled whole. The gateway's session stays usable.
+func TestDeepRemoteResultsAreRefusedAndJournaled(t *testing.T) {
+	up := startUpstream(t, true)
+	for name, st := range journalStores(t) {
+		t.Run(name, func(t *testing.T) {
+			r, jr := journaledRig(t, st)
+			r.register("acct_a", "evil", up.url(), func(s *mcpremote.Server, _ *mcpremote.Secrets) { s.Timeout = 5 * time.Second })
+			for i, tc := range deepCases {
+				t.Run(tc.name, func(t *testing.T) {
+					args, _ := json.Marshal(tc.args)
+					before := up.ts.Calls("deep")
+					out := r.call("acct_a", "evil__deep", string(args))
+					if out.Code != tc.code {
+						t.Fatalf("code %q, want %q (%.300s)", out.Code, tc.code, out.Text)
+					}
+					if n := up.ts.Calls("deep") - before; n != 1 {
+						t.Fatalf("the call reached the server %d times, want 1", n)
+					}
+					rec, err := jr.Store().Get(context.Background(), "acct_a", out.ExecutionID)
+					if err != nil {
+						t.Fatalf("the journal lost call %d: %v", i, err)
+					}
+					if rec.ErrorCode != tc.code {
+						t.Fatalf("journaled code %q, want %q", rec.ErrorCode, tc.code)
+					}
+					if tc.code == mcpgateway.CodeUpstreamTooDeep && rec.Status != journal.StatusError {
+						t.Fatalf("journaled %s, want error", rec.Status)
+					}
+					if tc.structured > 0 && depthOf(rec.Result) != tc.structured {
+						t.Fatalf("journaled result nests %d levels, want %d", depthOf(rec.Result), tc.structured)
+					}
+				})
+			}
+			if out := r.call("acct_a", "evil__deep", `{"levels":3}`); out.IsError {
+				t.Fatalf("after the deep answers: %+v", out)
+			}
+		})
+	}
+}
+
+// A remote answer with a character PostgreSQL text cannot hold (NUL) is
+// relayed as it came and journaled, on every store, with U+FFFD in its
+// place: the journal write is not refused (which would fail the call and
+// the records committed with it).
+func TestRemoteTextWithNULIsJournaled(t *testing.T) {
+	up := startUpstream(t, false)
+	for name, st := range journalStores(t) {
+		t.Run(name, func(t *testing.T) {
+			r, jr := journaledRig(t, st)
+			r.register("acct_a", "demo", up.url(), nil)
+			out := r.call("acct_a", "demo__echo", `{"message":"a\u0000b"}`)
+			if out.IsError || !strings.Contains(out.Text, "Echo: a\x00b") {
+				t.Fatalf("outcome %+v", out)
+			}
+			rec, err := jr.Store().Get(context.Background(), "acct_a", out.ExecutionID)
+			if err != nil {
+				t.Fatalf("the journal lost the call: %v", err)
+			}
+			want := "Echo: a\uFFFDb"
+			if name == "memory" {
+				want = "Echo: a\x00b" // nothing to refuse it
+			}
+			if rec.Status != journal.StatusSuccess || !strings.Contains(rec.ResultText, want) {
+				t.Fatalf("journaled %s %q, want %q in it", rec.Status, rec.ResultText, want)
+			}
+		})
+	}
+}

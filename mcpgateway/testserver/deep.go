@@ -1,0 +1,57 @@
+package testserver
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DeepArgs are the arguments of the hostile tool deep.
+type DeepArgs struct {
+	// Levels is how deeply the value nests.
+	Levels int `json:"levels"`
+	// Array makes the value an array (toolhost wraps a structuredContent
+	// that is not an object, one level more); else an object.
+	Array bool `json:"array,omitempty"`
+	// Error makes the result isError.
+	Error bool `json:"error,omitempty"`
+	// InContent puts the value in the _meta of the text content instead
+	// of in structuredContent.
+	InContent bool `json:"in_content,omitempty"`
+}
+
+// Nested is JSON text nesting levels deep: [[…]] or {"v":{"v":{}}}.
+func Nested(levels int, array bool) json.RawMessage {
+	if array {
+		return json.RawMessage(strings.Repeat("[", levels) + strings.Repeat("]", levels))
+	}
+	if levels == 0 {
+		return json.RawMessage(`0`)
+	}
+	return json.RawMessage(strings.Repeat(`{"v":`, levels-1) + "{}" + strings.Repeat("}", levels-1))
+}
+
+// addDeep adds deep, which answers a value as deeply nested as asked (up
+// to 9000 levels: the SDK encodes with encoding/json, which stops at
+// 10 000):
+// the go-sdk client refuses a message nested more than 1000 levels deep,
+// and a value that arrives whole may still be too deep once relayed.
+func (s *Server) addDeep(ro *sdk.ToolAnnotations) {
+	schema := obj(`"levels":{"type":"integer","minimum":1,"maximum":9000},"array":{"type":"boolean"},"error":{"type":"boolean"},"in_content":{"type":"boolean"}`, "levels")
+	s.srv.AddTool(&sdk.Tool{Name: "deep", Description: "Answers a deeply nested value.", InputSchema: schema, Annotations: ro},
+		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			s.count("deep")
+			var a DeepArgs
+			_ = json.Unmarshal(req.Params.Arguments, &a)
+			v := Nested(a.Levels, a.Array)
+			res := &sdk.CallToolResult{IsError: a.Error, Content: []sdk.Content{&sdk.TextContent{Text: "deep"}}}
+			if a.InContent {
+				res.Content = []sdk.Content{&sdk.TextContent{Text: "deep", Meta: sdk.Meta{"v": v}}}
+			} else {
+				res.StructuredContent = v
+			}
+			return res, nil
+		})
+}
