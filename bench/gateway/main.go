@@ -35,6 +35,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -49,6 +50,7 @@ func main() {
 	compare := flag.String("compare", "", "a second toolhost `BINARY` (e.g. main's) timed in the same rounds as gateway B / local B")
 	proxyListen := flag.String("proxy-listen", "", "run as the bare proxy on this `ADDR` (the program starts itself so)")
 	proxyUpstream := flag.String("proxy-upstream", "", "the bare proxy's upstream `URL`")
+	only := flag.String("only", "", "call only these comma-separated `PATHS` (direct, gateway, local, bare, bareLocal, gatewayB, localB), e.g. to profile one of them on an idle server; the differences need all")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -59,7 +61,7 @@ func main() {
 		}
 		return
 	}
-	if err := run(ctx, *bin, *compare, *e2e, *n, *warm, *gap); err != nil {
+	if err := run(ctx, *bin, *compare, *e2e, *only, *n, *warm, *gap); err != nil {
 		fmt.Fprintln(os.Stderr, "gateway:", err)
 		os.Exit(1)
 	}
@@ -74,7 +76,7 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-func run(ctx context.Context, bin, compare, e2e string, n, warm int, gap time.Duration) error {
+func run(ctx context.Context, bin, compare, e2e, only string, n, warm int, gap time.Duration) error {
 	tmp, err := os.MkdirTemp("", "gateway-bench-")
 	if err != nil {
 		return err
@@ -126,6 +128,13 @@ func run(ctx context.Context, bin, compare, e2e string, n, warm int, gap time.Du
 			path{key: "gatewayB", name: "gateway B (-compare): client → toolhost everything__echo → server-everything", url: baseB + "/mcp", tool: "everything__echo"},
 			path{key: "localB", name: "local B (-compare): client → toolhost get_time", url: baseB + "/mcp", tool: "get_time"})
 	}
+	if only != "" {
+		keep := strings.Split(only, ",")
+		paths = slices.DeleteFunc(paths, func(p path) bool { return !slices.Contains(keep, p.key) })
+		if len(paths) == 0 {
+			return fmt.Errorf("-only %q: no such path", only)
+		}
+	}
 	lat, err := measure(ctx, paths, n, warm, gap)
 	if err != nil {
 		return err
@@ -134,6 +143,9 @@ func run(ctx context.Context, bin, compare, e2e string, n, warm int, gap time.Du
 	for _, p := range paths {
 		l := slices.Sorted(slices.Values(lat[p.key]))
 		fmt.Printf("| %s | %s | %s | %s |\n", p.name, ms(l[len(l)/2]), ms(l[len(l)*9/10]), ms(l[len(l)*99/100]))
+	}
+	if only != "" {
+		return nil
 	}
 	fmt.Printf("\nmedian of per-round differences (each round calls every path once, in random order):\n")
 	diff := func(a, b string) string { return ms(medianDiff(lat[a], lat[b])) }
