@@ -1,8 +1,10 @@
 package mcpgateway
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"mime"
 )
 
 // The nesting a remote result may have. The go-sdk's MCP client (v1.8.0,
@@ -36,19 +38,112 @@ const (
 // errTooDeep ends a response body nested deeper than maxMessageDepth.
 var errTooDeep = fmt.Errorf("the MCP server's response nests more than %d levels deep", maxMessageDepth)
 
-// depthScan follows the nesting of JSON text read in pieces (a response
-// body, JSON or an event stream of JSON messages): a byte loop, no
-// decoding. Brackets in strings do not count. A body whose framing puts a
-// stray quote outside the JSON (an event stream's id line) can hide its
-// depth from the scan; the SDK then refuses the message itself, and the
-// call fails as lost.
+// depthScan follows the nesting of a response body read in pieces: a
+// byte loop, no decoding, nothing allocated. Brackets in strings do not
+// count.
+//
+// An application/json body is one JSON text. A text/event-stream body
+// (sse) is framed as the go-sdk's client (v1.8.0, mcp/event.go) reads it,
+// so that the scan sees exactly the JSON the SDK decodes: lines end at
+// LF (a CR before it is dropped; a CR anywhere else is part of the line,
+// JSON whitespace in a data value); a line that is empty, or nothing but
+// CRs, ends an event; a line is a field "name: value" cut at its first
+// colon, and only the values of fields named exactly "data" are JSON, the
+// data lines of one event joined into one message. So an id, event or
+// retry line, a comment (":…") or any other field cannot start a string
+// that hides the brackets of the next message, and cannot add brackets of
+// its own. String state ends with each line (a JSON string cannot hold a
+// raw newline, so a message that spans data lines is past it anyway) and
+// the depth with each event (one event, one message). Treating a lone CR
+// as a line end, as the SSE specification does, would hide nesting the SDK
+// counts: "data: [\r[\r[…" is one data line to the SDK.
 type depthScan struct {
 	depth            int
 	inString, escape bool
+
+	sse  bool
+	line sseLine
+	// name counts the bytes of the line's field name that spell "data"
+	// so far, -1 once they do not.
+	name int8
+	// filled is set once the line has a byte other than CR.
+	filled bool
+}
+
+// sseLine is where in a line of an event stream the scan is.
+type sseLine uint8
+
+const (
+	sseName sseLine = iota // the field name, up to the first colon
+	sseData                // a data field's value: JSON
+	sseSkip                // any other line's rest
+)
+
+// newDepthScan is the scan of a body of the given Content-Type, decided
+// as the SDK decides it (mime.ParseMediaType); called once per response.
+func newDepthScan(contentType string) depthScan {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return depthScan{sse: err == nil && mt == "text/event-stream"}
 }
 
 // scan reads p and reports whether the nesting went past maxMessageDepth.
 func (s *depthScan) scan(p []byte) bool {
+	if !s.sse {
+		return s.json(p)
+	}
+	for len(p) > 0 {
+		switch s.line {
+		case sseData, sseSkip:
+			end := bytes.IndexByte(p, '\n')
+			if s.line == sseData {
+				v := p
+				if end >= 0 {
+					v = p[:end]
+				}
+				if s.json(v) {
+					return true
+				}
+			}
+			if end < 0 {
+				return false
+			}
+			s.endLine()
+			p = p[end+1:]
+		default:
+			c := p[0]
+			p = p[1:]
+			switch {
+			case c == '\n':
+				if !s.filled {
+					s.depth = 0 // an empty line: the event (its message) ends
+				}
+				s.endLine()
+			case c == ':':
+				s.line = sseSkip
+				if s.name == 4 {
+					s.line = sseData
+				}
+			case c == '\r' && !s.filled:
+				s.name = -1 // a CR-only line may still be empty, but not "data"
+			case s.name >= 0 && s.name < 4 && c == "data"[s.name]:
+				s.filled = true
+				s.name++
+			default:
+				s.line = sseSkip // another field, or a line the SDK refuses
+			}
+		}
+	}
+	return false
+}
+
+// endLine starts the next line of an event stream.
+func (s *depthScan) endLine() {
+	s.line, s.name, s.filled = sseName, 0, false
+	s.inString, s.escape = false, false
+}
+
+// json follows the nesting of JSON text.
+func (s *depthScan) json(p []byte) bool {
 	for _, c := range p {
 		switch {
 		case s.inString:

@@ -131,7 +131,7 @@ func (a *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if left <= 0 {
 			left = math.MaxInt64
 		}
-		resp.Body = &cappedBody{r: resp.Body, left: left, t: t, d: d}
+		resp.Body = &cappedBody{r: resp.Body, left: left, t: t, d: d, depth: newDepthScan(resp.Header.Get("Content-Type"))}
 	}
 	return resp, nil
 }
