@@ -306,35 +306,39 @@ func (s *spool) apply(batch []*spooled, all bool) (back []*spooled, failed bool)
 		return back, false
 	}
 	groups := mergeSpooled(take)
-	err := s.store(groups)
+	stored, err := s.store(groups)
+	for _, g := range groups[:stored] {
+		g.tell(nil)
+	}
 	if err == nil {
-		for _, g := range groups {
-			g.tell(nil)
-		}
 		return back, false
 	}
-	if len(groups) == 1 && !s.storeAnswers() {
-		groups[0].tell(err)
-		return sortSpooled(append(back, take...)), true
+	rest := groups[stored:] // the batch that failed and those after it
+	if len(rest) == 1 && !s.storeAnswers() {
+		rest[0].tell(err)
+		return sortSpooled(append(back, entsOf(rest)...)), true
 	}
-	// Find the writes the store refuses on their own. If every one fails,
-	// the store is down: keep them all for the next round.
+	// Find the writes the store refuses on their own: one bad write must
+	// not keep the others of its batch out. If every one fails, the store
+	// is down (or full, or read-only): keep them for the next round, but
+	// for those it refuses for what they hold (ErrRefused), which would
+	// hold the spool, and every read, until other writes came.
 	var bad []*mergedWrite
-	for _, g := range groups {
-		if gerr := s.store([]*mergedWrite{g}); gerr != nil {
+	for _, g := range rest {
+		if _, gerr := s.store([]*mergedWrite{g}); gerr != nil {
 			g.err = gerr
 			bad = append(bad, g)
 			continue
 		}
 		g.tell(nil)
 	}
-	if len(bad) == len(groups) && len(groups) > 1 {
-		for _, g := range groups {
-			g.tell(err)
-		}
-		return sortSpooled(append(back, take...)), true
-	}
+	down := len(bad) == len(rest) && len(rest) > 1
 	for _, g := range bad {
+		if down && !errors.Is(g.err, ErrRefused) {
+			g.tell(err)
+			back = append(back, g.ents...)
+			continue
+		}
 		g.tell(g.err)
 		g.fails++
 		if g.fails >= 3 {
@@ -347,6 +351,15 @@ func (s *spool) apply(batch []*spooled, all bool) (back []*spooled, failed bool)
 		back = append(back, g.ents...)
 	}
 	return sortSpooled(back), len(bad) > 0
+}
+
+// entsOf is the spooled writes gs were made of.
+func entsOf(gs []*mergedWrite) []*spooled {
+	var out []*spooled
+	for _, g := range gs {
+		out = append(out, g.ents...)
+	}
+	return out
 }
 
 // mergedWrite is one store write made of one or more spooled writes of the
@@ -402,7 +415,9 @@ func mergeSpooled(ents []*spooled) []*mergedWrite {
 	return out
 }
 
-func (s *spool) store(gs []*mergedWrite) error {
+// store applies gs in batches of MaxBatch, in order, and returns how many
+// were applied: those before the batch that failed.
+func (s *spool) store(gs []*mergedWrite) (int, error) {
 	for lo := 0; lo < len(gs); lo += s.j.opts.MaxBatch {
 		hi := min(lo+s.j.opts.MaxBatch, len(gs))
 		ws := make([]Write, hi-lo)
@@ -413,14 +428,14 @@ func (s *spool) store(gs []*mergedWrite) error {
 		unchanged, err := s.j.store.Apply(ctx, ws)
 		cancel()
 		if err != nil {
-			return err
+			return lo, err
 		}
 		for _, id := range unchanged {
 			s.j.opts.Logger.Warn("journal: a spooled write found its record already finished or missing; the stored record is kept",
 				"execution_id", id, "instance_id", s.j.opts.InstanceID)
 		}
 	}
-	return nil
+	return len(gs), nil
 }
 
 // storeAnswers tells a store that is down from a write it refuses.

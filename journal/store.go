@@ -9,6 +9,13 @@ import (
 // ErrNotFound is returned when a record does not exist in the account.
 var ErrNotFound = errors.New("journal: no such execution")
 
+// ErrRefused marks a store error caused by what a write holds (a value
+// the store cannot keep, a constraint), not by the store being down, full
+// or read-only: the same write will be refused again, and the others of
+// its batch are not at fault. The spool sets such a write aside even when
+// no other write of its round went in.
+var ErrRefused = errors.New("journal: the store refuses the write")
+
 // Store is the storage the journal needs. Package store implements it for
 // SQLite and PostgreSQL; MemStore implements it in memory. Every method that
 // reads records is scoped by account.

@@ -60,8 +60,10 @@ type eventLine struct {
 // encodeEvents writes the event lines by hand: it runs twice per call on
 // the journal's hot path, and json.Marshal of eventLine would validate and
 // compact each detail again. Details from journal.Trail are json.Marshal
-// output (compact, no raw newline); others are compacted here.
-func encodeEvents(evs []journal.Event) (string, error) {
+// output (compact, no raw newline); others are compacted here, and one
+// that is no JSON at all is kept as a JSON string of its bytes: a detail
+// must not fail the write of its record, nor the batch written with it.
+func encodeEvents(evs []journal.Event) string {
 	n := 0
 	for _, e := range evs {
 		n += len(e.Detail) + 64
@@ -76,20 +78,25 @@ func encodeEvents(evs []journal.Event) (string, error) {
 		b = strconv.AppendInt(b, e.At.UnixMilli(), 10)
 		if len(e.Detail) > 0 {
 			b = append(b, `,"detail":`...)
-			if bytes.ContainsAny(e.Detail, "\n\r") || !json.Valid(e.Detail) {
-				// Compact: a newline inside would split the line.
-				var c bytes.Buffer
-				if err := json.Compact(&c, e.Detail); err != nil {
-					return "", fmt.Errorf("event %d detail: %w", e.Seq, err)
-				}
-				b = append(b, c.Bytes()...)
-			} else {
-				b = append(b, e.Detail...)
-			}
+			b = appendDetail(b, e.Detail)
 		}
 		b = append(b, "}\n"...)
 	}
-	return string(b), nil
+	return string(b)
+}
+
+// appendDetail appends an event's detail as one line of JSON.
+func appendDetail(b []byte, d json.RawMessage) []byte {
+	if !bytes.ContainsAny(d, "\n\r") && json.Valid(d) {
+		return append(b, d...)
+	}
+	// Compact: a newline inside would split the line.
+	c := bytes.NewBuffer(b)
+	if err := json.Compact(c, d); err == nil {
+		return c.Bytes()
+	}
+	q, _ := json.Marshal(string(d)) // invalid UTF-8 becomes U+FFFD
+	return append(b, q...)
 }
 
 // appendJSONString appends s as a JSON string; states are plain words, so
@@ -153,7 +160,9 @@ func fromMS(v sql.NullInt64) time.Time {
 	return time.UnixMilli(v.Int64).UTC()
 }
 
-func insertArgs(r journal.Record) []any {
+// insertArgs are the arguments of insertExec (and upsertExec) for r and
+// its encoded events; every string among them is storable.
+func insertArgs(r journal.Record, events string) []any {
 	raw := r.ArgsRaw
 	if raw == nil {
 		raw = []byte{}
@@ -165,7 +174,7 @@ func insertArgs(r journal.Record) []any {
 		string(r.Commit), string(r.State), nullJSON(r.Result), r.ResultText, r.ErrorCode, nullStr(r.ErrorMessage),
 		r.Summary, r.Units, r.Truncated, r.Duration.Milliseconds(), ms(r.StartedAt), ms(r.FinishedAt),
 		r.DeliveryMode, r.AttemptNo, nullStr(r.RuntimeJobID), nullStr(r.ReplayParentID), r.InstanceID,
-		ms(r.CreatedAt),
+		ms(r.CreatedAt), events,
 	})
 }
 
@@ -174,12 +183,9 @@ type execer interface {
 }
 
 func (d *DB) writeOne(ctx context.Context, tx execer, w journal.Write) error {
-	evs, err := encodeEvents(w.Events)
-	if err != nil {
-		return fmt.Errorf("execution %s: %w", w.Record.ID, err)
-	}
+	evs := encodeEvents(w.Events)
 	if w.Insert {
-		if _, err := tx.ExecContext(ctx, d.q(insertExec), append(insertArgs(w.Record), evs)...); err != nil {
+		if _, err := tx.ExecContext(ctx, d.q(insertExec), insertArgs(w.Record, evs)...); err != nil {
 			return fmt.Errorf("insert execution %s: %w", w.Record.ID, err)
 		}
 		return nil
@@ -211,6 +217,8 @@ func (d *DB) Apply(ctx context.Context, ws []journal.Write) ([]string, error) {
 	return d.sw.applySpooled(ctx, d.db, ws)
 }
 
+// updateArgs are the arguments of updateExec (and updateOpenedExec);
+// every string among them is storable.
 func updateArgs(r journal.Record, events string) []any {
 	return storable([]any{string(r.Status), string(r.Lifecycle), string(r.Commit),
 		string(r.State), nullJSON(r.Result), r.ResultText, r.ErrorCode, nullStr(r.ErrorMessage), r.Summary,
@@ -230,7 +238,7 @@ func (d *DB) Claim(ctx context.Context, c journal.Claim) (journal.ClaimResult, e
 	res, err := tx.ExecContext(ctx, d.q(`INSERT INTO idempotency_keys
 		(account_id, key, tool_name, tool_version, digest, execution_id, created_at, expires_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (account_id, key) DO NOTHING`),
-		c.AccountID, c.Key, c.Tool, c.Version, c.Digest, c.Open.Record.ID, c.Now.UnixMilli(), c.ExpiresAt.UnixMilli())
+		storable([]any{c.AccountID, c.Key, c.Tool, c.Version, c.Digest, c.Open.Record.ID, c.Now.UnixMilli(), c.ExpiresAt.UnixMilli()})...)
 	if err != nil {
 		return journal.ClaimResult{}, fmt.Errorf("insert key: %w", err)
 	}
@@ -246,7 +254,7 @@ func (d *DB) Claim(ctx context.Context, c journal.Claim) (journal.ClaimResult, e
 		var digest, execID string
 		var expires int64
 		if err := tx.QueryRowContext(ctx, d.q(`SELECT digest, execution_id, expires_at FROM idempotency_keys
-			WHERE account_id = ? AND key = ?`+lock), c.AccountID, c.Key).Scan(&digest, &execID, &expires); err != nil {
+			WHERE account_id = ? AND key = ?`+lock), storable([]any{c.AccountID, c.Key})...).Scan(&digest, &execID, &expires); err != nil {
 			return journal.ClaimResult{}, fmt.Errorf("read key: %w", err)
 		}
 		if expires >= c.Now.UnixMilli() {
@@ -269,7 +277,7 @@ func (d *DB) Claim(ctx context.Context, c journal.Claim) (journal.ClaimResult, e
 		}
 		if _, err := tx.ExecContext(ctx, d.q(`UPDATE idempotency_keys SET tool_name = ?, tool_version = ?, digest = ?,
 			execution_id = ?, created_at = ?, expires_at = ? WHERE account_id = ? AND key = ?`),
-			c.Tool, c.Version, c.Digest, c.Open.Record.ID, c.Now.UnixMilli(), c.ExpiresAt.UnixMilli(), c.AccountID, c.Key); err != nil {
+			storable([]any{c.Tool, c.Version, c.Digest, c.Open.Record.ID, c.Now.UnixMilli(), c.ExpiresAt.UnixMilli(), c.AccountID, c.Key})...); err != nil {
 			return journal.ClaimResult{}, fmt.Errorf("take over key: %w", err)
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"toolhost/journal"
 )
@@ -106,18 +108,16 @@ func (w *sqliteWriter) applySpooled(ctx context.Context, db *sql.DB, ws []journa
 	err := w.tx(ctx, db, func() error {
 		unchanged = unchanged[:0]
 		for _, wr := range ws {
-			evs, err := encodeEvents(wr.Events)
-			if err != nil {
-				return fmt.Errorf("execution %s: %w", wr.Record.ID, err)
-			}
+			evs := encodeEvents(wr.Events)
 			var res sql.Result
+			var err error
 			if wr.Insert {
-				res, err = w.ups.ExecContext(ctx, append(insertArgs(wr.Record), evs)...)
+				res, err = w.ups.ExecContext(ctx, insertArgs(wr.Record, evs)...)
 			} else {
 				res, err = w.updOpen.ExecContext(ctx, updateArgs(wr.Record, evs)...)
 			}
 			if err != nil {
-				return fmt.Errorf("apply execution %s: %w", wr.Record.ID, err)
+				return fmt.Errorf("apply execution %s: %w", wr.Record.ID, refusal(err))
 			}
 			if n, err := res.RowsAffected(); err == nil && n == 0 {
 				unchanged = append(unchanged, wr.Record.ID)
@@ -160,12 +160,9 @@ func (w *sqliteWriter) tx(ctx context.Context, db *sql.DB, fn func() error) erro
 
 func (w *sqliteWriter) apply(ctx context.Context, ws []journal.Write) error {
 	for _, wr := range ws {
-		evs, err := encodeEvents(wr.Events)
-		if err != nil {
-			return fmt.Errorf("execution %s: %w", wr.Record.ID, err)
-		}
+		evs := encodeEvents(wr.Events)
 		if wr.Insert {
-			if _, err := w.ins.ExecContext(ctx, append(insertArgs(wr.Record), evs)...); err != nil {
+			if _, err := w.ins.ExecContext(ctx, insertArgs(wr.Record, evs)...); err != nil {
 				return fmt.Errorf("insert execution %s: %w", wr.Record.ID, err)
 			}
 			continue
@@ -179,6 +176,31 @@ func (w *sqliteWriter) apply(ctx context.Context, ws []journal.Write) error {
 		}
 	}
 	return nil
+}
+
+// refusal marks err with journal.ErrRefused when the database refused a
+// statement for the values it carried: on PostgreSQL a data exception
+// (class 22: a NUL, invalid UTF-8, a value out of range), an integrity
+// constraint (23) or a program limit (54: a value too large); on SQLite a
+// constraint, a value too big or of the wrong type. Anything else (a lost
+// connection, a full disk, a read-only or busy database) is the store's.
+func refusal(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code[:min(2, len(pe.Code))] {
+		case "22", "23", "54":
+			return fmt.Errorf("%w: %w", journal.ErrRefused, err)
+		}
+		return err
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_CONSTRAINT, sqlite3.SQLITE_TOOBIG, sqlite3.SQLITE_MISMATCH:
+			return fmt.Errorf("%w: %w", journal.ErrRefused, err)
+		}
+	}
+	return err
 }
 
 // PostgreSQL journal writes go through a small pgx pool of their own: a
@@ -223,12 +245,9 @@ func openPGWriter(ctx context.Context, url string) (*pgxpool.Pool, error) {
 func (d *DB) writePG(ctx context.Context, ws []journal.Write) error {
 	b := &pgx.Batch{}
 	for _, w := range ws {
-		evs, err := encodeEvents(w.Events)
-		if err != nil {
-			return fmt.Errorf("execution %s: %w", w.Record.ID, err)
-		}
+		evs := encodeEvents(w.Events)
 		if w.Insert {
-			b.Queue(pgInsertExec, append(insertArgs(w.Record), evs)...)
+			b.Queue(pgInsertExec, insertArgs(w.Record, evs)...)
 		} else {
 			b.Queue(pgUpdateExec, updateArgs(w.Record, evs)...)
 		}
@@ -259,12 +278,9 @@ func (d *DB) writePG(ctx context.Context, ws []journal.Write) error {
 func (d *DB) applyPG(ctx context.Context, ws []journal.Write) ([]string, error) {
 	b := &pgx.Batch{}
 	for _, w := range ws {
-		evs, err := encodeEvents(w.Events)
-		if err != nil {
-			return nil, fmt.Errorf("execution %s: %w", w.Record.ID, err)
-		}
+		evs := encodeEvents(w.Events)
 		if w.Insert {
-			b.Queue(pgUpsertExec, append(insertArgs(w.Record), evs)...)
+			b.Queue(pgUpsertExec, insertArgs(w.Record, evs)...)
 		} else {
 			b.Queue(pgUpdateOpenedExec, updateArgs(w.Record, evs)...)
 		}
@@ -275,7 +291,7 @@ func (d *DB) applyPG(ctx context.Context, ws []journal.Write) ([]string, error) 
 		tag, err := br.Exec()
 		if err != nil {
 			br.Close()
-			return nil, fmt.Errorf("apply execution %s: %w", w.Record.ID, err)
+			return nil, fmt.Errorf("apply execution %s: %w", w.Record.ID, refusal(err))
 		}
 		if tag.RowsAffected() == 0 {
 			unchanged = append(unchanged, w.Record.ID)

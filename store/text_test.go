@@ -1,11 +1,14 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"toolhost/journal"
 )
@@ -59,6 +62,55 @@ func TestJournalKeepsTextsPostgreSQLRefuses(t *testing.T) {
 			got, _ := s.Get(ctx, "acct", "exec_hostile")
 			if got.ErrorMessage != "Echo: a\uFFFDb \uFFFD" || got.Summary != got.ErrorMessage || string(got.ArgsRaw) != "{\"m\":\"\x00\xff\"}" {
 				t.Errorf("error %q, summary %q, args_raw %q", got.ErrorMessage, got.Summary, got.ArgsRaw)
+			}
+		})
+	}
+}
+
+// An event detail that is no JSON, or JSON with a NUL or invalid UTF-8,
+// costs neither its record nor the batch: the events column is made
+// storable like the others, and a detail that is no JSON is kept as a
+// JSON string of its text. Every event reads back.
+func TestJournalKeepsEventDetailsPostgreSQLRefuses(t *testing.T) {
+	details := []string{
+		"{\"m\":\"\xff\xfe\"}",           // valid JSON to encoding/json, invalid UTF-8
+		"{\"m\":\"a\x00b\"}",             // a raw NUL: no JSON
+		"{\n\"m\": [1,\n2]}",             // newlines: compacted
+		"not json \x00\xff",              // no JSON at all
+		`{"m":"\u0000\ud800\uffff"}`,     // escapes PostgreSQL TEXT holds
+		strings.Repeat("[", 20000) + "1", // deeper than encoding/json reads
+	}
+	stores := map[string]func(testing.TB) journal.Store{"sqlite": func(t testing.TB) journal.Store { return OpenSQLite(t) }}
+	if os.Getenv("TOOLHOST_TEST_POSTGRES") != "" {
+		stores["postgres"] = func(t testing.TB) journal.Store { return OpenPostgres(t) }
+	}
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) {
+			s := open(t)
+			ctx := context.Background()
+			at := time.UnixMilli(time.Now().UnixMilli()).UTC()
+			var evs []journal.Event
+			for i, d := range details {
+				evs = append(evs, journal.Event{Seq: i, State: journal.StateProposed, At: at, Detail: json.RawMessage(d)})
+			}
+			hostile, plain := textRecord("exec_events", "x", at), textRecord("exec_plain", "y", at)
+			if err := s.Write(ctx, []journal.Write{{Insert: true, Record: hostile, Events: evs[:3]}, {Insert: true, Record: plain}}); err != nil {
+				t.Fatalf("a batch with hostile event details was refused: %v", err)
+			}
+			if err := s.Write(ctx, []journal.Write{{Record: hostile, Events: evs[3:]}}); err != nil {
+				t.Fatalf("an update with hostile event details was refused: %v", err)
+			}
+			got, err := s.Events(ctx, "acct", "exec_events")
+			if err != nil || len(got) != len(details) {
+				t.Fatalf("%d events, %v", len(got), err)
+			}
+			for i, e := range got {
+				if !json.Valid(e.Detail) || !utf8.Valid(e.Detail) || bytes.IndexByte(e.Detail, 0) >= 0 {
+					t.Errorf("event %d detail %.80q", i, e.Detail)
+				}
+			}
+			if _, err := s.Get(ctx, "acct", "exec_plain"); err != nil {
+				t.Errorf("the batch's other record: %v", err)
 			}
 		})
 	}
