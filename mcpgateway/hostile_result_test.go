@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"toolhost/identity"
 	"toolhost/journal"
 	"toolhost/mcpgateway"
 	"toolhost/mcpgateway/testserver"
@@ -158,4 +159,89 @@ func TestRemoteTextWithNULIsJournaled(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Hostile input a call can carry — a NUL, invalid UTF-8, a lone
+// surrogate, U+FFFF, a huge or deeply nested value, in the arguments, the
+// remote answer, the tool name, the ids, the idempotency key — reaches the
+// journal in one spooled batch with ordinary calls, on every store: no
+// record of the batch is lost to one the store would refuse.
+func TestHostileCallsAreJournaledWithTheirBatch(t *testing.T) {
+	up := startUpstream(t, false)
+	huge := strings.Repeat("\u00e9\x00", 1<<17) // 384 KiB, 1 MiB as JSON
+	deep := strings.Repeat("[", 5000) + strings.Repeat("]", 5000)
+	type call struct {
+		name, tool, args, key, callID, session string
+		code                                   string // "" for success
+	}
+	calls := []call{
+		{name: "plain", tool: "get_time", args: `{}`},
+		{name: "NUL", tool: "demo__echo", args: `{"message":"a\u0000b"}`},
+		{name: "lone surrogate", tool: "demo__echo", args: `{"message":"\ud800\udc00\ud800 x"}`},
+		{name: "U+FFFF", tool: "demo__echo", args: `{"message":"\uffff\ufffe"}`},
+		{name: "invalid UTF-8", tool: "demo__echo", args: "{\"message\":\"\xff\xfe\xed\xa0\x80\"}"},
+		{name: "raw NUL", tool: "demo__echo", args: "{\"message\":\"\xff\x00\"}", code: "invalid_arguments_json"},
+		{name: "huge", tool: "demo__echo", args: `{"message":` + jsonQuote(huge) + `}`},
+		{name: "deep", tool: "demo__echo", args: `{"message":` + deep + `}`, code: "invalid_arguments"},
+		{name: "tool name", tool: "no\x00such\xff\xed\xa0\x80tool", args: `{}`, code: "unknown_tool"},
+		{name: "ids", tool: "demo__echo", args: `{"message":"x"}`, callID: "call\x00\xff", session: "sess\x00\xfe"},
+		{name: "key with NUL", tool: "demo__echo", args: `{"message":"x"}`, key: "k\x00", code: "invalid_idempotency_key"},
+		{name: "key", tool: "demo__echo", args: `{"message":"k\u0000"}`, key: "key-1"},
+		{name: "plain after", tool: "get_time", args: `{}`},
+	}
+	for name, st := range journalStores(t) {
+		t.Run(name, func(t *testing.T) {
+			r := newRig(t, mcpgateway.Options{})
+			// A spool applied only when flushed: every write below is in
+			// one batch.
+			jr := journal.New(st, journal.Options{InstanceID: "hostile-" + name, SpoolDir: t.TempDir(), ApplyInterval: time.Hour})
+			t.Cleanup(jr.Close)
+			if _, err := jr.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			exec, err := tools.NewExecutor(tools.Options{Sessions: session.NewMemStore(), Remote: r.gw, Journal: jr}, builtin.NewGetTime(time.Now))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.exec = exec
+			r.register("acct_a", "demo", up.url(), nil)
+			ids := map[string]string{}
+			for _, c := range calls {
+				sess := c.session
+				if sess == "" {
+					sess = "sess_1"
+				}
+				out, err := exec.Execute(context.Background(), tools.Proposal{Tool: c.tool, Args: json.RawMessage(c.args), CallID: c.callID,
+					IdempotencyKey: c.key, Caller: tools.Caller{SessionID: sess, Face: "mcp", Identity: identity.Identity{AccountID: "acct_a"}}})
+				if err != nil {
+					t.Fatalf("%s: %v", c.name, err)
+				}
+				if out.Code != c.code {
+					t.Fatalf("%s: outcome %s %s %q, want code %q", c.name, out.Status, out.Code, out.Message, c.code)
+				}
+				ids[c.name] = out.ExecutionID
+			}
+			if err := jr.Flush(context.Background()); err != nil {
+				t.Fatalf("the batch was refused: %v", err)
+			}
+			for _, c := range calls {
+				rec, err := jr.Store().Get(context.Background(), "acct_a", ids[c.name])
+				if err != nil {
+					t.Errorf("%s: the journal lost the call: %v", c.name, err)
+					continue
+				}
+				if rec.Lifecycle != journal.Finished || rec.ErrorCode != c.code {
+					t.Errorf("%s: journaled %s %s %q", c.name, rec.Lifecycle, rec.Status, rec.ErrorCode)
+				}
+				if _, err := jr.Store().Events(context.Background(), "acct_a", ids[c.name]); err != nil {
+					t.Errorf("%s: events: %v", c.name, err)
+				}
+			}
+		})
+	}
+}
+
+func jsonQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

@@ -135,6 +135,44 @@ func TestIdempotencyKeyIsBounded(t *testing.T) {
 	}
 }
 
+// A key is printable text: one with a control character (a NUL, which
+// PostgreSQL cannot store) or invalid UTF-8 is refused before anything
+// runs, not stored mended (two keys would become one); any other
+// character, U+FFFD written as such included, is a key.
+func TestIdempotencyKeyIsText(t *testing.T) {
+	tests := []struct {
+		key string
+		bad int
+	}{
+		{"order-17", -1},
+		{"clé 🔑 \uFFFD\uFFFF", -1},
+		{"k\x00", 1},
+		{"\tk", 0},
+		{"k\x7f", 1},
+		{"ké\xff", 3},
+		{"k\xed\xa0\x80", 1}, // a surrogate, as CESU-8
+		{"k\xc3", 1},          // cut short
+	}
+	for _, tc := range tests {
+		if got := badKeyByte(tc.key); got != tc.bad {
+			t.Errorf("badKeyByte(%q) = %d, want %d", tc.key, got, tc.bad)
+		}
+		p := &probe{name: "probe", run: echo}
+		e, err := NewExecutor(Options{}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := e.Execute(context.Background(), Proposal{Tool: "probe", Args: json.RawMessage(`{}`), IdempotencyKey: tc.key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		refused := out.Code == CodeInvalidIdempotencyKey && p.calls.Load() == 0
+		if refused != (tc.bad >= 0) {
+			t.Errorf("key %q: code %q, %d calls", tc.key, out.Code, p.calls.Load())
+		}
+	}
+}
+
 // meter is a paid tool that bills n units (its MaxUnits), or its budget.
 type meter struct{}
 

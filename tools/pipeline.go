@@ -96,6 +96,10 @@ func (pl *pipeline) resolve(ctx context.Context) (*Outcome, error) {
 		return c.reject(ctx, journal.StateParseRejected, StatusError, Errorf(CodeInvalidIdempotencyKey,
 			"the idempotency key is %d bytes; at most %d are allowed", len(p.IdempotencyKey), MaxIdempotencyKeyBytes))
 	}
+	if i := badKeyByte(p.IdempotencyKey); i >= 0 {
+		return c.reject(ctx, journal.StateParseRejected, StatusError, Errorf(CodeInvalidIdempotencyKey,
+			"the idempotency key has a control character or invalid UTF-8 at byte %d; a key is printable text", i))
+	}
 	if te := e.checkSlot(p.Caller.Slot); te != nil {
 		return c.reject(ctx, journal.StateParseRejected, StatusError, te)
 	}

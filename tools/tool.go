@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"toolhost/catalog"
 	"toolhost/identity"
@@ -182,9 +184,22 @@ const (
 	CodeInternal       = "internal_error"
 	CodeResultTooLarge = "result_too_large"
 	// CodeInvalidIdempotencyKey: an idempotency key over
-	// MaxIdempotencyKeyBytes.
+	// MaxIdempotencyKeyBytes, or with a control character or invalid UTF-8.
 	CodeInvalidIdempotencyKey = "invalid_idempotency_key"
 )
+
+// badKeyByte is the offset of the first byte of an idempotency key that is
+// a control character (NUL included, which PostgreSQL cannot store) or
+// not UTF-8, or -1. Such a key is refused, not stored mended: two keys
+// mended to the same text would claim one call.
+func badKeyByte(k string) int {
+	for i, r := range k {
+		if r < 0x20 || r == 0x7f || (r == utf8.RuneError && !strings.HasPrefix(k[i:], "\uFFFD")) {
+			return i
+		}
+	}
+	return -1
+}
 
 // MaxIdempotencyKeyBytes bounds an idempotency key (as /v1's header).
 const MaxIdempotencyKeyBytes = 255
