@@ -151,7 +151,7 @@ func TestIdempotencyKeyIsText(t *testing.T) {
 		{"k\x7f", 1},
 		{"ké\xff", 3},
 		{"k\xed\xa0\x80", 1}, // a surrogate, as CESU-8
-		{"k\xc3", 1},          // cut short
+		{"k\xc3", 1},         // cut short
 	}
 	for _, tc := range tests {
 		if got := badKeyByte(tc.key); got != tc.bad {
