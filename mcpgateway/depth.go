@@ -142,27 +142,39 @@ func (s *depthScan) endLine() {
 	s.inString, s.escape = false, false
 }
 
-// json follows the nesting of JSON text.
+// json follows the nesting of JSON text. Inside a string it only looks
+// for the quote or the backslash, in a loop of its own that keeps its
+// state in registers: most of an answer's bytes are text.
 func (s *depthScan) json(p []byte) bool {
-	for _, c := range p {
-		switch {
-		case s.inString:
-			switch {
-			case s.escape:
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if s.inString {
+			if s.escape {
 				s.escape = false
-			case c == '\\':
+				continue
+			}
+			for c != '"' && c != '\\' {
+				if i++; i == len(p) {
+					return false
+				}
+				c = p[i]
+			}
+			if c == '\\' {
 				s.escape = true
-			case c == '"':
+			} else {
 				s.inString = false
 			}
-		case c == '"':
+			continue
+		}
+		switch c {
+		case '"':
 			s.inString = true
-		case c == '[' || c == '{':
+		case '[', '{':
 			s.depth++
 			if s.depth > maxMessageDepth {
 				return true
 			}
-		case c == ']' || c == '}':
+		case ']', '}':
 			if s.depth > 0 {
 				s.depth--
 			}
