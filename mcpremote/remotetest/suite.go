@@ -97,6 +97,13 @@ func Run(t *testing.T, st mcpremote.Store) {
 	if err != nil || string(gs.Tools) != string(snap.Tools) || !gs.ListedAt.Equal(now) {
 		t.Fatalf("snapshot: %v %+v", err, gs)
 	}
+	older := mcpremote.Snapshot{Tools: []byte(`[]`), ListedAt: now.Add(-time.Second)}
+	if err := st.SaveMCPSnapshot(ctx, "acct_1", a.ID, older); err != nil {
+		t.Fatalf("an older snapshot than the stored one: %v, want nil (nothing to save)", err)
+	}
+	if gs, err := st.GetMCPSnapshot(ctx, "acct_1", a.ID); err != nil || string(gs.Tools) != string(snap.Tools) || !gs.ListedAt.Equal(now) {
+		t.Fatalf("an older listing replaced the stored snapshot: %v %+v", err, gs)
+	}
 	if _, err := st.GetMCPSnapshot(ctx, "acct_2", a.ID); !errors.Is(err, mcpremote.ErrNotFound) {
 		t.Fatalf("another account's snapshot: %v, want ErrNotFound", err)
 	}
