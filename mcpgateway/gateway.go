@@ -451,7 +451,6 @@ func (l *link) session(ctx context.Context) (*sdk.ClientSession, error) {
 				return nil, err
 			}
 		}
-		l.save(ctx) // a listing whose save failed
 	}
 	return l.sess, nil
 }

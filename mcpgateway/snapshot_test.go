@@ -266,3 +266,39 @@ func TestFailedSnapshotSaveIsRetriedWithoutANewListing(t *testing.T) {
 		})
 	}
 }
+
+// A locked table (PostgreSQL: another transaction holds it in EXCLUSIVE
+// mode, so reads go on and writes wait): the save waits within the
+// listing's deadline and fails, the listing still answers live and
+// says it is unsaved, and once the lock is gone the next use saves it.
+func TestSnapshotSaveOnALockedTable(t *testing.T) {
+	db, ok := storetest.Open(t, "mcpgateway_locked")["postgres"]
+	if !ok {
+		t.Skip("TOOLHOST_TEST_POSTGRES is not set")
+	}
+	ctx := context.Background()
+	up := startUpstream(t, false)
+	sr := newSnapshotRig(t, db)
+	srv := sr.register("acct_a", "demo", up.url(), nil)
+	sr.runtime("acct_a")
+	sr.told(t, "the first listing")
+	tx, err := db.SQL().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, `LOCK TABLE mcp_servers IN EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	t2 := sr.clock.advance(time.Minute)
+	up.ts.AddTool("later")
+	sr.told(t, "the re-listing after list_changed")
+	checkServer(t, "locked", sr.runtime("acct_a"), "live", t2, true, true)
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	checkServer(t, "unlocked", sr.runtime("acct_a"), "live", t2, true, false)
+	if at, names := sr.stored(t, srv); at != t2 || !slices.Contains(names, "later") {
+		t.Fatalf("the save after the lock: %d %v, want the listing of %d", at, names, t2)
+	}
+}
