@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"toolhost/catalog"
 	"toolhost/mcpgateway"
 	"toolhost/mcpremote"
 	"toolhost/server/admin"
@@ -222,6 +223,12 @@ func TestFailedSnapshotSaveIsShownAndSavedLater(t *testing.T) {
 
 			up.stop()
 			checkServer(t, "server down, unsaved", sr.runtime("acct_a"), "cached", t2, true, true)
+			// The MCP face's tools/list (what toolhost knows, asking no
+			// server) has the unsaved listing too.
+			specs, err := sr.exec.RemoteSpecs(context.Background(), "acct_a")
+			if err != nil || !slices.ContainsFunc(specs, func(s catalog.Spec) bool { return s.Name == "demo__later" }) {
+				t.Fatalf("tools/list's remote tools while unsaved: %v %d", err, len(specs))
+			}
 			replica := sr.restarted(dial, time.Second)
 			checkServer(t, "a replica, unsaved", runtimeOf(t, replica, "acct_a"), "cached", t1, false, false)
 
