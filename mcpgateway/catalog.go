@@ -33,27 +33,62 @@ type Status struct {
 	Tools    []*sdk.Tool
 	ListedAt time.Time // zero when never listed
 	Err      string    // why it is not live
+	// SaveErr says the tools of ListedAt (live, or cached from the
+	// gateway's memory) are not the stored snapshot: saving them failed.
+	// Until a save succeeds (tried again at each use of the server), a
+	// restart or another replica shows the older snapshot.
+	SaveErr string
+}
+
+// held is a link's last listing as the link holds it.
+type held struct {
+	tools    []*sdk.Tool
+	listedAt time.Time
+	saveErr  string // the listing is not the stored snapshot
+}
+
+// held returns the link's last listing (l.mu held).
+func (l *link) held() held {
+	h := held{tools: l.tools, listedAt: l.listedAt}
+	if l.saveErr != nil {
+		h.saveErr = fmt.Sprintf("the tools listed at %s could not be saved as the server's snapshot (the store refused them; see the server log); "+
+			"the save is tried again at each use of the server, and until it succeeds a restart or another replica shows the older snapshot",
+			l.listedAt.UTC().Format(time.RFC3339))
+	}
+	return h
 }
 
 var _ tools.RemoteTools = (*Gateway)(nil)
 
 // status is the server's state after an ensure that returned err.
 func (g *Gateway) status(ctx context.Context, srv mcpremote.Server, l *link, err error) Status {
+	l.mu.Lock()
+	h := l.held()
+	l.mu.Unlock()
+	return g.statusOf(ctx, srv, h, err)
+}
+
+// statusOf is the server's state after an ensure that returned err,
+// given the link's last listing h. Not live, the tools are the stored
+// snapshot's, or the listing in memory when its save failed and it is
+// newer than the stored one: the tools last listed are never shown
+// older than they are, and a snapshot is shown with its own time.
+func (g *Gateway) statusOf(ctx context.Context, srv mcpremote.Server, h held, err error) Status {
 	if err == nil {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return Status{Source: SourceLive, Tools: l.tools, ListedAt: l.listedAt}
+		return Status{Source: SourceLive, Tools: h.tools, ListedAt: h.listedAt, SaveErr: h.saveErr}
 	}
 	st := Status{Source: SourceUnavailable, Err: describe(err)}
 	snap, serr := g.opts.Store.GetMCPSnapshot(ctx, srv.AccountID, srv.ID)
-	if serr != nil {
-		return st
-	}
 	var ts []*sdk.Tool
-	if json.Unmarshal(snap.Tools, &ts) != nil {
-		return st
+	if serr == nil && json.Unmarshal(snap.Tools, &ts) != nil {
+		serr = errors.New("the stored snapshot cannot be read")
 	}
-	st.Source, st.Tools, st.ListedAt = SourceCached, ts, snap.ListedAt
+	switch {
+	case h.saveErr != "" && h.tools != nil && (serr != nil || snap.ListedAt.Before(h.listedAt.Truncate(time.Millisecond))):
+		st.Source, st.Tools, st.ListedAt, st.SaveErr = SourceCached, h.tools, h.listedAt, h.saveErr
+	case serr == nil:
+		st.Source, st.Tools, st.ListedAt = SourceCached, ts, snap.ListedAt
+	}
 	return st
 }
 
@@ -107,17 +142,40 @@ func (g *Gateway) stored(ctx context.Context, srv mcpremote.Server) Status {
 	g.mu.Lock()
 	l := g.links[srv.ID]
 	g.mu.Unlock()
+	var h held
 	if l != nil && l.mu.TryLock() {
-		live := l.sess != nil && l.tools != nil && l.srv.UpdatedAt.Equal(srv.UpdatedAt)
-		st := Status{Source: SourceLive, Tools: l.tools, ListedAt: l.listedAt}
+		current := l.srv.UpdatedAt.Equal(srv.UpdatedAt)
+		live := l.sess != nil && l.tools != nil && current
+		if current {
+			h = l.held()
+		}
 		l.mu.Unlock()
 		if live {
-			return st
+			return g.statusOf(ctx, srv, h, nil)
 		}
 	}
-	st := g.status(ctx, srv, nil, errNotAsked)
+	st := g.statusOf(ctx, srv, h, errNotAsked)
 	st.Err = errNotAsked.Error()
 	return st
+}
+
+// Unsaved is the server's last listing when its save failed, so it is
+// not the stored snapshot (Status.SaveErr says so), for GET
+// /mcp-servers/{id}, which otherwise shows the snapshot. It asks no
+// server, and a link busy talking to its server is not waited for.
+func (g *Gateway) Unsaved(srv mcpremote.Server) (Status, bool) {
+	g.mu.Lock()
+	l := g.links[srv.ID]
+	g.mu.Unlock()
+	if l == nil || !l.mu.TryLock() {
+		return Status{}, false
+	}
+	defer l.mu.Unlock()
+	if l.saveErr == nil || l.tools == nil || !l.srv.UpdatedAt.Equal(srv.UpdatedAt) {
+		return Status{}, false
+	}
+	h := l.held()
+	return Status{Tools: h.tools, ListedAt: h.listedAt, SaveErr: h.saveErr}, true
 }
 
 // RemoteListing implements tools.RemoteTools.
@@ -167,6 +225,10 @@ func (g *Gateway) listing(ctx context.Context, account string, state func(mcprem
 		if st.Err != "" {
 			e := st.Err
 			rs.Error = &e
+		}
+		if st.SaveErr != "" {
+			e := st.SaveErr
+			rs.SnapshotError = &e
 		}
 		out.Servers = append(out.Servers, rs)
 		provider := "mcp:" + srv.ID

@@ -14,7 +14,12 @@
 // Catalog source: live when the server answered just now (a tools/list
 // within the TTL, else a ping), cached when it does not answer and a
 // snapshot exists (its age is reported), unavailable when it does not
-// answer and there is none: "cannot confirm", not "no tools". Listings are
+// answer and there is none: "cannot confirm", not "no tools". A listing
+// the store refuses to save stays the newest the gateway shows (live,
+// else cached with its own time, with Status.SaveErr) and its save is
+// tried again at each use of the link, with the listing's time; the
+// stores keep the newer of two snapshots, so a snapshot's time is always
+// that of its tools. Listings are
 // refreshed on notifications/tools/list_changed, after the TTL, and on
 // demand (Refresh). Every listing is compared with the tools known before
 // it (the link's last listing, else the snapshot), and Options.Changed is

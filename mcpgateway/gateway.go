@@ -149,6 +149,12 @@ type link struct {
 	tools    []*sdk.Tool // the last live listing
 	listedAt time.Time
 	stale    bool
+	// unsaved is the JSON of the last listing while it is not the
+	// stored snapshot (saveErr says why): its save is tried again at
+	// each use of the link, with the listing's own time, and until then
+	// the listing in memory is newer than the snapshot.
+	unsaved []byte
+	saveErr error
 	// known is the JSON of the tools the account's listings show for
 	// this server, as of the last listing (knownSet): what a new listing
 	// is compared with. Before the first, the stored snapshot is.
@@ -319,13 +325,35 @@ func (l *link) list(ctx context.Context) error {
 		return fmt.Errorf("encode the tools of %s: %w", l.srv.Name, err)
 	}
 	l.compare(ctx, b)
-	now := l.g.opts.Now()
-	if err := l.g.opts.Store.SaveMCPSnapshot(ctx, l.srv.AccountID, l.srv.ID, mcpremote.Snapshot{Tools: b, ListedAt: now}); err != nil &&
-		!errors.Is(err, mcpremote.ErrNotFound) {
-		l.g.opts.Logger.Warn("saving the tools snapshot of an MCP server failed", "server_id", l.srv.ID, "err", err)
-	}
-	l.tools, l.listedAt, l.stale = ts, now, false
+	l.tools, l.listedAt, l.stale = ts, l.g.opts.Now(), false
+	l.unsaved = b
+	l.save(ctx)
 	return nil
+}
+
+// save stores the last listing as the server's snapshot, if it is not
+// yet (l.mu held). A failed save is kept, not just logged: the listing
+// in memory is then newer than the snapshot, which status says
+// (Status.SaveErr) and prefers, and the next use of the link tries
+// again with the listing's own time, so the stored snapshot's time is
+// always that of its tools, even when they did not change.
+func (l *link) save(ctx context.Context) {
+	if l.unsaved == nil {
+		return
+	}
+	err := l.g.opts.Store.SaveMCPSnapshot(ctx, l.srv.AccountID, l.srv.ID, mcpremote.Snapshot{Tools: l.unsaved, ListedAt: l.listedAt})
+	if err != nil && !errors.Is(err, mcpremote.ErrNotFound) {
+		if l.saveErr == nil {
+			l.g.opts.Logger.Warn("saving the tools snapshot of an MCP server failed; it is tried again at the server's next use",
+				"server_id", l.srv.ID, "listed_at", l.listedAt, "err", err)
+		}
+		l.saveErr = fmt.Errorf("save the tools snapshot of %s: %w", l.srv.Name, err)
+		return
+	}
+	if l.saveErr != nil {
+		l.g.opts.Logger.Info("the tools snapshot of an MCP server is saved again", "server_id", l.srv.ID, "listed_at", l.listedAt)
+	}
+	l.unsaved, l.saveErr = nil, nil
 }
 
 // compare marks a change when listed (the JSON of a new listing) is not
@@ -382,9 +410,13 @@ func (l *link) ensure(ctx context.Context, probe bool) error {
 		var err error
 		switch {
 		case l.stale || l.g.opts.Now().Sub(l.listedAt) > l.g.opts.TTL:
-			err = l.list(ctx)
+			err = l.list(ctx) // which saves
 		case probe:
-			err = l.sess.Ping(ctx, nil)
+			if err = l.sess.Ping(ctx, nil); err == nil {
+				l.save(ctx) // a listing whose save failed, with none due
+			}
+		default:
+			l.save(ctx)
 		}
 		if err == nil {
 			return nil
@@ -392,6 +424,9 @@ func (l *link) ensure(ctx context.Context, probe bool) error {
 		l.drop()
 	}
 	if err := l.connect(ctx); err != nil {
+		if ctx.Err() == nil {
+			l.save(ctx) // the server is down; the store may be back
+		}
 		return err
 	}
 	if err := l.list(ctx); err != nil {

@@ -87,13 +87,19 @@ func (u *upstream) url() string { return "http://" + u.addr + "/mcp" }
 
 type rig struct {
 	t     testing.TB
-	store *mcpremote.MemStore
+	store mcpremote.Store
 	seal  *mcpremote.Sealer
 	gw    *mcpgateway.Gateway
 	exec  *tools.Executor
 }
 
 func newRig(t testing.TB, opts mcpgateway.Options) *rig {
+	t.Helper()
+	return newRigOn(t, opts, mcpremote.NewMemStore())
+}
+
+// newRigOn is a rig whose servers and snapshots are kept in st.
+func newRigOn(t testing.TB, opts mcpgateway.Options, st mcpremote.Store) *rig {
 	t.Helper()
 	dial, err := fetchpage.DialContext([]string{"127.0.0.1"}, time.Second)
 	if err != nil {
@@ -107,7 +113,6 @@ func newRig(t testing.TB, opts mcpgateway.Options) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := mcpremote.NewMemStore()
 	opts.Store, opts.Sealer = st, seal
 	if opts.Dial == nil {
 		opts.Dial = dial

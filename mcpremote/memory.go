@@ -113,6 +113,9 @@ func (m *MemStore) SaveMCPSnapshot(_ context.Context, account, id string, snap S
 	if !ok || s.AccountID != account {
 		return ErrNotFound
 	}
+	if old, ok := m.snaps[id]; ok && old.ListedAt.UnixMilli() > snap.ListedAt.UnixMilli() {
+		return nil // the newer one is kept
+	}
 	m.snaps[id] = Snapshot{Tools: slices.Clone(snap.Tools), ListedAt: snap.ListedAt}
 	return nil
 }

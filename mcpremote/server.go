@@ -152,6 +152,9 @@ type Store interface {
 	ListMCPServers(ctx context.Context, account string) ([]Server, error)
 	UpdateMCPServer(ctx context.Context, s Server) error
 	DeleteMCPServer(ctx context.Context, account, id string) error
+	// SaveMCPSnapshot stores snap unless the stored snapshot was listed
+	// after it (to the millisecond): an older listing never replaces a
+	// newer one, so the stored time is always that of the stored tools.
 	SaveMCPSnapshot(ctx context.Context, account, id string, snap Snapshot) error
 	// GetMCPSnapshot returns ErrNoSnapshot when the server was never listed.
 	GetMCPSnapshot(ctx context.Context, account, id string) (Snapshot, error)

@@ -110,15 +110,22 @@ func (d *DB) DeleteMCPServer(ctx context.Context, account, id string) error {
 	return nil
 }
 
-// SaveMCPSnapshot implements mcpremote.Store.
+// SaveMCPSnapshot implements mcpremote.Store: a snapshot listed before
+// the stored one (a save tried again, another replica's slower listing)
+// leaves the stored one as it is.
 func (d *DB) SaveMCPSnapshot(ctx context.Context, account, id string, snap mcpremote.Snapshot) error {
-	res, err := d.db.ExecContext(ctx, d.q(`UPDATE mcp_servers SET snapshot = ?, snapshot_at = ? WHERE account_id = ? AND id = ?`),
-		string(snap.Tools), snap.ListedAt.UnixMilli(), account, id)
+	at := snap.ListedAt.UnixMilli()
+	res, err := d.db.ExecContext(ctx, d.q(`UPDATE mcp_servers SET snapshot = ?, snapshot_at = ?
+		WHERE account_id = ? AND id = ? AND (snapshot_at IS NULL OR snapshot_at <= ?)`),
+		string(snap.Tools), at, account, id, at)
 	if err != nil {
 		return fmt.Errorf("save MCP snapshot: %w", err)
 	}
 	if n, err := res.RowsAffected(); err == nil && n == 0 {
-		return mcpremote.ErrNotFound
+		// Either no such server, or a newer snapshot is kept.
+		if _, err := d.GetMCPSnapshot(ctx, account, id); errors.Is(err, mcpremote.ErrNotFound) {
+			return mcpremote.ErrNotFound
+		}
 	}
 	return nil
 }

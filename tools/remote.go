@@ -70,6 +70,10 @@ type RemoteServer struct {
 	AgeMS         *int64  `json:"age_ms"`
 	Tools         int     `json:"tools"`
 	Error         *string `json:"error"`
+	// SnapshotError says the tools listed at ListedAt could not be saved
+	// as the stored snapshot (a restart or another replica shows an
+	// older one until a save succeeds); null when they are saved.
+	SnapshotError *string `json:"snapshot_error"`
 }
 
 // Fence marks text from outside as data, as the encoder does for

@@ -86,20 +86,7 @@ func Run(t *testing.T, st mcpremote.Store) {
 	if _, err := st.GetMCPSnapshot(ctx, "acct_1", a.ID); !errors.Is(err, mcpremote.ErrNoSnapshot) {
 		t.Fatalf("snapshot before a listing: %v, want ErrNoSnapshot", err)
 	}
-	snap := mcpremote.Snapshot{Tools: []byte(`[{"name":"echo","inputSchema":{"type":"object"}}]`), ListedAt: now}
-	if err := st.SaveMCPSnapshot(ctx, "acct_2", a.ID, snap); !errors.Is(err, mcpremote.ErrNotFound) {
-		t.Fatalf("snapshot through another account: %v, want ErrNotFound", err)
-	}
-	if err := st.SaveMCPSnapshot(ctx, "acct_1", a.ID, snap); err != nil {
-		t.Fatal(err)
-	}
-	gs, err := st.GetMCPSnapshot(ctx, "acct_1", a.ID)
-	if err != nil || string(gs.Tools) != string(snap.Tools) || !gs.ListedAt.Equal(now) {
-		t.Fatalf("snapshot: %v %+v", err, gs)
-	}
-	if _, err := st.GetMCPSnapshot(ctx, "acct_2", a.ID); !errors.Is(err, mcpremote.ErrNotFound) {
-		t.Fatalf("another account's snapshot: %v, want ErrNotFound", err)
-	}
+	snapshots(t, st, a.ID, now)
 	if err := st.DeleteMCPServer(ctx, "acct_2", a.ID); !errors.Is(err, mcpremote.ErrNotFound) {
 		t.Fatalf("delete through another account: %v", err)
 	}
@@ -110,6 +97,34 @@ func Run(t *testing.T, st mcpremote.Store) {
 		t.Fatalf("snapshot of a deleted server: %v", err)
 	}
 	capped(t, st, a)
+}
+
+// snapshots checks the snapshots of the server id of acct_1: tenancy,
+// the time kept to the millisecond, and an older listing never stored
+// over a newer one.
+func snapshots(t *testing.T, st mcpremote.Store, id string, now time.Time) {
+	ctx := context.Background()
+	snap := mcpremote.Snapshot{Tools: []byte(`[{"name":"echo","inputSchema":{"type":"object"}}]`), ListedAt: now}
+	if err := st.SaveMCPSnapshot(ctx, "acct_2", id, snap); !errors.Is(err, mcpremote.ErrNotFound) {
+		t.Fatalf("snapshot through another account: %v, want ErrNotFound", err)
+	}
+	if err := st.SaveMCPSnapshot(ctx, "acct_1", id, snap); err != nil {
+		t.Fatal(err)
+	}
+	gs, err := st.GetMCPSnapshot(ctx, "acct_1", id)
+	if err != nil || string(gs.Tools) != string(snap.Tools) || !gs.ListedAt.Equal(now) {
+		t.Fatalf("snapshot: %v %+v", err, gs)
+	}
+	older := mcpremote.Snapshot{Tools: []byte(`[]`), ListedAt: now.Add(-time.Second)}
+	if err := st.SaveMCPSnapshot(ctx, "acct_1", id, older); err != nil {
+		t.Fatalf("an older snapshot than the stored one: %v, want nil (nothing to save)", err)
+	}
+	if gs, err := st.GetMCPSnapshot(ctx, "acct_1", id); err != nil || string(gs.Tools) != string(snap.Tools) || !gs.ListedAt.Equal(now) {
+		t.Fatalf("an older listing replaced the stored snapshot: %v %+v", err, gs)
+	}
+	if _, err := st.GetMCPSnapshot(ctx, "acct_2", id); !errors.Is(err, mcpremote.ErrNotFound) {
+		t.Fatalf("another account's snapshot: %v, want ErrNotFound", err)
+	}
 }
 
 // capped creates the deleted a again (its name is free), then checks the

@@ -22,6 +22,9 @@ import (
 type MCPGateway interface {
 	Refresh(ctx context.Context, srv mcpremote.Server) (mcpgateway.Status, error)
 	Forget(id string)
+	// Unsaved is the server's last listing when saving it as the
+	// snapshot failed (newer than the snapshot, if there is one).
+	Unsaved(srv mcpremote.Server) (mcpgateway.Status, bool)
 	// Authorize and Complete run an oauth_authorization_code server's
 	// consent: the URL for the user, then the callback's code.
 	Authorize(ctx context.Context, srv mcpremote.Server, redirectURL string) (string, error)
@@ -421,6 +424,9 @@ type mcpCatalogView struct {
 	ListedAt      *int64   `json:"listed_at"`
 	Tools         []string `json:"tools"`
 	Error         *string  `json:"error"`
+	// SnapshotError: the tools listed at listed_at could not be saved
+	// as the server's snapshot (mcpgateway.Status.SaveErr).
+	SnapshotError *string `json:"snapshot_error"`
 }
 
 // redacted stands for a header value in responses.
@@ -459,6 +465,12 @@ func (m *MCPServers) view(ctx context.Context, s mcpremote.Server, st *mcpgatewa
 	}
 	if st == nil {
 		snap, err := m.Store.GetMCPSnapshot(ctx, s.AccountID, s.ID)
+		if m.Gateway != nil {
+			// A listing whose save failed is newer than the snapshot.
+			if u, ok := m.Gateway.Unsaved(s); ok && (err != nil || snap.ListedAt.UnixMilli() < u.ListedAt.UnixMilli()) {
+				return catalogView(v, &u)
+			}
+		}
 		if err != nil {
 			return v
 		}
@@ -469,6 +481,11 @@ func (m *MCPServers) view(ctx context.Context, s mcpremote.Server, st *mcpgatewa
 	}
 	src := st.Source
 	v.Catalog.CatalogSource = &src
+	return catalogView(v, st)
+}
+
+// catalogView fills v.Catalog from st (its Source aside).
+func catalogView(v mcpServerView, st *mcpgateway.Status) mcpServerView {
 	if !st.ListedAt.IsZero() {
 		at := st.ListedAt.UnixMilli()
 		v.Catalog.ListedAt = &at
@@ -479,6 +496,10 @@ func (m *MCPServers) view(ctx context.Context, s mcpremote.Server, st *mcpgatewa
 	if st.Err != "" {
 		e := st.Err
 		v.Catalog.Error = &e
+	}
+	if st.SaveErr != "" {
+		e := st.SaveErr
+		v.Catalog.SnapshotError = &e
 	}
 	return v
 }
