@@ -42,32 +42,6 @@ func journaledRig(t *testing.T, st journal.Store) (*rig, *journal.Journal) {
 	return r, jr
 }
 
-// depthOf is how deeply the JSON text b nests arrays and objects.
-func depthOf(b []byte) int {
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		return -1
-	}
-	var walk func(any) int
-	walk = func(v any) int {
-		deepest := 0
-		switch x := v.(type) {
-		case []any:
-			for _, m := range x {
-				deepest = max(deepest, walk(m))
-			}
-			return deepest + 1
-		case map[string]any:
-			for _, m := range x {
-				deepest = max(deepest, walk(m))
-			}
-			return deepest + 1
-		}
-		return 0
-	}
-	return walk(v)
-}
-
 // deepCases are the remote answers at and just past each nesting limit
 // (mcpgateway's depth.go): code "" is relayed, with structured, the depth
 // of the structured result toolhost keeps (the {"error": …} object of a
@@ -120,8 +94,8 @@ func TestDeepRemoteResultsAreRefusedAndJournaled(t *testing.T) {
 					if tc.code == mcpgateway.CodeUpstreamTooDeep && rec.Status != journal.StatusError {
 						t.Fatalf("journaled %s, want error", rec.Status)
 					}
-					if tc.structured > 0 && depthOf(rec.Result) != tc.structured {
-						t.Fatalf("journaled result nests %d levels, want %d", depthOf(rec.Result), tc.structured)
+					if tc.structured > 0 && testserver.NestingOf(rec.Result) != tc.structured {
+						t.Fatalf("journaled result nests %d levels, want %d", testserver.NestingOf(rec.Result), tc.structured)
 					}
 				})
 			}

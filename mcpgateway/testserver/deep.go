@@ -33,6 +33,34 @@ func Nested(levels int, array bool) json.RawMessage {
 	return json.RawMessage(strings.Repeat(`{"v":`, levels-1) + "{}" + strings.Repeat("}", levels-1))
 }
 
+// Nesting is how deeply v, as encoding/json decodes it, nests arrays and
+// objects: the inverse of Nested, for checking what arrived.
+func Nesting(v any) int {
+	deepest := 0
+	switch x := v.(type) {
+	case []any:
+		for _, m := range x {
+			deepest = max(deepest, Nesting(m))
+		}
+		return deepest + 1
+	case map[string]any:
+		for _, m := range x {
+			deepest = max(deepest, Nesting(m))
+		}
+		return deepest + 1
+	}
+	return 0
+}
+
+// NestingOf is Nesting of the JSON text b, or -1 when b is not JSON.
+func NestingOf(b []byte) int {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return -1
+	}
+	return Nesting(v)
+}
+
 // addDeep adds deep, which answers a value as deeply nested as asked (up
 // to 9000 levels: the SDK encodes with encoding/json, which stops at
 // 10 000):

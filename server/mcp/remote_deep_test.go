@@ -16,25 +16,6 @@ import (
 	"toolhost/mcpremote"
 )
 
-// nesting is how deeply v, as encoding/json decodes it, nests arrays and
-// objects.
-func nesting(v any) int {
-	deepest := 0
-	switch x := v.(type) {
-	case []any:
-		for _, m := range x {
-			deepest = max(deepest, nesting(m))
-		}
-		return deepest + 1
-	case map[string]any:
-		for _, m := range x {
-			deepest = max(deepest, nesting(m))
-		}
-		return deepest + 1
-	}
-	return 0
-}
-
 // A Go MCP client (the go-sdk's, which refuses a message nested more
 // than 1000 levels deep) of toolhost reads every answer of a remote tool
 // whose result nests as deep as toolhost relays, and gets a tool error
@@ -102,8 +83,8 @@ func TestDeepRemoteResultsReachAGoClientWholeOrAsAnError(t *testing.T) {
 				m, _ := v.(map[string]any)
 				v = m[k]
 			}
-			if tc.depth > 0 && nesting(v) != tc.depth {
-				t.Fatalf("the value nests %d levels, want %d", nesting(v), tc.depth)
+			if tc.depth > 0 && testserver.Nesting(v) != tc.depth {
+				t.Fatalf("the value nests %d levels, want %d", testserver.Nesting(v), tc.depth)
 			}
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"toolhost/journal"
 	"toolhost/loop/fakeupstream"
 	"toolhost/mcpgateway"
+	"toolhost/mcpgateway/testserver"
 	"toolhost/store/storetest"
 )
 
@@ -58,37 +59,11 @@ func TestHostedLoopDeepRemoteResultIsJournaled(t *testing.T) {
 						return
 					}
 					data, _ := json.Marshal(r["result"].(map[string]any)["data"])
-					if r["status"] != "success" || depthOf(data) != 998 {
-						t.Errorf("record %.300v, its data nests %d levels, want 998", r, depthOf(data))
+					if r["status"] != "success" || testserver.NestingOf(data) != 998 {
+						t.Errorf("record %.300v, its data nests %d levels, want 998", r, testserver.NestingOf(data))
 					}
 				})
 			}
 		})
 	}
-}
-
-// depthOf is how deeply the JSON text b nests arrays and objects.
-func depthOf(b []byte) int {
-	var v any
-	if json.Unmarshal(b, &v) != nil {
-		return -1
-	}
-	var walk func(any) int
-	walk = func(v any) int {
-		deepest := 0
-		switch x := v.(type) {
-		case []any:
-			for _, m := range x {
-				deepest = max(deepest, walk(m))
-			}
-			return deepest + 1
-		case map[string]any:
-			for _, m := range x {
-				deepest = max(deepest, walk(m))
-			}
-			return deepest + 1
-		}
-		return 0
-	}
-	return walk(v)
 }
