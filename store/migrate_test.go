@@ -40,29 +40,39 @@ func unmigrated(t *testing.T) map[string]*DB {
 	return out
 }
 
+// migrateTo applies the migrations up to and including version last to
+// an unmigrated store, as a server of that version left it.
+func migrateTo(ctx context.Context, t *testing.T, d *DB, last int) {
+	t.Helper()
+	ms, err := loadMigrations(d.dialect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	known := map[int]bool{}
+	for _, m := range ms {
+		known[m.version] = true
+	}
+	for _, m := range ms {
+		if m.version > last {
+			break
+		}
+		if err := d.apply(ctx, m, known); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // A journal written before 0004 keeps every row: the face its caller_slot
 // held moves to face, and the slot becomes empty (nobody could declare one).
 func TestMigration0004MovesTheFaceOutOfCallerSlot(t *testing.T) {
 	ctx := context.Background()
 	for name, d := range unmigrated(t) {
 		t.Run(name, func(t *testing.T) {
-			ms, err := loadMigrations(d.dialect)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := d.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-				version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
-				t.Fatal(err)
-			}
-			known := map[int]bool{}
-			for _, m := range ms {
-				known[m.version] = true
-			}
-			for _, m := range ms[:3] {
-				if err := d.apply(ctx, m, known); err != nil {
-					t.Fatal(err)
-				}
-			}
+			migrateTo(ctx, t, d, 3)
 			for i, slot := range []string{"mcp", "hosted", "cli", ""} {
 				if _, err := d.db.ExecContext(ctx, d.q(`INSERT INTO tool_executions (id, account_id, caller_slot, tool_name, status,
 					lifecycle_state, commit_outcome, state, started_at, created_at, args_raw)
@@ -139,25 +149,7 @@ func TestMigration0006KeepsSessions(t *testing.T) {
 	ctx := context.Background()
 	for name, d := range unmigrated(t) {
 		t.Run(name, func(t *testing.T) {
-			ms, err := loadMigrations(d.dialect)
-			if err != nil {
-				t.Fatal(err)
-			}
-			known := map[int]bool{}
-			for _, m := range ms {
-				known[m.version] = true
-			}
-			if _, err := d.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-				version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
-				t.Fatal(err)
-			}
-			for _, m := range ms {
-				if m.version < 6 {
-					if err := d.apply(ctx, m, known); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
+			migrateTo(ctx, t, d, 5)
 			if _, err := d.db.ExecContext(ctx, d.q(`INSERT INTO sessions (account_id, id, metadata, tool_permissions, created_at, updated_at)
 				VALUES ('a', 'old', '{"k":1}', '{"enabled":false}', 1000, 1000)`)); err != nil {
 				t.Fatal(err)

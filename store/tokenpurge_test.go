@@ -200,26 +200,7 @@ func TestMigration0009BackfillsTokenIssued(t *testing.T) {
 	ctx := context.Background()
 	for name, d := range unmigrated(t) {
 		t.Run(name, func(t *testing.T) {
-			ms, err := loadMigrations(d.dialect)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := d.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-				version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
-				t.Fatal(err)
-			}
-			known := map[int]bool{}
-			for _, m := range ms {
-				known[m.version] = true
-			}
-			for _, m := range ms {
-				if m.version > 8 {
-					break
-				}
-				if err := d.apply(ctx, m, known); err != nil {
-					t.Fatal(err)
-				}
-			}
+			migrateTo(ctx, t, d, 8)
 			now := time.Now().UTC().Truncate(time.Millisecond)
 			old := msOf(now.Add(-48 * time.Hour))
 			for _, st := range []struct {
