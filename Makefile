@@ -32,7 +32,7 @@ test: build e2e-deps
 	@$(MAKE) --no-print-directory vet
 	@echo "== $$(date +%T) golangci-lint $(GOLANGCI_LINT_VERSION) (.golangci.yml)"
 	@$(MAKE) --no-print-directory lint
-	@echo "== $$(date +%T) go test -race ./... (each package as it finishes; the doc-test is toolhost/docs)"
+	@echo "== $$(date +%T) go test -race ./... (each package as it finishes; the doc-test is ./docs)"
 	@$(MAKE) --no-print-directory unit
 	@echo "== $$(date +%T) e2e: real clients against bin/toolhost, file by file"
 	@$(MAKE) --no-print-directory e2e

@@ -1,4 +1,4 @@
-module toolhost
+module github.com/toolhost/toolhost
 
 go 1.26.8
 

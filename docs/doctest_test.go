@@ -62,7 +62,7 @@
 //   - `toolhost serve --dev` runs for each page, started on the first block
 //     that mentions 127.0.0.1:8080 (the `make run` address), which is
 //     rewritten to the server's real address. Its /v1 routes go to the fake
-//     upstream model of loop/fakeupstream playing docs/testdata/upstream.json
+//     upstream model of server/v1/fakeupstream playing docs/testdata/upstream.json
 //     (gpt-* on the OpenAI route, claude-* on the Anthropic one).
 //   - Every other 127.0.0.1:PORT in a block gets a free port, consistently
 //     within the block (the bare number too), so a block may start its own
@@ -100,7 +100,7 @@ import (
 	"time"
 	"unicode"
 
-	"toolhost/loop/fakeupstream"
+	"github.com/toolhost/toolhost/server/v1/fakeupstream"
 )
 
 // block is one fenced code block of a page.

@@ -1,13 +1,13 @@
 // The official Anthropic Node client against /v1/messages with hosted tools
 // declared through the MCP connector (mcp_servers + mcp_toolset, beta
 // mcp-client-2025-11-20): `toolhost serve --dev` routes the model to the
-// scripted fake upstream (loop/fakeupstream) speaking either upstream
+// scripted fake upstream (server/v1/fakeupstream) speaking either upstream
 // protocol (OpenAI-compatible, Anthropic Messages), with the default label
 // and another one; streaming (the message stream helper and raw events) and
 // not; the final message is sent back in a follow-up request.
 //
 // The fake upstream program comes from $FAKEUPSTREAM_BIN, or is built here
-// with `go build ./loop/fakeupstream/cmd/fakeupstream`.
+// with `go build ./server/v1/fakeupstream/cmd/fakeupstream`.
 
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
@@ -57,7 +57,7 @@ let fakeURL;
 async function fakeBinary() {
   if (process.env.FAKEUPSTREAM_BIN) return process.env.FAKEUPSTREAM_BIN;
   const out = join(work, "fakeupstream");
-  await promisify(execFile)("go", ["build", "-o", out, "./loop/fakeupstream/cmd/fakeupstream"], { cwd: repo });
+  await promisify(execFile)("go", ["build", "-o", out, "./server/v1/fakeupstream/cmd/fakeupstream"], { cwd: repo });
   return out;
 }
 

@@ -7,13 +7,13 @@
 // snapshot (cached) and calls fail with upstream_unavailable; another
 // account that registers it now has no snapshot (unavailable); the server
 // comes back and both are live again. In a hosted /v1 loop (the openai
-// Node client, the model scripted by loop/fakeupstream) the same remote
+// Node client, the model scripted by server/v1/fakeupstream) the same remote
 // tools are declared and run by the model; with the go-sdk server stopped
 // the declaration still holds (the catalog is the snapshot) and the
 // model's tool result is upstream_unavailable.
 //
 // The fake upstream program comes from $FAKEUPSTREAM_BIN, or is built here
-// with `go build ./loop/fakeupstream/cmd/fakeupstream`.
+// with `go build ./server/v1/fakeupstream/cmd/fakeupstream`.
 
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
@@ -126,7 +126,7 @@ async function fakeBinary() {
   if (process.env.FAKEUPSTREAM_BIN) return process.env.FAKEUPSTREAM_BIN;
   const out = join(configDir, "fakeupstream");
   const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-  await promisify(execFile)("go", ["build", "-o", out, "./loop/fakeupstream/cmd/fakeupstream"], { cwd: repo });
+  await promisify(execFile)("go", ["build", "-o", out, "./server/v1/fakeupstream/cmd/fakeupstream"], { cwd: repo });
   return out;
 }
 

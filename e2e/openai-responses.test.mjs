@@ -1,11 +1,11 @@
 // The official openai Node client against /v1/responses with hosted tools:
 // `toolhost serve --dev` routes the model to the scripted fake upstream
-// (loop/fakeupstream, spoken to in Chat Completions), with an `mcp` tool,
+// (server/v1/fakeupstream, spoken to in Chat Completions), with an `mcp` tool,
 // streaming and not, with the default label and another one; the previous
 // output sent back as input continues the conversation.
 //
 // The fake upstream program comes from $FAKEUPSTREAM_BIN, or is built here
-// with `go build ./loop/fakeupstream/cmd/fakeupstream`.
+// with `go build ./server/v1/fakeupstream/cmd/fakeupstream`.
 
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
@@ -73,7 +73,7 @@ let fakeURL;
 async function fakeBinary() {
   if (process.env.FAKEUPSTREAM_BIN) return process.env.FAKEUPSTREAM_BIN;
   const out = join(work, "fakeupstream");
-  await promisify(execFile)("go", ["build", "-o", out, "./loop/fakeupstream/cmd/fakeupstream"], { cwd: repo });
+  await promisify(execFile)("go", ["build", "-o", out, "./server/v1/fakeupstream/cmd/fakeupstream"], { cwd: repo });
   return out;
 }
 

@@ -1,13 +1,13 @@
 // The tools API's custom tools in a hosted /v1 loop, through the official
 // openai Node client: `toolhost serve --dev` with script handlers enabled
-// routes the model to the scripted fake upstream (loop/fakeupstream); a
+// routes the model to the scripted fake upstream (server/v1/fakeupstream); a
 // script definition created over REST (a name with capitals and a dash,
 // declared on the wire exactly as defined) is called by the model, runs
 // in the sandbox, and is journaled provider_type custom, face hosted; the
 // session's slot deny list denies it, and both journals say denied.
 //
 // The fake upstream program comes from $FAKEUPSTREAM_BIN, or is built here
-// with `go build ./loop/fakeupstream/cmd/fakeupstream`.
+// with `go build ./server/v1/fakeupstream/cmd/fakeupstream`.
 
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
@@ -51,7 +51,7 @@ let client;
 async function fakeBinary() {
   if (process.env.FAKEUPSTREAM_BIN) return process.env.FAKEUPSTREAM_BIN;
   const out = join(work, "fakeupstream");
-  await promisify(execFile)("go", ["build", "-o", out, "./loop/fakeupstream/cmd/fakeupstream"], { cwd: repo });
+  await promisify(execFile)("go", ["build", "-o", out, "./server/v1/fakeupstream/cmd/fakeupstream"], { cwd: repo });
   return out;
 }
 

@@ -3,8 +3,8 @@ package journal_test
 import (
 	"testing"
 
-	"toolhost/journal"
-	"toolhost/journal/journaltest"
+	"github.com/toolhost/toolhost/journal"
+	"github.com/toolhost/toolhost/journal/journaltest"
 )
 
 func TestMemStoreConformance(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 
-	"toolhost/sandbox/quickjs"
+	"github.com/toolhost/toolhost/sandbox/quickjs"
 )
 
 // BenchmarkJSLoopCloseOnContextDone measures what the hard deadline costs a

@@ -64,12 +64,6 @@ type Options struct {
 	// CacheDir holds wazero's compilation cache; empty means no disk cache.
 	CacheDir string
 	Logger   *slog.Logger
-	// Running, when set, is called as a program starts to run (after its
-	// slot is taken) and the function it returns as the program ends:
-	// serve gives Go every CPU while untrusted code runs (package
-	// procpace), since compiled code yields its P only where it checks
-	// its deadline.
-	Running func() (done func())
 }
 
 func (c Config) withDefaults() Config {

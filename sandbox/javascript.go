@@ -11,7 +11,7 @@ import (
 
 	"github.com/tetratelabs/wazero/experimental"
 
-	"toolhost/sandbox/quickjs"
+	"github.com/toolhost/toolhost/sandbox/quickjs"
 )
 
 // jsEngine runs QuickJS-NG programs, one VM per run.

@@ -25,7 +25,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/sys"
 
-	"toolhost/sandbox/internal/wasmedit"
+	"github.com/toolhost/toolhost/sandbox/internal/wasmedit"
 )
 
 // A pySnapshot is one CPython interpreter booted once — the bootstrap's

@@ -18,7 +18,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/sys"
 
-	"toolhost/sandbox/internal/wasmedit"
+	"github.com/toolhost/toolhost/sandbox/internal/wasmedit"
 )
 
 //go:embed bootstrap.py

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -286,58 +285,5 @@ func TestPoolFollowsDemandWithinItsMemory(t *testing.T) {
 	// them does not.
 	if st.Started == 0 || st.Misses >= st.Takes {
 		t.Errorf("the pool started %d instances; %d of %d runs found none waiting", st.Started, st.Misses, st.Takes)
-	}
-}
-
-// Options.Running spans every program that runs, whatever its end, and
-// no request refused before it runs: serve's GOMAXPROCS pacer holds every
-// CPU by it while untrusted code runs.
-func TestRunningSpansEveryProgram(t *testing.T) {
-	var running, calls atomic.Int64
-	s, err := New(context.Background(), Options{RuntimesDir: runtimesDir(t), CacheDir: testCacheDir,
-		Config: Config{PythonPool: -1, JavaScriptPool: 1},
-		Running: func() func() {
-			calls.Add(1)
-			running.Add(1)
-			return func() { running.Add(-1) }
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	ready(t, s)
-	for _, tc := range []struct {
-		name  string
-		req   Request
-		calls int64
-	}{
-		{name: "python ends", req: Request{Language: Python, Code: "print(1)"}, calls: 1},
-		{name: "javascript throws", req: Request{Language: JavaScript, Code: "throw new Error('x')"}, calls: 1},
-		{name: "python times out", req: Request{Language: Python, Code: "while True:\n    pass", Timeout: 1500 * time.Millisecond}, calls: 1},
-		{name: "refused before running: a hostile file name", req: Request{Language: Python, Code: "1", Files: []File{{Name: "../escape"}}}, calls: 0},
-		{name: "refused before running: unknown language", req: Request{Language: "cobol", Code: "1"}, calls: 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			calls.Store(0)
-			var during atomic.Int64
-			tc.req.Progress = func(_ time.Duration, msg string) {
-				if strings.HasPrefix(msg, "running") {
-					during.Store(running.Load())
-				}
-			}
-			if tc.req.Timeout == 0 {
-				tc.req.Timeout = time.Minute
-			}
-			_, _ = s.Run(context.Background(), tc.req)
-			if got := calls.Load(); got != tc.calls {
-				t.Fatalf("Running called %d times, want %d", got, tc.calls)
-			}
-			if got := running.Load(); got != 0 {
-				t.Fatalf("after Run: %d programs still held", got)
-			}
-			if tc.calls > 0 && tc.req.Timeout < time.Minute && during.Load() != 1 {
-				t.Fatalf("while running: %d held, want 1", during.Load())
-			}
-		})
 	}
 }

@@ -337,9 +337,6 @@ func (s *Sandbox) Run(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	defer release()
-	if s.opts.Running != nil {
-		defer s.opts.Running()()
-	}
 	return run(ctx, &req, progress)
 }
 

@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"strings"
 
-	"toolhost/identity"
-	"toolhost/keys"
+	"github.com/toolhost/toolhost/internal/identity"
+	"github.com/toolhost/toolhost/internal/keys"
 )
 
 // DevIdentity is the caller in --dev mode: the single local account with

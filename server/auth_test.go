@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"toolhost/identity"
-	"toolhost/keys"
+	"github.com/toolhost/toolhost/internal/identity"
+	"github.com/toolhost/toolhost/internal/keys"
 )
 
 // fixedAuth knows one API key and one OAuth token.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"toolhost/server"
+	"github.com/toolhost/toolhost/server"
 )
 
 func TestTraceID(t *testing.T) {

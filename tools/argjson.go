@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"toolhost/strictjson"
+	"github.com/toolhost/toolhost/internal/wire"
 )
 
 // ErrArgsSyntax is wrapped by every strict-parse failure.
@@ -27,7 +27,7 @@ var ErrArgsSyntax = errors.New("arguments are not strict JSON")
 //
 // encoding/json accepts duplicate keys (last wins) and trailing values in a
 // stream, so we walk its token stream ourselves rather than call Unmarshal.
-// An object strictjson.Decode vouches for (the arguments of almost every
+// An object wire.Decode vouches for (the arguments of almost every
 // call) is built by it instead, without a token stream's allocation per
 // token; everything else, every error included, takes the walk.
 func ParseArgs(raw []byte) (map[string]any, error) {
@@ -35,7 +35,7 @@ func ParseArgs(raw []byte) (map[string]any, error) {
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		return map[string]any{}, nil
 	}
-	if v, ok := strictjson.Decode(trimmed, canonicalNumberAny); ok {
+	if v, ok := wire.Decode(trimmed, canonicalNumberAny); ok {
 		if obj, ok := v.(map[string]any); ok {
 			return obj, nil
 		}

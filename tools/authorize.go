@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"toolhost/keys"
+	"github.com/toolhost/toolhost/internal/keys"
 )
 
 // KeysAuthorizer admits calls under the caller's API-key limits: scopes,

@@ -11,9 +11,9 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"toolhost/catalog"
-	"toolhost/session"
-	"toolhost/tooldef"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/tools/session"
+	"github.com/toolhost/toolhost/tools/tooldef"
 )
 
 // ScriptRunner runs the body of a script handler (a JavaScript function of

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/store"
-	"toolhost/tooldef"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/internal/store"
+	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/tooldef"
 )
 
 // BenchmarkCustomToolLookup is what finding a custom tool costs a call

@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/catalog"
-	"toolhost/store"
-	"toolhost/store/storetest"
-	"toolhost/tooldef"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/internal/store"
+	"github.com/toolhost/toolhost/internal/store/storetest"
+	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/tooldef"
 )
 
 // definitionStores are the stores definitions live in: SQLite and, when

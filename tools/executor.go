@@ -14,11 +14,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"toolhost/catalog"
-	"toolhost/clip"
-	"toolhost/journal"
-	"toolhost/session"
-	"toolhost/tooldef"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/internal/clip"
+	"github.com/toolhost/toolhost/journal"
+	"github.com/toolhost/toolhost/tools/session"
+	"github.com/toolhost/toolhost/tools/tooldef"
 )
 
 // Status is the journal status of a finished call.

@@ -8,9 +8,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"toolhost/journal"
-	"toolhost/tools"
-	"toolhost/tools/builtin"
+	"github.com/toolhost/toolhost/journal"
+	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/builtin"
 )
 
 // BenchmarkExecute measures the pipeline's own work for one fast call

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/catalog"
+	"github.com/toolhost/toolhost/catalog"
 )
 
 // probe is a tool whose behaviour each test chooses.

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"toolhost/catalog"
-	"toolhost/clip"
-	"toolhost/journal"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/internal/clip"
+	"github.com/toolhost/toolhost/journal"
 )
 
 // pipeline is one call on its way through Execute's steps. Each step either

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"toolhost/catalog"
-	"toolhost/session"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/tools/session"
 )
 
 // query_memory: the seed names it among the builtins that need a session

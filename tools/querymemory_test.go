@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/identity"
-	"toolhost/session"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/internal/identity"
+	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/session"
 )
 
 // query_memory on every store: word search over a session's variables,

@@ -15,9 +15,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"toolhost/catalog"
-	"toolhost/clip"
-	"toolhost/journal"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/internal/clip"
+	"github.com/toolhost/toolhost/journal"
 )
 
 // LocalAccount is the account of every call until API keys name real ones.

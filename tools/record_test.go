@@ -18,10 +18,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"toolhost/catalog"
-	"toolhost/journal"
-	"toolhost/store"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/internal/store"
+	"github.com/toolhost/toolhost/journal"
+	"github.com/toolhost/toolhost/tools"
 )
 
 // effectTool counts its executions; each test picks its side-effect level

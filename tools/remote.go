@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"slices"
 
-	"toolhost/catalog"
+	"github.com/toolhost/toolhost/catalog"
 )
 
-// Codes of tools on remote MCP servers (mcpgateway).
+// Codes of tools on remote MCP servers (mcpremote).
 const (
 	// CodeUpstreamUnavailable: the MCP server cannot be reached now.
 	CodeUpstreamUnavailable = "upstream_unavailable"
@@ -19,7 +19,7 @@ const (
 )
 
 // RemoteTools are an account's tools on its remote MCP servers. The
-// gateway (mcpgateway) implements it; the Executor asks it for a name no
+// gateway (mcpremote) implements it; the Executor asks it for a name no
 // builtin and no definition answers to.
 type RemoteTools interface {
 	// RemoteTool returns the remote tool a call of name runs for the

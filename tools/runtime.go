@@ -6,9 +6,9 @@ import (
 	"slices"
 	"time"
 
-	"toolhost/catalog"
-	"toolhost/session"
-	"toolhost/tooldef"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/tools/session"
+	"github.com/toolhost/toolhost/tools/tooldef"
 )
 
 // RuntimeCatalog is the seed's per-session runtime tool catalog: what a

@@ -14,7 +14,7 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
-	"toolhost/clip"
+	"github.com/toolhost/toolhost/internal/clip"
 )
 
 // Validator identifies the JSON Schema implementation and its settings; it is

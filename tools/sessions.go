@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"toolhost/clip"
-	"toolhost/session"
+	"github.com/toolhost/toolhost/internal/clip"
+	"github.com/toolhost/toolhost/tools/session"
 )
 
 // Codes of the session step of the pipeline.

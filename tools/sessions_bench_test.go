@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/catalog"
-	"toolhost/session"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/tools/session"
 )
 
 // BenchmarkSessionCheck is what the session step adds to a call in the

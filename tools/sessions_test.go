@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/journal"
-	"toolhost/session"
+	"github.com/toolhost/toolhost/journal"
+	"github.com/toolhost/toolhost/tools/session"
 )
 
 func TestSessionPermissionsInTheAuthorizeStep(t *testing.T) {

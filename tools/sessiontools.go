@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 
-	"toolhost/catalog"
-	"toolhost/session"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/tools/session"
 )
 
 // The seed's builtins that read or write the caller's session:

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/identity"
-	"toolhost/session"
-	"toolhost/store/storetest"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/internal/identity"
+	"github.com/toolhost/toolhost/internal/store/storetest"
+	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/session"
 )
 
 // sessionStores are the stores the session builtins run on: memory,

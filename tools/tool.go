@@ -9,8 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"toolhost/catalog"
-	"toolhost/identity"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/internal/identity"
 )
 
 // Tool is one callable tool. Spec is static data; Call does the work.

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"toolhost/catalog"
-	"toolhost/tooldef"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/tools/tooldef"
 )
 
 // ToolSet is an ordered, read-only set of tool specs: the tools one caller

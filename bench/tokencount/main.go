@@ -16,8 +16,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"toolhost/loop"
-	v1 "toolhost/server/v1"
+	v1 "github.com/toolhost/toolhost/server/v1"
+	"github.com/toolhost/toolhost/server/v1/loop"
 )
 
 func main() {

@@ -48,7 +48,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"toolhost/tools/fetchpage"
+	"github.com/toolhost/toolhost/tools/fetchpage"
 )
 
 type config struct {

@@ -10,7 +10,7 @@ import (
 	"net/http"
 	"os"
 
-	"toolhost/mcpgateway/testserver"
+	"github.com/toolhost/toolhost/tools/mcpremote/testserver"
 )
 
 func main() {

@@ -6,14 +6,13 @@ import (
 	"log/slog"
 	"time"
 
-	"toolhost/keys"
-	"toolhost/mcpgateway"
-	"toolhost/mcpremote"
-	"toolhost/sandbox"
-	"toolhost/session"
-	"toolhost/store"
-	"toolhost/tooldef"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/internal/keys"
+	"github.com/toolhost/toolhost/internal/store"
+	"github.com/toolhost/toolhost/sandbox"
+	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/mcpremote"
+	"github.com/toolhost/toolhost/tools/session"
+	"github.com/toolhost/toolhost/tools/tooldef"
 )
 
 // app is what serve, stdio and call run on, built once by openApp from
@@ -33,7 +32,7 @@ type app struct {
 	// gateway serves the accounts' remote MCP servers as tools, their
 	// secrets sealed by sealer; mcpChanged, set by serve and stdio, tells the MCP
 	// face when an account's remote tools changed.
-	gateway *mcpgateway.Gateway
+	gateway *mcpremote.Gateway
 	sealer  *mcpremote.Sealer
 	// mcpStore is the registered servers: the store's behind a cache the
 	// gateway and /mcp-servers share, so a write there is what the next
@@ -55,9 +54,6 @@ type appOptions struct {
 	// keys, when set, builds the API-key service on the store; its
 	// authorizer admits calls under the keys' limits (serve).
 	keys func(db *store.DB) (*keys.Service, func(), error)
-	// running is the sandbox's Running hook (serve: the GOMAXPROCS
-	// pacer's Hold).
-	running func() (done func())
 }
 
 // openApp builds the app. run_code's sandbox comes first: with preload,
@@ -69,7 +65,7 @@ func openApp(ctx context.Context, c *common, logger *slog.Logger, o appOptions) 
 			a.close()
 		}
 	}()
-	kit, err := toolset(c, logger, toolsetOptions{skipRunCode: o.skipRunCode, preload: o.preload, running: o.running})
+	kit, err := toolset(c, logger, toolsetOptions{skipRunCode: o.skipRunCode, preload: o.preload})
 	if err != nil {
 		return nil, err
 	}

@@ -7,9 +7,9 @@ import (
 	"log/slog"
 	"strings"
 
-	"toolhost/loop"
-	"toolhost/sandbox"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/sandbox"
+	"github.com/toolhost/toolhost/server/v1/loop"
+	"github.com/toolhost/toolhost/tools"
 )
 
 // cmdCheck loads the config file and builds what serve would build from it

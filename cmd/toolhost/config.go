@@ -6,8 +6,8 @@ import (
 	"os"
 	"strconv"
 
-	"toolhost/config"
-	"toolhost/server"
+	"github.com/toolhost/toolhost/internal/config"
+	"github.com/toolhost/toolhost/server"
 )
 
 // overrides are the flags that override a key of the config file: given

@@ -6,12 +6,12 @@ import (
 	"net/http"
 	"os"
 
-	"toolhost/loop"
-	"toolhost/loop/upstream"
-	"toolhost/loop/upstream/anthropic"
-	"toolhost/loop/upstream/openai"
-	v1 "toolhost/server/v1"
-	"toolhost/tools"
+	v1 "github.com/toolhost/toolhost/server/v1"
+	"github.com/toolhost/toolhost/server/v1/loop"
+	"github.com/toolhost/toolhost/server/v1/upstream"
+	"github.com/toolhost/toolhost/server/v1/upstream/anthropic"
+	"github.com/toolhost/toolhost/server/v1/upstream/openai"
+	"github.com/toolhost/toolhost/tools"
 )
 
 // hostedRoutes builds the /v1 handler and its routes from the config, and

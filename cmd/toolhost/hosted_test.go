@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"toolhost/config"
-	"toolhost/loop/fakeupstream"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/internal/config"
+	"github.com/toolhost/toolhost/server/v1/fakeupstream"
+	"github.com/toolhost/toolhost/tools"
 )
 
 // hosted.routes errors are reported at start-up, naming the route.

@@ -10,8 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"toolhost/server/admin"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/server/admin"
+	"github.com/toolhost/toolhost/tools"
 )
 
 // cmdJournal lists recent executions for operators, with the filters of

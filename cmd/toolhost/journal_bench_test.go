@@ -16,13 +16,13 @@ import (
 	"github.com/google/uuid"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"toolhost/config"
-	"toolhost/journal"
-	"toolhost/server"
-	mcpface "toolhost/server/mcp"
-	"toolhost/store"
-	"toolhost/tools"
-	"toolhost/tools/builtin"
+	"github.com/toolhost/toolhost/internal/config"
+	"github.com/toolhost/toolhost/internal/store"
+	"github.com/toolhost/toolhost/journal"
+	"github.com/toolhost/toolhost/server"
+	mcpface "github.com/toolhost/toolhost/server/mcp"
+	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/builtin"
 )
 
 // BenchmarkJournalOverhead measures tools/call get_time over the real MCP

@@ -16,11 +16,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"toolhost/keys"
-	"toolhost/server"
-	"toolhost/server/admin"
-	v1 "toolhost/server/v1"
-	"toolhost/store"
+	"github.com/toolhost/toolhost/internal/keys"
+	"github.com/toolhost/toolhost/internal/store"
+	"github.com/toolhost/toolhost/server"
+	"github.com/toolhost/toolhost/server/admin"
+	v1 "github.com/toolhost/toolhost/server/v1"
 )
 
 // newKeys builds the key service on an open store: Redis limit state when

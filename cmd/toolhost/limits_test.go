@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -9,15 +8,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"toolhost/config"
+	"github.com/toolhost/toolhost/internal/config"
 )
 
 // The README has always said MCP sessions expire after 30 idle minutes;
@@ -77,47 +73,6 @@ func TestTuneGCAppliesTheMemoryLimit(t *testing.T) {
 	}
 }
 
-// serve paces GOGC (package gcpace) unless GOGC is in the environment,
-// which then stays what the runtime took from it.
-func TestPaceGCLeavesAnEnvironmentGOGCAlone(t *testing.T) {
-	prevGC := debug.SetGCPercent(100)
-	t.Cleanup(func() { debug.SetGCPercent(prevGC) })
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	for _, tc := range []struct {
-		name string
-		env  string // "" unset
-		want int
-	}{
-		{name: "GOGC set: left alone", env: "250", want: 250},
-		{name: "GOGC unset: paced, quiet first", want: 100},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv("GOGC", tc.env)
-			if tc.env == "" {
-				os.Unsetenv("GOGC")
-			}
-			debug.SetGCPercent(250) // what the runtime took from the environment
-			ctx, cancel := context.WithCancel(context.Background())
-			paceGC(ctx, logger)
-			gogc := func() int {
-				m := []metrics.Sample{{Name: "/gc/gogc:percent"}}
-				metrics.Read(m)
-				return int(m[0].Value.Uint64())
-			}
-			deadline := time.Now().Add(10 * time.Second)
-			got := gogc()
-			for got != tc.want && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond)
-				got = gogc()
-			}
-			cancel()
-			if got != tc.want {
-				t.Fatalf("GOGC %d, want %d", got, tc.want)
-			}
-		})
-	}
-}
-
 // The limit reaches serve from the config file.
 func TestServeTakesTheMemoryLimitFromConfig(t *testing.T) {
 	t.Setenv("GOMEMLIMIT", "") // restored after the test
@@ -140,42 +95,6 @@ func TestServeTakesTheMemoryLimitFromConfig(t *testing.T) {
 		}
 	}
 	t.Fatalf("serve logged no memory limit:\n%s", stderr.String())
-}
-
-// serve paces GOMAXPROCS (package procpace) unless GOMAXPROCS is in the
-// environment: then there is no pacer, and its nil Hold does nothing.
-func TestPaceProcsLeavesAnEnvironmentGOMAXPROCSAlone(t *testing.T) {
-	logger := slog.New(slog.DiscardHandler)
-	def := runtime.GOMAXPROCS(0)
-	t.Cleanup(runtime.SetDefaultGOMAXPROCS)
-	t.Run("GOMAXPROCS set: left alone", func(t *testing.T) {
-		t.Setenv("GOMAXPROCS", strconv.Itoa(def))
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		p := paceProcs(ctx, logger)
-		if p != nil {
-			t.Fatal("a pacer despite GOMAXPROCS in the environment")
-		}
-		p.Hold()()
-		if got := runtime.GOMAXPROCS(0); got != def {
-			t.Fatalf("GOMAXPROCS %d, want %d", got, def)
-		}
-	})
-	t.Run("GOMAXPROCS unset: paced, and a run holds every CPU", func(t *testing.T) {
-		t.Setenv("GOMAXPROCS", "")
-		os.Unsetenv("GOMAXPROCS")
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		p := paceProcs(ctx, logger)
-		if p == nil {
-			t.Fatal("no pacer")
-		}
-		release := p.Hold()
-		defer release()
-		if got := runtime.GOMAXPROCS(0); got != def {
-			t.Fatalf("held: GOMAXPROCS %d, want %d", got, def)
-		}
-	})
 }
 
 // serve takes the per-account caps of the tools API from its config file:

@@ -25,16 +25,14 @@ import (
 
 	"github.com/google/uuid"
 
-	"toolhost/catalog"
-	"toolhost/config"
-	"toolhost/gcpace"
-	"toolhost/keys"
-	"toolhost/procpace"
-	"toolhost/server"
-	mcpface "toolhost/server/mcp"
-	"toolhost/store"
-	"toolhost/tools"
-	"toolhost/tools/runcode"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/internal/config"
+	"github.com/toolhost/toolhost/internal/keys"
+	"github.com/toolhost/toolhost/internal/store"
+	"github.com/toolhost/toolhost/server"
+	mcpface "github.com/toolhost/toolhost/server/mcp"
+	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/runcode"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -175,11 +173,8 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := tuneGC(logger, c.cfg.Server.MemoryLimitMiB); err != nil {
 		return usageError{err}
 	}
-	paceGC(ctx, logger)
-	procs := paceProcs(ctx, logger)
 	a, err := openApp(ctx, &c, logger, appOptions{
 		preload: true, // compile run_code's runtimes and fill the pools now
-		running: procs.Hold,
 		keys: func(db *store.DB) (*keys.Service, func(), error) {
 			return setupKeys(ctx, &c, db, *dev, logger, stderr)
 		},
@@ -439,35 +434,6 @@ func tuneGC(logger *slog.Logger, limitMiB int64) error {
 	debug.SetMemoryLimit(limitMiB << 20)
 	logger.Info("memory limit", "mib", limitMiB)
 	return nil
-}
-
-// paceGC runs the collector's pacer (package gcpace) for as long as ctx:
-// GOGC 100 while calls are few, 400 under load. GOGC in the environment
-// wins, fixed.
-func paceGC(ctx context.Context, logger *slog.Logger) {
-	if v, set := os.LookupEnv("GOGC"); set {
-		logger.Info("GOGC from the environment", "GOGC", v)
-		return
-	}
-	go gcpace.Run(ctx, gcpace.Options{Changed: func(gogc int, rate, live float64) {
-		logger.Debug("GOGC paced", "gogc", gogc, "alloc_mib_per_s", int(rate)>>20, "live_mib", int(live)>>20)
-	}})
-}
-
-// paceProcs runs the GOMAXPROCS pacer (package procpace) for as long as
-// ctx: one P while calls come one at a time, every CPU under load and
-// while a run_code program runs. GOMAXPROCS in the environment wins,
-// fixed; then it returns nil, whose Hold does nothing.
-func paceProcs(ctx context.Context, logger *slog.Logger) *procpace.Pacer {
-	if v, set := os.LookupEnv("GOMAXPROCS"); set {
-		logger.Info("GOMAXPROCS from the environment", "GOMAXPROCS", v)
-		return nil
-	}
-	p := procpace.New(procpace.Options{Changed: func(procs int, cpu float64) {
-		logger.Debug("GOMAXPROCS paced", "procs", procs, "cpu", cpu)
-	}})
-	go p.Run(ctx)
-	return p
 }
 
 // defaultMemoryLimitMiB is serve's soft memory limit: several times the

@@ -13,12 +13,11 @@ import (
 	"strings"
 	"time"
 
-	"toolhost/identity"
-	"toolhost/mcpgateway"
-	"toolhost/mcpremote"
-	"toolhost/server/admin"
-	"toolhost/tools"
-	"toolhost/tools/fetchpage"
+	"github.com/toolhost/toolhost/internal/identity"
+	"github.com/toolhost/toolhost/server/admin"
+	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/fetchpage"
+	"github.com/toolhost/toolhost/tools/mcpremote"
 )
 
 // secretSealer reads TOOLHOST_SECRET_KEY and TOOLHOST_SECRET_KEY_PREVIOUS
@@ -66,7 +65,7 @@ func openGateway(c *common, a *app, logger *slog.Logger) error {
 	mcpStore := mcpremote.NewCache(a.db, time.Second)
 	a.onClose(mcpStore.Close)
 	a.mcpStore = mcpStore
-	a.gateway = mcpgateway.New(mcpgateway.Options{
+	a.gateway = mcpremote.New(mcpremote.Options{
 		Store: a.mcpStore, Sealer: sealer, Dial: dial,
 		TTL: cfg.TTL.D(), ProbeTimeout: cfg.ProbeTimeout.D(), MaxConcurrent: cfg.MaxConcurrent, MaxResultBytes: cfg.MaxResultBytes,
 		Changed: func(account string) {
@@ -159,7 +158,7 @@ func cmdMCPServers(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return exitStartup
 	}
 	cfg := c.cfg.MCPServers
-	gw := mcpgateway.New(mcpgateway.Options{Store: st, Sealer: sealer, Dial: dial, ProbeTimeout: max(cfg.ProbeTimeout.D(), 10*time.Second),
+	gw := mcpremote.New(mcpremote.Options{Store: st, Sealer: sealer, Dial: dial, ProbeTimeout: max(cfg.ProbeTimeout.D(), 10*time.Second),
 		MaxResultBytes: cfg.MaxResultBytes, Version: version})
 	defer gw.Close()
 	if *oauthCode {
@@ -186,11 +185,11 @@ func cmdMCPServers(ctx context.Context, args []string, stdout, stderr io.Writer)
 		out.Conflicts = append(out.Conflicts, listing.Conflicts...)
 	}
 	code := exitOK
-	if state.Source != mcpgateway.SourceLive {
+	if state.Source != mcpremote.SourceLive {
 		code = exitStartup
 	}
 	if *call != "" && code == exitOK {
-		name, nerr := mcpgateway.ExposedName(srv.Name, *call)
+		name, nerr := mcpremote.ExposedName(srv.Name, *call)
 		if nerr != nil {
 			fmt.Fprintf(stderr, "toolhost mcp-servers probe: --call: %v\n", nerr)
 			return exitUsage
@@ -253,7 +252,7 @@ const probeRedirect = "http://127.0.0.1/oauth/callback"
 // the probe in the user's place: it opens the authorization URL and
 // reads the code from the redirect instead of following it. Only an
 // authorization server that approves without a user lets that succeed.
-func probeAuthorize(ctx context.Context, gw *mcpgateway.Gateway, st mcpremote.Store, srv mcpremote.Server,
+func probeAuthorize(ctx context.Context, gw *mcpremote.Gateway, st mcpremote.Store, srv mcpremote.Server,
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)) (mcpremote.Server, error) {
 	actx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()

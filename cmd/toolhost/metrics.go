@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"toolhost/sandbox"
+	"github.com/toolhost/toolhost/sandbox"
 )
 
 // metricsRoutes serves GET /metrics in the Prometheus text format: the Go

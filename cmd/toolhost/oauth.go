@@ -8,11 +8,11 @@ import (
 	"net/http"
 	"strings"
 
-	"toolhost/config"
-	"toolhost/grants"
-	"toolhost/keys"
-	"toolhost/server"
-	"toolhost/server/oauth"
+	"github.com/toolhost/toolhost/internal/config"
+	"github.com/toolhost/toolhost/internal/identity"
+	"github.com/toolhost/toolhost/internal/keys"
+	"github.com/toolhost/toolhost/server"
+	"github.com/toolhost/toolhost/server/oauth"
 )
 
 // setupOAuth builds the resource server (and the embedded authorization
@@ -33,7 +33,7 @@ func setupOAuth(ctx context.Context, cfg config.OAuth, ks *keys.Service, listen 
 		}
 	}
 	resource := base + "/mcp"
-	st, ok := ks.Store().(grants.Store)
+	st, ok := ks.Store().(identity.GrantStore)
 	if !ok {
 		return nil, nil, nil, fmt.Errorf("oauth: the key store cannot hold grants")
 	}

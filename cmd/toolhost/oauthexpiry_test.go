@@ -3,8 +3,8 @@ package main
 import (
 	"testing"
 
-	"toolhost/config"
-	"toolhost/server/oauth"
+	"github.com/toolhost/toolhost/internal/config"
+	"github.com/toolhost/toolhost/server/oauth"
 )
 
 // The config file's shortest client lifetime is the authorization

@@ -7,10 +7,10 @@ import (
 	"net/http"
 	"strings"
 
-	"toolhost/keys"
-	"toolhost/server"
-	mcpface "toolhost/server/mcp"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/internal/keys"
+	"github.com/toolhost/toolhost/server"
+	mcpface "github.com/toolhost/toolhost/server/mcp"
+	"github.com/toolhost/toolhost/tools"
 )
 
 // access is what a caller must present for a group of routes. Each group

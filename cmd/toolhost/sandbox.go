@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"toolhost/sandbox"
+	"github.com/toolhost/toolhost/sandbox"
 )
 
 // newSandbox builds run_code's sandbox: runtimes from the search path of
@@ -15,14 +15,12 @@ import (
 // the config file's "sandbox" section. A missing runtime does not stop the
 // server: run_code then answers runtime_unavailable naming every folder it
 // searched.
-// running, when set, is told of every program that runs (sandbox.Options).
-func newSandbox(c *common, logger *slog.Logger, preload bool, running func() (done func())) (*sandbox.Sandbox, error) {
+func newSandbox(c *common, logger *slog.Logger, preload bool) (*sandbox.Sandbox, error) {
 	sb, err := sandbox.New(context.Background(), sandbox.Options{
 		Config:      c.cfg.Sandbox,
 		RuntimeDirs: runtimeDirs(c),
 		CacheDir:    filepath.Join(c.data, "wasm-cache"),
 		Logger:      logger,
-		Running:     running,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("run_code sandbox: %w", err)

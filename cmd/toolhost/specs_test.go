@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"toolhost/config"
+	"github.com/toolhost/toolhost/internal/config"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")

@@ -12,17 +12,17 @@ import (
 
 	"github.com/google/uuid"
 
-	"toolhost/catalog"
-	"toolhost/config"
-	"toolhost/journal"
-	"toolhost/sandbox"
-	"toolhost/server/admin"
-	"toolhost/session"
-	"toolhost/store"
-	"toolhost/tooldef"
-	"toolhost/tools"
-	"toolhost/tools/runcode"
-	"toolhost/tools/sleep"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/internal/config"
+	"github.com/toolhost/toolhost/internal/store"
+	"github.com/toolhost/toolhost/journal"
+	"github.com/toolhost/toolhost/sandbox"
+	"github.com/toolhost/toolhost/server/admin"
+	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/runcode"
+	"github.com/toolhost/toolhost/tools/session"
+	"github.com/toolhost/toolhost/tools/sleep"
+	"github.com/toolhost/toolhost/tools/tooldef"
 )
 
 // storeDSN is the PostgreSQL URL when given, else the SQLite file under the

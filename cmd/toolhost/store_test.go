@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/config"
-	"toolhost/journal"
+	"github.com/toolhost/toolhost/internal/config"
+	"github.com/toolhost/toolhost/journal"
 )
 
 // TestTheJournalTakesTheReadOnlyOpenDelay: journal.read_only_open_delay

@@ -4,12 +4,12 @@ import (
 	"log/slog"
 	"time"
 
-	"toolhost/sandbox"
-	"toolhost/tools"
-	"toolhost/tools/builtin"
-	"toolhost/tools/fetchpage"
-	"toolhost/tools/runcode"
-	"toolhost/tools/sleep"
+	"github.com/toolhost/toolhost/sandbox"
+	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/builtin"
+	"github.com/toolhost/toolhost/tools/fetchpage"
+	"github.com/toolhost/toolhost/tools/runcode"
+	"github.com/toolhost/toolhost/tools/sleep"
 )
 
 // toolkit is what toolset built: the tools in publishing order, run_code's
@@ -27,8 +27,6 @@ type toolsetOptions struct {
 	skipRunCode bool
 	// preload starts loading run_code's runtimes at once (servers).
 	preload bool
-	// running is the sandbox's Running hook (appOptions.running).
-	running func() (done func())
 }
 
 // toolset builds every tool this deployment publishes, in publishing order.
@@ -48,7 +46,7 @@ func toolset(c *common, logger *slog.Logger, o toolsetOptions) (*toolkit, error)
 	cleanups := []func(){fp.Close}
 	var sb *sandbox.Sandbox
 	if !o.skipRunCode {
-		sb, err = newSandbox(c, logger, o.preload, o.running)
+		sb, err = newSandbox(c, logger, o.preload)
 		if err != nil {
 			fp.Close()
 			return nil, err

@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"toolhost/tools/websearch"
+	"github.com/toolhost/toolhost/tools/websearch"
 )
 
 // newWebSearch builds web_search from the "search" config section. API keys

@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"toolhost/journal"
+	"github.com/toolhost/toolhost/journal"
 )
 
 // downStore is a store that can be taken down: while down, it refuses

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/journal"
+	"github.com/toolhost/toolhost/journal"
 )
 
 func claim(key, digest, id string, now time.Time) journal.Claim {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"toolhost/journal"
+	"github.com/toolhost/toolhost/journal"
 )
 
 func testLiveness(t *testing.T, s journal.Store) {

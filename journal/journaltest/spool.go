@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"toolhost/journal"
+	"github.com/toolhost/toolhost/journal"
 )
 
 func testGroupCommit(t *testing.T, s journal.Store) {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/journal"
+	"github.com/toolhost/toolhost/journal"
 )
 
 // Run runs the suite. open returns a fresh, empty store for one subtest.

@@ -15,7 +15,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
-	"toolhost/sandbox/internal/wasmedit"
+	"github.com/toolhost/toolhost/sandbox/internal/wasmedit"
 )
 
 //go:embed prelude.js

@@ -3,7 +3,7 @@ package admin
 import (
 	"net/http"
 
-	"toolhost/identity"
+	"github.com/toolhost/toolhost/internal/identity"
 )
 
 // accountOf is the account a request acts for: hook's answer when the

@@ -8,8 +8,8 @@ import (
 	"io"
 	"net/http"
 
-	"toolhost/clip"
-	"toolhost/strictjson"
+	"github.com/toolhost/toolhost/internal/clip"
+	"github.com/toolhost/toolhost/internal/wire"
 )
 
 // MaxBodyBytes bounds the JSON body of every write route of the tools API.
@@ -29,7 +29,7 @@ func readBody(r *http.Request, v any) error {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return invalid("the request body is empty; send a JSON object")
 	}
-	if err := strictjson.Check(b); err != nil {
+	if err := wire.Check(b); err != nil {
 		return invalid("the request body is not strict JSON: %s", clip.Echo(err.Error()))
 	}
 	if bytes.TrimSpace(b)[0] != '{' {

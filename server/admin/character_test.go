@@ -8,11 +8,11 @@ import (
 	"net/http"
 	"testing"
 
-	"toolhost/identity"
-	"toolhost/journal"
-	"toolhost/server/admin"
-	"toolhost/tools"
-	"toolhost/tools/builtin"
+	"github.com/toolhost/toolhost/internal/identity"
+	"github.com/toolhost/toolhost/journal"
+	"github.com/toolhost/toolhost/server/admin"
+	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/builtin"
 )
 
 // Definitions of source character, on every store: created and filtered

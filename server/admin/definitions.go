@@ -9,10 +9,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"toolhost/catalog"
-	"toolhost/journal"
-	"toolhost/server"
-	"toolhost/tooldef"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/journal"
+	"github.com/toolhost/toolhost/server"
+	"github.com/toolhost/toolhost/tools/tooldef"
 )
 
 // Definitions serves GET /tools/builtin and the tool definitions CRUD of

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/catalog"
-	"toolhost/server/admin"
-	"toolhost/session"
-	"toolhost/tooldef"
-	"toolhost/tools"
-	"toolhost/tools/builtin"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/server/admin"
+	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/builtin"
+	"github.com/toolhost/toolhost/tools/session"
+	"github.com/toolhost/toolhost/tools/tooldef"
 )
 
 func defStores(t *testing.T) map[string]tooldef.Store {

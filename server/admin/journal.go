@@ -18,9 +18,9 @@ import (
 	"strings"
 	"time"
 
-	"toolhost/clip"
-	"toolhost/journal"
-	"toolhost/server"
+	"github.com/toolhost/toolhost/internal/clip"
+	"github.com/toolhost/toolhost/journal"
+	"github.com/toolhost/toolhost/server"
 )
 
 // MaxLimit caps limit on every list.

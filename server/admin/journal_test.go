@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/journal"
-	"toolhost/server/admin"
+	"github.com/toolhost/toolhost/journal"
+	"github.com/toolhost/toolhost/server/admin"
 )
 
 func seeded(t *testing.T) *httptest.Server {

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/journal"
-	"toolhost/server/admin"
+	"github.com/toolhost/toolhost/journal"
+	"github.com/toolhost/toolhost/server/admin"
 )
 
 // oldStr and oldMillis are the nullable helpers of the maps the journal

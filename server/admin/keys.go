@@ -10,8 +10,8 @@ import (
 	"regexp"
 	"time"
 
-	"toolhost/keys"
-	"toolhost/server"
+	"github.com/toolhost/toolhost/internal/keys"
+	"github.com/toolhost/toolhost/server"
 )
 
 // Keys serves key management and usage for holders of the admin scope:

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/keys"
+	"github.com/toolhost/toolhost/internal/keys"
 )
 
 // The typed key responses write the bytes of the maps they replaced, with

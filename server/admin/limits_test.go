@@ -12,11 +12,11 @@ import (
 	"sync"
 	"testing"
 
-	"toolhost/mcpremote"
-	"toolhost/server/admin"
-	"toolhost/session"
-	"toolhost/tooldef"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/server/admin"
+	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/mcpremote"
+	"github.com/toolhost/toolhost/tools/session"
+	"github.com/toolhost/toolhost/tools/tooldef"
 )
 
 // answer is the status and error of one request.

@@ -12,19 +12,18 @@ import (
 
 	"github.com/google/uuid"
 
-	"toolhost/clip"
-	"toolhost/mcpgateway"
-	"toolhost/mcpremote"
-	"toolhost/server"
+	"github.com/toolhost/toolhost/internal/clip"
+	"github.com/toolhost/toolhost/server"
+	"github.com/toolhost/toolhost/tools/mcpremote"
 )
 
 // MCPGateway is what the /mcp-servers routes need of the gateway.
 type MCPGateway interface {
-	Refresh(ctx context.Context, srv mcpremote.Server) (mcpgateway.Status, error)
+	Refresh(ctx context.Context, srv mcpremote.Server) (mcpremote.Status, error)
 	Forget(id string)
 	// Unsaved is the server's last listing when saving it as the
 	// snapshot failed (newer than the snapshot, if there is one).
-	Unsaved(srv mcpremote.Server) (mcpgateway.Status, bool)
+	Unsaved(srv mcpremote.Server) (mcpremote.Status, bool)
 	// Authorize and Complete run an oauth_authorization_code server's
 	// consent: the URL for the user, then the callback's code.
 	Authorize(ctx context.Context, srv mcpremote.Server, redirectURL string) (string, error)
@@ -104,7 +103,7 @@ func (m *MCPServers) authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	u, err := m.Gateway.Authorize(r.Context(), s, m.CallbackURL)
 	switch {
-	case errors.Is(err, mcpgateway.ErrNoChallenge):
+	case errors.Is(err, mcpremote.ErrNoChallenge):
 		server.WriteError(w, http.StatusConflict, "authorization_not_needed", err.Error())
 		return
 	case errors.Is(err, mcpremote.ErrNoKey):
@@ -122,7 +121,7 @@ func (m *MCPServers) authorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	server.WriteJSON(w, http.StatusOK, map[string]any{"data": map[string]any{
-		"authorization_url": u, "expires_at": m.now().Add(mcpgateway.AuthorizeTimeout).UnixMilli()}})
+		"authorization_url": u, "expires_at": m.now().Add(mcpremote.AuthorizeTimeout).UnixMilli()}})
 }
 
 func (m *MCPServers) callback(w http.ResponseWriter, r *http.Request) {
@@ -139,13 +138,13 @@ func (m *MCPServers) callback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if m.Gateway == nil {
-		server.WriteError(w, http.StatusNotFound, "unknown_state", mcpgateway.ErrUnknownState.Error())
+		server.WriteError(w, http.StatusNotFound, "unknown_state", mcpremote.ErrUnknownState.Error())
 		return
 	}
 	ctx := r.Context()
 	account, id, err := m.Gateway.Complete(ctx, state, code, q.Get("iss"))
 	switch {
-	case errors.Is(err, mcpgateway.ErrUnknownState):
+	case errors.Is(err, mcpremote.ErrUnknownState):
 		server.WriteError(w, http.StatusBadRequest, "unknown_state", err.Error())
 		return
 	case err != nil:
@@ -170,12 +169,12 @@ func (m *MCPServers) callback(w http.ResponseWriter, r *http.Request) {
 // refused (too large, a token for another resource: 502; too slow: 504)
 // with its code; nothing was stored.
 func writeAuthFailure(w http.ResponseWriter, err error) bool {
-	code, cause := mcpgateway.AuthFailure(err)
+	code, cause := mcpremote.AuthFailure(err)
 	if cause == nil {
 		return false
 	}
 	status := http.StatusBadGateway
-	if code == mcpgateway.CodeAuthServerTimeout {
+	if code == mcpremote.CodeAuthServerTimeout {
 		status = http.StatusGatewayTimeout
 	}
 	server.WriteError(w, status, code, cause.Error()+"; nothing was stored")
@@ -290,7 +289,7 @@ func (m *MCPServers) create(w http.ResponseWriter, r *http.Request) {
 
 // list1 lists a server's tools right after it was written, so its
 // snapshot exists and the response says whether it answers.
-func (m *MCPServers) list1(ctx context.Context, s mcpremote.Server) *mcpgateway.Status {
+func (m *MCPServers) list1(ctx context.Context, s mcpremote.Server) *mcpremote.Status {
 	defer m.changed(s.AccountID)
 	if m.Gateway == nil || !s.Enabled {
 		return nil
@@ -425,14 +424,14 @@ type mcpCatalogView struct {
 	Tools         []string `json:"tools"`
 	Error         *string  `json:"error"`
 	// SnapshotError: the tools listed at listed_at could not be saved
-	// as the server's snapshot (mcpgateway.Status.SaveErr).
+	// as the server's snapshot (mcpremote.Status.SaveErr).
 	SnapshotError *string `json:"snapshot_error"`
 }
 
 // redacted stands for a header value in responses.
 const redacted = "[redacted]"
 
-func (m *MCPServers) view(ctx context.Context, s mcpremote.Server, st *mcpgateway.Status) mcpServerView {
+func (m *MCPServers) view(ctx context.Context, s mcpremote.Server, st *mcpremote.Status) mcpServerView {
 	timeout := s.Timeout
 	if timeout <= 0 {
 		timeout = mcpremote.DefaultTimeout
@@ -485,7 +484,7 @@ func (m *MCPServers) view(ctx context.Context, s mcpremote.Server, st *mcpgatewa
 }
 
 // catalogView fills v.Catalog from st (its Source aside).
-func catalogView(v mcpServerView, st *mcpgateway.Status) mcpServerView {
+func catalogView(v mcpServerView, st *mcpremote.Status) mcpServerView {
 	if !st.ListedAt.IsZero() {
 		at := st.ListedAt.UnixMilli()
 		v.Catalog.ListedAt = &at

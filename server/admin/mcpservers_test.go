@@ -12,11 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/mcpgateway"
-	"toolhost/mcpgateway/testserver"
-	"toolhost/mcpremote"
-	"toolhost/server/admin"
-	"toolhost/tools/fetchpage"
+	"github.com/toolhost/toolhost/server/admin"
+	"github.com/toolhost/toolhost/tools/fetchpage"
+	"github.com/toolhost/toolhost/tools/mcpremote"
+	"github.com/toolhost/toolhost/tools/mcpremote/testserver"
 )
 
 // mcpStores are the stores the /mcp-servers tests run on.
@@ -105,7 +104,7 @@ func mcpServersRoutes(t *testing.T, st mcpremote.Store, allow []string) map[stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw := mcpgateway.New(mcpgateway.Options{Store: st, Sealer: seal, Dial: dial, ProbeTimeout: 2 * time.Second})
+	gw := mcpremote.New(mcpremote.Options{Store: st, Sealer: seal, Dial: dial, ProbeTimeout: 2 * time.Second})
 	t.Cleanup(gw.Close)
 	m := &admin.MCPServers{Store: st, Sealer: seal, Gateway: gw, Rules: mcpremote.Rules{Slots: []string{"narrator"}},
 		CheckHost: func(ctx context.Context, host string) error { return fetchpage.CheckHost(ctx, allow, host) },
@@ -279,9 +278,9 @@ func TestMCPServersAuthorizeRefusesHostileAuthorizationServers(t *testing.T) {
 		status        int
 		code          string
 	}{
-		{testserver.EndpointResourceMetadata, testserver.Huge, 502, mcpgateway.CodeAuthResponseTooLarge},
-		{testserver.EndpointServerMetadata, testserver.Drip, 504, mcpgateway.CodeAuthServerTimeout},
-		{testserver.EndpointRegister, testserver.HugeDeclared, 502, mcpgateway.CodeAuthResponseTooLarge},
+		{testserver.EndpointResourceMetadata, testserver.Huge, 502, mcpremote.CodeAuthResponseTooLarge},
+		{testserver.EndpointServerMetadata, testserver.Drip, 504, mcpremote.CodeAuthServerTimeout},
+		{testserver.EndpointRegister, testserver.HugeDeclared, 502, mcpremote.CodeAuthResponseTooLarge},
 		{"", "", 200, ""},
 	}
 	for _, tc := range tests {

@@ -13,13 +13,13 @@ import (
 	"strings"
 	"testing"
 
-	"toolhost/catalog"
-	"toolhost/journal"
-	"toolhost/server/admin"
-	"toolhost/session"
-	"toolhost/tooldef"
-	"toolhost/tools"
-	"toolhost/tools/builtin"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/journal"
+	"github.com/toolhost/toolhost/server/admin"
+	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/builtin"
+	"github.com/toolhost/toolhost/tools/session"
+	"github.com/toolhost/toolhost/tools/tooldef"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/seed")

@@ -12,9 +12,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"toolhost/clip"
-	"toolhost/server"
-	"toolhost/session"
+	"github.com/toolhost/toolhost/internal/clip"
+	"github.com/toolhost/toolhost/server"
+	"github.com/toolhost/toolhost/tools/session"
 )
 
 // Sessions serves the session entity and its tool permissions:

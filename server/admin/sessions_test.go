@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/server/admin"
-	"toolhost/session"
-	"toolhost/tools"
-	"toolhost/tools/builtin"
+	"github.com/toolhost/toolhost/server/admin"
+	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/builtin"
+	"github.com/toolhost/toolhost/tools/session"
 )
 
 // sessionStores are the three session stores every handler test runs on.

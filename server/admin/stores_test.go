@@ -3,8 +3,8 @@ package admin_test
 import (
 	"testing"
 
-	"toolhost/store"
-	"toolhost/store/storetest"
+	"github.com/toolhost/toolhost/internal/store"
+	"github.com/toolhost/toolhost/internal/store/storetest"
 )
 
 // sqlStores are the SQL stores the admin API runs on.

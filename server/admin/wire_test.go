@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/server/admin"
-	"toolhost/session"
-	"toolhost/tooldef"
+	"github.com/toolhost/toolhost/server/admin"
+	"github.com/toolhost/toolhost/tools/session"
+	"github.com/toolhost/toolhost/tools/tooldef"
 )
 
 // The typed definition shape writes the bytes the map it replaced wrote

@@ -6,7 +6,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"toolhost/catalog"
+	"github.com/toolhost/toolhost/catalog"
 )
 
 // Character tools: definitions with source "character" belong to the

@@ -11,13 +11,13 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"toolhost/identity"
-	"toolhost/server"
-	mcpface "toolhost/server/mcp"
-	"toolhost/session"
-	"toolhost/tooldef"
-	"toolhost/tools"
-	"toolhost/tools/builtin"
+	"github.com/toolhost/toolhost/internal/identity"
+	"github.com/toolhost/toolhost/server"
+	mcpface "github.com/toolhost/toolhost/server/mcp"
+	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/builtin"
+	"github.com/toolhost/toolhost/tools/session"
+	"github.com/toolhost/toolhost/tools/tooldef"
 )
 
 func names(t *testing.T, cs *sdk.ClientSession) []string {

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 
-	"toolhost/strictjson"
+	"github.com/toolhost/toolhost/internal/wire"
 )
 
 // envelopes checks body strictly and reads the envelope of each message
@@ -13,17 +13,17 @@ import (
 // inside are the pipeline's to refuse, as a result the model can read.
 //
 // A single message goes through one allocation-free scan that both checks
-// and reads it (strictjson.Scan), reading the fields as json.Unmarshal
+// and reads it (wire.Scan), reading the fields as json.Unmarshal
 // into envelope would: names matched regardless of case, the last match
 // winning, a value of the wrong type leaving the field as it was. What the
-// scan cannot vouch for, and a batch, take strictjson.CheckDepth and
+// scan cannot vouch for, and a batch, take wire.CheckDepth and
 // json.Unmarshal. The two passes cost a tools/call ~50 µs on the server.
 func envelopes(body []byte) ([]envelope, error) {
 	var m envelope
 	var params [2][]byte
 	n := 0
 	single := false
-	ok := strictjson.Scan(body, 2, func(key, value []byte) {
+	ok := wire.Scan(body, 2, func(key, value []byte) {
 		single = true
 		switch k := string(key); {
 		case strings.EqualFold(k, "id"):
@@ -45,7 +45,7 @@ func envelopes(body []byte) ([]envelope, error) {
 		}
 		return []envelope{m}, nil
 	}
-	if err := strictjson.CheckDepth(body, 2); err != nil {
+	if err := wire.CheckDepth(body, 2); err != nil {
 		return nil, err
 	}
 	var msgs []envelope
@@ -64,7 +64,7 @@ func (m *envelope) readParams(p []byte) {
 	if len(p) == 0 || p[0] != '{' {
 		return
 	}
-	strictjson.Scan(p, 1, func(key, value []byte) {
+	wire.Scan(p, 1, func(key, value []byte) {
 		switch k := string(key); {
 		case strings.EqualFold(k, "name"):
 			m.Params.Name = value

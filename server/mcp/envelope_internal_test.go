@@ -7,13 +7,13 @@ import (
 	"strings"
 	"testing"
 
-	"toolhost/strictjson"
+	"github.com/toolhost/toolhost/internal/wire"
 )
 
 // oldEnvelopes is what the guard did before the one-pass scan: the strict
 // check, then json.Unmarshal. envelopes must read every body the same.
 func oldEnvelopes(body []byte) ([]envelope, error) {
-	if err := strictjson.CheckDepth(body, 2); err != nil {
+	if err := wire.CheckDepth(body, 2); err != nil {
 		return nil, err
 	}
 	var msgs []envelope

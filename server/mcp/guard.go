@@ -14,8 +14,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"toolhost/clip"
-	"toolhost/strictjson"
+	"github.com/toolhost/toolhost/internal/clip"
+	"github.com/toolhost/toolhost/internal/wire"
 )
 
 // Limits bound what MCP clients can make the server hold: request bodies,
@@ -129,7 +129,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	msgs, err := envelopes(body)
 	if err != nil {
-		rpcError(w, http.StatusBadRequest, nil, codeParseError, "parse error: "+strings.TrimPrefix(err.Error(), strictjson.ErrNotStrict.Error()+": "))
+		rpcError(w, http.StatusBadRequest, nil, codeParseError, "parse error: "+strings.TrimPrefix(err.Error(), wire.ErrNotStrict.Error()+": "))
 		return
 	}
 	initialize := false

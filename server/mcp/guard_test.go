@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	mcpface "toolhost/server/mcp"
+	mcpface "github.com/toolhost/toolhost/server/mcp"
 )
 
 // rawPost sends one JSON-RPC body to /mcp as a client would.

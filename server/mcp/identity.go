@@ -8,7 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"toolhost/identity"
+	"github.com/toolhost/toolhost/internal/identity"
 )
 
 // The go-sdk does not hand a request's context to tool handlers: what it

@@ -23,10 +23,10 @@ import (
 	"github.com/google/uuid"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"toolhost/catalog"
-	"toolhost/identity"
-	"toolhost/server"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/internal/identity"
+	"github.com/toolhost/toolhost/server"
+	"github.com/toolhost/toolhost/tools"
 )
 
 // IdempotencyMetaKey is the _meta key of tools/call that carries an

@@ -12,12 +12,12 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"toolhost/catalog"
-	"toolhost/server"
-	mcpface "toolhost/server/mcp"
-	"toolhost/tools"
-	"toolhost/tools/builtin"
-	"toolhost/tools/sleep"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/server"
+	mcpface "github.com/toolhost/toolhost/server/mcp"
+	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/builtin"
+	"github.com/toolhost/toolhost/tools/sleep"
 )
 
 // headerTransport adds fixed headers to every request of the MCP client.

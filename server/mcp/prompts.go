@@ -10,8 +10,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"toolhost/catalog"
-	"toolhost/clip"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/internal/clip"
 )
 
 // Prompts are ready-made user messages that put toolhost's tools to work.

@@ -11,9 +11,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"toolhost/mcpgateway"
-	"toolhost/mcpgateway/testserver"
-	"toolhost/mcpremote"
+	"github.com/toolhost/toolhost/tools/mcpremote"
+	"github.com/toolhost/toolhost/tools/mcpremote/testserver"
 )
 
 // A Go MCP client (the go-sdk's, which refuses a message nested more
@@ -53,10 +52,10 @@ func TestDeepRemoteResultsReachAGoClientWholeOrAsAnError(t *testing.T) {
 	}{
 		{"object at the limit", testserver.DeepArgs{Levels: 998}, "", nil, 998},
 		{"wrapped array at the limit", testserver.DeepArgs{Levels: 997, Array: true}, "", []string{"value"}, 997},
-		{"wrapped array past it", testserver.DeepArgs{Levels: 998, Array: true}, mcpgateway.CodeUpstreamTooDeep, nil, 0},
-		{"error at the limit", testserver.DeepArgs{Levels: 996, Error: true}, mcpgateway.CodeUpstreamError, []string{"structured_content"}, 996},
-		{"error past it", testserver.DeepArgs{Levels: 997, Error: true}, mcpgateway.CodeUpstreamTooDeep, nil, 0},
-		{"message past the client's limit", testserver.DeepArgs{Levels: 1001}, mcpgateway.CodeUpstreamTooDeep, nil, 0},
+		{"wrapped array past it", testserver.DeepArgs{Levels: 998, Array: true}, mcpremote.CodeUpstreamTooDeep, nil, 0},
+		{"error at the limit", testserver.DeepArgs{Levels: 996, Error: true}, mcpremote.CodeUpstreamError, []string{"structured_content"}, 996},
+		{"error past it", testserver.DeepArgs{Levels: 997, Error: true}, mcpremote.CodeUpstreamTooDeep, nil, 0},
+		{"message past the client's limit", testserver.DeepArgs{Levels: 1001}, mcpremote.CodeUpstreamTooDeep, nil, 0},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -13,27 +13,26 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"toolhost/identity"
-	"toolhost/mcpgateway"
-	"toolhost/mcpgateway/testserver"
-	"toolhost/mcpremote"
-	"toolhost/server"
-	mcpface "toolhost/server/mcp"
-	"toolhost/session"
-	"toolhost/tools"
-	"toolhost/tools/builtin"
-	"toolhost/tools/fetchpage"
+	"github.com/toolhost/toolhost/internal/identity"
+	"github.com/toolhost/toolhost/server"
+	mcpface "github.com/toolhost/toolhost/server/mcp"
+	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/builtin"
+	"github.com/toolhost/toolhost/tools/fetchpage"
+	"github.com/toolhost/toolhost/tools/mcpremote"
+	"github.com/toolhost/toolhost/tools/mcpremote/testserver"
+	"github.com/toolhost/toolhost/tools/session"
 )
 
 // remoteFace is the MCP face of a fresh gateway over the store st: its
 // URL for a client that names its account in X-Account.
-func remoteFace(t *testing.T, st mcpremote.Store, seal *mcpremote.Sealer, probe time.Duration) (*mcpgateway.Gateway, string) {
+func remoteFace(t *testing.T, st mcpremote.Store, seal *mcpremote.Sealer, probe time.Duration) (*mcpremote.Gateway, string) {
 	t.Helper()
 	dial, err := fetchpage.DialContext([]string{"127.0.0.1"}, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw := mcpgateway.New(mcpgateway.Options{Store: st, Sealer: seal, Dial: dial, ProbeTimeout: probe})
+	gw := mcpremote.New(mcpremote.Options{Store: st, Sealer: seal, Dial: dial, ProbeTimeout: probe})
 	t.Cleanup(gw.Close)
 	exec, err := tools.NewExecutor(tools.Options{Sessions: session.NewMemStore(), Remote: gw}, builtin.All()...)
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/tools"
 )
 
 // TestRenderKeepsErrorsOutOfStructuredContent: clients validate

@@ -15,14 +15,14 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"toolhost/identity"
-	"toolhost/server"
-	"toolhost/server/admin"
-	mcpface "toolhost/server/mcp"
-	"toolhost/session"
-	"toolhost/tooldef"
-	"toolhost/tools"
-	"toolhost/tools/builtin"
+	"github.com/toolhost/toolhost/internal/identity"
+	"github.com/toolhost/toolhost/server"
+	"github.com/toolhost/toolhost/server/admin"
+	mcpface "github.com/toolhost/toolhost/server/mcp"
+	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/builtin"
+	"github.com/toolhost/toolhost/tools/session"
+	"github.com/toolhost/toolhost/tools/tooldef"
 )
 
 // gatedDefs is a definitions store (the real in-memory one) whose next

@@ -5,15 +5,15 @@ import (
 	"net/http"
 	"time"
 
-	"toolhost/grants"
-	"toolhost/server"
+	"github.com/toolhost/toolhost/internal/identity"
+	"github.com/toolhost/toolhost/server"
 )
 
 // GrantRoutes are the admin API of grants: list (of one account with
 // ?account=, else all) and revoke. Revoking takes effect at once: every
 // request checks its token's grant in the store. Mount behind the admin
 // scope.
-func GrantRoutes(st grants.Store, now func() time.Time) map[string]http.Handler {
+func GrantRoutes(st identity.GrantStore, now func() time.Time) map[string]http.Handler {
 	if now == nil {
 		now = time.Now
 	}
@@ -49,7 +49,7 @@ func GrantRoutes(st grants.Store, now func() time.Time) map[string]http.Handler 
 // the path names: 404 when there is none, else 503, the store being
 // unreachable.
 func writeGrantError(w http.ResponseWriter, r *http.Request, verb string, err error) {
-	if errors.Is(err, grants.ErrNotFound) {
+	if errors.Is(err, identity.ErrNotFound) {
 		server.WriteError(w, http.StatusNotFound, "grant_not_found", "no grant with id "+r.PathValue("id"))
 		return
 	}

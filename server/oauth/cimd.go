@@ -17,8 +17,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
-	"toolhost/grants"
-	"toolhost/strictjson"
+	"github.com/toolhost/toolhost/internal/identity"
+	"github.com/toolhost/toolhost/internal/wire"
 )
 
 // Client ID Metadata Documents (MCP 2025-11-25): a client may use an https
@@ -36,7 +36,7 @@ var errCIMD = errors.New("client metadata document refused")
 
 type cimd struct {
 	client *http.Client
-	st     grants.Store
+	st     identity.GrantStore
 	now    func() time.Time
 	stored func() // after a document is stored (starts a purge of expired clients)
 
@@ -45,11 +45,11 @@ type cimd struct {
 }
 
 type cimdEntry struct {
-	c  *grants.Client
+	c  *identity.Client
 	at time.Time
 }
 
-func newCIMD(st grants.Store, allowPrivate bool, now func() time.Time, stored func()) *cimd {
+func newCIMD(st identity.GrantStore, allowPrivate bool, now func() time.Time, stored func()) *cimd {
 	dialer := &net.Dialer{Timeout: 5 * time.Second, Control: func(_, address string, _ syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(address)
 		if err != nil {
@@ -77,7 +77,7 @@ func isClientIDURL(id string) bool {
 	return err == nil && u.Scheme == "https" && u.Host != "" && u.Path != "" && u.Path != "/" && u.Fragment == "" && u.User == nil
 }
 
-func (m *cimd) lookup(ctx context.Context, id string) (*grants.Client, error) {
+func (m *cimd) lookup(ctx context.Context, id string) (*identity.Client, error) {
 	m.mu.Lock()
 	e, ok := m.cache[id]
 	m.mu.Unlock()
@@ -101,7 +101,7 @@ func (m *cimd) lookup(ctx context.Context, id string) (*grants.Client, error) {
 	return c, nil
 }
 
-func (m *cimd) fetch(ctx context.Context, id string) (*grants.Client, error) {
+func (m *cimd) fetch(ctx context.Context, id string) (*identity.Client, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, id, nil)
@@ -121,7 +121,7 @@ func (m *cimd) fetch(ctx context.Context, id string) (*grants.Client, error) {
 	if err != nil || len(body) > cimdMaxBytes {
 		return nil, fmt.Errorf("%w: %s: unreadable or larger than 16 KiB", errCIMD, id)
 	}
-	if err := strictjson.Check(body); err != nil {
+	if err := wire.Check(body); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", errCIMD, id, err)
 	}
 	var doc struct {
@@ -147,7 +147,7 @@ func (m *cimd) fetch(ctx context.Context, id string) (*grants.Client, error) {
 
 // clientFromMetadata validates the name and redirect URIs shared by
 // registration and metadata documents.
-func clientFromMetadata(m oauthex.ClientRegistrationMetadata) (*grants.Client, string) {
+func clientFromMetadata(m oauthex.ClientRegistrationMetadata) (*identity.Client, string) {
 	name := strings.TrimSpace(m.ClientName)
 	if refusal := checkClientName(name); refusal != "" {
 		return nil, refusal
@@ -166,5 +166,5 @@ func clientFromMetadata(m oauthex.ClientRegistrationMetadata) (*grants.Client, s
 		}
 		native = native || kind != "https"
 	}
-	return &grants.Client{Name: name, RedirectURIs: m.RedirectURIs, Native: native}, ""
+	return &identity.Client{Name: name, RedirectURIs: m.RedirectURIs, Native: native}, ""
 }

@@ -8,8 +8,8 @@ import (
 	"github.com/zitadel/oidc/v3/pkg/oidc"
 	"github.com/zitadel/oidc/v3/pkg/op"
 
-	"toolhost/grants"
-	"toolhost/keys"
+	"github.com/toolhost/toolhost/internal/identity"
+	"github.com/toolhost/toolhost/internal/keys"
 )
 
 // grantableScopes are the scopes a client may ask for: the MCP endpoint
@@ -20,7 +20,7 @@ var grantableScopes = []string{keys.ScopeMCP, keys.ScopeHosted}
 // match exactly; a native client's loopback redirect may differ in its
 // port only (RFC 8252 §7.3, implemented by the library).
 type client struct {
-	c     *grants.Client
+	c     *identity.Client
 	login func(string) string
 }
 

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"net/url"
 
-	"toolhost/grants"
+	"github.com/toolhost/toolhost/internal/identity"
 )
 
 // Client authentication at the token endpoint comes first (RFC 6749
@@ -79,7 +79,7 @@ func (p *Provider) authenticateClient(w http.ResponseWriter, r *http.Request) bo
 	}
 	cl, err := p.storage.GetClientByClientID(r.Context(), c.id)
 	switch {
-	case errors.Is(err, grants.ErrNotFound):
+	case errors.Is(err, identity.ErrNotFound):
 		return fail("the client is not registered, or its registration expired: register again")
 	case errors.Is(err, errCIMD):
 		// Why (an address, a network error) is for the log, as at
@@ -94,7 +94,7 @@ func (p *Provider) authenticateClient(w http.ResponseWriter, r *http.Request) bo
 	if stored.AuthMethod == "none" {
 		return true // a public client: PKCE and the redirect bind its code
 	}
-	if stored.SecretHash == "" || !equalHash(stored.SecretHash, grants.Hash(c.secret)) {
+	if stored.SecretHash == "" || !equalHash(stored.SecretHash, identity.Hash(c.secret)) {
 		return fail("client authentication failed: wrong or missing client secret")
 	}
 	return true

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/keys"
-	"toolhost/server/oauth"
+	"github.com/toolhost/toolhost/internal/keys"
+	"github.com/toolhost/toolhost/server/oauth"
 )
 
 // confidential registers a client that authenticates with a secret

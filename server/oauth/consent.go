@@ -14,8 +14,8 @@ import (
 	"github.com/zitadel/oidc/v3/pkg/op"
 	"golang.org/x/net/idna"
 
-	"toolhost/grants"
-	"toolhost/keys"
+	"github.com/toolhost/toolhost/internal/identity"
+	"github.com/toolhost/toolhost/internal/keys"
 )
 
 const consentCookie = "toolhost_consent"
@@ -132,7 +132,7 @@ func (p *Provider) consentSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	slices.Sort(scopes)
-	g := grants.Grant{ID: keys.NewID("grant"), AccountID: k.AccountID, KeyID: k.ID, ClientID: c.c.ID,
+	g := identity.Grant{ID: keys.NewID("grant"), AccountID: k.AccountID, KeyID: k.ID, ClientID: c.c.ID,
 		Scopes: scopes, Resource: a.Resource, CreatedAt: p.opts.Now().UTC()}
 	if err := p.opts.Store.Approve(r.Context(), a.ID, g); err != nil {
 		p.opts.Logger.Warn("record oauth grant", "request", a.ID, "err", err)

@@ -10,7 +10,7 @@
 //
 //   - Provider, the embedded authorization server, built on zitadel/oidc's
 //     op package (the library runs the protocol; storage.go keeps state in
-//     grants.Store): authorization code with PKCE S256 only, dynamic client
+//     identity.GrantStore): authorization code with PKCE S256 only, dynamic client
 //     registration (rate-limited per address and in all on the API keys'
 //     limiter, registerlimit.go; unused clients, dead tokens and expired
 //     requests are purged at most hourly, expiry.go) and

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"toolhost/grants"
+	"github.com/toolhost/toolhost/internal/identity"
 )
 
 // Default lifetimes of registered clients. Registration is open to
@@ -44,7 +44,7 @@ const (
 // most once per purgeEvery (the first one after start at once): an idle
 // server does nothing, and no timer runs.
 type storePurge struct {
-	st                       grants.Store
+	st                       identity.GrantStore
 	unauthorizedTTL, idleTTL time.Duration
 	now                      func() time.Time
 	logger                   *slog.Logger
@@ -58,7 +58,7 @@ type storePurge struct {
 	wg      sync.WaitGroup
 }
 
-func newStorePurge(st grants.Store, unauthorizedTTL, idleTTL time.Duration, now func() time.Time, logger *slog.Logger) *storePurge {
+func newStorePurge(st identity.GrantStore, unauthorizedTTL, idleTTL time.Duration, now func() time.Time, logger *slog.Logger) *storePurge {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &storePurge{st: st, unauthorizedTTL: unauthorizedTTL, idleTTL: idleTTL, now: now, logger: logger, ctx: ctx, cancel: cancel}
 }
@@ -93,11 +93,11 @@ func (c *storePurge) run(now time.Time) {
 		do   func() (int, error)
 	}{
 		{"expired oauth clients", func() (int, error) {
-			return c.st.PurgeClients(ctx, grants.ClientExpiry{Now: now,
+			return c.st.PurgeClients(ctx, identity.ClientExpiry{Now: now,
 				UnauthorizedBefore: now.Add(-c.unauthorizedTTL), IdleBefore: now.Add(-c.idleTTL)})
 		}},
 		{"dead oauth tokens", func() (int, error) {
-			return c.st.PurgeTokens(ctx, grants.TokenExpiry{Now: now, AccessPerGrant: AccessTokensPerGrant})
+			return c.st.PurgeTokens(ctx, identity.TokenExpiry{Now: now, AccessPerGrant: AccessTokensPerGrant})
 		}},
 		{"expired oauth requests", func() (int, error) { return c.st.PurgeRequests(ctx, now.Add(-requestGrace)) }},
 	}

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/grants"
-	"toolhost/keys"
-	"toolhost/server/oauth"
-	"toolhost/store"
+	"github.com/toolhost/toolhost/internal/identity"
+	"github.com/toolhost/toolhost/internal/keys"
+	"github.com/toolhost/toolhost/internal/store"
+	"github.com/toolhost/toolhost/server/oauth"
 )
 
 // A registration purges the expired clients in the background, at most
@@ -44,7 +44,7 @@ func TestRegistrationsPurgeExpiredClientsButNotOneMidAuthorization(t *testing.T)
 	exists := func(db *store.DB, id string) bool {
 		t.Helper()
 		_, err := db.Client(ctx, id)
-		if err != nil && !errors.Is(err, grants.ErrNotFound) {
+		if err != nil && !errors.Is(err, identity.ErrNotFound) {
 			t.Fatal(err)
 		}
 		return err == nil

@@ -16,8 +16,8 @@ import (
 	"github.com/zitadel/oidc/v3/pkg/oidc"
 	"github.com/zitadel/oidc/v3/pkg/op"
 
-	"toolhost/identity"
-	"toolhost/keys"
+	"github.com/toolhost/toolhost/internal/identity"
+	"github.com/toolhost/toolhost/internal/keys"
 )
 
 // ExternalOptions configure verification of an external issuer's tokens.

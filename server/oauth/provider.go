@@ -16,9 +16,9 @@ import (
 	"github.com/zitadel/oidc/v3/pkg/oidc"
 	"github.com/zitadel/oidc/v3/pkg/op"
 
-	"toolhost/grants"
-	"toolhost/keys"
-	"toolhost/server"
+	"github.com/toolhost/toolhost/internal/identity"
+	"github.com/toolhost/toolhost/internal/keys"
+	"github.com/toolhost/toolhost/server"
 )
 
 // KeyStore finds API keys by id (a grant lives only while its key does).
@@ -42,7 +42,7 @@ type Options struct {
 	// ExtraResources are other resource servers tokens may be bound to
 	// (RFC 8707), e.g. toolhost replicas that use this one as their issuer.
 	ExtraResources []string
-	Store          grants.Store
+	Store          identity.GrantStore
 	Keys           KeyAuthenticator
 	KeyStore       KeyStore
 	// ClientMetadataPrivateHosts lets Client ID Metadata Documents live on
@@ -317,7 +317,7 @@ func (h *heldResponse) Write(b []byte) (int, error) { return h.body.Write(b) }
 // refreshResourceMatches reports whether a refresh request's resource is
 // the one its refresh token's grant was bound to.
 func (p *Provider) refreshResourceMatches(r *http.Request, resource string) bool {
-	t, err := p.opts.Store.Token(r.Context(), grants.Hash(r.Form.Get("refresh_token")))
+	t, err := p.opts.Store.Token(r.Context(), identity.Hash(r.Form.Get("refresh_token")))
 	if err != nil {
 		return true // the library answers invalid_grant
 	}

@@ -8,7 +8,7 @@ import (
 	"errors"
 	"strings"
 
-	"toolhost/grants"
+	"github.com/toolhost/toolhost/internal/identity"
 )
 
 // A refresh token names its grant: "<random>.<grant id>.<MAC>", the MAC
@@ -60,13 +60,13 @@ func (s *storage) grantNamedBy(token string) string {
 // unstoredGrant returns the grant a refresh token with no row names, nil
 // when it names none (not ours) or the grant is gone (its client was
 // purged). Such a token was rotated away and purged: it leaked.
-func (s *storage) unstoredGrant(ctx context.Context, token string) (*grants.Grant, error) {
+func (s *storage) unstoredGrant(ctx context.Context, token string) (*identity.Grant, error) {
 	id := s.grantNamedBy(token)
 	if id == "" {
 		return nil, nil
 	}
 	g, err := s.st.Grant(ctx, id)
-	if errors.Is(err, grants.ErrNotFound) {
+	if errors.Is(err, identity.ErrNotFound) {
 		return nil, nil
 	}
 	return g, err
@@ -74,7 +74,7 @@ func (s *storage) unstoredGrant(ctx context.Context, token string) (*grants.Gran
 
 // revokeReused revokes the grant of a refresh token used again after it
 // was rotated away.
-func (s *storage) revokeReused(ctx context.Context, g *grants.Grant) {
+func (s *storage) revokeReused(ctx context.Context, g *identity.Grant) {
 	if g.RevokedAt != nil {
 		return
 	}

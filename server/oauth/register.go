@@ -13,10 +13,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"github.com/zitadel/oidc/v3/pkg/op"
 
-	"toolhost/grants"
-	"toolhost/keys"
-	"toolhost/server"
-	"toolhost/strictjson"
+	"github.com/toolhost/toolhost/internal/identity"
+	"github.com/toolhost/toolhost/internal/keys"
+	"github.com/toolhost/toolhost/internal/wire"
+	"github.com/toolhost/toolhost/server"
 )
 
 // Registration limits: a client is public data anyone can create, so it
@@ -50,7 +50,7 @@ func (p *Provider) register(w http.ResponseWriter, r *http.Request) {
 		regError(w, "invalid_client_metadata", "the registration body is larger than 16 KiB or unreadable")
 		return
 	}
-	if err := strictjson.Check(body); err != nil {
+	if err := wire.Check(body); err != nil {
 		regError(w, "invalid_client_metadata", "the registration body is not one strict JSON object: "+err.Error())
 		return
 	}
@@ -96,7 +96,7 @@ func (p *Provider) register(w http.ResponseWriter, r *http.Request) {
 			server.WriteError(w, http.StatusInternalServerError, "internal_error", "cannot create a client secret")
 			return
 		}
-		c.SecretHash = grants.Hash(secret)
+		c.SecretHash = identity.Hash(secret)
 	}
 	if err := p.opts.Store.CreateClient(r.Context(), *c); err != nil {
 		p.opts.Logger.Error("register oauth client", "err", err)

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"toolhost/keys"
+	"github.com/toolhost/toolhost/internal/keys"
 )
 
 // Default limits of dynamic client registration: anyone may register, so

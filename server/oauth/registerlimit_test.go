@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/server/oauth"
-	"toolhost/store"
+	"github.com/toolhost/toolhost/internal/store"
+	"github.com/toolhost/toolhost/server/oauth"
 )
 
 // clock is a settable time for the limiter's window.

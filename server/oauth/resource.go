@@ -9,9 +9,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
-	"toolhost/identity"
-	"toolhost/keys"
-	"toolhost/server"
+	"github.com/toolhost/toolhost/internal/identity"
+	"github.com/toolhost/toolhost/internal/keys"
+	"github.com/toolhost/toolhost/server"
 )
 
 // TokenVerifier resolves an access token to the identity it acts for.

@@ -15,8 +15,8 @@ import (
 
 	"golang.org/x/oauth2"
 
-	"toolhost/keys"
-	"toolhost/server/oauth"
+	"github.com/toolhost/toolhost/internal/keys"
+	"github.com/toolhost/toolhost/server/oauth"
 )
 
 var (

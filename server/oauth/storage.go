@@ -22,17 +22,17 @@ import (
 	"github.com/zitadel/oidc/v3/pkg/oidc"
 	"github.com/zitadel/oidc/v3/pkg/op"
 
-	"toolhost/grants"
-	"toolhost/keys"
+	"github.com/toolhost/toolhost/internal/identity"
+	"github.com/toolhost/toolhost/internal/keys"
 )
 
-// storage is zitadel/oidc's op.Storage over grants.Store: the library runs
+// storage is zitadel/oidc's op.Storage over identity.GrantStore: the library runs
 // the protocol (request validation, PKCE verification, token responses,
 // revocation parsing); this file only keeps state and enforces what the
 // library leaves to its storage (PKCE S256 only, the resource binding,
 // single-use codes, refresh rotation with reuse detection).
 type storage struct {
-	st         grants.Store
+	st         identity.GrantStore
 	keyStore   KeyStore
 	issuer     string
 	login      func(id string) string // the consent page of a request
@@ -66,7 +66,7 @@ type authRequest struct {
 	CreatedAt           time.Time                `json:"created_at"`
 
 	// From the grant, once consented.
-	grant *grants.Grant
+	grant *identity.Grant
 }
 
 func (a *authRequest) GetID() string                      { return a.ID }
@@ -108,8 +108,8 @@ func (a *authRequest) GetSubject() string {
 
 // refreshRequest is a refresh token's grant, as the library asks for it.
 type refreshRequest struct {
-	token  *grants.Token
-	grant  *grants.Grant
+	token  *identity.Token
+	grant  *identity.Grant
 	scopes []string
 }
 
@@ -155,14 +155,14 @@ func (s *storage) CreateAuthRequest(ctx context.Context, req *oidc.AuthRequest, 
 	if err != nil {
 		return nil, fmt.Errorf("encode auth request: %w", err)
 	}
-	if err := s.st.CreateRequest(ctx, grants.Request{ID: a.ID, ClientID: a.ClientID, Data: data, CreatedAt: now, ExpiresAt: now.Add(s.requestTTL)}); err != nil {
+	if err := s.st.CreateRequest(ctx, identity.Request{ID: a.ID, ClientID: a.ClientID, Data: data, CreatedAt: now, ExpiresAt: now.Add(s.requestTTL)}); err != nil {
 		return nil, err
 	}
 	s.kick() // requests pile up until a purge
 	return a, nil
 }
 
-func (s *storage) decode(ctx context.Context, r *grants.Request) (*authRequest, error) {
+func (s *storage) decode(ctx context.Context, r *identity.Request) (*authRequest, error) {
 	var a authRequest
 	if err := json.Unmarshal(r.Data, &a); err != nil {
 		return nil, fmt.Errorf("decode auth request %s: %w", r.ID, err)
@@ -183,7 +183,7 @@ func (s *storage) AuthRequestByID(ctx context.Context, id string) (op.AuthReques
 		return nil, err
 	}
 	if r.ExpiresAt.Before(s.now()) {
-		return nil, fmt.Errorf("auth request %s expired: %w", id, grants.ErrNotFound)
+		return nil, fmt.Errorf("auth request %s expired: %w", id, identity.ErrNotFound)
 	}
 	return s.decode(ctx, r)
 }
@@ -192,8 +192,8 @@ func (s *storage) AuthRequestByID(ctx context.Context, id string) (op.AuthReques
 // (invalid_grant) and, as RFC 6749 §4.1.2 advises, the grant it produced
 // is revoked with every token issued under it.
 func (s *storage) AuthRequestByCode(ctx context.Context, code string) (op.AuthRequest, error) {
-	r, err := s.st.ConsumeCode(ctx, grants.Hash(code), s.now())
-	if errors.Is(err, grants.ErrUsed) && r != nil && r.GrantID != "" {
+	r, err := s.st.ConsumeCode(ctx, identity.Hash(code), s.now())
+	if errors.Is(err, identity.ErrUsed) && r != nil && r.GrantID != "" {
 		if rerr := s.st.RevokeGrant(ctx, r.GrantID, s.now()); rerr != nil {
 			s.logger.Warn("revoke grant of a replayed code", "grant_id", r.GrantID, "err", rerr)
 		}
@@ -207,7 +207,7 @@ func (s *storage) AuthRequestByCode(ctx context.Context, code string) (op.AuthRe
 		return nil, err
 	}
 	if a.grant == nil || a.grant.RevokedAt != nil {
-		return nil, fmt.Errorf("auth request %s: no live grant: %w", r.ID, grants.ErrNotFound)
+		return nil, fmt.Errorf("auth request %s: no live grant: %w", r.ID, identity.ErrNotFound)
 	}
 	// RFC 8707: a code is exchanged for a token of its own resource only.
 	if chk, _ := ctx.Value(codeResourceKey{}).(*codeResource); chk != nil && chk.want != a.Resource {
@@ -218,7 +218,7 @@ func (s *storage) AuthRequestByCode(ctx context.Context, code string) (op.AuthRe
 }
 
 func (s *storage) SaveAuthCode(ctx context.Context, id, code string) error {
-	return s.st.SetCode(ctx, id, grants.Hash(code))
+	return s.st.SetCode(ctx, id, identity.Hash(code))
 }
 
 func (s *storage) DeleteAuthRequest(ctx context.Context, id string) error {
@@ -255,7 +255,7 @@ func (s *storage) newAccessToken(ctx context.Context, grantID, clientID string, 
 	}
 	now := s.now().UTC()
 	exp := now.Add(s.accessTTL)
-	t := grants.Token{Hash: grants.Hash(id), Kind: grants.KindAccess, GrantID: grantID, ClientID: clientID, Scopes: scopes, CreatedAt: now, ExpiresAt: exp}
+	t := identity.Token{Hash: identity.Hash(id), Kind: identity.KindAccess, GrantID: grantID, ClientID: clientID, Scopes: scopes, CreatedAt: now, ExpiresAt: exp}
 	if err := s.st.CreateToken(ctx, t); err != nil {
 		return "", time.Time{}, err
 	}
@@ -272,7 +272,7 @@ func (s *storage) CreateAccessAndRefreshTokens(ctx context.Context, req op.Token
 		return "", "", time.Time{}, err
 	}
 	if current != "" {
-		if _, err := s.st.UseRefresh(ctx, grants.Hash(current), s.now()); err != nil {
+		if _, err := s.st.UseRefresh(ctx, identity.Hash(current), s.now()); err != nil {
 			return "", "", time.Time{}, op.ErrInvalidRefreshToken
 		}
 	}
@@ -285,7 +285,7 @@ func (s *storage) CreateAccessAndRefreshTokens(ctx context.Context, req op.Token
 		return "", "", time.Time{}, err
 	}
 	now := s.now().UTC()
-	rt := grants.Token{Hash: grants.Hash(refresh), Kind: grants.KindRefresh, GrantID: grantID, ClientID: clientID,
+	rt := identity.Token{Hash: identity.Hash(refresh), Kind: identity.KindRefresh, GrantID: grantID, ClientID: clientID,
 		Scopes: req.GetScopes(), CreatedAt: now, ExpiresAt: now.Add(s.refreshTTL), NamesGrant: true}
 	if err := s.st.CreateToken(ctx, rt); err != nil {
 		return "", "", time.Time{}, err
@@ -298,14 +298,14 @@ func (s *storage) CreateAccessAndRefreshTokens(ctx context.Context, req op.Token
 // (OAuth 2.1 §4.3.1) — whether its row is still stored or was purged
 // (refresh.go).
 func (s *storage) TokenRequestByRefreshToken(ctx context.Context, refresh string) (op.RefreshTokenRequest, error) {
-	t, err := s.st.Token(ctx, grants.Hash(refresh))
-	if errors.Is(err, grants.ErrNotFound) {
+	t, err := s.st.Token(ctx, identity.Hash(refresh))
+	if errors.Is(err, identity.ErrNotFound) {
 		if g, gerr := s.unstoredGrant(ctx, refresh); gerr == nil && g != nil {
 			s.revokeReused(ctx, g)
 		}
 		return nil, op.ErrInvalidRefreshToken
 	}
-	if err != nil || t.Kind != grants.KindRefresh {
+	if err != nil || t.Kind != identity.KindRefresh {
 		return nil, op.ErrInvalidRefreshToken
 	}
 	now := s.now()
@@ -327,20 +327,20 @@ func (s *storage) TokenRequestByRefreshToken(ctx context.Context, refresh string
 
 // liveGrant returns the grant when it and the API key it was given with
 // are both still valid.
-func (s *storage) liveGrant(ctx context.Context, id string) (*grants.Grant, error) {
+func (s *storage) liveGrant(ctx context.Context, id string) (*identity.Grant, error) {
 	g, err := s.st.Grant(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if g.RevokedAt != nil {
-		return nil, fmt.Errorf("grant %s revoked: %w", id, grants.ErrNotFound)
+		return nil, fmt.Errorf("grant %s revoked: %w", id, identity.ErrNotFound)
 	}
 	k, err := s.keyStore.KeyByID(ctx, g.KeyID)
 	if err != nil {
 		return nil, err
 	}
 	if k.RevokedAt != nil {
-		return nil, fmt.Errorf("grant %s: key %s revoked: %w", id, g.KeyID, grants.ErrNotFound)
+		return nil, fmt.Errorf("grant %s: key %s revoked: %w", id, g.KeyID, identity.ErrNotFound)
 	}
 	return g, nil
 }
@@ -352,8 +352,8 @@ func (s *storage) TerminateSession(ctx context.Context, userID, clientID string)
 // purged since (it names its grant). Unknown tokens are not an error (RFC
 // 7009 §2.2).
 func (s *storage) RevokeToken(ctx context.Context, tokenOrID, userID, clientID string) *oidc.Error {
-	t, err := s.st.Token(ctx, grants.Hash(tokenOrID))
-	if errors.Is(err, grants.ErrNotFound) {
+	t, err := s.st.Token(ctx, identity.Hash(tokenOrID))
+	if errors.Is(err, identity.ErrNotFound) {
 		return s.revokeUnstored(ctx, tokenOrID, clientID)
 	}
 	if err != nil {
@@ -362,7 +362,7 @@ func (s *storage) RevokeToken(ctx context.Context, tokenOrID, userID, clientID s
 	if t.ClientID != clientID {
 		return oidc.ErrInvalidClient().WithDescription("the token was not issued to this client")
 	}
-	if t.Kind == grants.KindRefresh {
+	if t.Kind == identity.KindRefresh {
 		err = s.st.RevokeGrant(ctx, t.GrantID, s.now())
 	} else {
 		err = s.st.RevokeToken(ctx, t.Hash, s.now())
@@ -393,8 +393,8 @@ func (s *storage) revokeUnstored(ctx context.Context, token, clientID string) *o
 }
 
 func (s *storage) GetRefreshTokenInfo(ctx context.Context, clientID, token string) (string, string, error) {
-	t, err := s.st.Token(ctx, grants.Hash(token))
-	if err != nil || t.Kind != grants.KindRefresh || t.ClientID != clientID {
+	t, err := s.st.Token(ctx, identity.Hash(token))
+	if err != nil || t.Kind != identity.KindRefresh || t.ClientID != clientID {
 		return "", "", op.ErrInvalidRefreshToken
 	}
 	g, err := s.st.Grant(ctx, t.GrantID)
@@ -433,7 +433,7 @@ func (s *storage) KeySet(context.Context) ([]op.Key, error) {
 
 func (s *storage) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
 	if !possibleClientID(id) {
-		return nil, fmt.Errorf("oauth client %q: %w", id, grants.ErrNotFound)
+		return nil, fmt.Errorf("oauth client %q: %w", id, identity.ErrNotFound)
 	}
 	if isClientIDURL(id) {
 		c, err := s.cimd.lookup(ctx, id)
@@ -467,7 +467,7 @@ func (s *storage) AuthorizeClientIDSecret(ctx context.Context, id, secret string
 	if err != nil {
 		return oidc.ErrInvalidClient()
 	}
-	if c.SecretHash == "" || !equalHash(c.SecretHash, grants.Hash(secret)) {
+	if c.SecretHash == "" || !equalHash(c.SecretHash, identity.Hash(secret)) {
 		return oidc.ErrInvalidClient().WithDescription("client authentication failed")
 	}
 	return nil
@@ -520,7 +520,7 @@ func randomToken() (string, error) {
 
 // loadSigningKey returns the authorization server's RSA key, creating it
 // on the first start (replicas agree on the first one stored).
-func loadSigningKey(ctx context.Context, st grants.Store, now time.Time) (*rsa.PrivateKey, string, error) {
+func loadSigningKey(ctx context.Context, st identity.GrantStore, now time.Time) (*rsa.PrivateKey, string, error) {
 	fresh, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return nil, "", fmt.Errorf("signing key: %w", err)

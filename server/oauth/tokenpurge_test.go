@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/grants"
-	"toolhost/keys"
-	"toolhost/server/oauth"
-	"toolhost/store"
-	"toolhost/store/storetest"
+	"github.com/toolhost/toolhost/internal/identity"
+	"github.com/toolhost/toolhost/internal/keys"
+	"github.com/toolhost/toolhost/internal/store"
+	"github.com/toolhost/toolhost/internal/store/storetest"
+	"github.com/toolhost/toolhost/server/oauth"
 )
 
 // grantStores are the SQL stores the purge runs on.
@@ -108,7 +108,7 @@ func TestRefreshLoopLeavesBoundedRowsAndReuseStillRevokes(t *testing.T) {
 			if n, want := countRows(t, db, rows, s.clientID), 1+oauth.AccessTokensPerGrant; n != want {
 				t.Fatalf("%d token rows after %d refreshes and a purge, want %d (the live refresh token and the newest access tokens)", n, loops+1, want)
 			}
-			if _, err := db.Request(ctx, abandoned.id); !errors.Is(err, grants.ErrNotFound) {
+			if _, err := db.Request(ctx, abandoned.id); !errors.Is(err, identity.ErrNotFound) {
 				t.Errorf("the abandoned authorization's request after the purge: %v", err)
 			}
 
@@ -167,7 +167,7 @@ func TestForgedGrantNamingRefreshTokensRevokeNothing(t *testing.T) {
 			s := purgeServer(t, db, clk)
 			victim := s.exchange(t)
 			other := s.exchange(t)
-			vt, err := db.Token(ctx, grants.Hash(victim.RefreshToken))
+			vt, err := db.Token(ctx, identity.Hash(victim.RefreshToken))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -209,7 +209,7 @@ func TestRevokingAPurgedRotatedRefreshTokenEndsItsGrant(t *testing.T) {
 			clk.add(2 * time.Hour)
 			live := s.refresh(t, second.RefreshToken) // starts a purge: first and second go
 			oauth.WaitForPurge(s.p)
-			if _, err := db.Token(context.Background(), grants.Hash(first.RefreshToken)); !errors.Is(err, grants.ErrNotFound) {
+			if _, err := db.Token(context.Background(), identity.Hash(first.RefreshToken)); !errors.Is(err, identity.ErrNotFound) {
 				t.Fatalf("the rotated refresh token after the purge: %v", err)
 			}
 			intruder := register(t, http.DefaultClient, s.base, "intruder")

@@ -12,8 +12,7 @@ import (
 	"github.com/zitadel/oidc/v3/pkg/oidc"
 	"github.com/zitadel/oidc/v3/pkg/op"
 
-	"toolhost/grants"
-	"toolhost/identity"
+	"github.com/toolhost/toolhost/internal/identity"
 )
 
 // localKeySet verifies our own tokens with the public half of the signing
@@ -47,8 +46,8 @@ func (p *Provider) VerifyToken(ctx context.Context, token string) (identity.Iden
 	if err != nil {
 		return identity.Identity{}, err
 	}
-	t, err := p.opts.Store.Token(ctx, grants.Hash(claims.JWTID))
-	if errors.Is(err, grants.ErrNotFound) || (err == nil && t.Kind != grants.KindAccess) {
+	t, err := p.opts.Store.Token(ctx, identity.Hash(claims.JWTID))
+	if errors.Is(err, identity.ErrNotFound) || (err == nil && t.Kind != identity.KindAccess) {
 		return identity.Identity{}, fmt.Errorf("%w: unknown token id", ErrInvalidToken)
 	}
 	if err != nil {
@@ -58,7 +57,7 @@ func (p *Provider) VerifyToken(ctx context.Context, token string) (identity.Iden
 		return identity.Identity{}, fmt.Errorf("%w: the token was revoked", ErrInvalidToken)
 	}
 	g, err := p.storage.liveGrant(ctx, t.GrantID)
-	if errors.Is(err, grants.ErrNotFound) {
+	if errors.Is(err, identity.ErrNotFound) {
 		return identity.Identity{}, fmt.Errorf("%w: the grant was revoked", ErrInvalidToken)
 	}
 	if err != nil {

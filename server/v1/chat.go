@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"toolhost/loop"
-	"toolhost/wire"
+	"github.com/toolhost/toolhost/internal/wire"
+	"github.com/toolhost/toolhost/server/v1/loop"
 )
 
 // chatFace is the Chat Completions format (POST /v1/chat/completions).

@@ -8,9 +8,9 @@ import (
 	"sort"
 	"strings"
 
-	"toolhost/loop"
-	"toolhost/loop/upstream/openai"
-	"toolhost/wire"
+	"github.com/toolhost/toolhost/internal/wire"
+	"github.com/toolhost/toolhost/server/v1/loop"
+	"github.com/toolhost/toolhost/server/v1/upstream/openai"
 )
 
 // chatRequest is a checked Chat Completions request.

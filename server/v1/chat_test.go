@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"toolhost/loop/fakeupstream"
+	"github.com/toolhost/toolhost/server/v1/fakeupstream"
 )
 
 func usage(prompt, completion, cached, reasoning int) json.RawMessage {

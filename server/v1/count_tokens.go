@@ -14,10 +14,10 @@ import (
 
 	tiktoken "github.com/pkoukk/tiktoken-go"
 
-	"toolhost/catalog"
-	"toolhost/loop"
-	"toolhost/server"
-	"toolhost/wire"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/internal/wire"
+	"github.com/toolhost/toolhost/server"
+	"github.com/toolhost/toolhost/server/v1/loop"
 )
 
 // countTokens serves POST /v1/messages/count_tokens: the input tokens of a

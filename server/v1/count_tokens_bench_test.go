@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"toolhost/catalog"
-	"toolhost/loop"
-	v1 "toolhost/server/v1"
-	"toolhost/tools"
-	"toolhost/tools/builtin"
+	"github.com/toolhost/toolhost/catalog"
+	v1 "github.com/toolhost/toolhost/server/v1"
+	"github.com/toolhost/toolhost/server/v1/loop"
+	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/builtin"
 )
 
 // The embedded estimate of count_tokens for a request of ~2 KB of text

@@ -9,9 +9,9 @@ import (
 
 	tiktoken "github.com/pkoukk/tiktoken-go"
 
-	"toolhost/loop"
-	"toolhost/loop/fakeupstream"
-	v1 "toolhost/server/v1"
+	v1 "github.com/toolhost/toolhost/server/v1"
+	"github.com/toolhost/toolhost/server/v1/fakeupstream"
+	"github.com/toolhost/toolhost/server/v1/loop"
 )
 
 func estimate(ctx context.Context, t *testing.T, text string) (int64, error) {

@@ -8,8 +8,8 @@
 // SSE chunk shapes, error bodies), the extension field named by the
 // configured label, whole-request idempotency (Idempotency-Key) and the
 // round-log endpoint. The loop sees only canonical requests and emits
-// format-neutral events; the upstream clients (loop/upstream/openai and
-// loop/upstream/anthropic) also decode the caller's messages of their
+// format-neutral events; the upstream clients (server/v1/upstream/openai and
+// server/v1/upstream/anthropic) also decode the caller's messages of their
 // dialect.
 //
 // Each format is a face (face.go): it parses a body into a request, which

@@ -17,14 +17,14 @@ import (
 	"sync"
 	"testing"
 
-	"toolhost/loop"
-	"toolhost/loop/fakeupstream"
-	"toolhost/loop/upstream/openai"
-	"toolhost/server"
-	v1 "toolhost/server/v1"
-	"toolhost/tools"
-	"toolhost/tools/builtin"
-	"toolhost/tools/sleep"
+	"github.com/toolhost/toolhost/server"
+	v1 "github.com/toolhost/toolhost/server/v1"
+	"github.com/toolhost/toolhost/server/v1/fakeupstream"
+	"github.com/toolhost/toolhost/server/v1/loop"
+	"github.com/toolhost/toolhost/server/v1/upstream/openai"
+	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/builtin"
+	"github.com/toolhost/toolhost/tools/sleep"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"net/http"
 
-	"toolhost/clip"
+	"github.com/toolhost/toolhost/internal/clip"
 
-	"toolhost/server"
+	"github.com/toolhost/toolhost/server"
 )
 
 // Machine-readable reasons of 400 answers (error.details.reason).

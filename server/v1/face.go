@@ -5,9 +5,9 @@ import (
 	"errors"
 	"net/http"
 
-	"toolhost/identity"
-	"toolhost/loop"
-	"toolhost/server"
+	"github.com/toolhost/toolhost/internal/identity"
+	"github.com/toolhost/toolhost/server"
+	"github.com/toolhost/toolhost/server/v1/loop"
 )
 
 // face is one /v1 wire format. Every format goes the same way (serve):

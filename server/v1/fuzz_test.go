@@ -5,9 +5,9 @@ import (
 	"net/http"
 	"testing"
 
-	"toolhost/loop"
-	"toolhost/tools"
-	"toolhost/tools/builtin"
+	"github.com/toolhost/toolhost/server/v1/loop"
+	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/builtin"
 )
 
 // A request body is outside input: every body is either accepted or refused

@@ -11,12 +11,11 @@ import (
 	"net/http"
 	"strings"
 
-	"toolhost/catalog"
-	"toolhost/loop"
-	"toolhost/neterr"
-	"toolhost/server"
-	"toolhost/strictjson"
-	"toolhost/wire"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/internal/egress"
+	"github.com/toolhost/toolhost/internal/wire"
+	"github.com/toolhost/toolhost/server"
+	"github.com/toolhost/toolhost/server/v1/loop"
 )
 
 // Options configure the /v1 handlers.
@@ -127,8 +126,8 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *req
 	}
 	// Duplicate keys ("model":"a","model":"b") and trailing data are
 	// refused at any depth: encoding/json would silently keep the last.
-	if err := strictjson.Check(body); err != nil {
-		return nil, badRequest(ReasonInvalidJSON, "", "the body is not a strict JSON object: "+strings.TrimPrefix(err.Error(), strictjson.ErrNotStrict.Error()+": "))
+	if err := wire.Check(body); err != nil {
+		return nil, badRequest(ReasonInvalidJSON, "", "the body is not a strict JSON object: "+strings.TrimPrefix(err.Error(), wire.ErrNotStrict.Error()+": "))
 	}
 	return body, nil
 }
@@ -152,7 +151,7 @@ func (h *Handler) runError(ctx context.Context, err error) *requestError {
 		// log keeps it, the caller gets the kind of failure.
 		h.opts.Logger.WarnContext(ctx, "upstream call failed", "request_id", requestID(ctx), "client_request_id", server.ClientRequestIDFrom(ctx), "err", err)
 		return &requestError{status: http.StatusBadGateway, code: "upstream_error", reason: "upstream_error",
-			message: "the upstream model API could not be reached (" + neterr.Describe(err) + "); the error was logged with request id " + requestID(ctx)}
+			message: "the upstream model API could not be reached (" + egress.Describe(err) + "); the error was logged with request id " + requestID(ctx)}
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"toolhost/identity"
+	"github.com/toolhost/toolhost/internal/identity"
 )
 
 // IdempotencyStore remembers whole /v1 responses by Idempotency-Key, scoped

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"toolhost/loop"
-	"toolhost/loop/fakeupstream"
-	v1 "toolhost/server/v1"
+	v1 "github.com/toolhost/toolhost/server/v1"
+	"github.com/toolhost/toolhost/server/v1/fakeupstream"
+	"github.com/toolhost/toolhost/server/v1/loop"
 )
 
 // Rule 1: hosted tools are function definitions after the caller's, with

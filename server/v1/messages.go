@@ -6,10 +6,10 @@ import (
 	"strconv"
 	"strings"
 
-	"toolhost/loop"
-	"toolhost/loop/upstream/anthropic"
-	"toolhost/server"
-	"toolhost/wire"
+	"github.com/toolhost/toolhost/internal/wire"
+	"github.com/toolhost/toolhost/server"
+	"github.com/toolhost/toolhost/server/v1/loop"
+	"github.com/toolhost/toolhost/server/v1/upstream/anthropic"
 )
 
 // messagesFace is the Anthropic Messages format (POST /v1/messages, with

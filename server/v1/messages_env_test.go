@@ -11,15 +11,15 @@ import (
 	"strings"
 	"testing"
 
-	"toolhost/loop"
-	"toolhost/loop/fakeupstream"
-	"toolhost/loop/upstream/anthropic"
-	"toolhost/loop/upstream/openai"
-	"toolhost/server"
-	v1 "toolhost/server/v1"
-	"toolhost/tools"
-	"toolhost/tools/builtin"
-	"toolhost/tools/sleep"
+	"github.com/toolhost/toolhost/server"
+	v1 "github.com/toolhost/toolhost/server/v1"
+	"github.com/toolhost/toolhost/server/v1/fakeupstream"
+	"github.com/toolhost/toolhost/server/v1/loop"
+	"github.com/toolhost/toolhost/server/v1/upstream/anthropic"
+	"github.com/toolhost/toolhost/server/v1/upstream/openai"
+	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/builtin"
+	"github.com/toolhost/toolhost/tools/sleep"
 )
 
 // protocols: every Messages test runs against the fake upstream speaking

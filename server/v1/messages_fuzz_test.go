@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"toolhost/loop"
-	"toolhost/tools"
-	"toolhost/tools/builtin"
+	"github.com/toolhost/toolhost/server/v1/loop"
+	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/builtin"
 )
 
 // A Messages body is outside input: every body is either accepted or

@@ -8,9 +8,9 @@ import (
 	"sort"
 	"strings"
 
-	"toolhost/loop"
-	"toolhost/loop/upstream/anthropic"
-	"toolhost/wire"
+	"github.com/toolhost/toolhost/internal/wire"
+	"github.com/toolhost/toolhost/server/v1/loop"
+	"github.com/toolhost/toolhost/server/v1/upstream/anthropic"
 )
 
 // MCPBeta is the anthropic-beta value that declares the MCP connector

@@ -3,8 +3,8 @@ package v1
 import (
 	"encoding/json"
 
-	"toolhost/loop"
-	"toolhost/wire"
+	"github.com/toolhost/toolhost/internal/wire"
+	"github.com/toolhost/toolhost/server/v1/loop"
 )
 
 // messagesStream renders loop events as one Messages event stream: a single

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"toolhost/catalog"
-	"toolhost/loop"
-	"toolhost/loop/fakeupstream"
-	v1 "toolhost/server/v1"
+	"github.com/toolhost/toolhost/catalog"
+	v1 "github.com/toolhost/toolhost/server/v1"
+	"github.com/toolhost/toolhost/server/v1/fakeupstream"
+	"github.com/toolhost/toolhost/server/v1/loop"
 )
 
 const (

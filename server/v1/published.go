@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"toolhost/identity"
-	"toolhost/loop"
+	"github.com/toolhost/toolhost/internal/identity"
+	"github.com/toolhost/toolhost/server/v1/loop"
 )
 
 // requestCatalog is the set of hosted tools one request's caller may

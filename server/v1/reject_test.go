@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"toolhost/loop/fakeupstream"
-	v1 "toolhost/server/v1"
+	v1 "github.com/toolhost/toolhost/server/v1"
+	"github.com/toolhost/toolhost/server/v1/fakeupstream"
 )
 
 // Every 400 case of the seed (and ours), stream and not: the status, the

@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"toolhost/journal"
-	"toolhost/loop/fakeupstream"
-	"toolhost/mcpgateway"
-	"toolhost/mcpgateway/testserver"
-	"toolhost/store/storetest"
+	"github.com/toolhost/toolhost/internal/store/storetest"
+	"github.com/toolhost/toolhost/journal"
+	"github.com/toolhost/toolhost/server/v1/fakeupstream"
+	"github.com/toolhost/toolhost/tools/mcpremote"
+	"github.com/toolhost/toolhost/tools/mcpremote/testserver"
 )
 
 // A remote answer nested too deep for a Go MCP client to read, called by
@@ -29,8 +29,8 @@ func TestHostedLoopDeepRemoteResultIsJournaled(t *testing.T) {
 		match, args, code string
 	}{
 		{"deepobject", `{"levels":998}`, ""},
-		{"deeparray", `{"levels":998,"array":true}`, mcpgateway.CodeUpstreamTooDeep},
-		{"deepmessage", `{"levels":1001}`, mcpgateway.CodeUpstreamTooDeep},
+		{"deeparray", `{"levels":998,"array":true}`, mcpremote.CodeUpstreamTooDeep},
+		{"deepmessage", `{"levels":1001}`, mcpremote.CodeUpstreamTooDeep},
 	}
 	var script fakeupstream.Script
 	for _, tc := range tests {

@@ -11,15 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/journal"
-	"toolhost/loop/fakeupstream"
-	"toolhost/mcpgateway"
-	"toolhost/mcpgateway/testserver"
-	"toolhost/mcpremote"
-	v1 "toolhost/server/v1"
-	"toolhost/tools"
-	"toolhost/tools/builtin"
-	"toolhost/tools/fetchpage"
+	"github.com/toolhost/toolhost/journal"
+	v1 "github.com/toolhost/toolhost/server/v1"
+	"github.com/toolhost/toolhost/server/v1/fakeupstream"
+	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/builtin"
+	"github.com/toolhost/toolhost/tools/fetchpage"
+	"github.com/toolhost/toolhost/tools/mcpremote"
+	"github.com/toolhost/toolhost/tools/mcpremote/testserver"
 )
 
 // remoteEnv is a /v1 server whose executor has the account acct_a's
@@ -68,7 +67,7 @@ func startRemoteEnv(t *testing.T, script fakeupstream.Script, o remoteEnvOptions
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw := mcpgateway.New(mcpgateway.Options{Store: st, Sealer: seal, Dial: dial, ProbeTimeout: 2 * time.Second})
+	gw := mcpremote.New(mcpremote.Options{Store: st, Sealer: seal, Dial: dial, ProbeTimeout: 2 * time.Second})
 	t.Cleanup(gw.Close)
 	now := time.Now()
 	narrator := []string{"narrator"}

@@ -6,9 +6,9 @@ import (
 	"net/http"
 	"strings"
 
-	"toolhost/catalog"
-	"toolhost/loop"
-	"toolhost/wire"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/internal/wire"
+	"github.com/toolhost/toolhost/server/v1/loop"
 )
 
 // responsesFace serves POST /v1/responses (the OpenAI Responses format with

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"strings"
 
-	"toolhost/loop"
-	"toolhost/loop/upstream/openai"
-	"toolhost/wire"
+	"github.com/toolhost/toolhost/internal/wire"
+	"github.com/toolhost/toolhost/server/v1/loop"
+	"github.com/toolhost/toolhost/server/v1/upstream/openai"
 )
 
 // Reasons of 400 answers specific to the Responses format.

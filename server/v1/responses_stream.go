@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"strings"
 
-	"toolhost/clip"
-	"toolhost/loop"
-	"toolhost/wire"
+	"github.com/toolhost/toolhost/internal/clip"
+	"github.com/toolhost/toolhost/internal/wire"
+	"github.com/toolhost/toolhost/server/v1/loop"
 )
 
 // responsesStream renders loop events as Responses SSE events.

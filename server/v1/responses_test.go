@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"toolhost/loop"
-	"toolhost/loop/fakeupstream"
-	v1 "toolhost/server/v1"
+	v1 "github.com/toolhost/toolhost/server/v1"
+	"github.com/toolhost/toolhost/server/v1/fakeupstream"
+	"github.com/toolhost/toolhost/server/v1/loop"
 )
 
 const weatherFnFlat = `{"type":"function","name":"get_weather","description":"Weather for a city","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}`

@@ -5,9 +5,9 @@ import (
 	"net/http"
 	"sync"
 
-	"toolhost/identity"
-	"toolhost/loop"
-	"toolhost/server"
+	"github.com/toolhost/toolhost/internal/identity"
+	"github.com/toolhost/toolhost/server"
+	"github.com/toolhost/toolhost/server/v1/loop"
 )
 
 // RoundStore keeps the latest round records (tag v1_tool_round) in memory

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"toolhost/loop"
-	"toolhost/loop/fakeupstream"
+	"github.com/toolhost/toolhost/server/v1/fakeupstream"
+	"github.com/toolhost/toolhost/server/v1/loop"
 )
 
 // /v1 bodies are strict JSON: a duplicate key at any depth or data after

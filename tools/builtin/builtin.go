@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"toolhost/catalog"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/tools"
 )
 
 // All returns the builtin tools in the order they are published.

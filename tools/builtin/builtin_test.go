@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/tools"
 )
 
 func executor(t *testing.T, now time.Time) *tools.Executor {

@@ -3,7 +3,7 @@ package fetchpage
 import (
 	"time"
 
-	"toolhost/config/duration"
+	"github.com/toolhost/toolhost/internal/config/duration"
 )
 
 // Config is the `fetch` section of the server's config file. Every zero value

@@ -14,9 +14,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"toolhost/catalog"
-	"toolhost/neterr"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/internal/egress"
+	"github.com/toolhost/toolhost/tools"
 )
 
 // Error codes fetch_page returns (besides the pipeline's own).
@@ -474,7 +474,7 @@ func (t *Tool) toolError(err error, lang catalog.Lang) error {
 		return te
 	case isTimeout(err):
 		t.logger.Info("fetch timed out", "err", err)
-		return tools.Errorf(CodeTimeout, "the fetch did not finish in time (%s)", neterr.Describe(err))
+		return tools.Errorf(CodeTimeout, "the fetch did not finish in time (%s)", egress.Describe(err))
 	case errors.Is(err, context.Canceled):
 		return err
 	}
@@ -484,7 +484,7 @@ func (t *Tool) toolError(err error, lang catalog.Lang) error {
 	// The error text names the resolver and the addresses dialled: it goes
 	// to the log, the caller gets the kind of failure.
 	t.logger.Info("fetch failed", "err", err)
-	return tools.Errorf(CodeFetchFailed, "the page could not be fetched: %s", neterr.Describe(err))
+	return tools.Errorf(CodeFetchFailed, "the page could not be fetched: %s", egress.Describe(err))
 }
 
 // render slices one part of doc and builds the result.

@@ -19,9 +19,9 @@ import (
 	"golang.org/x/text/encoding/charmap"
 	"golang.org/x/text/encoding/simplifiedchinese"
 
-	"toolhost/catalog"
-	"toolhost/config/duration"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/internal/config/duration"
+	"github.com/toolhost/toolhost/tools"
 )
 
 const articleHTML = `<!doctype html>

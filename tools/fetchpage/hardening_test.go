@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/config/duration"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/internal/config/duration"
+	"github.com/toolhost/toolhost/tools"
 )
 
 // The domain lists see the name the transport dials: Unicode spellings of

@@ -14,8 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"toolhost/catalog"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/tools"
 )
 
 // fakeDNS answers fixed addresses per name, like a zone an attacker controls

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"sync"
 
-	"toolhost/tools"
-	"toolhost/tools/fetchpage/pdftext"
+	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/fetchpage/pdftext"
 )
 
 // A PDF is kept per URL (its bytes and the text of every page extracted so

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/tools"
 )
 
 func TestParsePages(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"toolhost/catalog"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/tools"
 )
 
 // TestFetchRefusesSSRFPayloads is the SSRF battery: every payload must end in

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/sandbox"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/sandbox"
+	"github.com/toolhost/toolhost/tools"
 )
 
 // The benchmarks run run_code through the Executor, the pipeline `toolhost

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/sandbox"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/sandbox"
+	"github.com/toolhost/toolhost/tools"
 )
 
 // The package's tests share one compilation cache directory, so only the

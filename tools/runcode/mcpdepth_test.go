@@ -11,10 +11,10 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"toolhost/identity"
-	"toolhost/server"
-	mcpface "toolhost/server/mcp"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/internal/identity"
+	"github.com/toolhost/toolhost/server"
+	mcpface "github.com/toolhost/toolhost/server/mcp"
+	"github.com/toolhost/toolhost/tools"
 )
 
 // depthOf is how deeply v, as decoded by encoding/json, nests arrays and

@@ -11,9 +11,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"toolhost/catalog"
-	"toolhost/sandbox"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/sandbox"
+	"github.com/toolhost/toolhost/tools"
 )
 
 // PaidUnit is what run_code bills: started seconds of run time.

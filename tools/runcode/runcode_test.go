@@ -8,10 +8,10 @@ import (
 	"sync"
 	"testing"
 
-	"toolhost/catalog"
-	"toolhost/identity"
-	"toolhost/sandbox"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/internal/identity"
+	"github.com/toolhost/toolhost/sandbox"
+	"github.com/toolhost/toolhost/tools"
 )
 
 func TestSpecIsASandboxToolBilledInRunSeconds(t *testing.T) {

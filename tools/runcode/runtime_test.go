@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/session"
-	"toolhost/tooldef"
-	"toolhost/tools"
-	"toolhost/tools/builtin"
+	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/builtin"
+	"github.com/toolhost/toolhost/tools/session"
+	"github.com/toolhost/toolhost/tools/tooldef"
 )
 
 // The runtime catalog tells the truth: for every slot, with the script

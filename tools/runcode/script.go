@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"toolhost/sandbox"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/sandbox"
+	"github.com/toolhost/toolhost/tools"
 )
 
 // ScriptTimeout bounds one run of a script handler, and ScriptMaxResult

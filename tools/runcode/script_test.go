@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/journal"
-	"toolhost/sandbox"
-	"toolhost/tooldef"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/journal"
+	"github.com/toolhost/toolhost/sandbox"
+	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/tooldef"
 )
 
 // scriptExecutor is a pipeline whose account "local" has one script tool

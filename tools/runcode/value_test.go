@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"toolhost/sandbox"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/sandbox"
+	"github.com/toolhost/toolhost/tools"
 )
 
 // A JavaScript last value too large to return is a result_too_large error

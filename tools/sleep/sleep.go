@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"toolhost/catalog"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/tools"
 )
 
 // Tool is the sleep tool. One value counts its own calls in flight.

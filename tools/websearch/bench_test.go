@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/catalog"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/tools"
 )
 
 func BenchmarkClean20Hits(b *testing.B) {

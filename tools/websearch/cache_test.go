@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/catalog"
-	"toolhost/config/duration"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/internal/config/duration"
 )
 
 func TestCacheServesRepeatsFreeUntilTTL(t *testing.T) {

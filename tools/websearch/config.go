@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"toolhost/config/duration"
+	"github.com/toolhost/toolhost/internal/config/duration"
 )
 
 // Provider kinds accepted in the config.

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/catalog"
+	"github.com/toolhost/toolhost/catalog"
 )
 
 func TestFailoverToSecondProvider(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/catalog"
+	"github.com/toolhost/toolhost/catalog"
 )
 
 // The mixed fixture ignores every filter, as many engines do; the tool must

@@ -47,9 +47,9 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/catalog"
-	"toolhost/config/duration"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/internal/config/duration"
+	"github.com/toolhost/toolhost/tools"
 )
 
 // Scenario modes a fixture can replay.

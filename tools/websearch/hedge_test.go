@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/catalog"
-	"toolhost/config/duration"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/internal/config/duration"
+	"github.com/toolhost/toolhost/tools"
 )
 
 // waitFor polls cond for up to two seconds (the losers of a race are

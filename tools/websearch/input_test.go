@@ -12,9 +12,9 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"toolhost/catalog"
-	"toolhost/config/duration"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/internal/config/duration"
+	"github.com/toolhost/toolhost/tools"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")

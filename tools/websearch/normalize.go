@@ -11,7 +11,7 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/unicode/norm"
 
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/tools"
 )
 
 // Normalize canonicalizes the arguments before the idempotency digest and the

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"toolhost/neterr"
+	"github.com/toolhost/toolhost/internal/egress"
 )
 
 // query is what a provider is asked for: the normalized arguments of a call.
@@ -132,7 +132,7 @@ func classifyTransport(ctx context.Context, err error, secret string) error {
 	}
 	// The message says what kind of failure it was; the error text, which
 	// names the engine's URL and the addresses dialled, goes to the log.
-	f := failf(failNetwork, "request failed: %s", neterr.Describe(err))
+	f := failf(failNetwork, "request failed: %s", egress.Describe(err))
 	f.Cause = scrub(err.Error(), secret)
 	return f
 }

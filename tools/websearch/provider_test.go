@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"toolhost/catalog"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/tools"
 )
 
 const testQuery = `{"query":"perovskite encapsulation stability","count":5}`

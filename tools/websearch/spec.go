@@ -3,7 +3,7 @@ package websearch
 import (
 	"encoding/json"
 
-	"toolhost/catalog"
+	"github.com/toolhost/toolhost/catalog"
 )
 
 // Spec is the contract of web_search. The 400-character query limit is

@@ -12,8 +12,8 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
-	"toolhost/catalog"
-	"toolhost/tools"
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/tools"
 )
 
 // Stable error codes of web_search (besides the pipeline's own, such as

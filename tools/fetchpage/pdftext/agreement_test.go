@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"toolhost/tools/fetchpage/pdftext/internal/shingle"
+	"github.com/toolhost/toolhost/tools/fetchpage/pdftext/internal/shingle"
 )
 
 // The R manuals from Debian's r-doc-pdf package (TeX-made, 41 to 236

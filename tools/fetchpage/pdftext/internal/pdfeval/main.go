@@ -19,8 +19,8 @@ import (
 	"syscall"
 	"time"
 
-	"toolhost/tools/fetchpage/pdftext"
-	"toolhost/tools/fetchpage/pdftext/internal/shingle"
+	"github.com/toolhost/toolhost/tools/fetchpage/pdftext"
+	"github.com/toolhost/toolhost/tools/fetchpage/pdftext/internal/shingle"
 )
 
 func main() {

@@ -1,0 +1,46 @@
+// Package loop runs hosted tools for one /v1 request: it calls an upstream
+// model, executes the hosted tools the model asks for through the same
+// tools.Executor as the MCP face, feeds the results back and repeats until
+// the model answers, following the numbered rules of the hosted-tools seed.
+//
+// The loop knows nothing about the wire format the caller spoke nor about
+// the upstream's protocol. A wire format (server/v1: Chat Completions,
+// Messages, Responses) translates its request into a canonical Request,
+// receives format-neutral Events while the loop runs (for streaming), and
+// renders the Result. An Upstream (server/v1/upstream/openai for
+// OpenAI-compatible Chat Completions, server/v1/upstream/anthropic for Messages,
+// both on the shared transport of server/v1/upstream) translates the canonical
+// conversation into its protocol; this package never imports them. Where
+// the caller's format and the upstream protocol are the same dialect,
+// whatever the loop does not read travels verbatim (Message.Raw,
+// Request.Options, Usage.Detail); where they differ, the upstream client
+// translates the canonical fields.
+//
+// Invariants:
+//   - hosted tool definitions are appended after the caller's functions;
+//   - a round whose calls are all hosted runs them (at most MaxParallel at
+//     a time: an errgroup with that limit) and appends the results in
+//     the model's order;
+//   - a round with any caller function ends the loop; its hosted calls are
+//     skipped;
+//   - after a hosted round a forced tool choice becomes auto;
+//   - after MaxToolRounds hosted rounds one last call with tool choice none
+//     is made; hosted calls it still asks for are skipped;
+//   - a tool failure is a result for the model (status failed; its text
+//     starts with the machine code), never an error of the request; an error of the runtime itself cancels the
+//     round's other calls and fails the request.
+//
+// How the three wire formats render a run:
+//   - Chat Completions (server/v1/chat.go): EventTextDelta and
+//     EventCallerCallDelta become chunks; EventHostedCallStarted/Finished
+//     become the extension's tool notices; Result gives the totals.
+//   - Messages: EventHostedCallsProposed gives a round's mcp_tool_use blocks
+//     (all before the results), EventHostedCallsDone its mcp_tool_result
+//     blocks in the model's order; Call.IsError is is_error.
+//   - Responses: Result.Definitions is mcp_list_tools (annotations from
+//     Runner.Catalog()); each Call of EventHostedCallsDone is an mcp_call
+//     item; Result.First is the first round's id.
+//
+// Skipped calls (Status skipped) are only in Result.Calls and the round's
+// EventRoundEnd; formats that hide them simply do not render them.
+package loop

@@ -1,0 +1,565 @@
+package loop
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/tools"
+)
+
+// MaxParallel is how many hosted calls of one round run at once (seed rule 2).
+const MaxParallel = 4
+
+// Face is the journal face of hosted calls.
+const Face = "hosted"
+
+// ErrInternal marks a failure of the tool runtime itself (not of a tool):
+// the round's other calls were cancelled and the request fails.
+var ErrInternal = errors.New("hosted tool runtime failed")
+
+// Executor is the pipeline hosted calls go through: *tools.Executor, the
+// same one the MCP face uses (an interface so a wrapper can add to it).
+type Executor interface {
+	Execute(ctx context.Context, p tools.Proposal) (*tools.Outcome, error)
+	Catalog() *catalog.Registry
+}
+
+// stepLimiter is implemented by executors that know a session's
+// max_steps_per_generation (tools.Executor with sessions).
+type stepLimiter interface {
+	MaxSteps(ctx context.Context, accountID, sessionID string) (int, bool)
+}
+
+// Catalog is a set of tools a run may host: *catalog.Registry (the
+// published tools) and *tools.ToolSet (one caller's, custom tools
+// included) are both one.
+type Catalog interface {
+	Lookup(name string) (catalog.Spec, bool)
+	List() []catalog.Spec
+}
+
+// hostedCataloger is implemented by executors that know a caller's own
+// tools (tools.Executor: its custom, preset and character definitions).
+type hostedCataloger interface {
+	HostedCatalog(ctx context.Context, account, sessionID string) (*tools.ToolSet, error)
+}
+
+// Runner runs hosted-tool loops. One Runner serves every request.
+type Runner struct {
+	exec   Executor
+	rounds RoundRecorder
+	logger *slog.Logger
+}
+
+// RunnerOptions configure a Runner.
+type RunnerOptions struct {
+	// Rounds receives one record per upstream call; nil records nothing.
+	Rounds RoundRecorder
+	Logger *slog.Logger
+}
+
+// NewRunner returns a runner that executes hosted calls with exec.
+func NewRunner(exec Executor, opts RunnerOptions) *Runner {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Runner{exec: exec, rounds: opts.Rounds, logger: opts.Logger}
+}
+
+// Catalog is the registry of tools the runner can host.
+func (r *Runner) Catalog() *catalog.Registry { return r.exec.Catalog() }
+
+// Published is the catalog a caller's run may host: the executor's
+// HostedCatalog when it has one, else the published tools. Run.Catalog
+// takes it, so that the declaration is checked against the same set the
+// run then executes from.
+func (r *Runner) Published(ctx context.Context, account, sessionID string) (Catalog, error) {
+	if hc, ok := r.exec.(hostedCataloger); ok {
+		ts, err := hc.HostedCatalog(ctx, account, sessionID)
+		if err != nil {
+			return nil, fmt.Errorf("hosted tools of the caller: %w", err)
+		}
+		return ts, nil
+	}
+	return r.exec.Catalog(), nil
+}
+
+// Run is one loop run: a request, its hosted tools, the route and the caller.
+type Run struct {
+	Request Request
+	Hosted  Hosted
+	Route   *Route
+	// Catalog is where Hosted.Tools are looked up (Runner.Published); nil
+	// means the published tools.
+	Catalog Catalog
+	Lang    catalog.Lang
+	Caller  Caller
+	// MaxCost ends the loop early (the final call with tool choice none)
+	// once the rounds so far cost this much quota; 0 means no budget.
+	MaxCost int64
+	// Sink receives events; nil for non-streaming callers.
+	Sink Sink
+}
+
+// Result is a finished run.
+type Result struct {
+	RunID string
+	// First is the first upstream response's id/created/model.
+	First Meta
+	// Final is the last upstream response as the upstream sent it.
+	Final *UpstreamResponse
+	// Message is the final assistant message with hosted calls removed;
+	// FinishReason is adjusted accordingly ("stop" when no call is left).
+	Message      Message
+	FinishReason string
+	// HostedRemoved is true when Message lost hosted calls (so a renderer
+	// must not send Final.Message.Raw verbatim).
+	HostedRemoved bool
+	// Rounds are the upstream calls made; ToolRounds = len(Rounds).
+	Rounds []RoundResult
+	Usage  Usage
+	Cost   int64
+	// Calls are every hosted call the model asked for, in order, skipped
+	// ones included.
+	Calls []Call
+	// Definitions are the hosted function definitions given to the model.
+	Definitions []Function
+}
+
+// RoundResult is one upstream call of a run.
+type RoundResult struct {
+	Round    int
+	Final    bool
+	Response *UpstreamResponse
+	Usage    Usage
+	Cost     int64
+	// Calls are the round's hosted calls in the model's order.
+	Calls    []Call
+	Upstream time.Duration
+	Tools    time.Duration
+}
+
+// ToolRounds is the number of upstream calls the run made.
+func (r *Result) ToolRounds() int { return len(r.Rounds) }
+
+// Definitions returns the hosted tools as function definitions, in the
+// order of names, with descriptions in lang (seed rule 1).
+func (r *Runner) Definitions(names []string, lang catalog.Lang) ([]Function, error) {
+	return DefinitionsFrom(r.exec.Catalog(), names, lang)
+}
+
+// DefinitionsFrom is Definitions with the tools looked up in cat.
+func DefinitionsFrom(cat Catalog, names []string, lang catalog.Lang) ([]Function, error) {
+	out := make([]Function, 0, len(names))
+	for _, n := range names {
+		s, ok := cat.Lookup(n)
+		if !ok {
+			return nil, fmt.Errorf("hosted tool %q is not published", n)
+		}
+		out = append(out, Function{Name: s.Name, Description: s.Description.In(lang), Parameters: s.Input})
+	}
+	return out, nil
+}
+
+// Run runs the loop to the end. A returned error means the request failed
+// (upstream error, internal error, caller gone); tool failures are results.
+func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
+	if run.Route == nil || run.Route.Upstream == nil {
+		return nil, errors.New("loop: run without a route")
+	}
+	cat := run.Catalog
+	if cat == nil {
+		cat = r.exec.Catalog()
+	}
+	defs, err := DefinitionsFrom(cat, run.Hosted.Tools, run.Lang)
+	if err != nil {
+		return nil, err
+	}
+	hosted := make(map[string]bool, len(defs))
+	for _, d := range defs {
+		hosted[d.Name] = true
+	}
+	res := &Result{RunID: "run_" + uuid.Must(uuid.NewV7()).String(), Definitions: defs}
+	emit := func(ev Event) error {
+		if run.Sink == nil {
+			return nil
+		}
+		return run.Sink(ev)
+	}
+
+	req := run.Request
+	msgs := append([]Message(nil), req.Messages...)
+	fns := append(append([]Function(nil), req.Tools...), defs...)
+	choice := req.ToolChoice
+	hostedRounds := 0
+	maxRounds := r.maxRounds(ctx, run)
+
+	for round := 0; ; round++ {
+		final := len(hosted) > 0 && (hostedRounds >= maxRounds || (run.MaxCost > 0 && res.Cost >= run.MaxCost))
+		tc := choice
+		if final {
+			tc = ToolChoice{Mode: ToolChoiceNone}
+		}
+		if err := emit(Event{Kind: EventRoundStart, Round: round, Final: final}); err != nil {
+			return nil, err
+		}
+		upStart := time.Now()
+		resp, err := run.Route.Upstream.Call(ctx, upstreamRequest(&req, msgs, fns, tc), r.streamFilter(round, hosted, emit))
+		if err != nil {
+			return nil, err
+		}
+		if round == 0 {
+			res.First = resp.Meta
+		}
+		if !req.Stream {
+			if err := emit(Event{Kind: EventUpstreamMeta, Round: round, ID: resp.ID, Created: resp.Created, Model: resp.Model}); err != nil {
+				return nil, err
+			}
+		}
+		rr := RoundResult{Round: round, Final: final, Response: resp, Usage: resp.Usage, Upstream: time.Since(upStart)}
+		rr.Cost = run.Route.Cost(req.Model, resp.Usage)
+		res.Usage = res.Usage.Add(resp.Usage)
+		res.Cost += rr.Cost
+
+		calls, hostedCalls, callerCalls, idsAdded := classify(resp, round, hosted)
+		if len(hostedCalls) == 0 || callerCalls > 0 || final {
+			// Rules 3 and 5: the loop ends; hosted calls of this round are
+			// not executed.
+			return r.end(ctx, run, res, rr, hosted, hostedCalls, emit)
+		}
+
+		// Rule 2: run the hosted calls, results in the model's order.
+		if err := emit(Event{Kind: EventHostedCallsProposed, Round: round, Calls: cloneCalls(hostedCalls)}); err != nil {
+			return nil, err
+		}
+		toolStart := time.Now()
+		if err := r.execute(ctx, run, res.RunID, hostedCalls, emit); err != nil {
+			return nil, err
+		}
+		rr.Tools = time.Since(toolStart)
+		if err := emit(Event{Kind: EventHostedCallsDone, Round: round, Calls: cloneCalls(hostedCalls)}); err != nil {
+			return nil, err
+		}
+		msgs = appendRound(msgs, resp.Message, calls, idsAdded, hostedCalls)
+		hostedRounds++
+		// Rule 4: a forced choice is relaxed once hosted tools have run.
+		if choice.Mode == ToolChoiceRequired || choice.Mode == ToolChoiceFunction {
+			choice = ToolChoice{Mode: ToolChoiceAuto}
+		}
+		rr.Calls = hostedCalls
+		res.Calls = append(res.Calls, hostedCalls...)
+		res.Rounds = append(res.Rounds, rr)
+		r.record(ctx, run, res, rr)
+		if err := emit(Event{Kind: EventRoundEnd, Round: round, Usage: rr.Usage, Cost: rr.Cost, Calls: cloneCalls(hostedCalls)}); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// maxRounds is the number of hosted rounds a run may make: the request's
+// max_tool_rounds, or the session's max_steps_per_generation when lower
+// (then the model answers without tools).
+func (r *Runner) maxRounds(ctx context.Context, run *Run) int {
+	n := run.Hosted.MaxToolRounds
+	if sl, ok := r.exec.(stepLimiter); ok && run.Caller.SessionID != "" {
+		if steps, ok := sl.MaxSteps(ctx, run.Caller.AccountID, run.Caller.SessionID); ok && steps < n {
+			n = steps
+		}
+	}
+	return n
+}
+
+// upstreamRequest is one round's upstream call: the request's options with
+// the conversation so far, the functions and the round's tool choice.
+func upstreamRequest(req *Request, msgs []Message, fns []Function, tc ToolChoice) *UpstreamRequest {
+	up := &UpstreamRequest{
+		Model:          req.Model,
+		Messages:       msgs,
+		Tools:          fns,
+		ToolChoice:     tc,
+		Options:        req.Options,
+		OptionsDialect: req.OptionsDialect,
+		Stream:         req.Stream,
+	}
+	if len(fns) == 0 {
+		up.ToolChoice = ToolChoice{}
+	}
+	return up
+}
+
+// classify gives every call of the answer an id (some upstreams omit
+// them) and sorts them: the hosted ones as Calls of the round, the
+// caller's counted.
+func classify(resp *UpstreamResponse, round int, hosted map[string]bool) (calls []ToolCall, hostedCalls []Call, callerCalls int, idsAdded bool) {
+	calls = resp.Message.ToolCalls
+	for i := range calls {
+		if calls[i].ID == "" {
+			calls[i].ID = newCallID()
+			idsAdded = true
+		}
+		if hosted[calls[i].Name] {
+			hostedCalls = append(hostedCalls, Call{Round: round, Index: i, ID: calls[i].ID, Name: calls[i].Name, Args: calls[i].Args})
+		} else {
+			callerCalls++
+		}
+	}
+	return calls, hostedCalls, callerCalls, idsAdded
+}
+
+// end finishes a run on its last round: the round's hosted calls are
+// skipped, the final message loses them.
+func (r *Runner) end(ctx context.Context, run *Run, res *Result, rr RoundResult, hosted map[string]bool, hostedCalls []Call, emit Sink) (*Result, error) {
+	for i := range hostedCalls {
+		hostedCalls[i].Status = StatusSkipped
+		hostedCalls[i].Summary = skippedSummary(run.Lang, rr.Final)
+	}
+	rr.Calls = hostedCalls
+	res.Calls = append(res.Calls, hostedCalls...)
+	res.Rounds = append(res.Rounds, rr)
+	res.Final = rr.Response
+	res.Message, res.FinishReason, res.HostedRemoved = withoutHosted(rr.Response, hosted)
+	r.record(ctx, run, res, rr)
+	if err := emit(Event{Kind: EventRoundEnd, Round: rr.Round, Final: rr.Final, Usage: rr.Usage, Cost: rr.Cost, Calls: hostedCalls}); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// appendRound adds a hosted round to the conversation: the assistant
+// message with every call (ids filled in) and one tool message per hosted
+// result, in the model's order.
+func appendRound(msgs []Message, assistant Message, calls []ToolCall, idsAdded bool, hostedCalls []Call) []Message {
+	assistant.ToolCalls = calls
+	if idsAdded {
+		// The raw message lacks the ids the results refer to.
+		assistant.Raw = nil
+	}
+	if assistant.Role == "" {
+		assistant.Role = RoleAssistant
+	}
+	msgs = append(msgs, assistant)
+	for _, c := range hostedCalls {
+		msgs = append(msgs, Message{Role: RoleTool, ToolCallID: c.ID, Text: c.Result, IsError: c.IsError})
+	}
+	return msgs
+}
+
+// execute runs calls through the executor, at most MaxParallel at a time,
+// filling each Call in place. An error of the runtime, or of the sink,
+// cancels the others and is returned.
+func (r *Runner) execute(ctx context.Context, run *Run, runID string, calls []Call, emit Sink) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(MaxParallel)
+	var emitMu sync.Mutex
+	send := func(ev Event) error {
+		emitMu.Lock()
+		defer emitMu.Unlock()
+		return emit(ev)
+	}
+	for i := range calls {
+		c := &calls[i]
+		// g.Go returns once the call has a slot; the call then waits for
+		// its start notice, which goes out from here so that notices come
+		// in the model's order.
+		started := make(chan error, 1)
+		g.Go(func() error {
+			if err := <-started; err != nil {
+				return err
+			}
+			if err := r.executeOne(gctx, run, runID, c); err != nil {
+				return err
+			}
+			cc := *c
+			return send(Event{Kind: EventHostedCallFinished, Round: c.Round, Call: &cc})
+		})
+		if err := gctx.Err(); err != nil {
+			started <- err
+			break
+		}
+		err := send(Event{Kind: EventHostedCallStarted, Round: c.Round, Call: &Call{Round: c.Round, Index: c.Index, ID: c.ID, Name: c.Name, Args: c.Args}})
+		started <- err
+		if err != nil {
+			break
+		}
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return context.Cause(ctx)
+}
+
+// executeOne runs one hosted call through the executor.
+func (r *Runner) executeOne(ctx context.Context, run *Run, runID string, c *Call) error {
+	key := ""
+	if run.Caller.IdempotencyKey != "" {
+		key = run.Caller.IdempotencyKey + "/" + strconv.Itoa(c.Round) + "/" + c.ID
+	}
+	out, err := r.exec.Execute(ctx, tools.Proposal{
+		Tool:   c.Name,
+		Args:   c.Args,
+		CallID: c.ID,
+		Caller: tools.Caller{
+			Face:      Face,
+			Slot:      run.Caller.Slot,
+			SessionID: run.Caller.SessionID,
+			FloorID:   run.Caller.RequestID,
+			RunID:     runID,
+			Round:     c.Round,
+			TraceID:   run.Caller.TraceID,
+			Identity:  run.Caller.Identity,
+		},
+		IdempotencyKey: key,
+		Lang:           run.Lang,
+	})
+	if err != nil {
+		return fmt.Errorf("%w: hosted call %s (%s): %w", ErrInternal, c.ID, c.Name, err)
+	}
+	fillCall(c, out, run.Lang)
+	return nil
+}
+
+func fillCall(c *Call, out *tools.Outcome, lang catalog.Lang) {
+	c.ExecutionID = out.ExecutionID
+	c.Duration = out.Duration
+	c.Units = out.Units
+	c.Result = out.Text
+	c.IsError = out.IsError
+	c.Code = out.Code
+	if out.IsError {
+		// The model gets the machine code before the message, as an MCP
+		// client gets it in structuredContent: it can tell a server that
+		// is down (upstream_unavailable) from arguments it should fix.
+		if out.Code != "" {
+			c.Result = out.Code + ": " + out.Text
+		}
+		c.Status = StatusFailed
+		c.Summary = failedSummary(lang, out)
+		return
+	}
+	c.Status = StatusDone
+	c.Summary = out.Summary
+	c.Structured = out.Structured
+}
+
+func failedSummary(lang catalog.Lang, out *tools.Outcome) string {
+	msg := out.Message
+	if msg == "" {
+		msg = out.Code
+	}
+	if utf8.RuneCountInString(msg) > 120 {
+		msg = string([]rune(msg)[:119]) + "…"
+	}
+	if lang == catalog.English {
+		return out.Tool + " failed: " + msg
+	}
+	return out.Tool + " 失败：" + msg
+}
+
+func skippedSummary(lang catalog.Lang, final bool) string {
+	switch {
+	case final && lang == catalog.English:
+		return "not run: tool round limit reached"
+	case final:
+		return "未执行：已达工具轮数上限"
+	case lang == catalog.English:
+		return "not run: the same round called the caller's function"
+	default:
+		return "未执行：同一轮请求了调用方的函数"
+	}
+}
+
+// withoutHosted returns the final message without hosted calls and the
+// finish reason that goes with it.
+func withoutHosted(resp *UpstreamResponse, hosted map[string]bool) (Message, string, bool) {
+	m := resp.Message
+	kept := make([]ToolCall, 0, len(m.ToolCalls))
+	for _, c := range m.ToolCalls {
+		if !hosted[c.Name] {
+			kept = append(kept, c)
+		}
+	}
+	if len(kept) == len(m.ToolCalls) {
+		return m, resp.FinishReason, false
+	}
+	m.ToolCalls = kept
+	finish := resp.FinishReason
+	if len(kept) == 0 && (finish == FinishToolCalls || finish == "") {
+		finish = FinishStop
+	}
+	return m, finish, true
+}
+
+// streamFilter turns upstream deltas into events: text flows, caller calls
+// flow with their own numbering, hosted call deltas are held back.
+func (r *Runner) streamFilter(round int, hosted map[string]bool, emit Sink) func(Delta) error {
+	type state struct {
+		known       bool
+		hosted      bool
+		callerIndex int
+		id          string
+		pendingArgs string
+	}
+	calls := map[int]*state{}
+	callerCount := 0
+	return func(d Delta) error {
+		switch {
+		case d.Meta != nil:
+			return emit(Event{Kind: EventUpstreamMeta, Round: round, ID: d.Meta.ID, Created: d.Meta.Created, Model: d.Meta.Model})
+		case d.Text != "":
+			return emit(Event{Kind: EventTextDelta, Round: round, Text: d.Text})
+		case d.Extra != nil:
+			return emit(Event{Kind: EventDeltaExtra, Round: round, Extra: d.Extra, Dialect: d.Dialect})
+		case d.Tool != nil:
+			t := d.Tool
+			s, ok := calls[t.Index]
+			if !ok {
+				s = &state{}
+				calls[t.Index] = s
+			}
+			if t.ID != "" {
+				s.id = t.ID
+			}
+			if !s.known {
+				if t.Name == "" {
+					s.pendingArgs += t.Args
+					return nil
+				}
+				s.known = true
+				s.hosted = hosted[t.Name]
+				if s.hosted {
+					return nil
+				}
+				s.callerIndex = callerCount
+				callerCount++
+				args := s.pendingArgs + t.Args
+				s.pendingArgs = ""
+				return emit(Event{Kind: EventCallerCallDelta, Round: round, CallerIndex: s.callerIndex, CallID: s.id, Name: t.Name, ArgsDelta: args})
+			}
+			if s.hosted || t.Args == "" {
+				return nil
+			}
+			return emit(Event{Kind: EventCallerCallDelta, Round: round, CallerIndex: s.callerIndex, ArgsDelta: t.Args})
+		}
+		return nil
+	}
+}
+
+func cloneCalls(cs []Call) []Call { return append([]Call(nil), cs...) }
+
+func newCallID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "call_" + hex.EncodeToString(b[:])
+}
