@@ -9,8 +9,9 @@
 //
 // The corpus is a folder in the benchmark's layout: ground-truth.json
 // ({id: {"articleBody", "url"}}) and html/ID.html.gz. The benchmark itself
-// (scrapinghub/article-extraction-benchmark, 181 pages) is not part of this
-// repository; see docs/performance.md for where the Makefile looks for it.
+// (scrapinghub/article-extraction-benchmark, 181 pages, MIT) is kept in
+// testdata/article-extraction-benchmark, where `make quality` reads it;
+// docs/performance.md has its scores.
 //
 // Formats: text scores format=text; markdown scores format=markdown after
 // normalising it to what a reader sees (link targets, image references and
