@@ -96,7 +96,7 @@ clean:
 
 # tools/call throughput and latency over streamable HTTP at 1 and 8 clients:
 # toolhost (get_time) vs the reference TypeScript server-everything (echo) vs
-# a bare go-sdk server (echo; also at toolhost's GOGC=400), started one after
+# a bare go-sdk server (echo), started one after
 # the other on 127.0.0.1, each loaded by a lean raw client and by the go-sdk
 # client. Bounded: 2 s warm-up + 10 s (or 200000 calls) per row, 10 min in
 # all. LOAD_FLAGS passes more flags, e.g. LOAD_FLAGS='-duration 30s -client raw'.

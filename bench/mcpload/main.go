@@ -65,7 +65,7 @@ func main() {
 	var (
 		cfg        config
 		clients    = flag.String("clients", "1,8", "comma-separated numbers of concurrent clients")
-		targets    = flag.String("targets", "toolhost,everything,go-sdk,go-sdk-400", "servers to measure, in this order (go-sdk-400: the floor at toolhost's GOGC)")
+		targets    = flag.String("targets", "toolhost,everything,go-sdk", "servers to measure, in this order")
 		kinds      = flag.String("client", "raw,sdk", "load clients, in this order: raw (pre-encoded requests over net/http) and/or sdk (the go-sdk client)")
 		timeout    = flag.Duration("timeout", 10*time.Minute, "deadline of the whole run")
 		serveFloor = flag.String("serve-floor", "", "internal: serve the go-sdk floor on this loopback address and exit on SIGTERM")
@@ -174,14 +174,13 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	all := map[string]target{
 		"toolhost":   toolhostTarget(cfg),
 		"everything": everythingTarget(cfg),
-		"go-sdk":     floorTarget(""),
-		"go-sdk-400": floorTarget("400"),
+		"go-sdk":     floorTarget(),
 	}
 	var results []result
 	for _, name := range cfg.targets {
 		t, ok := all[strings.TrimSpace(name)]
 		if !ok {
-			return fmt.Errorf("unknown target %q (want toolhost, everything, go-sdk, go-sdk-400)", name)
+			return fmt.Errorf("unknown target %q (want toolhost, everything, go-sdk)", name)
 		}
 		rs, err := measureTarget(ctx, cfg, t)
 		if err != nil {

@@ -79,7 +79,7 @@ func TestFloorServesEcho(t *testing.T) {
 		}
 	})
 	hc := loopbackClient(2)
-	tgt := floorTarget("")
+	tgt := floorTarget()
 	if err := waitReady(ctx, hc, "http://"+addr+"/mcp", tgt, "/nonexistent"); err != nil {
 		t.Fatal(err)
 	}

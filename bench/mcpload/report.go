@@ -56,9 +56,6 @@ func report(out io.Writer, cfg config, results []result) {
 			x := th.rate() / fl.rate()
 			fmt.Fprintf(out, "- %s client, %d clients: toolhost vs go-sdk floor %.0f%% (≥ 80%%; %s)\n", kind, top, 100*x, judge(x >= 0.8))
 		}
-		if fl, ok := find("go-sdk floor (GOGC=400)", kind); ok {
-			fmt.Fprintf(out, "- %s client, %d clients: toolhost vs go-sdk floor at toolhost's GOGC=400 %.0f%% (no target: the same GC setting on both sides)\n", kind, top, 100*th.rate()/fl.rate())
-		}
 	}
 }
 

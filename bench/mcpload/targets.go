@@ -71,16 +71,11 @@ func everythingTarget(cfg config) target {
 	}
 }
 
-// floorTarget is the floor with the Go runtime's defaults, or, with gogc
-// set, at that GOGC (toolhost serve runs at GOGC=400): the same comparison
-// without the collector setting in it.
-func floorTarget(gogc string) target {
-	name := "go-sdk floor"
-	if gogc != "" {
-		name += " (GOGC=" + gogc + ")"
-	}
+// floorTarget is the floor: a bare go-sdk server on the Go runtime's
+// defaults, as toolhost serve runs.
+func floorTarget() target {
 	return target{
-		name: name,
+		name: "go-sdk floor",
 		tool: "echo",
 		args: map[string]any{"message": "hello"},
 		start: func(ctx context.Context, addr, tmp string) (*exec.Cmd, error) {
@@ -93,9 +88,6 @@ func floorTarget(gogc string) target {
 				return nil, err
 			}
 			cmd.Env = os.Environ()
-			if gogc != "" {
-				cmd.Env = append(cmd.Env, "GOGC="+gogc)
-			}
 			return cmd, cmd.Start()
 		},
 	}
