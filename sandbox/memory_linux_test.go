@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -31,13 +32,22 @@ type stepReader struct {
 	src   []byte
 	steps []readStep
 	calls int
+	most  int // reads a caller that stops at an error or EOF can make
 	// broke says an answer broke the contract or failed: a read may then
 	// fail however much of the image there is.
 	broke bool
 }
 
+func newStepReader(src []byte, steps []readStep) *stepReader {
+	return &stepReader{src: src, steps: steps, most: len(steps) + 1}
+}
+
 func (r *stepReader) ReadAt(p []byte, off int64) (int, error) {
 	r.calls++
+	if r.calls > r.most {
+		// Past its steps, one read gives all there is or io.EOF.
+		panic(fmt.Sprintf("read %d after an error, an EOF or the last byte", r.calls))
+	}
 	if off < 0 {
 		return 0, errors.New("negative offset")
 	}
@@ -103,7 +113,7 @@ func TestReadImage(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := &stepReader{src: src, steps: c.steps}
+			r := newStepReader(src, c.steps)
 			dst := bytes.Repeat([]byte{0x5A}, c.size)
 			err := readImage(dst, r, 0)
 			if r.calls != c.reads {
@@ -162,7 +172,7 @@ func FuzzReadImage(f *testing.F) {
 	f.Add(img, int64(1<<62), uint16(10), []byte{})                // far past the end
 	f.Add([]byte{}, int64(0), uint16(0), []byte{2})               // nothing to read
 	f.Fuzz(func(t *testing.T, src []byte, off int64, size uint16, script []byte) {
-		r := &stepReader{src: src, steps: decodeSteps(script)}
+		r := newStepReader(src, decodeSteps(script))
 		dst := bytes.Repeat([]byte{0x5A}, int(size))
 		err := readImage(dst, r, off)
 		inside := off >= 0 && off <= int64(len(src)) && int64(size) <= int64(len(src))-off
