@@ -20,7 +20,9 @@
 //     its own mmap so a growing guest does not make the Go heap balloon with
 //     copies; freeing it returns the pages to the system at once. A new
 //     instance's memory starts as a private (copy-on-write) mapping of its
-//     language's snapshot image, so it owns only the pages it writes.
+//     language's snapshot image, so it owns only the pages it writes; an
+//     image that cannot be mapped is copied, and one that cannot be read in
+//     full fails the instance's start: no guest runs on half an image.
 //   - A wall-clock deadline closes the module (WithCloseOnContextDone); host
 //     calls the guest may block in (stdin, sleep) wake up on it too.
 //   - stdout and stderr are capped while the guest writes, never after.

@@ -9,8 +9,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/tetratelabs/wazero/experimental"
-
 	"github.com/toolhost/toolhost/sandbox/quickjs"
 )
 
@@ -61,11 +59,9 @@ func (e *jsEngine) start(ctx context.Context) (*jsInstance, error) {
 	var seed [16]byte
 	_, _ = rand.Read(seed[:])
 	limit := int64(s.cfg.MemoryLimitMiB) << 20
-	alloc := newAllocator(nil)
-	if e.image.file != nil {
-		alloc = newRestoreAllocator(&e.image, nil)
-	}
-	vm, err := e.mod.Instantiate(experimental.WithMemoryAllocator(ctx, alloc), quickjs.Options{
+	actx, stop := withInstanceMemory(ctx, &e.image, nil)
+	defer stop()
+	vm, err := e.mod.Instantiate(actx, quickjs.Options{
 		Premapped: e.image.file != nil,
 		// The engine's own limit sits below the page cap so it throws a
 		// clean out-of-memory before the allocator itself fails.
@@ -76,6 +72,14 @@ func (e *jsEngine) start(ctx context.Context) (*jsInstance, error) {
 		Stderr:      j.stderr,
 		Seed:        seed[:],
 	})
+	if cause := context.Cause(actx); cause != nil {
+		// The memory could not be restored from the snapshot (or ctx
+		// ended): the instance is not kept, whatever its set-up did.
+		if err == nil {
+			_ = vm.Close(context.Background())
+		}
+		err = cause
+	}
 	if err != nil {
 		return nil, fmt.Errorf("instantiate quickjs: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -80,6 +81,10 @@ func newAllocator(peak *atomic.Uint64) experimental.MemoryAllocator {
 type cowAllocator struct {
 	im   *memImage
 	peak *atomic.Uint64
+	// failed hears why the image could not be copied into a new memory:
+	// Allocate has no error to return, and the instance must not run.
+	// withInstanceMemory makes it cancel the instantiation's context.
+	failed func(error)
 }
 
 func (a cowAllocator) Allocate(capacity, maxSize uint64) experimental.LinearMemory {
@@ -90,17 +95,55 @@ func (a cowAllocator) Allocate(capacity, maxSize uint64) experimental.LinearMemo
 	buf, err := syscall.Mmap(-1, 0, int(maxSize), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON|syscall.MAP_NORESERVE)
 	if err != nil {
 		buf = make([]byte, maxSize)
-		_, _ = a.im.file.ReadAt(buf[:n], a.im.off)
+		a.copyImage(buf[:n])
 		return &mmapMemory{buf: buf, peak: a.peak, heap: true}
 	}
 	if _, err := unix.MmapPtr(int(a.im.file.Fd()), a.im.off, unsafe.Pointer(&buf[0]), uintptr(n),
 		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_FIXED); err != nil {
-		// Not mappable (an odd file system): copy instead.
-		_, _ = a.im.file.ReadAt(buf[:n], a.im.off)
+		// Not mappable (an odd file system, an offset off a page
+		// boundary): copy instead.
+		a.copyImage(buf[:n])
 	} else {
 		prefault(buf[:n], a.im.hot)
 	}
 	return &mmapMemory{buf: buf, peak: a.peak}
+}
+
+// copyImage fills dst with the image where it cannot be mapped, and tells
+// a.failed when it cannot: dst is then all zeros, never part of the image.
+func (a cowAllocator) copyImage(dst []byte) {
+	if err := readImage(dst, a.im.file, a.im.off); err != nil {
+		a.failed(fmt.Errorf("restore an instance's memory: %w", err))
+	}
+}
+
+// readImage reads len(dst) bytes at off from r into dst, all of them or an
+// error: r failing, the image ending early (io.ErrUnexpectedEOF), or a count
+// that is not one (below zero, or above what was asked). A short read with
+// no error breaks the io.ReaderAt contract; the rest is asked for again,
+// and a read that brings nothing and says nothing is io.ErrNoProgress. On
+// an error dst is cleared: a reader may have written into it past the count
+// it returned.
+func readImage(dst []byte, r io.ReaderAt, off int64) error {
+	for done := 0; done < len(dst); {
+		n, err := r.ReadAt(dst[done:], off+int64(done))
+		if n < 0 || n > len(dst)-done {
+			err = fmt.Errorf("read at %d returned %d bytes of %d", off+int64(done), n, len(dst)-done)
+			n = 0
+		}
+		done += n
+		switch {
+		case err == nil && n == 0:
+			err = io.ErrNoProgress
+		case err == nil, errors.Is(err, io.EOF) && done == len(dst):
+			continue
+		case errors.Is(err, io.EOF):
+			err = io.ErrUnexpectedEOF
+		}
+		clear(dst)
+		return fmt.Errorf("read the image at %d (byte %d of %d): %w", off+int64(done), done, len(dst), err)
+	}
+	return nil
 }
 
 // prefault copies the hot pages of a fresh mapping now, as a write would:
@@ -136,8 +179,16 @@ func (im *memImage) learnHot(ctx context.Context, start func(context.Context) (f
 	if im.file == nil {
 		return nil
 	}
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	var mem *mmapMemory
-	closeVM, err := start(experimental.WithMemoryAllocator(ctx, capturingAllocator{cowAllocator{im: im}, &mem}))
+	closeVM, err := start(experimental.WithMemoryAllocator(ctx, capturingAllocator{cowAllocator{im: im, failed: stop}, &mem}))
+	if cause := context.Cause(ctx); cause != nil {
+		if err == nil {
+			closeVM()
+		}
+		return cause
+	}
 	if err != nil {
 		return err
 	}
@@ -198,13 +249,22 @@ func privatePages(buf []byte) ([]pageRange, error) {
 	return hot, nil
 }
 
-// newRestoreAllocator maps im into each new instance (nil im: the plain
-// reservation of newAllocator).
-func newRestoreAllocator(im *memImage, peak *atomic.Uint64) experimental.MemoryAllocator {
+// withInstanceMemory returns ctx carrying the memory allocator of a new
+// instance: im mapped copy-on-write (or copied), or with a nil im (or one
+// not in a file) the plain reservation of newAllocator. Allocate has no
+// error to return, so an image that cannot be read cancels the returned
+// context with the error as its cause: the runtime (WithCloseOnContextDone)
+// closes the instance at its first call, so none of its code runs on
+// memory that is not the image, and the caller, which checks
+// context.Cause once the instance is made, fails the start with it. stop
+// releases the context once the instance is made.
+func withInstanceMemory(ctx context.Context, im *memImage, peak *atomic.Uint64) (_ context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop = func() { cancel(nil) }
 	if im == nil || im.file == nil {
-		return newAllocator(peak)
+		return experimental.WithMemoryAllocator(ctx, newAllocator(peak)), stop
 	}
-	return cowAllocator{im: im, peak: peak}
+	return experimental.WithMemoryAllocator(ctx, cowAllocator{im: im, peak: peak, failed: cancel}), stop
 }
 
 // load readies an image opened from a file: nothing to do here, the file

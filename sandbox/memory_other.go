@@ -12,8 +12,12 @@ import (
 // newAllocator returns nil elsewhere: wazero's default allocator is used.
 func newAllocator(*atomic.Uint64) experimental.MemoryAllocator { return nil }
 
-// newRestoreAllocator: wazero's default allocator; the image is copied.
-func newRestoreAllocator(*memImage, *atomic.Uint64) experimental.MemoryAllocator { return nil }
+// withInstanceMemory: wazero's default allocator; the image is copied
+// (load read it, so nothing here can fail). stop releases the context.
+func withInstanceMemory(ctx context.Context, _ *memImage, _ *atomic.Uint64) (_ context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	return ctx, cancel
+}
 
 // load reads an image opened from a file into memory.
 func (im *memImage) load() error {

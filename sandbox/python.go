@@ -14,7 +14,6 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/sys"
 
@@ -187,19 +186,23 @@ func (e *pythonEngine) startFrom(ctx context.Context, sn *pySnapshot) (*pyInstan
 		WithSysNanotime().
 		WithRandSource(rand.Reader).
 		WithNanosleep(func(ns int64) { sleepCtx(ictx, time.Duration(ns)) })
-	alloc := newAllocator(&p.peak)
+	var im *memImage
 	if sn != nil {
-		alloc = newRestoreAllocator(&sn.memImage, &p.peak)
+		im = &sn.memImage
 		cfg = cfg.WithArgs("python")
 	} else {
 		cfg = cfg.WithArgs(pythonArgs("run")...)
 	}
-	actx := experimental.WithMemoryAllocator(ictx, alloc)
+	actx, stop := withInstanceMemory(ictx, im, &p.peak)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer close(p.done)
 		mod, err := s.rt.InstantiateModule(actx, e.compiled, cfg)
+		if cause := context.Cause(actx); err == nil && cause != nil {
+			err = cause // the memory is not the snapshot: nothing runs
+		}
+		stop()
 		if err == nil {
 			if sn != nil {
 				if err = sn.apply(mod); err == nil {
@@ -230,7 +233,14 @@ func (e *pythonEngine) startFrom(ctx context.Context, sn *pySnapshot) (*pyInstan
 	case <-p.done:
 		boot := p.stderr.bootText()
 		p.discard()
-		return nil, fmt.Errorf("python ended while starting (exit %d, %v): %s", p.exitCode, p.err, boot)
+		err := fmt.Errorf("python ended while starting (exit %d)", p.exitCode)
+		if p.err != nil {
+			err = fmt.Errorf("python ended while starting (exit %d): %w", p.exitCode, p.err)
+		}
+		if boot != "" {
+			err = fmt.Errorf("%w: %s", err, boot)
+		}
+		return nil, err
 	case <-ctx.Done():
 		p.discard()
 		return nil, ctx.Err()
