@@ -293,7 +293,7 @@ func (g *Gateway) httpClient(srv mcpremote.Server, sec mcpremote.Secrets, tokens
 		// The token endpoint is dialed under the same policy.
 		hc, _ := newAuthClient(g.transport, g.authTimeout(), false)
 		ctx := context.WithValue(context.Background(), oauth2.HTTPClient, hc)
-		at.tokens = cc.TokenSource(ctx)
+		at.tokens = g.clientCredentialsTokens(ctx, &cc)
 	case mcpremote.AuthAuthorizationCode:
 		at.tokens = tokens
 	}
