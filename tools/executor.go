@@ -84,7 +84,10 @@ type Options struct {
 	JournalResultBytes int
 	// Authorizer runs after normalization; nil allows every call.
 	Authorizer Authorizer
-	// Clock is the reference clock; nil means time.Now.
+	// Clock is the executor's clock (nil means time.Now): the reference
+	// clock of normalization, the times and durations of the records it
+	// journals, the sessions it touches and the turns it counts. A call's
+	// deadline is a context deadline, on the runtime's clock.
 	Clock func() time.Time
 	// TimeZone for normalization; nil means UTC.
 	TimeZone *time.Location

@@ -94,7 +94,7 @@ func (e *Executor) Account(c Caller) string {
 }
 
 func (e *Executor) begin(p Proposal) *callRecord {
-	start := time.Now()
+	start := e.opts.Clock()
 	id := uuid.Must(uuid.NewV7()).String()
 	account := e.Account(p.Caller)
 	rec := journal.Record{
@@ -105,7 +105,7 @@ func (e *Executor) begin(p Proposal) *callRecord {
 		Status: journal.StatusRunning, Lifecycle: journal.Opened, Commit: journal.CommitPending,
 		StartedAt: start, CreatedAt: start, DeliveryMode: "inline", AttemptNo: 1,
 	}
-	tr := journal.NewTrail(time.Now, proposedDetail{CallID: p.CallID, Tool: p.Tool, ArgsBytes: len(p.Args)}.raw())
+	tr := journal.NewTrail(e.opts.Clock, proposedDetail{CallID: p.CallID, Tool: p.Tool, ArgsBytes: len(p.Args)}.raw())
 	return &callRecord{e: e, rec: rec, tr: tr, start: start,
 		out: &Outcome{ExecutionID: id, Tool: p.Tool, CallID: p.CallID}}
 }
@@ -119,7 +119,7 @@ func (c *callRecord) move(to journal.State, detail any) error {
 
 // settle copies the outcome into the record as a finished call.
 func (c *callRecord) settle(commit journal.Commit) {
-	now := time.Now()
+	now := c.e.opts.Clock()
 	c.out.Duration = now.Sub(c.start)
 	r := &c.rec
 	r.Status = journal.Status(c.out.Status)

@@ -22,6 +22,7 @@ import (
 	"github.com/toolhost/toolhost/internal/store"
 	"github.com/toolhost/toolhost/journal"
 	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/session"
 )
 
 // effectTool counts its executions; each test picks its side-effect level
@@ -441,6 +442,57 @@ func TestOpenedRecordIsDurableBeforeAToolWithEffectsRuns(t *testing.T) {
 			if r, err := j.Store().Get(ctx, tools.LocalAccount, out.ExecutionID); err != nil || r.Lifecycle != journal.Finished {
 				t.Errorf("the call read through the journal: %+v %v", r, err)
 			}
+		})
+	}
+}
+
+// The executor journals on its clock: a record's start, end and
+// duration, the time of every event and the session it touches read
+// Options.Clock, the clock a test sets (here in 2001, whatever today is).
+func TestExecutorJournalsOnItsClock(t *testing.T) {
+	start := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
+	var ticks atomic.Int64 // each reading is a second after the last
+	clock := func() time.Time { return start.Add(time.Duration(ticks.Add(1)) * time.Second) }
+	sessions := session.NewMemStore()
+	for name, open := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			ticks.Store(0)
+			s := open(t)
+			exec, _ := newExec(t, s, tools.Options{Clock: clock, Sessions: sessions}, &effectTool{effect: catalog.SideEffectNone})
+			out, err := exec.Execute(context.Background(), tools.Proposal{Tool: "effect", Args: json.RawMessage(`{}`), CallID: "c1",
+				Caller: tools.Caller{Face: "mcp", SessionID: "s-" + name}})
+			if err != nil || out.IsError {
+				t.Fatalf("execute: %v %+v", err, out)
+			}
+			end := clock()
+			onClock := func(what string, at time.Time) {
+				t.Helper()
+				if at.Before(start) || !at.Before(end) {
+					t.Errorf("%s at %v, want on the executor's clock, in [%v, %v)", what, at, start, end)
+				}
+			}
+			r, err := s.Get(context.Background(), tools.LocalAccount, out.ExecutionID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			onClock("created", r.CreatedAt)
+			onClock("started", r.StartedAt)
+			onClock("finished", r.FinishedAt)
+			if r.Duration != r.FinishedAt.Sub(r.StartedAt) || r.Duration <= 0 {
+				t.Errorf("duration %v, want finished - started = %v", r.Duration, r.FinishedAt.Sub(r.StartedAt))
+			}
+			evs, err := s.Events(context.Background(), tools.LocalAccount, out.ExecutionID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ev := range evs {
+				onClock("event "+string(ev.State), ev.At)
+			}
+			se, err := sessions.GetSession(context.Background(), tools.LocalAccount, "s-"+name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			onClock("the session's creation", se.CreatedAt)
 		})
 	}
 }

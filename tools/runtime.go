@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/toolhost/toolhost/catalog"
 	"github.com/toolhost/toolhost/tools/session"
@@ -131,7 +130,7 @@ func (t *RuntimeTool) unavailable(reason string) {
 // it cannot know ahead is per call: the arguments, the count of calls so
 // far in a turn, and the key's rate and monthly limits.
 func (e *Executor) Runtime(ctx context.Context, account, sessionID, slot string) (RuntimeCatalog, error) {
-	cat := RuntimeCatalog{SessionID: sessionID, GeneratedAt: time.Now().UnixMilli(), Tools: []RuntimeTool{}, Conflicts: []Conflict{}}
+	cat := RuntimeCatalog{SessionID: sessionID, GeneratedAt: e.opts.Clock().UnixMilli(), Tools: []RuntimeTool{}, Conflicts: []Conflict{}}
 	if e.opts.Sessions == nil {
 		return cat, session.ErrNotFound
 	}

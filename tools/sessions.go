@@ -45,7 +45,7 @@ func (e *Executor) checkSession(ctx context.Context, account string, inv *Invoca
 	if e.opts.Sessions == nil || sid == "" {
 		return nil, nil
 	}
-	s, err := e.opts.Sessions.TouchSession(ctx, account, sid, time.Now())
+	s, err := e.opts.Sessions.TouchSession(ctx, account, sid, e.opts.Clock())
 	if err != nil {
 		return nil, fmt.Errorf("session %s: %w", sid, err)
 	}
@@ -53,7 +53,7 @@ func (e *Executor) checkSession(ctx context.Context, account string, inv *Invoca
 	if d := p.Allows(inv.Spec.Name, inv.Caller.Slot, string(inv.Spec.SideEffect)); d != nil {
 		return denial(d), nil
 	}
-	if p.MaxCallsPerTurn != nil && !e.turns.take(account, sid, inv.Caller.FloorID, *p.MaxCallsPerTurn) {
+	if p.MaxCallsPerTurn != nil && !e.turns.take(e.opts.Clock(), account, sid, inv.Caller.FloorID, *p.MaxCallsPerTurn) {
 		return denial(&session.Denial{Rule: "max_calls_per_turn",
 			Message: fmt.Sprintf("this turn already made the %d tool calls this session allows per turn (max_calls_per_turn)", *p.MaxCallsPerTurn)}), nil
 	}
@@ -71,7 +71,7 @@ func (e *Executor) MaxSteps(ctx context.Context, accountID, sessionID string) (i
 	if accountID == "" {
 		accountID = e.opts.AccountID
 	}
-	s, err := e.opts.Sessions.TouchSession(ctx, accountID, sessionID, time.Now())
+	s, err := e.opts.Sessions.TouchSession(ctx, accountID, sessionID, e.opts.Clock())
 	if err != nil || s.Permissions.MaxStepsPerGeneration == nil {
 		return 0, false
 	}
@@ -99,13 +99,12 @@ type turn struct {
 
 const turnIdle = 30 * time.Minute
 
-// take counts one call of a turn unless it already has limit calls; a call without
-// a floor is a turn of its own.
-func (t *turns) take(account, sid, floor string, limit int) bool {
+// take counts one call of a turn, at now, unless it already has limit
+// calls; a call without a floor is a turn of its own.
+func (t *turns) take(now time.Time, account, sid, floor string, limit int) bool {
 	if floor == "" {
 		return limit >= 1
 	}
-	now := time.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.m == nil {

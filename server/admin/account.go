@@ -2,6 +2,7 @@ package admin
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/toolhost/toolhost/internal/identity"
 )
@@ -17,4 +18,13 @@ func accountOf(r *http.Request, hook func(*http.Request) string) string {
 		return id.AccountID
 	}
 	return "local"
+}
+
+// nowOf is the time on a handler's clock, or on the wall clock when the
+// handler has none.
+func nowOf(clock func() time.Time) time.Time {
+	if clock != nil {
+		return clock()
+	}
+	return time.Now()
 }

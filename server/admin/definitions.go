@@ -55,12 +55,7 @@ func (d *Definitions) account(r *http.Request) string {
 	return accountOf(r, d.Account)
 }
 
-func (d *Definitions) now() time.Time {
-	if d.Now != nil {
-		return d.Now()
-	}
-	return time.Now()
-}
+func (d *Definitions) now() time.Time { return nowOf(d.Now) }
 
 func (d *Definitions) scripts() bool { return d.ScriptsEnabled != nil && d.ScriptsEnabled() }
 

@@ -148,11 +148,7 @@ func (k *Keys) usage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	month := q.Get("month")
 	if month == "" {
-		now := time.Now
-		if k.Now != nil {
-			now = k.Now
-		}
-		month = keys.Month(now())
+		month = keys.Month(nowOf(k.Now))
 	}
 	if !monthPattern.MatchString(month) {
 		server.WriteError(w, http.StatusBadRequest, "validation_error", fmt.Sprintf("month %q: want YYYY-MM", month))

@@ -185,12 +185,7 @@ func (m *MCPServers) account(r *http.Request) string {
 	return accountOf(r, m.Account)
 }
 
-func (m *MCPServers) now() time.Time {
-	if m.Now != nil {
-		return m.Now()
-	}
-	return time.Now()
-}
+func (m *MCPServers) now() time.Time { return nowOf(m.Now) }
 
 func (m *MCPServers) changed(account string) {
 	if m.Changed != nil {

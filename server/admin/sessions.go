@@ -49,12 +49,7 @@ func (s *Sessions) account(r *http.Request) string {
 	return accountOf(r, s.Account)
 }
 
-func (s *Sessions) now() time.Time {
-	if s.Now != nil {
-		return s.Now()
-	}
-	return time.Now()
-}
+func (s *Sessions) now() time.Time { return nowOf(s.Now) }
 
 // MaxMetadataBytes bounds a session's metadata object.
 const MaxMetadataBytes = 64 << 10

@@ -82,11 +82,14 @@ type guard struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
+	uses     uint64 // counts the requests on sessions: their order of use
 }
 
+// session is a session in the table; last is the guard's use count at its
+// latest request, so the smallest is the session idle the longest.
 type session struct {
 	key      string
-	last     time.Time
+	last     uint64
 	inflight int
 }
 
@@ -236,7 +239,8 @@ func (g *guard) track(w http.ResponseWriter, r *http.Request, sid string, opens 
 		if id := sw.Header().Get("Mcp-Session-Id"); id != "" && sw.status < 300 {
 			g.mu.Lock()
 			if _, known := g.sessions[id]; !known {
-				g.sessions[id] = &session{key: key, last: time.Now()}
+				g.uses++
+				g.sessions[id] = &session{key: key, last: g.uses}
 			}
 			g.mu.Unlock()
 		}
@@ -250,7 +254,8 @@ func (g *guard) track(w http.ResponseWriter, r *http.Request, sid string, opens 
 	s := g.sessions[sid]
 	if s != nil {
 		s.inflight++
-		s.last = time.Now()
+		g.uses++
+		s.last = g.uses
 	}
 	g.mu.Unlock()
 	defer func() {
@@ -259,7 +264,8 @@ func (g *guard) track(w http.ResponseWriter, r *http.Request, sid string, opens 
 		}
 		g.mu.Lock()
 		s.inflight--
-		s.last = time.Now()
+		g.uses++
+		s.last = g.uses
 		if r.Method == http.MethodDelete {
 			delete(g.sessions, sid)
 		}
@@ -293,12 +299,12 @@ func (g *guard) makeRoom(key string) bool {
 			continue
 		}
 		victim := ""
-		var oldest time.Time
+		var oldest uint64
 		for id, s := range g.sessions {
 			if s.inflight > 0 || (perKey >= g.lim.SessionsPerKey && s.key != key) {
 				continue
 			}
-			if victim == "" || s.last.Before(oldest) {
+			if victim == "" || s.last < oldest {
 				victim, oldest = id, s.last
 			}
 		}

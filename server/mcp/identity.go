@@ -3,7 +3,6 @@ package mcp
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -32,16 +31,11 @@ func Authenticated(next http.Handler) http.Handler {
 		if !ok {
 			return nil, auth.ErrInvalidToken
 		}
-		return &auth.TokenInfo{
-			UserID: id.KeyID,
-			Scopes: id.Scopes,
-			// The SDK refuses expired token info; the identity was checked
-			// by server.Auth on this very request.
-			Expiration: time.Now().Add(24 * time.Hour),
-			Extra:      map[string]any{tokenIdentity: id},
-		}, nil
+		return &auth.TokenInfo{UserID: id.KeyID, Scopes: id.Scopes, Extra: map[string]any{tokenIdentity: id}}, nil
 	}
-	return auth.RequireBearerToken(verify, nil)(next)
+	// The identity has no expiry of its own: server.Auth checked the key
+	// or token (an OAuth token on its issuer's clock) on this very request.
+	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
 }
 
 // identify is the caller of an MCP request: Options.Identify when set,

@@ -22,6 +22,7 @@ var grantableScopes = []string{keys.ScopeMCP, keys.ScopeHosted}
 type client struct {
 	c     *identity.Client
 	login func(string) string
+	now   func() time.Time // the provider's clock
 }
 
 func (c *client) GetID() string                        { return c.c.ID }
@@ -32,7 +33,13 @@ func (c *client) AccessTokenType() op.AccessTokenType  { return op.AccessTokenTy
 func (c *client) IDTokenLifetime() time.Duration       { return time.Hour }
 func (c *client) DevMode() bool                        { return false }
 func (c *client) IDTokenUserinfoClaimsAssertion() bool { return false }
-func (c *client) ClockSkew() time.Duration             { return 0 }
+
+// ClockSkew is how far the wall clock runs ahead of the provider's. The
+// library stamps an access token's iat and nbf, and computes the token
+// response's expires_in, on time.Now shifted back by this skew, so both
+// read the provider's clock, the one that set the token's exp.
+func (c *client) ClockSkew() time.Duration { return time.Since(c.now()) }
+
 func (c *client) ResponseTypes() []oidc.ResponseType {
 	return []oidc.ResponseType{oidc.ResponseTypeCode}
 }

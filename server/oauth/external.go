@@ -35,6 +35,8 @@ type ExternalOptions struct {
 	// limits, monthly cap and journal apply to it.
 	Keys       AccountKeys
 	HTTPClient *http.Client
+	// Now is the clock a token's expiry is checked on (default time.Now).
+	Now func() time.Time
 }
 
 // AccountKeys lists the keys of an account.
@@ -61,6 +63,9 @@ func NewExternal(opts ExternalOptions) *External {
 	}
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	return &External{opts: opts}
 }
@@ -99,7 +104,7 @@ func (e *External) VerifyToken(ctx context.Context, token string) (identity.Iden
 	if err != nil {
 		return identity.Identity{}, err
 	}
-	claims, err := verifyJWT(ctx, v, token, e.opts.Resource)
+	claims, err := verifyJWT(ctx, v, e.opts.Now(), token, e.opts.Resource)
 	if err != nil {
 		return identity.Identity{}, err
 	}

@@ -123,6 +123,7 @@ type tokenAnswer struct {
 	Error        string `json:"error"`
 	AccessToken  string `json:"access_token"`
 	RefreshToken string `json:"refresh_token"`
+	ExpiresIn    int64  `json:"expires_in"`
 }
 
 func (s *authServer) token(t *testing.T, form url.Values) tokenAnswer {

@@ -441,13 +441,13 @@ func (s *storage) GetClientByClientID(ctx context.Context, id string) (op.Client
 			s.logger.Info("client metadata document refused", "client_id", id, "err", err)
 			return nil, err
 		}
-		return &client{c: c, login: s.login}, nil
+		return &client{c: c, login: s.login, now: s.now}, nil
 	}
 	c, err := s.st.Client(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return &client{c: c, login: s.login}, nil
+	return &client{c: c, login: s.login, now: s.now}, nil
 }
 
 // maxClientIDBytes bounds a client_id worth looking up: a registered id

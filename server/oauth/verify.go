@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -24,9 +25,22 @@ func (k localKeySet) VerifySignature(_ context.Context, jws *jose.JSONWebSignatu
 }
 
 // verifyJWT checks signature, issuer, expiry and audience (RFC 8707: the
-// token must be bound to resource) and returns the claims.
-func verifyJWT(ctx context.Context, v *op.AccessTokenVerifier, token, resource string) (*oidc.AccessTokenClaims, error) {
-	claims, err := op.VerifyAccessToken[*oidc.AccessTokenClaims](ctx, token, v)
+// token must be bound to resource) and returns the claims. These are
+// op.VerifyAccessToken's checks but for the expiry, which it reads on
+// time.Now: here it is read at now, the verifier's clock, the one that
+// issued the token's exp.
+func verifyJWT(ctx context.Context, v *op.AccessTokenVerifier, now time.Time, token, resource string) (*oidc.AccessTokenClaims, error) {
+	claims := new(oidc.AccessTokenClaims)
+	payload, err := oidc.ParseToken(token, claims)
+	if err == nil {
+		err = oidc.CheckIssuerWithISSVerifier(claims, v.Issuer, v.ISS)
+	}
+	if err == nil {
+		err = oidc.CheckSignature(ctx, token, payload, claims, v.SupportedSignAlgs, v.KeySet)
+	}
+	if err == nil && !now.Before(claims.GetExpiration()) {
+		err = oidc.ErrExpired
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidToken, err)
 	}
@@ -42,7 +56,7 @@ func verifyJWT(ctx context.Context, v *op.AccessTokenVerifier, token, resource s
 // the token, its grant and its key in the store on every request, so a
 // revoked grant or key is refused at once.
 func (p *Provider) VerifyToken(ctx context.Context, token string) (identity.Identity, error) {
-	claims, err := verifyJWT(ctx, p.verifier, token, p.opts.Resource)
+	claims, err := verifyJWT(ctx, p.verifier, p.opts.Now(), token, p.opts.Resource)
 	if err != nil {
 		return identity.Identity{}, err
 	}

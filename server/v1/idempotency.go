@@ -20,6 +20,7 @@ import (
 type IdempotencyStore struct {
 	ttl time.Duration
 	max int
+	now func() time.Time // ages the stored responses
 	// maxBytes and accountBytes cap the stored responses in all and per
 	// account: a stream can be megabytes, and one account must not evict
 	// every other's keys.
@@ -73,7 +74,7 @@ func NewIdempotencyStoreBytes(ttl time.Duration, entries int, maxBytes, accountB
 		accountBytes = DefaultIdempotencyAccountBytes
 	}
 	accountBytes = min(accountBytes, maxBytes)
-	return &IdempotencyStore{ttl: ttl, max: entries, maxBytes: maxBytes, accountBytes: accountBytes,
+	return &IdempotencyStore{ttl: ttl, max: entries, now: time.Now, maxBytes: maxBytes, accountBytes: accountBytes,
 		entries: map[string]*idemEntry{}, byAcct: map[string]int64{}}
 }
 
@@ -83,8 +84,7 @@ func NewIdempotencyStoreBytes(ttl time.Duration, entries int, maxBytes, accountB
 func (s *IdempotencyStore) begin(account, key string, digest [32]byte) (*idemEntry, *requestError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := time.Now()
-	if e, ok := s.entries[key]; ok && e.done && now.Sub(e.storedAt) > s.ttl {
+	if e, ok := s.entries[key]; ok && e.done && s.now().Sub(e.storedAt) > s.ttl {
 		s.drop(key)
 	}
 	if e, ok := s.entries[key]; ok {
@@ -150,7 +150,7 @@ func (s *IdempotencyStore) end(key string, keep bool, status int, header http.He
 		s.drop(key)
 		return
 	}
-	e.done, e.status, e.header, e.body, e.storedAt, e.size = true, status, header, body, time.Now(), size
+	e.done, e.status, e.header, e.body, e.storedAt, e.size = true, status, header, body, s.now(), size
 	s.bytes += size
 	s.byAcct[e.account] += size
 	// The account's oldest first, then anyone's, until both caps hold.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+	"time"
 )
 
 // The Idempotency-Key store is capped by bytes, per account and in all: an
@@ -48,5 +49,27 @@ func TestIdempotencyStoreIsCappedByBytesPerAccount(t *testing.T) {
 	s.end(key, true, 200, http.Header{}, make([]byte, 4*mb))
 	if _, ok := s.entries[key]; ok {
 		t.Fatal("a 4 MB response was kept under a 3 MB account cap")
+	}
+}
+
+// A stored response is replayed for its TTL on the store's clock and
+// forgotten after it: the key runs again.
+func TestIdempotencyResponseIsReplayedForItsTTL(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	s := NewIdempotencyStore(time.Hour, 0)
+	s.now = func() time.Time { return now }
+	key := "a\x00/v1/chat/completions\x00k"
+	d := sha256.Sum256([]byte(key))
+	if e, rerr := s.begin("a", key, d); e != nil || rerr != nil {
+		t.Fatalf("first begin: %v %v", e, rerr)
+	}
+	s.end(key, true, http.StatusOK, http.Header{}, []byte("answer"))
+	now = now.Add(time.Hour)
+	if e, rerr := s.begin("a", key, d); rerr != nil || e == nil || string(e.body) != "answer" {
+		t.Fatalf("begin at the TTL = %v %v, want the stored answer replayed", e, rerr)
+	}
+	now = now.Add(time.Second)
+	if e, rerr := s.begin("a", key, d); e != nil || rerr != nil {
+		t.Fatalf("begin after the TTL = %v %v, want the key to run again", e, rerr)
 	}
 }

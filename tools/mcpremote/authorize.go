@@ -136,10 +136,11 @@ func (g *Gateway) Authorize(ctx context.Context, srv Server, redirectURL string)
 				// again and wait for a second consent.
 				return nil, guard.fail(err)
 			}
+			tok.Expiry = onClock(g.opts.Now, tok.Expiry)
 			if err := g.saveGrant(ctx, srv.AccountID, srv.ID, c, tok, resource); err != nil {
 				return nil, err
 			}
-			return c.TokenSource(ctx, tok), nil
+			return g.refreshingTokens(ctx, c, tok), nil
 		},
 	}
 	setRegistration(cfg, srv, sec, redirectURL)
@@ -250,9 +251,9 @@ func (g *Gateway) saveGrant(ctx context.Context, account, id string, c *oauth2.C
 	return nil
 }
 
-// grantTokens is the token source of an authorized server: x/oauth2
-// refreshes the access token with the refresh token when it expires, and
-// each new token is sealed into the store.
+// grantTokens is the token source of an authorized server: the access
+// token is refreshed with the refresh token when it expires on the
+// gateway's clock (tokens.go), and each new token is sealed into the store.
 func (g *Gateway) grantTokens(srv Server, gr *Grant) oauth2.TokenSource {
 	c := &oauth2.Config{ClientID: gr.ClientID, ClientSecret: gr.ClientSecret, Scopes: gr.Scopes,
 		Endpoint: oauth2.Endpoint{AuthURL: gr.AuthURL, TokenURL: gr.TokenURL, AuthStyle: oauth2.AuthStyle(gr.AuthStyle)}}
@@ -260,7 +261,7 @@ func (g *Gateway) grantTokens(srv Server, gr *Grant) oauth2.TokenSource {
 	guard.resource = gr.Resource
 	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, hc)
 	tok := &oauth2.Token{AccessToken: gr.AccessToken, RefreshToken: gr.RefreshToken, TokenType: gr.TokenType, Expiry: gr.Expiry}
-	return &savingTokens{g: g, srv: srv, base: c.TokenSource(ctx, tok), last: gr.AccessToken, resource: gr.Resource}
+	return &savingTokens{g: g, srv: srv, base: g.refreshingTokens(ctx, c, tok), last: gr.AccessToken, resource: gr.Resource}
 }
 
 // savingTokens seals a refreshed token into the store (without changing

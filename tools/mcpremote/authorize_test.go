@@ -153,7 +153,7 @@ func TestTokenEndpointAnswersAreBoundedOnUse(t *testing.T) {
 }
 
 // expireGrant makes the stored access token of an authorized server
-// expired, so the next use refreshes it.
+// expired on the gateway's clock, so the next use refreshes it.
 func (r *rig) expireGrant(srv mcpremote.Server) {
 	r.t.Helper()
 	s := r.stored(srv)
@@ -161,7 +161,7 @@ func (r *rig) expireGrant(srv mcpremote.Server) {
 	if err != nil || sec.Grant == nil {
 		r.t.Fatalf("no grant: %v", err)
 	}
-	sec.Grant.Expiry = time.Now().Add(-time.Minute)
+	sec.Grant.Expiry = r.now().Add(-time.Minute)
 	if s.Sealed, err = r.seal.Seal(s.AccountID, s.ID, sec); err != nil {
 		r.t.Fatal(err)
 	}

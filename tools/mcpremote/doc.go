@@ -70,7 +70,8 @@
 // registration, state, PKCE) and returns the URL for the user; Complete
 // hands it the callback's code by state, which is bound to the account and
 // server and good once. The tokens obtained are sealed into the server and
-// refreshed by x/oauth2 when they expire (the new ones sealed too); until
+// refreshed by x/oauth2 when they expire on the gateway's clock, Now, like
+// client-credentials tokens (tokens.go; the new ones sealed too); until
 // then, or after a refused refresh, the server fails with ErrNotAuthorized.
 // Every request and refresh names the server as the RFC 8707 resource, and
 // an RFC 9068 token whose aud names another is refused

@@ -48,8 +48,10 @@ type Options struct {
 	// sends them without end costs one listing per interval.
 	RelistInterval time.Duration
 	Logger         *slog.Logger
-	Now            func() time.Time
-	Version        string
+	// Now is the clock that ages listings and expires the remote
+	// servers' tokens (default time.Now).
+	Now     func() time.Time
+	Version string
 }
 
 // Gateway holds the client sessions and answers tools.RemoteTools.

@@ -90,6 +90,7 @@ type rig struct {
 	seal  *mcpremote.Sealer
 	gw    *mcpremote.Gateway
 	exec  *tools.Executor
+	now   func() time.Time // the gateway's clock
 }
 
 func newRig(t testing.TB, opts mcpremote.Options) *rig {
@@ -119,13 +120,16 @@ func newRigOn(t testing.TB, opts mcpremote.Options, st mcpremote.Store) *rig {
 	if opts.ProbeTimeout == 0 {
 		opts.ProbeTimeout = time.Second
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	gw := mcpremote.New(opts)
 	t.Cleanup(gw.Close)
 	exec, err := tools.NewExecutor(tools.Options{Sessions: session.NewMemStore(), Remote: gw}, builtin.NewGetTime(time.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &rig{t: t, store: st, seal: seal, gw: gw, exec: exec}
+	return &rig{t: t, store: st, seal: seal, gw: gw, exec: exec, now: opts.Now}
 }
 
 func (r *rig) register(account, name, url string, mod func(*mcpremote.Server, *mcpremote.Secrets)) mcpremote.Server {

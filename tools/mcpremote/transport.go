@@ -291,7 +291,7 @@ func (g *Gateway) httpClient(srv Server, sec Secrets, tokens oauth2.TokenSource,
 		// The token endpoint is dialed under the same policy.
 		hc, _ := newAuthClient(g.transport, g.authTimeout(), false)
 		ctx := context.WithValue(context.Background(), oauth2.HTTPClient, hc)
-		at.tokens = cc.TokenSource(ctx)
+		at.tokens = g.clientCredentialsTokens(ctx, &cc)
 	case AuthAuthorizationCode:
 		at.tokens = tokens
 	}

@@ -1,0 +1,184 @@
+package docs
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Time is a dependency (docs/architecture.md, Tests): wherever the product
+// computes an expiry, a deadline or an age it reads an injected clock (a
+// `Now`, `Clock` or `now` func() time.Time whose nil default is time.Now),
+// so issuing and checking read the same clock and a test's fake clock is
+// the only one in play. TestWallClockReads keeps it so: a call of
+// time.Now, time.Since or time.Until in a non-test file of the product is
+// refused unless its function is listed here, with why it reads the wall
+// clock. Naming time.Now as a clock's default is not a call.
+var wallClockReads = map[string]string{
+	// The default clock of code given one per handler.
+	"server/admin/account.go nowOf": "the REST handlers' clock when they are given none",
+	// zitadel/oidc stamps iat and expires_in on time.Now; the client's
+	// ClockSkew shifts them onto the provider's clock.
+	"server/oauth/client.go ClockSkew": "how far the wall clock is from the provider's",
+	// x/oauth2 stamps a fetched token's Expiry on time.Now; onClock moves
+	// it onto the gateway's clock.
+	"tools/mcpremote/tokens.go onClock": "how far a fetched token's expiry is on the wall clock",
+
+	// Durations between two readings of this process's monotonic clock
+	// (latency, pacing, demand rates) and deadlines that timers and
+	// contexts enforce: the runtime's timers could not follow a fake clock.
+	"tools/pipeline.go normalize":                           "a call's deadline, a context deadline",
+	"tools/record.go claim":                                 "a call's deadline, a context deadline",
+	"tools/authorize.go Authorize":                          "the concurrency lease lasts until the call's deadline",
+	"journal/spool.go put":                                  "how long a write has waited in the spool, paced by a timer",
+	"journal/spool.go apply":                                "how long a write has waited in the spool, paced by a timer",
+	"journal/spool.go ticker":                               "how long a write has waited in the spool, paced by a timer",
+	"journal/barrier.go awaitReplicas":                      "how long the read barrier has waited for the replicas",
+	"tools/mcpremote/gateway.go listChanged":                "re-listings spaced by a timer",
+	"server/conns.go Accept":                                "a write deadline on a refused connection",
+	"server/conns.go connState":                             "which connection has been idle the longest",
+	"server/conns.go bodyDeadline":                          "a read deadline on a connection",
+	"sandbox/sandbox.go Run":                                "a run's progress",
+	"sandbox/sandbox.go watch":                              "a run's progress",
+	"sandbox/sandbox.go runDeadline":                        "a run's deadline, a context deadline",
+	"sandbox/quickjs/eval.go softContext":                   "the interrupt's grace before a context deadline",
+	"sandbox/pool.go ensure":                                "how long a runtime took to load, for the log",
+	"sandbox/pool.go run":                                   "how long an instance took to start",
+	"sandbox/pool.go take":                                  "the warm pool's demand rate",
+	"sandbox/pool.go target":                                "the warm pool's demand rate",
+	"sandbox/pool.go stats":                                 "the warm pool's demand rate",
+	"sandbox/python.go newPythonEngine":                     "how long the snapshot took, for the log",
+	"sandbox/python.go runOn":                               "a run's duration",
+	"sandbox/pysnapshot.go takeSnapshot":                    "how long the snapshot took",
+	"sandbox/javascript.go run":                             "a run's duration",
+	"tools/runcode/runcode.go Call":                         "a run's progress",
+	"tools/websearch/websearch.go Call":                     "the search's duration (took_ms)",
+	"tools/websearch/hedge.go race":                         "a provider's latency",
+	"tools/sleep/sleep.go Call":                             "the test tool reports how long it slept",
+	"server/v1/loop/runner.go Run":                          "the upstream's and the tools' durations in a round",
+	"cmd/toolhost/main.go cmdServe":                         "how long the server ran, for the log",
+	"tools/fetchpage/pdftext/internal/pdfeval/main.go best": "how long an evaluation took",
+
+	// Times that say when something happened, compared with no clock.
+	"server/v1/loop/roundlog.go record":                       "a round's log line",
+	"server/v1/upstream/anthropic/response.go decodeResponse": "the created field of an OpenAI-shaped answer",
+	"server/v1/upstream/anthropic/stream.go messageStart":     "the created field of an OpenAI-shaped answer",
+	"internal/store/store.go apply":                           "when a migration was applied",
+	"internal/store/replicas.go Join":                         "when a replica joined",
+	"cmd/toolhost/store.go presetDefinitions":                 "the config's presets are created when the server starts",
+	"cmd/toolhost/mcpservers.go probeServer":                  "the probed server is registered now",
+	"cmd/toolhost/mcpconfig.go writeBackup":                   "the backup file's name",
+	"cmd/toolhost/keys.go register":                           "this month, the default of --month",
+}
+
+// TestWallClockReads finds every call of time.Now, time.Since and
+// time.Until in the product's non-test files and fails on one whose
+// function is not in wallClockReads, and on an entry nothing matches.
+func TestWallClockReads(t *testing.T) {
+	seen := map[string]bool{}
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != ".." && !isProduct(d.Name()) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		rel := filepath.ToSlash(strings.TrimPrefix(path, "../"))
+		calls, err := wallClockCalls(path)
+		if err != nil {
+			return err
+		}
+		for _, c := range calls {
+			key := rel + " " + c.fn
+			if _, ok := wallClockReads[key]; !ok {
+				t.Errorf("%s:%d: %s calls time.%s: read the clock the code is given (an expiry, deadline or age must be computed on the clock that a test can set), or list %q in wallClockReads with why it reads the wall clock", rel, c.line, c.fn, c.name, key)
+			}
+			seen[key] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key := range wallClockReads {
+		if !seen[key] {
+			t.Errorf("wallClockReads lists %q, which calls none of time.Now, time.Since, time.Until: drop it", key)
+		}
+	}
+}
+
+// isProduct says whether a folder holds product code: not the docs,
+// benchmarks and e2e clients, test data, nor the helpers only tests use
+// (journaltest, storetest, remotetest, testserver, mcp-testserver,
+// fakeupstream).
+func isProduct(dir string) bool {
+	switch {
+	case strings.HasPrefix(dir, "."), dir == "node_modules", dir == "testdata",
+		dir == "docs", dir == "bench", dir == "e2e", dir == "fakeupstream", strings.Contains(dir, "test"):
+		return false
+	}
+	return true
+}
+
+// wallClockCall is one call of a wall-clock reading function.
+type wallClockCall struct {
+	fn   string // the enclosing top-level function or method
+	name string // Now, Since or Until
+	line int
+}
+
+// wallClockCalls parses one file and returns its calls of time.Now,
+// time.Since and time.Until, under whatever name it imports "time".
+func wallClockCalls(path string) ([]wallClockCall, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+	if err != nil {
+		return nil, err
+	}
+	timeName := ""
+	for _, imp := range f.Imports {
+		if p, _ := strconv.Unquote(imp.Path.Value); p == "time" {
+			timeName = "time"
+			if imp.Name != nil {
+				timeName = imp.Name.Name
+			}
+		}
+	}
+	if timeName == "" {
+		return nil, nil
+	}
+	var calls []wallClockCall
+	for _, decl := range f.Decls {
+		fn := "package-level"
+		if fd, ok := decl.(*ast.FuncDecl); ok {
+			fn = fd.Name.Name
+		}
+		ast.Inspect(decl, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if x, ok := sel.X.(*ast.Ident); ok && x.Name == timeName && slices.Contains([]string{"Now", "Since", "Until"}, sel.Sel.Name) {
+				calls = append(calls, wallClockCall{fn: fn, name: sel.Sel.Name, line: fset.Position(call.Pos()).Line})
+			}
+			return true
+		})
+	}
+	return calls, nil
+}
