@@ -20,6 +20,13 @@ func TestSQLiteMCPServersCacheConformance(t *testing.T) {
 	remotetest.Run(t, mcpremote.NewCache(OpenSQLite(t), time.Hour))
 }
 
+// TestSQLiteKeepsAWriteMadeWhileMCPSecretsAreUpdated: the SQLite lock of
+// a server's secrets is not the database's write lock, so a write of the
+// server can land while an update runs; it is kept.
+func TestSQLiteKeepsAWriteMadeWhileMCPSecretsAreUpdated(t *testing.T) {
+	remotetest.WriteMeanwhile(t, OpenSQLite(t))
+}
+
 func TestPostgresMCPServersConformance(t *testing.T) {
 	if os.Getenv("TOOLHOST_TEST_POSTGRES") == "" {
 		t.Skip("TOOLHOST_TEST_POSTGRES is not set (CI sets it)")

@@ -159,11 +159,13 @@ func (g *Gateway) Authorize(ctx context.Context, srv Server, redirectURL string)
 		if err == nil {
 			_ = sess.Close()
 		}
-		p.done <- err
+		// Before Complete returns: a link of the server opened after it
+		// is never forgotten by this flow.
 		g.Forget(srv.ID)
 		if g.opts.Changed != nil {
 			g.opts.Changed(srv.AccountID)
 		}
+		p.done <- err
 	}()
 	// Discovery and registration are a handful of small requests; a
 	// server that drags them out past the budget ends the flow.
@@ -240,7 +242,7 @@ func (g *Gateway) saveGrant(ctx context.Context, account, id string, c *oauth2.C
 	}
 	sec.Grant = &Grant{ClientID: c.ClientID, ClientSecret: c.ClientSecret, AuthStyle: int(c.Endpoint.AuthStyle),
 		AuthURL: c.Endpoint.AuthURL, TokenURL: c.Endpoint.TokenURL, Scopes: c.Scopes,
-		AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken, TokenType: tok.TokenType, Expiry: tok.Expiry, Resource: resource}
+		AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken, TokenType: tok.TokenType, Expiry: g.expiry(tok), Resource: resource}
 	if srv.Sealed, err = g.opts.Sealer.Seal(account, id, sec); err != nil {
 		return err
 	}
@@ -249,82 +251,4 @@ func (g *Gateway) saveGrant(ctx context.Context, account, id string, c *oauth2.C
 		return fmt.Errorf("store the authorization: %w", err)
 	}
 	return nil
-}
-
-// grantTokens is the token source of an authorized server: the access
-// token is refreshed with the refresh token when it expires on the
-// gateway's clock (tokens.go), and each new token is sealed into the store.
-func (g *Gateway) grantTokens(srv Server, gr *Grant) oauth2.TokenSource {
-	c := &oauth2.Config{ClientID: gr.ClientID, ClientSecret: gr.ClientSecret, Scopes: gr.Scopes,
-		Endpoint: oauth2.Endpoint{AuthURL: gr.AuthURL, TokenURL: gr.TokenURL, AuthStyle: oauth2.AuthStyle(gr.AuthStyle)}}
-	hc, guard := newAuthClient(g.transport, g.authTimeout(), false)
-	guard.resource = gr.Resource
-	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, hc)
-	tok := &oauth2.Token{AccessToken: gr.AccessToken, RefreshToken: gr.RefreshToken, TokenType: gr.TokenType, Expiry: gr.Expiry}
-	return &savingTokens{g: g, srv: srv, base: g.refreshingTokens(ctx, c, tok), last: gr.AccessToken, resource: gr.Resource}
-}
-
-// savingTokens seals a refreshed token into the store (without changing
-// the server's UpdatedAt: the session stays).
-type savingTokens struct {
-	g        *Gateway
-	srv      Server
-	base     oauth2.TokenSource
-	resource string
-
-	mu   sync.Mutex
-	last string
-	// refused is a refreshed token bound elsewhere: it is never sent,
-	// and the server needs a new authorization.
-	refused error
-}
-
-func (s *savingTokens) Token() (*oauth2.Token, error) {
-	tok, err := s.base.Token()
-	if err != nil {
-		var re *oauth2.RetrieveError
-		if errors.As(err, &re) {
-			return nil, fmt.Errorf("%w (the refresh was refused: %s)", ErrNotAuthorized, re.ErrorCode)
-		}
-		return nil, err
-	}
-	s.mu.Lock()
-	if s.refused == nil && tok.AccessToken != s.last {
-		s.refused = checkAudience(tok.AccessToken, s.resource)
-	}
-	refused := s.refused
-	changed := refused == nil && tok.AccessToken != s.last
-	if changed {
-		s.last = tok.AccessToken
-	}
-	s.mu.Unlock()
-	if refused != nil {
-		return nil, refused
-	}
-	if changed {
-		s.save(tok)
-	}
-	return tok, nil
-}
-
-func (s *savingTokens) save(tok *oauth2.Token) {
-	g := s.g
-	ctx, cancel := context.WithTimeout(context.Background(), g.opts.ProbeTimeout)
-	defer cancel()
-	srv, err := g.opts.Store.GetMCPServer(ctx, s.srv.AccountID, s.srv.ID)
-	if err == nil {
-		var sec Secrets
-		if sec, err = g.opts.Sealer.Open(srv.AccountID, srv.ID, srv.Sealed); err == nil && sec.Grant != nil {
-			sec.Grant.AccessToken, sec.Grant.Expiry, sec.Grant.TokenType = tok.AccessToken, tok.Expiry, tok.TokenType
-			if tok.RefreshToken != "" {
-				sec.Grant.RefreshToken = tok.RefreshToken
-			}
-			if srv.Sealed, err = g.opts.Sealer.Seal(srv.AccountID, srv.ID, sec); err == nil {
-				err = g.opts.Store.UpdateMCPServer(ctx, srv)
-			}
-		}
-	}
-	if err != nil {
-		g.opts.Logger.Warn("storing the refreshed token of an MCP server failed", "server_id", s.srv.ID, "err", err)
-	}
 }

@@ -73,3 +73,10 @@ func (c *Cache) DeleteMCPServer(ctx context.Context, account, id string) error {
 	defer c.Forget(account)
 	return c.Store.DeleteMCPServer(ctx, account, id)
 }
+
+// UpdateMCPSecrets implements Store; the account's cached list, which
+// holds Sealed, is forgotten.
+func (c *Cache) UpdateMCPSecrets(ctx context.Context, account, id string, update func([]byte) ([]byte, error)) error {
+	defer c.Forget(account)
+	return c.Store.UpdateMCPSecrets(ctx, account, id, update)
+}

@@ -69,10 +69,18 @@
 // AuthorizationCodeHandler against the server's 401 (discovery,
 // registration, state, PKCE) and returns the URL for the user; Complete
 // hands it the callback's code by state, which is bound to the account and
-// server and good once. The tokens obtained are sealed into the server and
-// refreshed by x/oauth2 when they expire on the gateway's clock, Now, like
-// client-credentials tokens (tokens.go; the new ones sealed too); until
-// then, or after a refused refresh, the server fails with ErrNotAuthorized.
+// server and good once. The tokens obtained are sealed into the server.
+// An expired access token (on the gateway's clock, Now) is refreshed once,
+// however many calls on however many links and replicas find it expired
+// at the same moment (grant.go): the gateway's callers of a grant share
+// one refresh, which runs in the store's lock of the server's secrets
+// (Store.UpdateMCPSecrets), reads the stored grant again first (another
+// replica may have refreshed it: its token is used) and stores the rotated
+// tokens before the lock is released. A refresh token is never sent twice,
+// which an authorization server that detects reuse answers by revoking the
+// grant. Until a user authorized, or after a refused refresh, the server
+// fails with ErrNotAuthorized. Client-credentials tokens expire on the
+// same clock (tokens.go).
 // Every request and refresh names the server as the RFC 8707 resource, and
 // an RFC 9068 token whose aud names another is refused
 // (ErrTokenForAnotherResource).

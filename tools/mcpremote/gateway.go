@@ -14,6 +14,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/oauth2"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/toolhost/toolhost/internal/egress"
 	"github.com/toolhost/toolhost/tools"
@@ -71,6 +72,13 @@ type Gateway struct {
 	// new ones, and Close waits for them.
 	relists sync.WaitGroup
 	closed  bool
+
+	// refreshes share one refresh of a grant among its callers, by
+	// server id (grant.go).
+	refreshes singleflight.Group
+	// onExpired, for tests, is told of every caller that found its
+	// access token expired, before it joins the grant's refresh.
+	onExpired func()
 }
 
 // New returns a gateway; Close ends its sessions.
@@ -222,7 +230,7 @@ func (l *link) connect(ctx context.Context) error {
 		return err
 	}
 	if g.opts.Sealer.Stale(l.srv.Sealed) {
-		l.reseal(ctx, sec)
+		l.reseal(ctx)
 	}
 	if l.srv.Auth.Type == AuthAuthorizationCode && l.tokens == nil {
 		if sec.Grant == nil || sec.Grant.AccessToken == "" {
@@ -284,20 +292,30 @@ func (l *link) connect(ctx context.Context) error {
 	}
 }
 
-// reseal writes the secrets again under the current key (rotation).
-func (l *link) reseal(ctx context.Context, sec Secrets) {
+// reseal writes the stored secrets again under the current key
+// (rotation), in the store's lock of them: l.srv may be older than a
+// refresh of its grant, whose rotated tokens must not be written over.
+func (l *link) reseal(ctx context.Context) {
 	g := l.g
-	sealed, err := g.opts.Sealer.Seal(l.srv.AccountID, l.srv.ID, sec)
+	var sealed []byte
+	err := g.opts.Store.UpdateMCPSecrets(ctx, l.srv.AccountID, l.srv.ID, func(stored []byte) ([]byte, error) {
+		if !g.opts.Sealer.Stale(stored) {
+			return nil, nil
+		}
+		sec, err := g.opts.Sealer.Open(l.srv.AccountID, l.srv.ID, stored)
+		if err != nil {
+			return nil, err
+		}
+		sealed, err = g.opts.Sealer.Seal(l.srv.AccountID, l.srv.ID, sec)
+		return sealed, err
+	})
 	if err != nil {
+		g.opts.Logger.Warn("re-sealing the secrets of an MCP server under the current key failed", "server_id", l.srv.ID, "err", err)
 		return
 	}
-	srv := l.srv
-	srv.Sealed = sealed
-	if err := g.opts.Store.UpdateMCPServer(ctx, srv); err != nil {
-		g.opts.Logger.Warn("re-sealing the secrets of an MCP server under the current key failed", "server_id", srv.ID, "err", err)
-		return
+	if sealed != nil {
+		l.srv.Sealed = sealed
 	}
-	l.srv.Sealed = sealed
 }
 
 // relistState coalesces and spaces a server's re-listings on list_changed.

@@ -1,6 +1,7 @@
 package mcpremote
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"strings"
@@ -12,11 +13,14 @@ type MemStore struct {
 	mu      sync.Mutex
 	servers map[string]Server // by id
 	snaps   map[string]Snapshot
+	// updating are the locks of UpdateMCPSecrets by server id: a
+	// one-slot channel, so a waiter can give up with its context.
+	updating map[string]chan struct{}
 }
 
 // NewMemStore returns an empty MemStore.
 func NewMemStore() *MemStore {
-	return &MemStore{servers: map[string]Server{}, snaps: map[string]Snapshot{}}
+	return &MemStore{servers: map[string]Server{}, snaps: map[string]Snapshot{}, updating: map[string]chan struct{}{}}
 }
 
 var _ Store = (*MemStore)(nil)
@@ -133,6 +137,44 @@ func (m *MemStore) GetMCPSnapshot(_ context.Context, account, id string) (Snapsh
 		return Snapshot{}, ErrNoSnapshot
 	}
 	return snap, nil
+}
+
+// UpdateMCPSecrets implements Store. update runs outside m.mu: only
+// the other updates of the server's secrets wait for it.
+func (m *MemStore) UpdateMCPSecrets(ctx context.Context, account, id string, update func([]byte) ([]byte, error)) error {
+	m.mu.Lock()
+	lock, ok := m.updating[id]
+	if !ok {
+		lock = make(chan struct{}, 1)
+		m.updating[id] = lock
+	}
+	m.mu.Unlock()
+	select {
+	case lock <- struct{}{}:
+		defer func() { <-lock }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	s, err := m.GetMCPServer(ctx, account, id)
+	if err != nil {
+		return err
+	}
+	sealed, err := update(s.Sealed)
+	if err != nil || sealed == nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur, ok := m.servers[id]
+	switch {
+	case !ok || cur.AccountID != account:
+		return ErrNotFound // deleted meanwhile
+	case !bytes.Equal(cur.Sealed, s.Sealed):
+		return ErrSecretsChanged
+	}
+	cur.Sealed = slices.Clone(sealed)
+	m.servers[id] = cur
+	return nil
 }
 
 func clone(s Server) Server {

@@ -8,3 +8,7 @@ import (
 )
 
 func TestMemStoreConformance(t *testing.T) { remotetest.Run(t, mcpremote.NewMemStore()) }
+
+func TestMemStoreKeepsAWriteMadeWhileSecretsAreUpdated(t *testing.T) {
+	remotetest.WriteMeanwhile(t, mcpremote.NewMemStore())
+}

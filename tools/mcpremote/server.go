@@ -139,6 +139,9 @@ var (
 	// ErrLimit: the account already has as many servers as the cap of
 	// the create allows.
 	ErrLimit = errors.New("MCP server limit reached")
+	// ErrSecretsChanged: an UpdateMCPServer wrote the server while an
+	// UpdateMCPSecrets ran; that write is kept, update's result is not.
+	ErrSecretsChanged = errors.New("the MCP server was written while its secrets were being updated")
 )
 
 // Store keeps the registered servers and their snapshots.
@@ -158,4 +161,16 @@ type Store interface {
 	SaveMCPSnapshot(ctx context.Context, account, id string, snap Snapshot) error
 	// GetMCPSnapshot returns ErrNoSnapshot when the server was never listed.
 	GetMCPSnapshot(ctx context.Context, account, id string) (Snapshot, error)
+	// UpdateMCPSecrets calls update with the server's stored Sealed and
+	// stores what it returns (nil keeps what is stored), under a lock of
+	// the server that every other UpdateMCPSecrets of it waits for, on
+	// this replica and on every other process sharing the store: each
+	// update sees what the one before it stored. Nothing else of the
+	// server changes, UpdatedAt included (the gateway keeps its
+	// session). update runs with the lock held, as long as ctx allows (a
+	// token refresh), and must not use the store. ErrNotFound when the
+	// account has no such server; an error of update is returned as it
+	// is, nothing stored; ErrSecretsChanged when an UpdateMCPServer (which
+	// takes no lock) wrote the server meanwhile.
+	UpdateMCPSecrets(ctx context.Context, account, id string, update func(sealed []byte) ([]byte, error)) error
 }

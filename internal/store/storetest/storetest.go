@@ -21,13 +21,29 @@ import (
 // failed run's leftovers.
 func Open(t testing.TB, prefix string) map[string]*store.DB {
 	t.Helper()
-	ctx := context.Background()
-	lite, err := store.Open(ctx, filepath.Join(t.TempDir(), "toolhost.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
+	out := map[string]*store.DB{}
+	for name, dbs := range open(t, prefix, 1) {
+		out[name] = dbs[0]
 	}
-	t.Cleanup(func() { lite.Close() })
-	out := map[string]*store.DB{"sqlite": lite}
+	return out
+}
+
+// Replicas is Open with each store opened twice, as two replicas (or
+// two processes) sharing it see it: two opens of one SQLite file, two
+// connection pools on one PostgreSQL schema.
+func Replicas(t testing.TB, prefix string) map[string][2]*store.DB {
+	t.Helper()
+	out := map[string][2]*store.DB{}
+	for name, dbs := range open(t, prefix, 2) {
+		out[name] = [2]*store.DB{dbs[0], dbs[1]}
+	}
+	return out
+}
+
+// open opens each store n times.
+func open(t testing.TB, prefix string, n int) map[string][]*store.DB {
+	t.Helper()
+	out := map[string][]*store.DB{"sqlite": openN(t, filepath.Join(t.TempDir(), "toolhost.db"), n)}
 	base := os.Getenv("TOOLHOST_TEST_POSTGRES")
 	if base == "" {
 		return out
@@ -40,16 +56,28 @@ func Open(t testing.TB, prefix string) map[string]*store.DB {
 	q := u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
-	pg, err := store.Open(ctx, u.String(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pgs := openN(t, u.String(), n)
+	// Registered after openN's closes, so it runs before them.
 	t.Cleanup(func() {
-		if _, err := pg.SQL().ExecContext(context.Background(), `DROP SCHEMA `+schema+` CASCADE`); err != nil {
+		if _, err := pgs[0].SQL().ExecContext(context.Background(), `DROP SCHEMA `+schema+` CASCADE`); err != nil {
 			t.Errorf("dropping the test schema %s: %v", schema, err)
 		}
-		pg.Close()
 	})
-	out["postgres"] = pg
+	out["postgres"] = pgs
+	return out
+}
+
+// openN opens dsn n times, each closed when the test ends.
+func openN(t testing.TB, dsn string, n int) []*store.DB {
+	t.Helper()
+	var out []*store.DB
+	for range n {
+		db, err := store.Open(context.Background(), dsn, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		out = append(out, db)
+	}
 	return out
 }

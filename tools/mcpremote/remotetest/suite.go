@@ -5,6 +5,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,7 +15,8 @@ import (
 )
 
 // Run checks st against the Store contract: tenancy, name uniqueness per
-// account, secrets kept byte for byte, snapshots.
+// account, secrets kept byte for byte, snapshots, updates of the secrets
+// one at a time.
 func Run(t *testing.T, st mcpremote.Store) {
 	ctx := context.Background()
 	off := false
@@ -87,6 +91,7 @@ func Run(t *testing.T, st mcpremote.Store) {
 		t.Fatalf("snapshot before a listing: %v, want ErrNoSnapshot", err)
 	}
 	snapshots(t, st, a.ID, now)
+	secrets(t, st, a.ID)
 	if err := st.DeleteMCPServer(ctx, "acct_2", a.ID); !errors.Is(err, mcpremote.ErrNotFound) {
 		t.Fatalf("delete through another account: %v", err)
 	}
@@ -157,5 +162,148 @@ func capped(t *testing.T, st mcpremote.Store, a mcpremote.Server) {
 	}
 	if err := st.CreateMCPServer(ctx, d, 3); err != nil {
 		t.Fatalf("after a delete: %v", err)
+	}
+}
+
+// secrets checks UpdateMCPSecrets on the server id of acct_1: tenancy,
+// nil and an error store nothing, a write changes Sealed and nothing
+// else, and concurrent updates run one at a time, each given what the
+// one before stored.
+func secrets(t *testing.T, st mcpremote.Store, id string) {
+	ctx := context.Background()
+	before, err := st.GetMCPServer(ctx, "acct_1", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	never := func([]byte) ([]byte, error) { return nil, errors.New("update called for a server that is not there") }
+	if err := st.UpdateMCPSecrets(ctx, "acct_2", id, never); !errors.Is(err, mcpremote.ErrNotFound) {
+		t.Fatalf("update the secrets through another account: %v, want ErrNotFound", err)
+	}
+	if err := st.UpdateMCPSecrets(ctx, "acct_1", "mcpsrv_none", never); !errors.Is(err, mcpremote.ErrNotFound) {
+		t.Fatalf("update the secrets of no server: %v, want ErrNotFound", err)
+	}
+	var seen []byte
+	if err := st.UpdateMCPSecrets(ctx, "acct_1", id, func(b []byte) ([]byte, error) { seen = bytes.Clone(b); return nil, nil }); err != nil {
+		t.Fatal(err)
+	}
+	errRefused := errors.New("refused")
+	if err := st.UpdateMCPSecrets(ctx, "acct_1", id, func([]byte) ([]byte, error) { return []byte("lost"), errRefused }); !errors.Is(err, errRefused) {
+		t.Fatalf("update that fails: %v, want its error", err)
+	}
+	if got, err := st.GetMCPServer(ctx, "acct_1", id); err != nil || !bytes.Equal(seen, before.Sealed) || !bytes.Equal(got.Sealed, before.Sealed) {
+		t.Fatalf("update given %v, stored %v after nil and an error (%v); want %v", seen, got.Sealed, err, before.Sealed)
+	}
+	if err := st.UpdateMCPSecrets(ctx, "acct_1", id, func([]byte) ([]byte, error) { return []byte("0"), nil }); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.GetMCPServer(ctx, "acct_1", id)
+	if err != nil || string(got.Sealed) != "0" || !got.UpdatedAt.Equal(before.UpdatedAt) || got.Name != before.Name || got.URL != before.URL {
+		t.Fatalf("after a write of the secrets: %v %+v; want Sealed 0, the rest as %+v", err, got, before)
+	}
+	list, err := st.ListMCPServers(ctx, "acct_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range list {
+		if s.ID == id && string(s.Sealed) != "0" {
+			t.Fatalf("the list after a write of the secrets: Sealed %q, want 0", s.Sealed)
+		}
+	}
+	// Each update adds one to the number stored; one that starts while
+	// another runs, or that is given what another already replaced,
+	// loses a count.
+	const n = 8
+	var inside atomic.Int32
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Go(func() {
+			errs <- st.UpdateMCPSecrets(ctx, "acct_1", id, func(b []byte) ([]byte, error) {
+				if inside.Add(1) != 1 {
+					return nil, errors.New("two updates of one server's secrets ran at once")
+				}
+				defer inside.Add(-1)
+				v, err := strconv.Atoi(string(b))
+				if err != nil {
+					return nil, err
+				}
+				return []byte(strconv.Itoa(v + 1)), nil
+			})
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := st.GetMCPServer(ctx, "acct_1", id); err != nil || string(got.Sealed) != strconv.Itoa(n) {
+		t.Fatalf("after %d concurrent updates: %v, Sealed %q", n, err, got.Sealed)
+	}
+	held(t, st, id)
+	back := func([]byte) ([]byte, error) { return before.Sealed, nil }
+	if err := st.UpdateMCPSecrets(ctx, "acct_1", id, back); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// held checks that while one update of the server's secrets runs,
+// another waits (here until its context ends) and is not called; then
+// the next one is given what the first stored.
+func held(t *testing.T, st mcpremote.Store, id string) {
+	ctx := context.Background()
+	in, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- st.UpdateMCPSecrets(ctx, "acct_1", id, func([]byte) ([]byte, error) {
+			close(in)
+			<-release
+			return []byte("first"), nil
+		})
+	}()
+	<-in
+	wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	called := false
+	err := st.UpdateMCPSecrets(wctx, "acct_1", id, func([]byte) ([]byte, error) { called = true; return nil, nil })
+	cancel()
+	close(release)
+	if called || err == nil {
+		t.Fatalf("an update ran (%v, error %v) while another held the server's secrets", called, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var seen string
+	if err := st.UpdateMCPSecrets(ctx, "acct_1", id, func(b []byte) ([]byte, error) { seen = string(b); return nil, nil }); err != nil || seen != "first" {
+		t.Fatalf("the update after a held one: %v, given %q, want first", err, seen)
+	}
+}
+
+// WriteMeanwhile checks, on a store whose UpdateMCPServer does not wait
+// for an UpdateMCPSecrets of the server (in memory, SQLite), that a
+// write of the server while update runs is kept: update's result is not
+// stored over it, and the answer is ErrSecretsChanged.
+func WriteMeanwhile(t *testing.T, st mcpremote.Store) {
+	ctx := context.Background()
+	s := mcpremote.Server{ID: "mcpsrv_meanwhile", AccountID: "acct_1", Name: "meanwhile", URL: "https://example.com/mcp",
+		Auth: mcpremote.Auth{Type: mcpremote.AuthNone}, Enabled: true, Sealed: []byte("before")}
+	s.Touch(time.Now())
+	if err := st.CreateMCPServer(ctx, s, 0); err != nil {
+		t.Fatal(err)
+	}
+	err := st.UpdateMCPSecrets(ctx, s.AccountID, s.ID, func([]byte) ([]byte, error) {
+		w := s
+		w.Sealed = []byte("written meanwhile")
+		w.Touch(time.Now())
+		if err := st.UpdateMCPServer(ctx, w); err != nil {
+			t.Errorf("the write meanwhile: %v", err)
+		}
+		return []byte("updated"), nil
+	})
+	if !errors.Is(err, mcpremote.ErrSecretsChanged) {
+		t.Fatalf("an update whose server was written meanwhile: %v, want ErrSecretsChanged", err)
+	}
+	if got, err := st.GetMCPServer(ctx, s.AccountID, s.ID); err != nil || string(got.Sealed) != "written meanwhile" {
+		t.Fatalf("after the write meanwhile: %v, Sealed %q", err, got.Sealed)
 	}
 }
