@@ -7,9 +7,8 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/toolhost/toolhost/internal/toolhost"
 	"github.com/toolhost/toolhost/sandbox"
-	"github.com/toolhost/toolhost/server/v1/loop"
-	"github.com/toolhost/toolhost/tools"
 )
 
 // cmdCheck loads the config file and builds what serve would build from it
@@ -30,41 +29,19 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	// run_code is checked below without starting its sandbox, and the
-	// search cache stays in memory: check creates nothing.
-	c.cfg.Search.Cache.MemoryOnly = true
-	kit, err := toolset(&c, logger, toolsetOptions{skipRunCode: true})
-	if err != nil {
-		return exitCodeOf(usageError{err}, stderr, "check")
-	}
-	defer kit.close()
-	exec, err := tools.NewExecutor(tools.Options{}, kit.tools...)
-	if err != nil {
-		return exitCodeOf(usageError{err}, stderr, "check")
-	}
-	_, health, err := hostedRoutes(&c, exec, logger)
+	// search cache stays in memory: check creates nothing (toolhost.Check).
+	checked, err := toolhost.Check(c.options(logger))
 	if err != nil {
 		return exitCodeOf(err, stderr, "check")
-	}
-	presets, err := presetDefinitions(&c)
-	if err != nil {
-		return exitCodeOf(usageError{err}, stderr, "check")
 	}
 	if c.config == "" {
 		fmt.Fprintln(stdout, "config: none given; the built-in defaults")
 	} else {
 		fmt.Fprintf(stdout, "config: %s is valid\n", absPath(c.config))
 	}
-	names := []string{}
-	for _, s := range exec.Catalog().List() {
-		names = append(names, s.Name)
-	}
-	fmt.Fprintf(stdout, "tools: %s, %s\n", strings.Join(names, ", "), runCodeName)
-	if len(presets) > 0 {
-		pn := []string{}
-		for _, p := range presets {
-			pn = append(pn, p.Name)
-		}
-		fmt.Fprintf(stdout, "preset tools: %s\n", strings.Join(pn, ", "))
+	fmt.Fprintf(stdout, "tools: %s\n", strings.Join(checked.Tools, ", "))
+	if len(checked.Presets) > 0 {
+		fmt.Fprintf(stdout, "preset tools: %s\n", strings.Join(checked.Presets, ", "))
 	}
 	dirs := runtimeDirs(&c)
 	for _, f := range []string{sandbox.PythonFile, sandbox.JavaScriptFile} {
@@ -74,15 +51,12 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintf(stdout, "run_code runtime %s: missing (run_code will answer runtime_unavailable); searched %s\n", f, strings.Join(dirs, ", "))
 		}
 	}
-	routes := health().(map[string]any)["routes"]
-	if st, ok := routes.([]loop.RouteStatus); ok {
-		for _, r := range st {
-			line := fmt.Sprintf("hosted route %s (%s): %s", r.Name, r.Protocol, r.State)
-			if r.Error != "" {
-				line += ": " + r.Error
-			}
-			fmt.Fprintln(stdout, line)
+	for _, r := range checked.Routes {
+		line := fmt.Sprintf("hosted route %s (%s): %s", r.Name, r.Protocol, r.State)
+		if r.Error != "" {
+			line += ": " + r.Error
 		}
+		fmt.Fprintln(stdout, line)
 	}
 	return exitOK
 }

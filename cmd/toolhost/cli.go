@@ -8,6 +8,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/toolhost/toolhost/internal/toolhost"
 )
 
 // command is one subcommand of the binary. Its flags are not listed here:
@@ -133,8 +135,7 @@ func exitCodeOf(err error, stderr io.Writer, name string) int {
 		return done.code
 	}
 	fmt.Fprintf(stderr, "toolhost %s: %v\n", name, err)
-	var ue usageError
-	if errors.As(err, &ue) {
+	if isUsage(err) {
 		fmt.Fprintf(stderr, "Run `toolhost %s --help` for its flags.\n", name)
 		return exitUsage
 	}
@@ -143,6 +144,14 @@ func exitCodeOf(err error, stderr io.Writer, name string) int {
 		return exitStartup
 	}
 	return 1
+}
+
+// isUsage reports whether err is the command line's or the config's
+// fault: a usage error, or a toolhost.ConfigError from building the app.
+func isUsage(err error) bool {
+	var ue usageError
+	var ce toolhost.ConfigError
+	return errors.As(err, &ue) || errors.As(err, &ce)
 }
 
 // startupError is a failure to start what a command needs (the journal's

@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	"github.com/toolhost/toolhost/internal/config"
-	"github.com/toolhost/toolhost/server"
 )
 
 // overrides are the flags that override a key of the config file: given
@@ -57,12 +56,4 @@ func envDefaults(fs *flag.FlagSet) error {
 		}
 	})
 	return err
-}
-
-// serverLimits are the listener's limits from the config's server section.
-func serverLimits(s config.Server) server.Limits {
-	return server.Limits{
-		ReadHeaderTimeout: s.ReadHeaderTimeout.D(), IdleTimeout: s.IdleTimeout.D(), BodyTimeout: s.BodyTimeout.D(),
-		MaxHeaderBytes: s.MaxHeaderBytes, MaxConns: s.MaxConnections, MaxConnsPerIP: s.MaxConnectionsPerIP,
-	}
 }

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/toolhost/toolhost/internal/toolhost"
 	"github.com/toolhost/toolhost/server/admin"
 	"github.com/toolhost/toolhost/tools"
 )
@@ -51,7 +52,7 @@ func cmdJournal(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	db, err := openStore(ctx, &c)
+	db, err := toolhost.OpenStore(ctx, c.options(nil))
 	if err != nil {
 		fmt.Fprintf(stderr, "toolhost journal: %v\n", err)
 		return exitStartup

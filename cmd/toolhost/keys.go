@@ -7,50 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"net/http"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/toolhost/toolhost/internal/keys"
-	"github.com/toolhost/toolhost/internal/store"
-	"github.com/toolhost/toolhost/server"
-	"github.com/toolhost/toolhost/server/admin"
-	v1 "github.com/toolhost/toolhost/server/v1"
+	"github.com/toolhost/toolhost/internal/toolhost"
 )
-
-// newKeys builds the key service on an open store: Redis limit state when
-// configured (replicas), process memory otherwise.
-func newKeys(c *common, db *store.DB, logger *slog.Logger) (*keys.Service, func(), error) {
-	var limiter keys.Limiter
-	cleanup := func() {}
-	url := c.cfg.Keys.Redis
-	if url != "" {
-		opt, err := redis.ParseURL(url)
-		if err != nil {
-			return nil, nil, usageError{fmt.Errorf("redis URL: %w", err)}
-		}
-		rdb := redis.NewClient(opt)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := rdb.Ping(ctx).Err(); err != nil {
-			rdb.Close()
-			return nil, nil, fmt.Errorf("redis at %s: %w", opt.Addr, err)
-		}
-		prefix := c.cfg.Keys.RedisPrefix
-		if prefix == "" {
-			prefix = "toolhost:"
-		}
-		limiter = keys.NewRedisLimiter(rdb, prefix)
-		cleanup = func() { rdb.Close() }
-	}
-	svc := keys.New(keys.Options{Store: db, Limiter: limiter, Prices: c.cfg.Keys.Prices, Logger: logger})
-	return svc, func() { svc.Close(); cleanup() }, nil
-}
 
 // keyFlags are the flags of the keys subcommands; each subcommand defines
 // the ones it takes (register), the others stay nil.
@@ -145,7 +108,7 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "toolhost keys %s: want %d argument(s), got %d\nUsage: %s [flags]\n", sub, wantArgs, fs.NArg(), syn)
 		return exitUsage
 	}
-	db, err := openStore(ctx, &c)
+	db, err := toolhost.OpenStore(ctx, c.options(nil))
 	if err != nil {
 		fmt.Fprintf(stderr, "toolhost keys: %v\n", err)
 		return exitStartup
@@ -239,51 +202,4 @@ func when(t *time.Time) string {
 		return "-"
 	}
 	return t.UTC().Format(time.RFC3339)
-}
-
-// keyRoutes are the admin routes of key management.
-func keyRoutes(svc *keys.Service) map[string]http.Handler {
-	return (&admin.Keys{Service: svc}).Routes()
-}
-
-// setupKeys builds the key service for serve on the store. Outside --dev, a store with no
-// key at all gets a first admin key, whose secret is printed once to stderr.
-func setupKeys(ctx context.Context, c *common, db *store.DB, dev bool, logger *slog.Logger, stderr io.Writer) (*keys.Service, func(), error) {
-	svc, cleanup, err := newKeys(c, db, logger)
-	if err != nil {
-		return nil, nil, err
-	}
-	if !dev {
-		secret, created, err := svc.Bootstrap(ctx)
-		if err != nil {
-			cleanup()
-			return nil, nil, fmt.Errorf("first admin key: %w", err)
-		}
-		if created {
-			fmt.Fprintf(stderr, "\ntoolhost: first start — created an admin API key for account \"admin\".\n"+
-				"Store it now; it is never shown again:\n\n    %s\n\n"+
-				"Use it as \"Authorization: Bearer <key>\" to create more keys: POST /admin/keys or `toolhost keys create`.\n\n", secret)
-		}
-	}
-	return svc, cleanup, nil
-}
-
-// withSlotCheck refuses a /v1 request whose X-Toolhost-Slot names no
-// configured slot with a 400, before any upstream round is spent on it.
-func withSlotCheck(routes map[string]http.Handler, slots []string) map[string]http.Handler {
-	out := make(map[string]http.Handler, len(routes))
-	for pattern, h := range routes {
-		out[pattern] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			vals := r.Header.Values(v1.SlotHeader)
-			if len(vals) > 1 || (len(vals) == 1 && !slices.Contains(slots, vals[0])) {
-				server.WriteJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{
-					"type": "invalid_request_error", "code": "invalid_slot", "param": v1.SlotHeader,
-					"message": fmt.Sprintf("%s must be one of %s (once)", v1.SlotHeader, strings.Join(slots, ", ")),
-				}})
-				return
-			}
-			h.ServeHTTP(w, r)
-		})
-	}
-	return out
 }

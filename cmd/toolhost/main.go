@@ -1,7 +1,8 @@
 // Command toolhost serves web_search, fetch_page, run_code and the builtin
 // tools over MCP (streamable HTTP or stdio) and as hosted tools on /v1, and
 // runs single calls from the shell. It is the only package that reads flags
-// and the environment, and the only caller of config.Load.
+// and the environment, and the only caller of config.Load; it hands their
+// values to internal/toolhost, which assembles the app from them.
 package main
 
 import (
@@ -27,10 +28,8 @@ import (
 
 	"github.com/toolhost/toolhost/catalog"
 	"github.com/toolhost/toolhost/internal/config"
-	"github.com/toolhost/toolhost/internal/keys"
-	"github.com/toolhost/toolhost/internal/store"
+	"github.com/toolhost/toolhost/internal/toolhost"
 	"github.com/toolhost/toolhost/server"
-	mcpface "github.com/toolhost/toolhost/server/mcp"
 	"github.com/toolhost/toolhost/tools"
 	"github.com/toolhost/toolhost/tools/runcode"
 )
@@ -88,7 +87,7 @@ type common struct {
 	testTools bool
 	cfg       config.Config
 	// postgres, when set, holds the journal in PostgreSQL instead of the
-	// SQLite file under data (store.go).
+	// SQLite file under data (toolhost.OpenStore).
 	postgres string
 	// runtimes is the folder holding python.wasm and quickjs.wasm (run_code).
 	runtimes string
@@ -108,6 +107,24 @@ func (c *common) registerStore(fs *flag.FlagSet) {
 	fs.StringVar(&c.data, "data", "./data", "`DIR` for local state: the SQLite journal, its spool, the wasm compilation cache, the search cache")
 	fs.StringVar(&c.config, "config", "", "optional JSON config `FILE` (docs/configuration.md)")
 	fs.StringVar(&c.postgres, "postgres", "", "PostgreSQL `URL` for the journal and keys instead of the SQLite file under --data (search_path=SCHEMA selects a schema)")
+}
+
+// options are what toolhost.Open builds the app from: the config, the
+// flags and the environment's values (only cmd reads them).
+func (c *common) options(logger *slog.Logger) toolhost.Options {
+	return toolhost.Options{
+		Config:              c.cfg,
+		Data:                c.data,
+		Postgres:            c.postgres,
+		RuntimeDirs:         runtimeDirs(c),
+		TestTools:           c.testTools,
+		Version:             version,
+		Logger:              logger,
+		LookupEnv:           os.LookupEnv,
+		UnsafeScriptHandler: os.Getenv("ENABLE_UNSAFE_SCRIPT_HANDLER") == "true",
+		SecretKey:           os.Getenv("TOOLHOST_SECRET_KEY"),
+		PreviousSecretKeys:  os.Getenv("TOOLHOST_SECRET_KEY_PREVIOUS"),
+	}
 }
 
 // parseFlags parses a command line (parseArgs) and loads the config file it
@@ -154,8 +171,8 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}()
 	// Ctrl-C or SIGTERM from here on: during start-up it abandons the
-	// start (run_code's compile is not waited for, see toolset), after it
-	// shuts the server down gracefully.
+	// start (run_code's compile is not waited for, see internal/toolhost's
+	// toolset.go), after it shuts the server down gracefully.
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// The address first: a second server on a taken port fails at once,
@@ -173,35 +190,25 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := tuneGC(logger, c.cfg.Server.MemoryLimitMiB); err != nil {
 		return usageError{err}
 	}
-	a, err := openApp(ctx, &c, logger, appOptions{
-		preload: true, // compile run_code's runtimes and fill the pools now
-		keys: func(db *store.DB) (*keys.Service, func(), error) {
-			return setupKeys(ctx, &c, db, *dev, logger, stderr)
-		},
-	})
+	o := c.options(logger)
+	o.Preload = true // compile run_code's runtimes and fill the pools now
+	o.Dev, o.Keys = *dev, true
+	o.FirstAdminKey = func(secret string) {
+		fmt.Fprintf(stderr, "\ntoolhost: first start — created an admin API key for account \"admin\".\n"+
+			"Store it now; it is never shown again:\n\n    %s\n\n"+
+			"Use it as \"Authorization: Bearer <key>\" to create more keys: POST /admin/keys or `toolhost keys create`.\n\n", secret)
+	}
+	a, err := toolhost.Open(ctx, o)
 	if err != nil {
 		return startupError{err}
 	}
-	defer a.close()
-	exec := a.exec
+	defer a.Close()
+	exec := a.Executor()
 
-	mcpSrv := mcpServer(&c, exec, logger)
-	rt, hostedHealth, err := serveRoutes(ctx, &c, a, mcpSrv, *dev, ln.Addr(), logger)
+	srv, err := a.Server(ctx, *addr, ln.Addr())
 	if err != nil {
-		return err
+		return startupError{err}
 	}
-	srv := server.New(server.Options{
-		Addr:            *addr,
-		Version:         version,
-		MCP:             mcpHandler(mcpSrv.Handler(), rt.authn, *dev),
-		Routes:          rt.m,
-		ShutdownTimeout: c.cfg.ShutdownTimeout.D(),
-		Limits:          serverLimits(c.cfg.Server),
-		Logger:          logger,
-		Health: func() map[string]any {
-			return map[string]any{"run_code": a.sandbox.Status(), "hosted": hostedHealth()}
-		},
-	})
 	if ctx.Err() != nil {
 		logger.Info("toolhost stopped during start-up")
 		return nil
@@ -210,7 +217,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	auth := "off (--dev: every caller is the local account)"
 	if !*dev {
 		auth = "on: send Authorization: Bearer <API key>; the first admin key is printed once when the store is created, more with `toolhost keys create`"
-		if _, ok := rt.authn.(server.TokenAuthenticator); ok {
+		if srv.OAuth {
 			auth += "; OAuth for remote MCP clients (docs/oauth.md)"
 		}
 	}
@@ -256,15 +263,16 @@ func cmdStdio(ctx context.Context, args []string, stderr io.Writer) error {
 	defer stop()
 	// A client launches this process to use it: load run_code's runtimes
 	// while it initializes, not on its first call.
-	a, err := openApp(ctx, &c, logger, appOptions{preload: true})
+	o := c.options(logger)
+	o.Preload = true
+	a, err := toolhost.Open(ctx, o)
 	if err != nil {
 		return startupError{err}
 	}
-	defer a.close()
-	srv := mcpface.New(a.exec, mcpface.Options{Version: version, Lang: catalog.Lang(*lang), Logger: logger})
+	defer a.Close()
 	// A remote server's listing that changes the local account's tools
 	// reaches this client as list_changed, as over HTTP.
-	a.mcpChanged = srv.DefinitionsChanged
+	srv := a.Stdio(catalog.Lang(*lang))
 	if err := srv.RunStdio(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		return err
 	}
@@ -298,25 +306,26 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c.cfg.Sandbox.PythonPool, c.cfg.Sandbox.JavaScriptPool = -1, -1
 	// A tool that is not a builtin may be a definition with a script
 	// handler, which runs in run_code's sandbox.
-	skipRunCode := tool != runCodeName && slices.Contains(builtinNames, tool)
-	a, err := openApp(ctx, &c, logger, appOptions{skipRunCode: skipRunCode})
+	skipRunCode := !toolhost.NeedsRunCode(tool)
+	o := c.options(logger)
+	o.SkipRunCode = skipRunCode
+	a, err := toolhost.Open(ctx, o)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolhost call: %v\n", err)
-		var ue usageError
-		if errors.As(err, &ue) {
+		if isUsage(err) {
 			return exitUsage
 		}
 		return exitStartup
 	}
-	defer a.close()
-	exec := a.exec
+	defer a.Close()
+	exec := a.Executor()
 	if _, ok := exec.Catalog().Lookup(tool); !ok && !slices.Contains(tools.SessionToolNames, tool) && !exec.HasDefinition(ctx, tools.LocalAccount, *sess, tool) && !exec.HasRemote(ctx, tools.LocalAccount, tool) {
 		names := []string{}
 		for _, s := range exec.Catalog().List() {
 			names = append(names, s.Name)
 		}
 		if skipRunCode {
-			names = append(names, runCodeName)
+			names = append(names, toolhost.RunCodeName)
 		}
 		fmt.Fprintf(stderr, "toolhost call: unknown tool %q; available: %s\n", tool, strings.Join(names, ", "))
 		return exitUsage

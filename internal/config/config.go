@@ -99,13 +99,13 @@ type Config struct {
 	Fetch fetchpage.Config `json:"fetch"`
 
 	// MCPServers configures the gateway to remote MCP servers
-	// (cmd/toolhost/mcpservers.go, docs/mcp-servers.md).
+	// (internal/toolhost/gateway.go, docs/mcp-servers.md).
 	MCPServers MCPServers `json:"mcp_servers"`
 
-	// Journal configures the execution journal (cmd/toolhost/store.go).
+	// Journal configures the execution journal (internal/toolhost/store.go).
 	Journal Journal `json:"journal"`
 
-	// Keys configures API-key limits and metering (cmd/toolhost/keys.go).
+	// Keys configures API-key limits and metering (internal/toolhost/keys.go).
 	Keys Keys `json:"keys"`
 
 	// Auth configures OAuth for remote MCP clients (docs/oauth.md).

@@ -332,7 +332,7 @@ func quoteAll(ss []string) []string {
 
 // SlotHeader declares the caller slot of a request's hosted calls (the
 // seed's extension field takes only max_tool_rounds). An unknown slot is
-// refused before the request reaches the handlers (cmd/toolhost), and by
+// refused before the request reaches the handlers (internal/toolhost), and by
 // the pipeline.
 const SlotHeader = "X-Toolhost-Slot"
 

@@ -1,10 +1,9 @@
-package main
+package toolhost
 
 import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 
 	v1 "github.com/toolhost/toolhost/server/v1"
 	"github.com/toolhost/toolhost/server/v1/loop"
@@ -18,18 +17,18 @@ import (
 // a function reporting the routes' state for /healthz. A route whose API key
 // variable is not set is a warning, not a failure (as a search provider's
 // is): it stays configured, is marked unavailable and is never picked.
-func hostedRoutes(c *common, exec *tools.Executor, logger *slog.Logger) (map[string]http.Handler, func() any, error) {
+func hostedRoutes(o *Options, exec *tools.Executor, logger *slog.Logger) (map[string]http.Handler, func() any, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	var routes []*loop.Route
-	for i, rc := range c.cfg.Hosted.Routes {
+	for i, rc := range o.Config.Hosted.Routes {
 		if rc.Name == "" {
-			return nil, nil, usageError{fmt.Errorf("hosted.routes[%d]: name is required", i)}
+			return nil, nil, ConfigError{fmt.Errorf("hosted.routes[%d]: name is required", i)}
 		}
 		key, unavailable := "", ""
 		if rc.APIKeyEnv != "" {
-			v, ok := os.LookupEnv(rc.APIKeyEnv)
+			v, ok := o.lookupEnv(rc.APIKeyEnv)
 			if !ok || v == "" {
 				unavailable = fmt.Sprintf("environment variable %s (api_key_env) is not set", rc.APIKeyEnv)
 				logger.Warn("hosted route unavailable", "route", rc.Name, "reason", unavailable)
@@ -62,10 +61,10 @@ func hostedRoutes(c *common, exec *tools.Executor, logger *slog.Logger) (map[str
 				},
 			})
 		default:
-			return nil, nil, usageError{fmt.Errorf("hosted.routes[%d] (%s): protocol %q is not supported (want \"openai\" or \"anthropic\")", i, rc.Name, rc.Protocol)}
+			return nil, nil, ConfigError{fmt.Errorf("hosted.routes[%d] (%s): protocol %q is not supported (want \"openai\" or \"anthropic\")", i, rc.Name, rc.Protocol)}
 		}
 		if rc.BaseURL == "" {
-			return nil, nil, usageError{fmt.Errorf("hosted.routes[%d] (%s): base_url is required", i, rc.Name)}
+			return nil, nil, ConfigError{fmt.Errorf("hosted.routes[%d] (%s): base_url is required", i, rc.Name)}
 		}
 		routes = append(routes, &loop.Route{
 			Name:          rc.Name,
@@ -79,22 +78,22 @@ func hostedRoutes(c *common, exec *tools.Executor, logger *slog.Logger) (map[str
 	}
 	router, err := loop.NewRouter(routes...)
 	if err != nil {
-		return nil, nil, usageError{fmt.Errorf("hosted.routes: %w", err)}
+		return nil, nil, ConfigError{fmt.Errorf("hosted.routes: %w", err)}
 	}
 	rounds := v1.NewRoundStore(0)
 	runner := loop.NewRunner(exec, loop.RunnerOptions{Rounds: rounds, Logger: logger})
-	enabled := c.cfg.Hosted.Enabled == nil || *c.cfg.Hosted.Enabled
+	enabled := o.Config.Hosted.Enabled == nil || *o.Config.Hosted.Enabled
 	h := v1.New(v1.Options{
-		Label:                c.cfg.Hosted.Label,
+		Label:                o.Config.Hosted.Label,
 		Enabled:              enabled,
 		Runner:               runner,
 		Router:               router,
-		DefaultMaxToolRounds: c.cfg.Hosted.MaxToolRounds,
-		MaxToolRoundsLimit:   c.cfg.Hosted.MaxToolRoundsLimit,
+		DefaultMaxToolRounds: o.Config.Hosted.MaxToolRounds,
+		MaxToolRoundsLimit:   o.Config.Hosted.MaxToolRoundsLimit,
 		Rounds:               rounds,
-		MaxBodyBytes:         c.cfg.Hosted.MaxBodyBytes,
-		MaxEstimateBytes:     c.cfg.Hosted.CountTokensMaxBytes,
-		Idempotency:          v1.NewIdempotencyStoreBytes(0, 0, c.cfg.Hosted.IdempotencyMaxBytes, c.cfg.Hosted.IdempotencyAccountBytes),
+		MaxBodyBytes:         o.Config.Hosted.MaxBodyBytes,
+		MaxEstimateBytes:     o.Config.Hosted.CountTokensMaxBytes,
+		Idempotency:          v1.NewIdempotencyStoreBytes(0, 0, o.Config.Hosted.IdempotencyMaxBytes, o.Config.Hosted.IdempotencyAccountBytes),
 		Logger:               logger,
 	})
 	return h.Routes(), func() any { return map[string]any{"routes": router.Status()} }, nil

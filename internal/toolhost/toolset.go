@@ -1,7 +1,8 @@
-package main
+package toolhost
 
 import (
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/toolhost/toolhost/sandbox"
@@ -31,22 +32,22 @@ type toolsetOptions struct {
 
 // toolset builds every tool this deployment publishes, in publishing order.
 // Each tool is one constructor call with its config section.
-func toolset(c *common, logger *slog.Logger, o toolsetOptions) (*toolkit, error) {
+func toolset(o *Options, logger *slog.Logger, to toolsetOptions) (*toolkit, error) {
 	ts := builtin.All()
-	ws, err := newWebSearch(c, logger)
+	ws, err := newWebSearch(o, logger)
 	if err != nil {
 		return nil, err
 	}
 	ts = append(ts, ws)
-	fp, err := fetchpage.New(c.cfg.Fetch, fetchpage.WithLogger(logger))
+	fp, err := fetchpage.New(o.Config.Fetch, fetchpage.WithLogger(logger))
 	if err != nil {
 		return nil, err
 	}
 	ts = append(ts, fp)
 	cleanups := []func(){fp.Close}
 	var sb *sandbox.Sandbox
-	if !o.skipRunCode {
-		sb, err = newSandbox(c, logger, o.preload)
+	if !to.skipRunCode {
+		sb, err = newSandbox(o, logger, to.preload)
 		if err != nil {
 			fp.Close()
 			return nil, err
@@ -54,7 +55,7 @@ func toolset(c *common, logger *slog.Logger, o toolsetOptions) (*toolkit, error)
 		ts = append(ts, runcode.New(sb))
 		cleanups = append(cleanups, func() { closeSandbox(sb, logger) })
 	}
-	if c.testTools {
+	if o.TestTools {
 		ts = append(ts, sleep.New(), sleep.NewEffect())
 	}
 	return &toolkit{tools: ts, sandbox: sb, close: func() {
@@ -64,8 +65,16 @@ func toolset(c *common, logger *slog.Logger, o toolsetOptions) (*toolkit, error)
 	}}, nil
 }
 
-// runCodeName is run_code's tool name, known before its sandbox exists.
-const runCodeName = "run_code"
+// RunCodeName is run_code's tool name, known before its sandbox exists.
+const RunCodeName = "run_code"
+
+// NeedsRunCode reports whether a call of tool may need run_code's sandbox:
+// run_code itself, or a name no builtin has (a tool definition's script
+// handler runs in that sandbox). toolhost call leaves run_code out
+// (Options.SkipRunCode) otherwise.
+func NeedsRunCode(tool string) bool {
+	return tool == RunCodeName || !slices.Contains(builtinNames, tool)
+}
 
 // sandboxCloseWait bounds how long a stopping process waits for run_code's
 // sandbox: a runtime still compiling (CPython takes seconds on a first

@@ -1,35 +1,9 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
-
-	"github.com/toolhost/toolhost/sandbox"
 )
-
-// newSandbox builds run_code's sandbox: runtimes from the search path of
-// runtimeDirs, the compilation cache under <data>/wasm-cache, limits from
-// the config file's "sandbox" section. A missing runtime does not stop the
-// server: run_code then answers runtime_unavailable naming every folder it
-// searched.
-func newSandbox(c *common, logger *slog.Logger, preload bool) (*sandbox.Sandbox, error) {
-	sb, err := sandbox.New(context.Background(), sandbox.Options{
-		Config:      c.cfg.Sandbox,
-		RuntimeDirs: runtimeDirs(c),
-		CacheDir:    filepath.Join(c.data, "wasm-cache"),
-		Logger:      logger,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("run_code sandbox: %w", err)
-	}
-	if preload {
-		sb.Preload() // before the journal and the rest open: it is the long part
-	}
-	return sb, nil
-}
 
 // runtimeDirs is where run_code's runtime files are looked for, in order.
 // --runtimes (TOOLHOST_RUNTIMES), when given, is the only place. Otherwise

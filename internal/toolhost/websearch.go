@@ -1,29 +1,28 @@
-package main
+package toolhost
 
 import (
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 
 	"github.com/toolhost/toolhost/tools/websearch"
 )
 
 // newWebSearch builds web_search from the "search" config section. API keys
-// named by api_key_env are read here (only cmd reads the environment), and
-// the query cache is persisted under --data/websearch-cache unless
-// search.cache.memory_only is set, so that two `toolhost call` processes and
-// a restarted server share it.
-func newWebSearch(c *common, logger *slog.Logger) (*websearch.Tool, error) {
-	cfg := c.cfg.Search
+// named by api_key_env are read here through o.LookupEnv (only cmd reads
+// the environment), and the query cache is persisted under
+// <data>/websearch-cache unless search.cache.memory_only is set, so that
+// two `toolhost call` processes and a restarted server share it.
+func newWebSearch(o *Options, logger *slog.Logger) (*websearch.Tool, error) {
+	cfg := o.Config.Search
 	if cfg.Providers != nil {
-		// A copy, so resolving keys does not write them into c.cfg; nil
+		// A copy, so resolving keys does not write them into o.Config; nil
 		// (the embedded default) and [] (search off) stay distinct.
 		cfg.Providers = append(make([]websearch.ProviderConfig, 0, len(cfg.Providers)), cfg.Providers...)
 	}
-	cfg.ResolveKeys(os.LookupEnv)
+	cfg.ResolveKeys(o.lookupEnv)
 	if cfg.Cache.Dir == "" && !cfg.Cache.MemoryOnly {
-		cfg.Cache.Dir = filepath.Join(c.data, "websearch-cache")
+		cfg.Cache.Dir = filepath.Join(o.Data, "websearch-cache")
 	}
 	ws, err := websearch.New(cfg, websearch.Deps{Logger: logger})
 	if err != nil {

@@ -1,11 +1,10 @@
-package main
+package toolhost
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -27,17 +26,21 @@ import (
 
 // storeDSN is the PostgreSQL URL when given, else the SQLite file under the
 // data directory.
-func storeDSN(c *common) string {
-	if c.postgres != "" {
-		return c.postgres
+func storeDSN(o *Options) string {
+	if o.Postgres != "" {
+		return o.Postgres
 	}
-	return filepath.Join(c.data, "toolhost.db")
+	return filepath.Join(o.Data, "toolhost.db")
 }
 
-func openStore(ctx context.Context, c *common) (*store.DB, error) {
+// OpenStore opens the store the options name (Postgres, else the SQLite
+// file under Data), migrated to the binary's schema: the one App.Open
+// builds on, and the one the commands that read it directly (keys,
+// journal) open alone.
+func OpenStore(ctx context.Context, o Options) (*store.DB, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	db, err := store.Open(ctx, storeDSN(c), store.Options{SQLiteSynchronous: c.cfg.Journal.SQLiteSynchronous})
+	db, err := store.Open(ctx, storeDSN(&o), store.Options{SQLiteSynchronous: o.Config.Journal.SQLiteSynchronous})
 	if err != nil {
 		return nil, fmt.Errorf("open the journal store: %w", err)
 	}
@@ -47,8 +50,8 @@ func openStore(ctx context.Context, c *common) (*store.DB, error) {
 // openJournal starts the journal on the store: it marks this process
 // alive there and reconciles the calls that dead processes left open,
 // before any call runs. The caller closes the journal, then the store.
-func openJournal(ctx context.Context, c *common, db *store.DB, logger *slog.Logger) (*journal.Journal, error) {
-	j := journal.New(db, journalOptions(c, logger))
+func openJournal(ctx context.Context, o *Options, db *store.DB, logger *slog.Logger) (*journal.Journal, error) {
+	j := journal.New(db, journalOptions(o, logger))
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	n, err := j.Start(sctx)
@@ -62,32 +65,32 @@ func openJournal(ctx context.Context, c *common, db *store.DB, logger *slog.Logg
 
 // journalOptions are the journal's options from the config file's
 // journal section.
-func journalOptions(c *common, logger *slog.Logger) journal.Options {
+func journalOptions(o *Options, logger *slog.Logger) journal.Options {
 	delay := config.DefaultCommitDelay
-	if d := c.cfg.Journal.CommitDelay; d != nil {
+	if d := o.Config.Journal.CommitDelay; d != nil {
 		delay = d.D()
 	}
 	opts := journal.Options{
 		InstanceID:           uuid.NewString(),
 		CommitDelay:          delay,
-		IdempotencyRetention: c.cfg.Journal.IdempotencyRetention.D(),
-		MaxBatch:             c.cfg.Journal.MaxBatch,
-		SpoolSync:            c.cfg.Journal.SpoolSync,
-		ApplyInterval:        c.cfg.Journal.ApplyInterval.D(),
-		ReadOnlyOpenDelay:    c.cfg.Journal.OpenDelay(),
+		IdempotencyRetention: o.Config.Journal.IdempotencyRetention.D(),
+		MaxBatch:             o.Config.Journal.MaxBatch,
+		SpoolSync:            o.Config.Journal.SpoolSync,
+		ApplyInterval:        o.Config.Journal.ApplyInterval.D(),
+		ReadOnlyOpenDelay:    o.Config.Journal.OpenDelay(),
 		Logger:               logger,
 	}
-	if sp := c.cfg.Journal.Spool; sp == nil || *sp {
-		opts.SpoolDir = filepath.Join(c.data, "journal")
-		opts.WaitForStore = c.cfg.Journal.WaitForStore
+	if sp := o.Config.Journal.Spool; sp == nil || *sp {
+		opts.SpoolDir = filepath.Join(o.Data, "journal")
+		opts.WaitForStore = o.Config.Journal.WaitForStore
 	}
 	return opts
 }
 
 // scriptsEnabled reports whether tool definitions may carry script
 // handlers: ENABLE_UNSAFE_SCRIPT_HANDLER=true or the config key.
-func scriptsEnabled(c *common) bool {
-	return c.cfg.Tools.EnableUnsafeScriptHandler || os.Getenv("ENABLE_UNSAFE_SCRIPT_HANDLER") == "true"
+func scriptsEnabled(o *Options) bool {
+	return o.Config.Tools.EnableUnsafeScriptHandler || o.UnsafeScriptHandler
 }
 
 // scriptRunner runs script handlers in run_code's sandbox when the
@@ -109,8 +112,8 @@ var sessionBuiltins = tools.SessionToolNames
 
 // presetDefinitions checks the config's tools.presets with the rules of
 // POST /tools/definitions.
-func presetDefinitions(c *common) ([]tooldef.Definition, error) {
-	slots := c.cfg.Tools.Slots
+func presetDefinitions(o *Options) ([]tooldef.Definition, error) {
+	slots := o.Config.Tools.Slots
 	if len(slots) == 0 {
 		slots = session.DefaultSlots
 	}
@@ -121,7 +124,7 @@ func presetDefinitions(c *common) ([]tooldef.Definition, error) {
 		},
 		CheckSchema: func(raw []byte) error { return tools.CheckSchema("preset", raw) },
 	}
-	return rules.Presets(c.cfg.Tools.Presets, time.Now())
+	return rules.Presets(o.Config.Tools.Presets, time.Now())
 }
 
 // perAccountCap is a per-account cap of the config file as the REST API
@@ -137,7 +140,7 @@ func perAccountCap(configured, def int) int {
 }
 
 // definitionRoutes are GET /tools/builtin and the definitions CRUD.
-func definitionRoutes(c *common, defs tooldef.Store, exec *tools.Executor, changed func(account string)) map[string]http.Handler {
+func definitionRoutes(o *Options, defs tooldef.Store, exec *tools.Executor, changed func(account string)) map[string]http.Handler {
 	test := map[string]bool{}
 	for _, t := range []tools.Tool{sleep.New(), sleep.NewEffect()} {
 		test[t.Spec().Name] = true
@@ -155,7 +158,7 @@ func definitionRoutes(c *common, defs tooldef.Store, exec *tools.Executor, chang
 			builtins = append(builtins, s)
 		}
 	}
-	scripts := scriptsEnabled(c)
+	scripts := scriptsEnabled(o)
 	d := &admin.Definitions{
 		Store:    defs,
 		Builtins: func() []catalog.Spec { return builtins },
@@ -169,7 +172,7 @@ func definitionRoutes(c *common, defs tooldef.Store, exec *tools.Executor, chang
 		},
 		ScriptsEnabled: func() bool { return scripts },
 		Changed:        changed,
-		Max:            perAccountCap(c.cfg.Tools.MaxDefinitionsPerAccount, tooldef.DefaultMaxPerAccount),
+		Max:            perAccountCap(o.Config.Tools.MaxDefinitionsPerAccount, tooldef.DefaultMaxPerAccount),
 	}
 	return d.Routes()
 }

@@ -1,4 +1,4 @@
-package main
+package toolhost
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 )
 
 // access is what a caller must present for a group of routes. Each group
-// declares it where serveRoutes adds it; no route is secured by matching
+// declares it where App.routes adds it; no route is secured by matching
 // its path.
 type access struct {
 	// scope is the scope the key or token must hold; "" admits any valid
@@ -54,29 +54,30 @@ func (t *routeTable) add(a access, routes map[string]http.Handler) {
 	}
 }
 
-// serveRoutes builds serve's routes on the app: /v1 (hosted scope), the
+// routes builds serve's routes on the app: /v1 (hosted scope), the
 // tools REST API (reads: any key; writes: tools scope), the remote MCP
 // servers (tools scope), key management,
 // metrics and OAuth grants (admin scope), OAuth's public endpoints; and
 // the authenticator /mcp uses too (API keys, plus OAuth tokens unless
-// --dev or turned off). health reports the /v1 routes for /healthz.
-func serveRoutes(ctx context.Context, c *common, a *app, mcpSrv *mcpface.Server, dev bool, listen net.Addr, logger *slog.Logger) (rt *routeTable, health func() any, err error) {
+// Dev or turned off). health reports the /v1 routes for /healthz.
+func (a *App) routes(ctx context.Context, mcpSrv *mcpface.Server, listen net.Addr) (rt *routeTable, health func() any, err error) {
+	o, logger, dev := &a.o, a.o.Logger, a.o.Dev
 	rt = &routeTable{authn: a.keys, dev: dev, m: map[string]http.Handler{}}
 	var oauthAdmin, oauthPublic map[string]http.Handler
 	if !dev {
-		rt.authn, oauthAdmin, oauthPublic, err = setupOAuth(ctx, c.cfg.Auth.OAuth, a.keys, listen, logger, a.onClose)
+		rt.authn, oauthAdmin, oauthPublic, err = setupOAuth(ctx, o.Config.Auth.OAuth, a.keys, listen, logger, a.onClose)
 		if err != nil {
-			return nil, nil, startupError{err}
+			return nil, nil, err
 		}
 	}
-	v1, health, err := hostedRoutes(c, a.exec, logger)
+	v1, health, err := hostedRoutes(o, a.exec, logger)
 	if err != nil {
 		return nil, nil, err
 	}
 	rt.add(access{scope: keys.ScopeHosted, xAPIKey: true}, withSlotCheck(v1, a.exec.Slots()))
 	rt.add(access{writeScope: keys.ScopeTools}, journalRoutes(a.exec))
-	rt.add(access{writeScope: keys.ScopeTools}, definitionRoutes(c, a.defs, a.exec, mcpSrv.DefinitionsChanged))
-	mcpServers, mcpCallback := mcpServerRoutes(c, a, mcpSrv.DefinitionsChanged, publicBase(c.cfg.Auth.OAuth.PublicURL, listen), logger)
+	rt.add(access{writeScope: keys.ScopeTools}, definitionRoutes(o, a.defs, a.exec, mcpSrv.DefinitionsChanged))
+	mcpServers, mcpCallback := mcpServerRoutes(o, a, mcpSrv.DefinitionsChanged, publicBase(o.Config.Auth.OAuth.PublicURL, listen), logger)
 	rt.add(access{scope: keys.ScopeTools}, mcpServers)
 	rt.add(access{scope: keys.ScopeAdmin}, keyRoutes(a.keys))
 	rt.add(access{scope: keys.ScopeAdmin}, metricsRoutes(a.sandbox))
@@ -89,15 +90,15 @@ func serveRoutes(ctx context.Context, c *common, a *app, mcpSrv *mcpface.Server,
 }
 
 // mcpServer is serve's MCP face, from the config's mcp section.
-func mcpServer(c *common, exec *tools.Executor, logger *slog.Logger) *mcpface.Server {
+func mcpServer(o *Options, exec *tools.Executor, logger *slog.Logger) *mcpface.Server {
 	return mcpface.New(exec, mcpface.Options{
-		Version:        version,
-		Stateless:      c.cfg.MCP.Stateless,
-		JSONResponse:   c.cfg.MCP.JSONResponse,
-		SessionTimeout: c.cfg.MCP.SessionTimeout.D(),
+		Version:        o.Version,
+		Stateless:      o.Config.MCP.Stateless,
+		JSONResponse:   o.Config.MCP.JSONResponse,
+		SessionTimeout: o.Config.MCP.SessionTimeout.D(),
 		Limits: mcpface.Limits{
-			MaxBodyBytes: c.cfg.MCP.MaxBodyBytes, MaxClientInfoBytes: c.cfg.MCP.MaxClientInfoBytes,
-			SessionsPerKey: c.cfg.MCP.SessionsPerKey, Sessions: c.cfg.MCP.Sessions,
+			MaxBodyBytes: o.Config.MCP.MaxBodyBytes, MaxClientInfoBytes: o.Config.MCP.MaxClientInfoBytes,
+			SessionsPerKey: o.Config.MCP.SessionsPerKey, Sessions: o.Config.MCP.Sessions,
 		},
 		Anonymous: server.DevIdentity, // --dev; otherwise every request carries its identity
 		Logger:    logger,

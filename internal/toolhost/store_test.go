@@ -1,4 +1,4 @@
-package main
+package toolhost
 
 import (
 	"context"
@@ -34,8 +34,8 @@ func TestTheJournalTakesTheReadOnlyOpenDelay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := &common{data: t.TempDir(), cfg: cfg}
-			opts := journalOptions(c, slog.New(slog.DiscardHandler))
+			o := &Options{Data: t.TempDir(), Config: cfg}
+			opts := journalOptions(o, slog.New(slog.DiscardHandler))
 			if got := opts.ReadOnlyOpenDelay; got != tc.want && (tc.want >= 0 || got >= 0) {
 				t.Fatalf("ReadOnlyOpenDelay %v, want %v", got, tc.want)
 			}

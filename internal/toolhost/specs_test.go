@@ -1,4 +1,4 @@
-package main
+package toolhost
 
 import (
 	"bytes"
@@ -17,10 +17,10 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // TestToolSpecsMatchGolden snapshots every published tool's contract:
 // schemas, annotations, side-effect level, replay safety, paid unit and both
 // languages' text. A change to any of them fails here until the golden is
-// refreshed on purpose with `go test ./cmd/toolhost -run TestToolSpecs -update`.
+// refreshed on purpose with `go test ./internal/toolhost -run TestToolSpecs -update`.
 func TestToolSpecsMatchGolden(t *testing.T) {
-	c := &common{data: t.TempDir(), testTools: true, cfg: config.Default()}
-	kit, err := toolset(c, slog.New(slog.DiscardHandler), toolsetOptions{})
+	o := &Options{Data: t.TempDir(), TestTools: true, Config: config.Default()}
+	kit, err := toolset(o, slog.New(slog.DiscardHandler), toolsetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,6 +64,6 @@ func TestToolSpecsMatchGolden(t *testing.T) {
 		t.Fatalf("%v (create it with -update)", err)
 	}
 	if !bytes.Equal(want, buf.Bytes()) {
-		t.Fatalf("tool specs changed; if on purpose, run: go test ./cmd/toolhost -run TestToolSpecs -update\n--- got ---\n%s", buf.String())
+		t.Fatalf("tool specs changed; if on purpose, run: go test ./internal/toolhost -run TestToolSpecs -update\n--- got ---\n%s", buf.String())
 	}
 }

@@ -1,0 +1,63 @@
+package toolhost
+
+import (
+	"context"
+	"net"
+
+	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/internal/config"
+	"github.com/toolhost/toolhost/server"
+	mcpface "github.com/toolhost/toolhost/server/mcp"
+)
+
+// Server is serve's HTTP server on the app.
+type Server struct {
+	*server.Server
+	// OAuth says whether /mcp takes OAuth tokens besides API keys.
+	OAuth bool
+}
+
+// Server builds serve's HTTP server on the app: the MCP face from the
+// config's mcp section on /mcp behind the mcp scope, every other route
+// with the scope it needs (App.routes), /healthz with run_code's runtimes
+// and the /v1 routes. addr is the listen address as given, listen the one
+// the listener got: OAuth's issuer and the remote servers' callback URL
+// default to it.
+func (a *App) Server(ctx context.Context, addr string, listen net.Addr) (*Server, error) {
+	mcpSrv := mcpServer(&a.o, a.exec, a.o.Logger)
+	rt, hostedHealth, err := a.routes(ctx, mcpSrv, listen)
+	if err != nil {
+		return nil, err
+	}
+	srv := server.New(server.Options{
+		Addr:            addr,
+		Version:         a.o.Version,
+		MCP:             mcpHandler(mcpSrv.Handler(), rt.authn, a.o.Dev),
+		Routes:          rt.m,
+		ShutdownTimeout: a.o.Config.ShutdownTimeout.D(),
+		Limits:          serverLimits(a.o.Config.Server),
+		Logger:          a.o.Logger,
+		Health: func() map[string]any {
+			return map[string]any{"run_code": a.sandbox.Status(), "hosted": hostedHealth()}
+		},
+	})
+	_, oauth := rt.authn.(server.TokenAuthenticator)
+	return &Server{Server: srv, OAuth: oauth}, nil
+}
+
+// Stdio is the MCP face of toolhost stdio, its tool descriptions in lang.
+// A remote server's listing that changes the local account's tools
+// reaches its client as list_changed, as over HTTP.
+func (a *App) Stdio(lang catalog.Lang) *mcpface.Server {
+	srv := mcpface.New(a.exec, mcpface.Options{Version: a.o.Version, Lang: lang, Logger: a.o.Logger})
+	a.mcpChanged = srv.DefinitionsChanged
+	return srv
+}
+
+// serverLimits are the listener's limits from the config's server section.
+func serverLimits(s config.Server) server.Limits {
+	return server.Limits{
+		ReadHeaderTimeout: s.ReadHeaderTimeout.D(), IdleTimeout: s.IdleTimeout.D(), BodyTimeout: s.BodyTimeout.D(),
+		MaxHeaderBytes: s.MaxHeaderBytes, MaxConns: s.MaxConnections, MaxConnsPerIP: s.MaxConnectionsPerIP,
+	}
+}
