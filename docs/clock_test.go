@@ -71,7 +71,7 @@ var wallClockReads = map[string]string{
 	"server/v1/upstream/anthropic/stream.go messageStart":     "the created field of an OpenAI-shaped answer",
 	"internal/store/store.go apply":                           "when a migration was applied",
 	"internal/store/replicas.go Join":                         "when a replica joined",
-	"cmd/toolhost/store.go presetDefinitions":                 "the config's presets are created when the server starts",
+	"internal/toolhost/store.go presetDefinitions":            "the config's presets are created when the server starts",
 	"cmd/toolhost/mcpservers.go probeServer":                  "the probed server is registered now",
 	"cmd/toolhost/mcpconfig.go writeBackup":                   "the backup file's name",
 	"cmd/toolhost/keys.go register":                           "this month, the default of --month",
