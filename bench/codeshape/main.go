@@ -78,7 +78,8 @@ func main() {
 
 // measure walks the roots and parses every .go file below them, leaving
 // out folders git or Go would ignore (testdata, node_modules, dot and
-// underscore folders).
+// underscore folders) and code kept as its authors wrote it (vendor,
+// third_party).
 func measure(roots []string) (*shape, error) {
 	s := &shape{maps: map[string]*pkgMaps{}}
 	fset := token.NewFileSet()
@@ -106,7 +107,7 @@ func measure(roots []string) (*shape, error) {
 }
 
 func skipDir(name string) bool {
-	return name == "testdata" || name == "node_modules" || name == "vendor" ||
+	return name == "testdata" || name == "node_modules" || name == "vendor" || name == "third_party" ||
 		strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")
 }
 

@@ -10,7 +10,8 @@ import (
 
 // A package of one file and its test: the test's functions and maps do
 // not count, a method is named with its receiver, interface{} is any, and
-// a file over the limit is reported.
+// a file over the limit is reported; testdata and third_party are not
+// measured.
 func TestMeasuresFilesFunctionsAndOpenMaps(t *testing.T) {
 	dir := t.TempDir()
 	src := `package p
@@ -35,6 +36,7 @@ func TestX() { _ = map[string]any{} }
 	write(t, filepath.Join(dir, "p.go"), src)
 	write(t, filepath.Join(dir, "p_test.go"), test)
 	write(t, filepath.Join(dir, "testdata", "skipped.go"), "package skipped\n\nfunc Huge() {\n}\n")
+	write(t, filepath.Join(dir, "third_party", "lib", "lib.go"), "package lib\n\nfunc Huge() {\n}\n")
 
 	s, err := measure([]string{dir})
 	if err != nil {
