@@ -23,6 +23,10 @@
 //     language's snapshot image, so it owns only the pages it writes; an
 //     image that cannot be mapped is copied, and one that cannot be read in
 //     full fails the instance's start: no guest runs on half an image.
+//     Unmapped memory faults, so no memory is freed under running code: Close
+//     waits for the runs in progress before it closes the runtime (which
+//     frees every instance), and sandbox/quickjs never returns into a module
+//     closed while a host function ran.
 //   - A wall-clock deadline closes the module (WithCloseOnContextDone); host
 //     calls the guest may block in (stdin, sleep) wake up on it too.
 //   - stdout and stderr are capped while the guest writes, never after.

@@ -117,6 +117,14 @@ type Sandbox struct {
 	ctx    context.Context // background work and pooled instances
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// runs counts the calls of Run in progress: a JavaScript program runs
+	// on its caller's goroutine, which wg does not know. Close waits for
+	// them before it closes the runtime, which frees every instance's
+	// memory and compiled code at once, whatever still runs on them.
+	// runsMu orders a Run's start against Close's cancel: Run counts
+	// itself in only while ctx is live, so Close's wait sees every run.
+	runsMu sync.RWMutex
+	runs   sync.WaitGroup
 
 	slots   chan struct{}
 	waiting atomic.Int64
@@ -183,11 +191,17 @@ func (s *Sandbox) poolBudgetKiB() int64 { return int64(s.cfg.PoolMemoryMiB) << 1
 // Config returns the effective limits (defaults filled in).
 func (s *Sandbox) Config() Config { return s.cfg }
 
-// Close stops the pools and every running program and frees the runtime.
+// Close stops the pools and every running program, waits for them to end
+// and frees the runtime.
 func (s *Sandbox) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
+		s.runsMu.Lock()
 		s.cancel()
+		s.runsMu.Unlock()
+		// Runs end at once (their contexts follow ctx); what they hand to
+		// wg (closing their instance, its refill) is handed over by then.
+		s.runs.Wait()
 		s.wg.Wait()
 		if s.py.snap != nil {
 			s.py.snap.close()
@@ -292,9 +306,10 @@ func (s *Sandbox) Status() map[Language]RuntimeStatus {
 // program under its deadline and returns what it left. ctx cancellation
 // stops the program and returns ctx's error.
 func (s *Sandbox) Run(ctx context.Context, req Request) (*Result, error) {
-	if s.ctx.Err() != nil {
+	if !s.enter() {
 		return nil, ErrClosed
 	}
+	defer s.runs.Done()
 	if req.Timeout <= 0 || req.Timeout > MaxTimeout {
 		req.Timeout = MaxTimeout
 	}
@@ -338,6 +353,17 @@ func (s *Sandbox) Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	defer release()
 	return run(ctx, &req, progress)
+}
+
+// enter counts a run in, unless the sandbox is closed (false).
+func (s *Sandbox) enter() bool {
+	s.runsMu.RLock()
+	defer s.runsMu.RUnlock()
+	if s.ctx.Err() != nil {
+		return false
+	}
+	s.runs.Add(1)
+	return true
 }
 
 // admit takes a run slot, queueing when none is free.

@@ -51,6 +51,9 @@
 // value, BigInt arithmetic on huge numbers) are only stopped when the caller's runtime
 // closes the module at the context's end
 // (wazero.RuntimeConfig.WithCloseOnContextDone); both are ErrInterrupted.
+// When that close comes while console output or a promise rejection is in
+// the host, the host unwinds the program's call instead of returning into a
+// module whose memory the runtime has just freed.
 //
 // Compile also runs the engine's start-up once in a template instance and
 // keeps a copy of its linear memory; Instantiate copies it into each fresh

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
 )
 
 // Names of the host functions the prelude receives (console output).
@@ -29,7 +30,7 @@ var hostFuncs = map[string]hostFunc{
 	// host_call(name, nameLen, this, argc, argv) -> JSValue*: a host function
 	// was called. The trampoline owns this and argv and frees the box we
 	// return; 0 would mean "exception thrown".
-	"host_call": {[]api.ValueType{i32, i32, i32, i32, i32}, []api.ValueType{i32}, hostCall},
+	"host_call": {[]api.ValueType{i32, i32, i32, i32, i32}, []api.ValueType{i32}, neverIntoClosed(hostCall)},
 	// host_interrupt() -> int: polled by the engine every few thousand
 	// bytecodes; non-zero stops the program with an uncatchable error.
 	"host_interrupt": {nil, []api.ValueType{i32}, func(ctx context.Context, _ api.Module, stack []uint64) {
@@ -40,7 +41,7 @@ var hostFuncs = map[string]hostFunc{
 	}},
 	// host_promise_rejection(promise, reason, isHandled): the host owns
 	// both boxes.
-	"host_promise_rejection": {[]api.ValueType{i32, i32, i32}, nil, hostPromiseRejection},
+	"host_promise_rejection": {[]api.ValueType{i32, i32, i32}, nil, neverIntoClosed(hostPromiseRejection)},
 	// The module loader is never enabled: import fails with "could not load
 	// module". These answer NULL if the engine asks anyway.
 	"host_module_normalize": {[]api.ValueType{i32, i32}, []api.ValueType{i32}, func(_ context.Context, _ api.Module, stack []uint64) {
@@ -63,6 +64,37 @@ func defineHost(rt wazero.Runtime) wazero.HostModuleBuilder {
 		b = b.NewFunctionBuilder().WithGoModuleFunction(h.fn, h.params, h.results).Export(name)
 	}
 	return b
+}
+
+// neverIntoClosed wraps a host function that calls back into the guest
+// (host_call converts console.log's argument and makes the undefined it
+// returns; host_promise_rejection frees boxes) so that it never returns
+// into a module closed while it ran. A nested call can meet the end of the
+// context: with WithCloseOnContextDone, wazero then closes the module and
+// frees its linear memory at once, inside the nested call, while the guest
+// frames that called the host function are still on the stack. Returning
+// to them would run compiled code on freed memory: with an allocator that
+// unmaps it (the sandbox's), a SIGSEGV that takes the whole process down.
+// Panicking with the exit error instead unwinds the guest call, as
+// proc_exit does: wazero recovers the panic and the call that led into the
+// guest returns the error (ErrInterrupted for the caller). host_interrupt
+// makes no nested call, so it cannot free the memory under its caller.
+func neverIntoClosed(fn api.GoModuleFunc) api.GoModuleFunc {
+	return func(ctx context.Context, mod api.Module, stack []uint64) {
+		fn(ctx, mod, stack)
+		if mod.IsClosed() {
+			panic(closedExit(ctx))
+		}
+	}
+}
+
+// closedExit is the exit error of a module closed under a running call,
+// with the code wazero gives a module it closes when the context ends.
+func closedExit(ctx context.Context) *sys.ExitError {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return sys.NewExitError(sys.ExitCodeDeadlineExceeded)
+	}
+	return sys.NewExitError(sys.ExitCodeContextCanceled)
 }
 
 type vmKey struct{}
