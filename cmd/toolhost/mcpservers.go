@@ -11,9 +11,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/toolhost/toolhost/internal/egress"
 	"github.com/toolhost/toolhost/internal/identity"
 	"github.com/toolhost/toolhost/tools"
-	"github.com/toolhost/toolhost/tools/fetchpage"
 	"github.com/toolhost/toolhost/tools/mcpremote"
 )
 
@@ -53,7 +53,7 @@ func cmdMCPServers(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "toolhost mcp-servers probe: the URL %s\n", err)
 		return exitUsage
 	}
-	dial, err := fetchpage.DialContext(c.cfg.Fetch.AllowPrivate, 10*time.Second)
+	dial, err := egress.DialContext(c.cfg.Fetch.AllowPrivate, 10*time.Second)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolhost mcp-servers probe: %v\n", err)
 		return exitUsage

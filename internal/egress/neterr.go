@@ -1,9 +1,3 @@
-// Package egress is how toolhost talks to the outside: it words a failed
-// network operation for a caller without the internal addresses its error
-// text carries. Go's errors name the
-// resolver ("lookup x on 10.0.0.2:53"), the URL of the request (an
-// upstream route, a search engine) and the address dialled. Callers see
-// the kind of failure; the full error belongs in the server log.
 package egress
 
 import (

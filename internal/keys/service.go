@@ -55,9 +55,9 @@ type Options struct {
 // paid units.
 type Service struct {
 	opts Options
-	// cache holds keys by hash and by "id:"+id; a key in use is read
-	// again in the background before it expires (ttlcache's keep-warm).
-	cache *ttlcache.Cache[string, *Key]
+	// cache holds keys by hash and by "id:"+id, each for at most
+	// CacheTTL on the Now clock.
+	cache *ttlcache.Cache[*Key]
 	mu    sync.Mutex
 	// touched is when each key's use was last recorded. It is kept here,
 	// not on the cached *Key, which every concurrent request shares and
@@ -83,7 +83,7 @@ func New(opts Options) *Service {
 		opts.Limiter = NewMemoryLimiter(opts.Now)
 	}
 	s := &Service{opts: opts, touched: map[string]time.Time{}}
-	s.cache = ttlcache.New(ttlcache.Options[string, *Key]{TTL: opts.CacheTTL, Refresh: s.load, MaxEntries: 10_000, Now: opts.Now})
+	s.cache = ttlcache.New[*Key](ttlcache.Options{TTL: opts.CacheTTL, MaxEntries: 10_000, Now: opts.Now})
 	return s
 }
 
@@ -93,11 +93,6 @@ func (s *Service) load(ctx context.Context, cacheKey string) (*Key, error) {
 		return s.opts.Store.KeyByID(ctx, id)
 	}
 	return s.opts.Store.KeyByHash(ctx, cacheKey)
-}
-
-// Close stops the background reads of keys in use.
-func (s *Service) Close() {
-	s.cache.Close()
 }
 
 // Authenticate resolves a presented secret to its key. It returns an error

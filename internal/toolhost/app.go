@@ -161,12 +161,10 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 	// cache answers from memory; writes here forget at once, another
 	// replica's within its one-second TTL (tooldef.Cache).
 	defs := tooldef.NewCache(a.db, time.Second)
-	a.onClose(defs.Close)
 	a.defs = tooldef.WithPresets(defs, presets)
 	// The session store the REST API and the pipeline share: the store's,
 	// behind a short-lived cache.
 	sessions := session.NewCache(a.db, time.Second)
-	a.onClose(sessions.Close)
 	jr, err := openJournal(ctx, o, a.db, logger)
 	if err != nil {
 		return nil, err

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolhost/toolhost/internal/egress"
 	"github.com/toolhost/toolhost/server/admin"
-	"github.com/toolhost/toolhost/tools/fetchpage"
 	"github.com/toolhost/toolhost/tools/mcpremote"
 )
 
@@ -48,7 +48,7 @@ func openGateway(o *Options, a *App, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	dial, err := fetchpage.DialContext(o.Config.Fetch.AllowPrivate, 10*time.Second)
+	dial, err := egress.DialContext(o.Config.Fetch.AllowPrivate, 10*time.Second)
 	if err != nil {
 		return err
 	}
@@ -57,9 +57,7 @@ func openGateway(o *Options, a *App, logger *slog.Logger) error {
 	// Every call of a remote tool looks its server up in the account's
 	// list: the cache answers from memory; writes through it forget at
 	// once, another replica's within its one-second TTL.
-	mcpStore := mcpremote.NewCache(a.db, time.Second)
-	a.onClose(mcpStore.Close)
-	a.mcpStore = mcpStore
+	a.mcpStore = mcpremote.NewCache(a.db, time.Second)
 	a.gateway = mcpremote.New(mcpremote.Options{
 		Store: a.mcpStore, Sealer: sealer, Dial: dial,
 		TTL: cfg.TTL.D(), ProbeTimeout: cfg.ProbeTimeout.D(), MaxConcurrent: cfg.MaxConcurrent, MaxResultBytes: cfg.MaxResultBytes,
@@ -93,7 +91,7 @@ func mcpServerRoutes(o *Options, a *App, changed func(account string), base stri
 		Store: a.mcpStore, Sealer: a.sealer, Gateway: a.gateway,
 		Rules: mcpremote.Rules{Slots: a.exec.Slots()},
 		CheckHost: func(ctx context.Context, host string) error {
-			return fetchpage.CheckHost(ctx, allow, host)
+			return egress.CheckHost(ctx, allow, host)
 		},
 		Changed: changed, Logger: logger,
 		Max:         perAccountCap(o.Config.MCPServers.MaxPerAccount, mcpremote.DefaultMaxPerAccount),

@@ -44,7 +44,7 @@ func newKeys(o *Options, db *store.DB, logger *slog.Logger) (*keys.Service, func
 		cleanup = func() { rdb.Close() }
 	}
 	svc := keys.New(keys.Options{Store: db, Limiter: limiter, Prices: o.Config.Keys.Prices, Logger: logger})
-	return svc, func() { svc.Close(); cleanup() }, nil
+	return svc, cleanup, nil
 }
 
 // keyRoutes are the admin routes of key management.

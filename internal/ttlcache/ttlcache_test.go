@@ -4,83 +4,27 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
-// clock is a hand-driven clock and timer queue: Advance fires, in order,
-// every timer due by the new time.
-type clock struct {
-	t      time.Time
-	timers []*timer
-}
-
-type timer struct {
-	at      time.Time
-	f       func()
-	stopped bool
-}
-
-func (c *clock) now() time.Time { return c.t }
-
-func (c *clock) after(d time.Duration, f func()) func() bool {
-	tm := &timer{at: c.t.Add(d), f: f}
-	c.timers = append(c.timers, tm)
-	return func() bool { was := !tm.stopped; tm.stopped = true; return was }
-}
-
-func (c *clock) Advance(d time.Duration) {
-	end := c.t.Add(d)
-	for {
-		var next *timer
-		for _, tm := range c.timers {
-			if !tm.stopped && !tm.at.After(end) && (next == nil || tm.at.Before(next.at)) {
-				next = tm
-			}
-		}
-		if next == nil {
-			break
-		}
-		next.stopped = true
-		c.t = next.at
-		next.f()
-	}
-	c.t = end
-}
-
-func (c *clock) pending() int {
-	n := 0
-	for _, tm := range c.timers {
-		if !tm.stopped {
-			n++
-		}
-	}
-	return n
-}
-
 // fixture is a cache on a hand-driven clock whose store holds one value
-// per key and counts the loads of each kind.
+// per key and counts the loads.
 type fixture struct {
-	c       *Cache[string, string]
-	clock   *clock
-	value   map[string]string
-	fail    error
-	loads   int // on a Get's own path
-	refresh int // in the background
+	c     *Cache[string]
+	t     time.Time
+	value map[string]string
+	fail  error
+	loads int
 }
 
-func newFixture(keepWarm bool) *fixture {
-	f := &fixture{clock: &clock{t: time.Unix(1_700_000_000, 0)}, value: map[string]string{"a": "one", "b": "bee"}}
-	opts := Options[string, string]{TTL: time.Second}
-	if keepWarm {
-		opts.Refresh = func(_ context.Context, k string) (string, error) {
-			f.refresh++
-			return f.value[k], f.fail
-		}
-	}
-	f.c = New(opts)
-	f.c.now, f.c.after = f.clock.now, f.clock.after
+func newFixture(maxEntries int) *fixture {
+	f := &fixture{t: time.Unix(1_700_000_000, 0), value: map[string]string{"a": "one", "b": "bee"}}
+	f.c = New[string](Options{TTL: time.Second, MaxEntries: maxEntries, Now: func() time.Time { return f.t }})
 	return f
 }
+
+func (f *fixture) advance(d time.Duration) { f.t = f.t.Add(d) }
 
 func (f *fixture) get(k string) (string, error) {
 	return f.c.Get(context.Background(), k, func(context.Context) (string, error) {
@@ -91,121 +35,73 @@ func (f *fixture) get(k string) (string, error) {
 
 func TestCache(t *testing.T) {
 	tests := []struct {
-		name          string
-		keepWarm      bool
-		run           func(f *fixture) (string, error)
-		want          string
-		loads, reload int
+		name  string
+		run   func(f *fixture) (string, error)
+		want  string
+		loads int
 	}{
-		{"a fresh value is served from memory", false, func(f *fixture) (string, error) {
+		{"a fresh value is served from memory", func(f *fixture) (string, error) {
 			_, _ = f.get("a")
 			f.value["a"] = "two"
-			f.clock.Advance(999 * time.Millisecond)
+			f.advance(999 * time.Millisecond)
 			return f.get("a")
-		}, "one", 1, 0},
-		{"an expired value is loaded on the call's path", false, func(f *fixture) (string, error) {
+		}, "one", 1},
+		{"an expired value is loaded on the call's path", func(f *fixture) (string, error) {
 			_, _ = f.get("a")
 			f.value["a"] = "two"
-			f.clock.Advance(time.Second)
+			f.advance(time.Second)
 			return f.get("a")
-		}, "two", 2, 0},
-		{"Forget makes the next Get load", false, func(f *fixture) (string, error) {
+		}, "two", 2},
+		{"Forget makes the next Get load", func(f *fixture) (string, error) {
 			_, _ = f.get("a")
 			f.value["a"] = "two"
 			f.c.Forget("a")
 			return f.get("a")
-		}, "two", 2, 0},
-		{"Clear makes the next Get load", false, func(f *fixture) (string, error) {
+		}, "two", 2},
+		{"Clear makes the next Get load", func(f *fixture) (string, error) {
 			_, _ = f.get("a")
 			f.value["a"] = "two"
 			f.c.Clear()
 			return f.get("a")
-		}, "two", 2, 0},
-		{"keys are kept apart", false, func(f *fixture) (string, error) {
+		}, "two", 2},
+		{"keys are kept apart", func(f *fixture) (string, error) {
 			_, _ = f.get("a")
 			return f.get("b")
-		}, "bee", 2, 0},
-		{"a load that a Forget overtook is not kept", false, func(f *fixture) (string, error) {
+		}, "bee", 2},
+		{"a load that a Forget overtook is not kept", func(f *fixture) (string, error) {
 			_, _ = f.c.Get(context.Background(), "a", func(context.Context) (string, error) {
 				f.loads++
 				f.c.Forget("a") // a write lands while the read is in flight
 				return "stale", nil
 			})
 			return f.get("a")
-		}, "one", 2, 0},
-		{"a load that a Clear overtook is not kept", false, func(f *fixture) (string, error) {
+		}, "one", 2},
+		{"a load that a Clear overtook is not kept", func(f *fixture) (string, error) {
 			_, _ = f.c.Get(context.Background(), "a", func(context.Context) (string, error) {
 				f.loads++
 				f.c.Clear()
 				return "stale", nil
 			})
 			return f.get("a")
-		}, "one", 2, 0},
-		{"a value in use is refreshed before it expires, off the call's path", true, func(f *fixture) (string, error) {
-			_, _ = f.get("a")
-			f.value["a"] = "two"
-			for range 5 { // calls 1.1 s apart
-				f.clock.Advance(1100 * time.Millisecond)
-				if _, err := f.get("a"); err != nil {
-					return "", err
-				}
-			}
-			return f.get("a")
-		}, "two", 1, 7},
-		{"the refreshed value is never older than the TTL", true, func(f *fixture) (string, error) {
-			_, _ = f.get("a")
-			f.clock.Advance(800 * time.Millisecond) // refreshed at 0.75 s
-			f.value["a"] = "two"                    // written elsewhere after that
-			f.clock.Advance(600 * time.Millisecond)
-			if v, _ := f.get("a"); v != "one" {
-				return "", errors.New("the write was seen before any read after it")
-			}
-			f.clock.Advance(200 * time.Millisecond) // refreshed at 1.5 s: within the TTL of the write
-			return f.get("a")
-		}, "two", 1, 2},
-		{"a quiet key stops being refreshed and goes", true, func(f *fixture) (string, error) {
-			_, _ = f.get("a")
-			f.clock.Advance(time.Minute)
-			if n := f.clock.pending(); n != 0 {
-				return "", errors.New("a timer is still pending")
-			}
-			return f.get("a")
-		}, "one", 2, 13},
-		{"a failed refresh leaves the value to expire", true, func(f *fixture) (string, error) {
+		}, "one", 2},
+		{"an expired value is not served when its load fails", func(f *fixture) (string, error) {
 			_, _ = f.get("a")
 			f.fail = errors.New("store down")
-			f.clock.Advance(1100 * time.Millisecond)
+			f.advance(1100 * time.Millisecond)
 			_, err := f.get("a")
 			if err == nil {
 				return "", errors.New("served a value older than the TTL")
 			}
 			f.fail = nil
 			return f.get("a")
-		}, "one", 3, 1},
-		{"a refresh that a Forget overtook is not kept", true, func(f *fixture) (string, error) {
-			_, _ = f.get("a")
-			f.c.opts.Refresh = func(context.Context, string) (string, error) {
-				f.refresh++
-				f.c.Forget("a")
-				return "stale", nil
-			}
-			f.clock.Advance(800 * time.Millisecond)
-			return f.get("a")
-		}, "one", 2, 1},
-		{"Close stops the refreshes", true, func(f *fixture) (string, error) {
-			_, _ = f.get("a")
-			f.c.Close()
-			f.clock.Advance(1100 * time.Millisecond)
-			return f.get("a")
-		}, "one", 2, 0},
+		}, "one", 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(tt.keepWarm)
+			f := newFixture(0)
 			got, err := tt.run(f)
-			if err != nil || got != tt.want || f.loads != tt.loads || f.refresh != tt.reload {
-				t.Fatalf("got %q, %v after %d loads and %d refreshes; want %q after %d and %d",
-					got, err, f.loads, f.refresh, tt.want, tt.loads, tt.reload)
+			if err != nil || got != tt.want || f.loads != tt.loads {
+				t.Fatalf("got %q, %v after %d loads; want %q after %d", got, err, f.loads, tt.want, tt.loads)
 			}
 			if len(f.c.loads) != 0 || len(f.c.gen) != 0 {
 				t.Fatalf("bookkeeping of loads left behind: %v %v", f.c.loads, f.c.gen)
@@ -215,7 +111,7 @@ func TestCache(t *testing.T) {
 }
 
 func TestCacheKeepsNoError(t *testing.T) {
-	f := newFixture(false)
+	f := newFixture(0)
 	boom := errors.New("store down")
 	f.fail = boom
 	if _, err := f.get("a"); !errors.Is(err, boom) {
@@ -227,14 +123,113 @@ func TestCacheKeepsNoError(t *testing.T) {
 	}
 }
 
-func TestCacheStartsAgainPastMaxEntries(t *testing.T) {
-	f := newFixture(true)
-	f.c.opts.MaxEntries = 2
-	for _, k := range []string{"a", "b", "c"} {
-		f.value[k] = k
+func TestCacheDropsTheLeastRecentlyUsedPastMaxEntries(t *testing.T) {
+	f := newFixture(2)
+	f.value["c"] = "sea"
+	for _, k := range []string{"a", "b", "a", "c"} { // the second "a" is served from memory
 		_, _ = f.get(k)
 	}
-	if len(f.c.m) != 1 || f.clock.pending() != 1 {
-		t.Fatalf("%d entries and %d timers, want 1 and 1", len(f.c.m), f.clock.pending())
+	if n := f.c.values.Len(); n != 2 || f.loads != 3 {
+		t.Fatalf("%d entries after %d loads, want 2 after 3", n, f.loads)
 	}
+	_, _ = f.get("a")
+	_, _ = f.get("c")
+	if f.loads != 3 {
+		t.Fatalf("%d loads, want a and c still held", f.loads)
+	}
+	if v, err := f.get("b"); v != "bee" || err != nil || f.loads != 4 {
+		t.Fatalf("b = %q, %v after %d loads, want it dropped and read again", v, err, f.loads)
+	}
+}
+
+// getAsync runs a Get in a goroutine and hands back its outcome.
+func getAsync(ctx context.Context, c *Cache[string], k string, load func(context.Context) (string, error)) <-chan string {
+	out := make(chan string, 1)
+	go func() {
+		v, err := c.Get(ctx, k, load)
+		if err != nil {
+			v = "error: " + err.Error()
+		}
+		out <- v
+	}()
+	return out
+}
+
+func TestCacheSharesOneLoadBetweenConcurrentMisses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := New[string](Options{TTL: time.Second})
+		release := make(chan struct{})
+		loads := 0
+		load := func(context.Context) (string, error) {
+			loads++
+			<-release
+			return "one", nil
+		}
+		var outs []<-chan string
+		for range 5 {
+			outs = append(outs, getAsync(t.Context(), c, "a", load))
+		}
+		synctest.Wait() // every Get waits for the one load
+		close(release)
+		for _, out := range outs {
+			if v := <-out; v != "one" {
+				t.Fatalf("a Get returned %q", v)
+			}
+		}
+		if loads != 1 {
+			t.Fatalf("%d loads for five concurrent misses, want 1", loads)
+		}
+	})
+}
+
+func TestCacheGetAfterForgetDoesNotShareAnOlderLoad(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := New[string](Options{TTL: time.Second})
+		release := make(chan struct{})
+		old := getAsync(t.Context(), c, "a", func(context.Context) (string, error) {
+			<-release
+			return "stale", nil
+		})
+		synctest.Wait() // the old load is in flight
+		c.Forget("a")   // a write lands
+		fresh := getAsync(t.Context(), c, "a", func(context.Context) (string, error) { return "two", nil })
+		synctest.Wait()
+		select {
+		case v := <-fresh:
+			if v != "two" {
+				t.Fatalf("the Get after the write returned %q", v)
+			}
+		default:
+			t.Fatal("the Get after the write waits for the load that began before it")
+		}
+		close(release)
+		if v := <-old; v != "stale" {
+			t.Fatalf("the older Get returned %q", v)
+		}
+		v, err := c.Get(t.Context(), "a", func(context.Context) (string, error) { return "", errors.New("not cached") })
+		if err != nil || v != "two" {
+			t.Fatalf("after both loads: %q, %v; want the one after the write kept", v, err)
+		}
+	})
+}
+
+func TestCacheLoadsAgainWhenTheSharedLoadsCallerGoesAway(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := New[string](Options{TTL: time.Second})
+		ctx, cancel := context.WithCancel(t.Context())
+		first := getAsync(ctx, c, "a", func(ctx context.Context) (string, error) {
+			<-ctx.Done()
+			return "", ctx.Err()
+		})
+		synctest.Wait()
+		second := getAsync(t.Context(), c, "a", func(context.Context) (string, error) { return "one", nil })
+		synctest.Wait() // the second Get shares the first's load
+		cancel()
+		if v := <-first; v != "error: "+context.Canceled.Error() {
+			t.Fatalf("the cancelled Get returned %q", v)
+		}
+		if v := <-second; v != "one" {
+			t.Fatalf("the other Get returned %q, want its own load's value", v)
+		}
+	})
 }

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolhost/toolhost/internal/egress"
 	"github.com/toolhost/toolhost/server/admin"
-	"github.com/toolhost/toolhost/tools/fetchpage"
 	"github.com/toolhost/toolhost/tools/mcpremote"
 	"github.com/toolhost/toolhost/tools/mcpremote/testserver"
 )
@@ -100,14 +100,14 @@ func mcpServersRoutes(t *testing.T, st mcpremote.Store, allow []string) map[stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	dial, err := fetchpage.DialContext(allow, time.Second)
+	dial, err := egress.DialContext(allow, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	gw := mcpremote.New(mcpremote.Options{Store: st, Sealer: seal, Dial: dial, ProbeTimeout: 2 * time.Second})
 	t.Cleanup(gw.Close)
 	m := &admin.MCPServers{Store: st, Sealer: seal, Gateway: gw, Rules: mcpremote.Rules{Slots: []string{"narrator"}},
-		CheckHost: func(ctx context.Context, host string) error { return fetchpage.CheckHost(ctx, allow, host) },
+		CheckHost: func(ctx context.Context, host string) error { return egress.CheckHost(ctx, allow, host) },
 		Account:   accountHeader, CallbackURL: "http://127.0.0.1/mcp-servers/oauth/callback"}
 	routes := m.Routes()
 	for p, h := range m.CallbackRoutes() {

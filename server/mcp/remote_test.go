@@ -13,12 +13,12 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolhost/toolhost/internal/egress"
 	"github.com/toolhost/toolhost/internal/identity"
 	"github.com/toolhost/toolhost/server"
 	mcpface "github.com/toolhost/toolhost/server/mcp"
 	"github.com/toolhost/toolhost/tools"
 	"github.com/toolhost/toolhost/tools/builtin"
-	"github.com/toolhost/toolhost/tools/fetchpage"
 	"github.com/toolhost/toolhost/tools/mcpremote"
 	"github.com/toolhost/toolhost/tools/mcpremote/testserver"
 	"github.com/toolhost/toolhost/tools/session"
@@ -28,7 +28,7 @@ import (
 // URL for a client that names its account in X-Account.
 func remoteFace(t *testing.T, st mcpremote.Store, seal *mcpremote.Sealer, probe time.Duration) (*mcpremote.Gateway, string) {
 	t.Helper()
-	dial, err := fetchpage.DialContext([]string{"127.0.0.1"}, time.Second)
+	dial, err := egress.DialContext([]string{"127.0.0.1"}, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

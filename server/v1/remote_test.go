@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolhost/toolhost/internal/egress"
 	"github.com/toolhost/toolhost/journal"
 	v1 "github.com/toolhost/toolhost/server/v1"
 	"github.com/toolhost/toolhost/server/v1/fakeupstream"
 	"github.com/toolhost/toolhost/tools"
 	"github.com/toolhost/toolhost/tools/builtin"
-	"github.com/toolhost/toolhost/tools/fetchpage"
 	"github.com/toolhost/toolhost/tools/mcpremote"
 	"github.com/toolhost/toolhost/tools/mcpremote/testserver"
 )
@@ -63,7 +63,7 @@ func startRemoteEnv(t *testing.T, script fakeupstream.Script, o remoteEnvOptions
 	if err != nil {
 		t.Fatal(err)
 	}
-	dial, err := fetchpage.DialContext([]string{"127.0.0.1"}, time.Second)
+	dial, err := egress.DialContext([]string{"127.0.0.1"}, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"sort"
 	"time"
 
 	"golang.org/x/sync/semaphore"
+
+	"github.com/toolhost/toolhost/internal/egress"
 )
 
 // errBusy: every fetch slot or the body budget stayed taken for the
@@ -82,8 +85,11 @@ func (b *budget) release(hs *hopState) {
 // name when it does not resolve (the fetch then fails on its own).
 func (t *Tool) hostKey(ctx context.Context, u *url.URL) string {
 	host := u.Hostname()
-	if a, ok := parseHostAddr(host); ok {
-		return a.WithZone("").Unmap().String()
+	if n, err := egress.NormalizeHost(host); err == nil {
+		host = n
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return host // NormalizeHost's canonical form
 	}
 	rctx, cancel := context.WithTimeout(ctx, t.cfg.ConnectTimeout.D())
 	defer cancel()

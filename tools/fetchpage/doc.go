@@ -6,9 +6,10 @@
 // Invariants:
 //   - No connection reaches a loopback, private, link-local, CGNAT,
 //     multicast, reserved or otherwise non-public address unless the operator
-//     listed it in Config.AllowPrivate. The check runs in the dialer on the
-//     resolved address the socket connects to (so DNS rebinding cannot pass)
-//     and every redirect hop dials through the same dialer.
+//     listed it in Config.AllowPrivate. The check runs in internal/egress's
+//     dialer on the resolved address the socket connects to (so DNS
+//     rebinding cannot pass) and every redirect hop dials through the same
+//     dialer.
 //   - Proxies from the environment are never used.
 //   - Bodies are read through size caps after decompression, so a
 //     compression bomb costs at most the cap.

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/andybalholm/brotli"
+
+	"github.com/toolhost/toolhost/internal/egress"
 )
 
 // Failures the tool maps to stable codes.
@@ -33,18 +35,18 @@ const maxURLLength = 2048
 
 // domainLists are the call's allowed_domains / blocked_domains.
 type domainLists struct {
-	allowed, blocked map[string]bool
+	allowed, blocked egress.Domains
 }
 
 func newDomainLists(allowed, blocked []string) domainLists {
-	norm := func(ds []string) map[string]bool {
+	norm := func(ds []string) egress.Domains {
 		if len(ds) == 0 {
 			return nil
 		}
-		m := map[string]bool{}
+		m := egress.Domains{}
 		for _, d := range ds {
 			d = strings.Trim(strings.ToLower(strings.TrimSpace(d)), ".")
-			if n, err := normalizeHost(d); err == nil {
+			if n, err := egress.NormalizeHost(d); err == nil {
 				d = n // the IDNA form, as hosts are compared
 			}
 			if d != "" {
@@ -58,18 +60,19 @@ func newDomainLists(allowed, blocked []string) domainLists {
 
 func (l domainLists) permits(host string) bool {
 	host = strings.TrimSuffix(strings.ToLower(host), ".")
-	if l.blocked != nil && domainMatch(host, l.blocked) {
+	if l.blocked != nil && l.blocked.Match(host) {
 		return false
 	}
-	if l.allowed != nil && !domainMatch(host, l.allowed) {
+	if l.allowed != nil && !l.allowed.Match(host) {
 		return false
 	}
 	return true
 }
 
 // checkURL refuses what must never be requested, before any connection:
-// other schemes, credentials, over-long URLs, hosts outside the call's
-// domain lists, and IP literals (in any spelling) that the policy refuses.
+// other schemes, credentials, over-long URLs, hosts the SSRF policy
+// refuses by their spelling (localhost, IP literals in any spelling), and
+// hosts outside the call's domain lists.
 func (t *Tool) checkURL(u *url.URL, lists domainLists) error {
 	if len(u.String()) > maxURLLength {
 		return fmt.Errorf("%w: URL longer than %d characters", errURLTooLong, maxURLLength)
@@ -85,8 +88,8 @@ func (t *Tool) checkURL(u *url.URL, lists domainLists) error {
 		return fmt.Errorf("%w: no host", errInvalidURL)
 	}
 	// Check (and then dial) the name the transport would dial, not the
-	// spelling in the URL (hostname.go).
-	norm, err := normalizeHost(host)
+	// spelling in the URL.
+	norm, err := egress.NormalizeHost(host)
 	if err != nil {
 		return fmt.Errorf("%w: %q: %v", errInvalidURL, host, err)
 	}
@@ -100,14 +103,11 @@ func (t *Tool) checkURL(u *url.URL, lists domainLists) error {
 		}
 		u.Host = norm
 	}
-	if blockedName(host) && !t.policy.hostAllowed(host) {
-		return fmt.Errorf("%s: %w", host, ErrBlockedAddress)
+	if err := t.policy.CheckName(host); err != nil {
+		return err
 	}
 	if !lists.permits(host) {
 		return fmt.Errorf("%s: %w", host, errDomain)
-	}
-	if a, ok := parseHostAddr(host); ok && !t.policy.hostAllowed(host) && !t.policy.addrAllowed(a) {
-		return fmt.Errorf("%s: %w", host, ErrBlockedAddress)
 	}
 	return nil
 }
@@ -132,7 +132,7 @@ type hopState struct {
 
 // newClient builds the HTTP client every fetch (and robots.txt) goes through.
 func (t *Tool) newClient() (*http.Client, error) {
-	d := &dialer{policy: t.policy, resolver: t.resolver, timeout: t.cfg.ConnectTimeout.D()}
+	d := &egress.Dialer{Policy: t.policy, Resolver: t.resolver, Timeout: t.cfg.ConnectTimeout.D()}
 	tr := &http.Transport{
 		Proxy:                  nil, // never from the environment
 		DialContext:            d.DialContext,
@@ -160,7 +160,7 @@ func (t *Tool) newClient() (*http.Client, error) {
 		if port == "" {
 			port = map[string]string{"http": "80", "https": "443"}[pu.Scheme]
 		}
-		d.proxyAddr = net.JoinHostPort(strings.ToLower(pu.Hostname()), port)
+		d.Proxy = net.JoinHostPort(strings.ToLower(pu.Hostname()), port)
 	}
 	return &http.Client{
 		Transport: tr,
@@ -206,24 +206,12 @@ func quoteURL(u *url.URL) string {
 // proxied fetch off private addresses (best effort: the proxy resolves
 // again).
 func (t *Tool) checkProxied(ctx context.Context, u *url.URL) error {
-	if t.cfg.Proxy == "" || t.policy.hostAllowed(u.Hostname()) {
+	if t.cfg.Proxy == "" {
 		return nil
-	}
-	if _, ok := parseHostAddr(u.Hostname()); ok {
-		return nil // checkURL judged the literal
 	}
 	rctx, cancel := context.WithTimeout(ctx, t.cfg.ConnectTimeout.D())
 	defer cancel()
-	addrs, err := t.resolver.LookupNetIP(rctx, "ip", u.Hostname())
-	if err != nil {
-		return fmt.Errorf("resolve %s: %w", u.Hostname(), err)
-	}
-	for _, a := range addrs {
-		if !t.policy.addrAllowed(a) {
-			return fmt.Errorf("%s resolves to %s: %w", u.Hostname(), a, ErrBlockedAddress)
-		}
-	}
-	return nil
+	return t.policy.Check(rctx, t.resolver, u.Hostname())
 }
 
 // response is a fetched body, decoded and capped.

@@ -44,8 +44,8 @@ const PaidUnit = "pdf_page"
 // per-host limits; it is safe for concurrent calls.
 type Tool struct {
 	cfg      Config
-	policy   *policy
-	resolver Resolver
+	policy   *egress.Policy
+	resolver egress.Resolver
 	client   *http.Client
 	cache    *cache
 	hosts    *hostLimiter
@@ -60,7 +60,7 @@ type Tool struct {
 type Option func(*Tool)
 
 // WithResolver replaces the system DNS resolver.
-func WithResolver(r Resolver) Option { return func(t *Tool) { t.resolver = r } }
+func WithResolver(r egress.Resolver) Option { return func(t *Tool) { t.resolver = r } }
 
 // WithClock replaces time.Now for the caches and fetched_at.
 func WithClock(now func() time.Time) Option { return func(t *Tool) { t.now = now } }
@@ -71,7 +71,7 @@ func WithLogger(l *slog.Logger) Option { return func(t *Tool) { t.logger = l } }
 // New returns fetch_page configured by cfg (zero values take defaults).
 func New(cfg Config, opts ...Option) (*Tool, error) {
 	cfg = cfg.withDefaults()
-	pol, err := newPolicy(cfg.AllowPrivate)
+	pol, err := egress.NewPolicy(cfg.AllowPrivate)
 	if err != nil {
 		return nil, err
 	}
@@ -435,7 +435,7 @@ func (e *httpStatusError) Error() string {
 func (t *Tool) toolError(err error, lang catalog.Lang) error {
 	var hs *httpStatusError
 	switch {
-	case errors.Is(err, ErrBlockedAddress):
+	case errors.Is(err, egress.ErrBlockedAddress):
 		msg := "address not allowed: the URL resolves to a private, loopback, link-local or otherwise non-public address"
 		if lang != catalog.English {
 			msg = "不允许的地址：该网址指向内网、本机、链路本地或其他非公网地址"

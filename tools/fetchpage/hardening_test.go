@@ -63,23 +63,6 @@ func TestLocalhostNamesAreRefusedByName(t *testing.T) {
 	}
 }
 
-// Only 2000::/3 is public IPv6.
-func TestOnlyGlobalUnicastIPv6IsPublic(t *testing.T) {
-	for a, want := range map[string]bool{
-		"2606:4700:4700::1111": true,
-		"::ffff:0:7f00:1":      false, // IPv4-translated 127.0.0.1 (RFC 2765)
-		"::ffff:0:808:808":     false,
-		"4000::1":              false,
-		"64:ff9b::808:808":     true, // NAT64 of a public IPv4 address
-		"64:ff9b::7f00:1":      false,
-		"::ffff:8.8.8.8":       true,
-	} {
-		if got := publicAddr(netip.MustParseAddr(a)); got != want {
-			t.Errorf("publicAddr(%s) = %v, want %v", a, got, want)
-		}
-	}
-}
-
 // Every spelling and name of one machine shares one per-host limit.
 func TestPerHostLimitKeysOnTheResolvedAddress(t *testing.T) {
 	f := newFixture(t, Config{IgnoreRobots: true})

@@ -3,7 +3,6 @@ package fetchpage
 import (
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -147,89 +146,6 @@ func TestCanaryCountsConnectionsWhenAllowed(t *testing.T) {
 	}
 	if c.conns.Load() == 0 {
 		t.Fatal("canary saw no connection")
-	}
-}
-
-func TestPublicAddr(t *testing.T) {
-	cases := []struct {
-		addr   string
-		public bool
-	}{
-		{"8.8.8.8", true},
-		{"1.1.1.1", true},
-		{"2606:4700:4700::1111", true},
-		{"64:ff9b::808:808", true}, // NAT64 of a public address
-		{"2002:808:808::1", true},  // 6to4 of a public address
-		{"::ffff:8.8.8.8", true},   // mapped public
-		{"127.0.0.1", false},       // loopback
-		{"10.1.2.3", false},        // RFC 1918
-		{"172.31.255.255", false},  // RFC 1918
-		{"192.168.0.1", false},     // RFC 1918
-		{"169.254.169.254", false}, // metadata
-		{"100.127.255.254", false}, // CGNAT
-		{"0.1.2.3", false},         // this network
-		{"192.0.0.8", false},       // IETF
-		{"192.0.2.1", false},       // TEST-NET-1
-		{"198.51.100.1", false},    // TEST-NET-2
-		{"203.0.113.1", false},     // TEST-NET-3
-		{"239.255.255.250", false}, // multicast
-		{"255.255.255.255", false}, // broadcast
-		{"::1", false},             // loopback
-		{"::", false},              // unspecified
-		{"::ffff:10.0.0.1", false}, // mapped private
-		{"::10.0.0.1", false},      // IPv4-compatible
-		{"64:ff9b::c0a8:1", false}, // NAT64 of 192.168.0.1
-		{"64:ff9b:1::1", false},    // local-use NAT64
-		{"2002:a00:1::", false},    // 6to4 of 10.0.0.1
-		{"2001:db8::1", false},     // documentation
-		{"2001::1", false},         // Teredo
-		{"fd12:3456::1", false},    // ULA
-		{"fe80::1", false},         // link-local
-		{"ff05::2", false},         // multicast
-		{"100::1", false},          // discard
-	}
-	for _, c := range cases {
-		if got := publicAddr(netip.MustParseAddr(c.addr)); got != c.public {
-			t.Errorf("publicAddr(%s) = %v, want %v", c.addr, got, c.public)
-		}
-	}
-}
-
-func TestParseHostAddrNumericForms(t *testing.T) {
-	cases := []struct {
-		host string
-		want string // "" = not an address
-	}{
-		{"127.0.0.1", "127.0.0.1"},
-		{"127.1", "127.0.0.1"},
-		{"127.0.1", "127.0.0.1"},
-		{"2130706433", "127.0.0.1"},
-		{"0x7f000001", "127.0.0.1"},
-		{"0X7F.1", "127.0.0.1"},
-		{"0177.0.0.01", "127.0.0.1"},
-		{"017700000001", "127.0.0.1"},
-		{"10.0x10.1", "10.16.0.1"},
-		{"3232235777", "192.168.1.1"},
-		{"[::1]", "::1"},
-		{"[fe80::1%lo]", "fe80::1"},
-		{"1.2.3.4.", "1.2.3.4"},
-		{"256.1.1.1", ""},
-		{"1.2.3.4.5", ""},
-		{"4294967296", ""},
-		{"08.1.1.1", ""}, // 8 is not an octal digit
-		{"example.com", ""},
-		{"0x", "0.0.0.0"},
-		{"", ""},
-	}
-	for _, c := range cases {
-		a, ok := parseHostAddr(c.host)
-		got := ""
-		if ok {
-			got = a.String()
-		}
-		if got != c.want {
-			t.Errorf("parseHostAddr(%q) = %q, want %q", c.host, got, c.want)
-		}
 	}
 }
 

@@ -21,18 +21,13 @@ import (
 // replica; another replica sees it within the TTL.
 type Cache struct {
 	Store
-	lists *ttlcache.Cache[string, []Server]
+	lists *ttlcache.Cache[[]Server]
 }
 
-// NewCache wraps s; ttl 0 means one second. An account's list in use is
-// read again in the background before it expires (ttlcache's keep-warm),
-// so a call never waits for it.
+// NewCache wraps s; ttl 0 means one second.
 func NewCache(s Store, ttl time.Duration) *Cache {
-	return &Cache{Store: s, lists: ttlcache.New(ttlcache.Options[string, []Server]{TTL: ttl, Refresh: s.ListMCPServers})}
+	return &Cache{Store: s, lists: ttlcache.New[[]Server](ttlcache.Options{TTL: ttl})}
 }
-
-// Close stops the background reads.
-func (c *Cache) Close() { c.lists.Close() }
 
 var _ Store = (*Cache)(nil)
 

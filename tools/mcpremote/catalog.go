@@ -16,7 +16,6 @@ import (
 	"github.com/toolhost/toolhost/catalog"
 	"github.com/toolhost/toolhost/internal/egress"
 	"github.com/toolhost/toolhost/tools"
-	"github.com/toolhost/toolhost/tools/fetchpage"
 )
 
 // Catalog sources.
@@ -103,7 +102,7 @@ func describe(err error) string {
 		return cause.Error()
 	}
 	// The SDK words transport errors with %v: the sentinel is in the text.
-	if errors.Is(err, fetchpage.ErrBlockedAddress) || strings.Contains(err.Error(), fetchpage.ErrBlockedAddress.Error()) {
+	if errors.Is(err, egress.ErrBlockedAddress) || strings.Contains(err.Error(), egress.ErrBlockedAddress.Error()) {
 		return "the server's address is private, loopback or link-local; the operator must list it in fetch.allow_private"
 	}
 	return egress.Describe(err)

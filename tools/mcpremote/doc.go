@@ -92,7 +92,8 @@
 // ErrAuthServerTimeout, and within one consent flow the first refusal
 // ends the flow. Nothing is stored from a refused answer.
 //
-// Every connection goes through the dialer the caller gives (fetch_page's
-// SSRF policy), and secrets are opened from their sealed form only to set
-// the request headers; they are never logged.
+// Every connection goes through the dialer the caller gives (the SSRF
+// policy of internal/egress, the one fetch_page dials under), and secrets
+// are opened from their sealed form only to set the request headers; they
+// are never logged.
 package mcpremote

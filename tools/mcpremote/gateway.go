@@ -24,7 +24,7 @@ import (
 type Options struct {
 	Store  Store
 	Sealer *Sealer
-	// Dial connects to a server (fetchpage.DialContext: the SSRF policy).
+	// Dial connects to a server (egress.DialContext: the SSRF policy).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// TTL is how long a listing stays current without list_changed
 	// (5 min).

@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolhost/toolhost/internal/egress"
 	"github.com/toolhost/toolhost/internal/identity"
 	"github.com/toolhost/toolhost/journal"
 	"github.com/toolhost/toolhost/tools"
 	"github.com/toolhost/toolhost/tools/builtin"
-	"github.com/toolhost/toolhost/tools/fetchpage"
 	"github.com/toolhost/toolhost/tools/mcpremote"
 	"github.com/toolhost/toolhost/tools/mcpremote/testserver"
 	"github.com/toolhost/toolhost/tools/session"
@@ -101,7 +101,7 @@ func newRig(t testing.TB, opts mcpremote.Options) *rig {
 // newRigOn is a rig whose servers and snapshots are kept in st.
 func newRigOn(t testing.TB, opts mcpremote.Options, st mcpremote.Store) *rig {
 	t.Helper()
-	dial, err := fetchpage.DialContext([]string{"127.0.0.1"}, time.Second)
+	dial, err := egress.DialContext([]string{"127.0.0.1"}, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -519,7 +519,7 @@ func TestCancellationReachesTheServer(t *testing.T) {
 
 func TestPrivateAddressesAreRefusedByTheDialer(t *testing.T) {
 	up := startUpstream(t, false)
-	dial, err := fetchpage.DialContext(nil, time.Second)
+	dial, err := egress.DialContext(nil, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -633,7 +633,7 @@ func TestRotatedKeyResealsOnUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dial, _ := fetchpage.DialContext([]string{"127.0.0.1"}, time.Second)
+	dial, _ := egress.DialContext([]string{"127.0.0.1"}, time.Second)
 	gw := mcpremote.New(mcpremote.Options{Store: st, Sealer: rotated, Dial: dial, ProbeTimeout: time.Second})
 	defer gw.Close()
 	if got := gw.State(context.Background(), s, true); got.Source != mcpremote.SourceLive {

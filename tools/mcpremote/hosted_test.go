@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/internal/egress"
 	"github.com/toolhost/toolhost/internal/identity"
 	"github.com/toolhost/toolhost/tools"
 	"github.com/toolhost/toolhost/tools/builtin"
-	"github.com/toolhost/toolhost/tools/fetchpage"
 	"github.com/toolhost/toolhost/tools/mcpremote"
 	"github.com/toolhost/toolhost/tools/session"
 )
@@ -22,7 +22,7 @@ import (
 // connections it opened.
 func countingDial(t *testing.T) (func(ctx context.Context, network, addr string) (net.Conn, error), *atomic.Int64) {
 	t.Helper()
-	base, err := fetchpage.DialContext([]string{"127.0.0.1"}, time.Second)
+	base, err := egress.DialContext([]string{"127.0.0.1"}, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

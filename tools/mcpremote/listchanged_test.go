@@ -16,13 +16,13 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolhost/toolhost/internal/egress"
 	"github.com/toolhost/toolhost/internal/identity"
 	"github.com/toolhost/toolhost/server"
 	"github.com/toolhost/toolhost/server/admin"
 	mcpface "github.com/toolhost/toolhost/server/mcp"
 	"github.com/toolhost/toolhost/tools"
 	"github.com/toolhost/toolhost/tools/builtin"
-	"github.com/toolhost/toolhost/tools/fetchpage"
 	"github.com/toolhost/toolhost/tools/mcpremote"
 	"github.com/toolhost/toolhost/tools/mcpremote/testserver"
 	"github.com/toolhost/toolhost/tools/session"
@@ -49,7 +49,7 @@ type faceRig struct {
 
 func newFaceRig(t *testing.T, opts mcpremote.Options) *faceRig {
 	t.Helper()
-	dial, err := fetchpage.DialContext([]string{"127.0.0.1"}, time.Second)
+	dial, err := egress.DialContext([]string{"127.0.0.1"}, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolhost/toolhost/internal/egress"
 	"github.com/toolhost/toolhost/internal/identity"
 	"github.com/toolhost/toolhost/tools"
-	"github.com/toolhost/toolhost/tools/fetchpage"
 	"github.com/toolhost/toolhost/tools/mcpremote"
 	"github.com/toolhost/toolhost/tools/mcpremote/testserver"
 	"github.com/toolhost/toolhost/tools/session"
@@ -75,7 +75,7 @@ func newServedRig(t testing.TB, wrap func(http.Handler) http.Handler) *servedRig
 	go func() { _ = hs.Serve(cl) }()
 	t.Cleanup(func() { _ = hs.Close() })
 
-	dial, err := fetchpage.DialContext([]string{"127.0.0.1"}, time.Second)
+	dial, err := egress.DialContext([]string{"127.0.0.1"}, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/internal/egress"
 	"github.com/toolhost/toolhost/internal/store"
 	"github.com/toolhost/toolhost/internal/store/storetest"
 	"github.com/toolhost/toolhost/server/admin"
 	"github.com/toolhost/toolhost/tools"
-	"github.com/toolhost/toolhost/tools/fetchpage"
 	"github.com/toolhost/toolhost/tools/mcpremote"
 )
 
@@ -191,7 +191,7 @@ func runtimeOf(t *testing.T, exec *tools.Executor, account string) tools.Runtime
 // writes again, the next use saves the listing with the time it was
 // listed at, even with the server down, and every replica shows it.
 func TestFailedSnapshotSaveIsShownAndSavedLater(t *testing.T) {
-	dial, err := fetchpage.DialContext([]string{"127.0.0.1"}, time.Second)
+	dial, err := egress.DialContext([]string{"127.0.0.1"}, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

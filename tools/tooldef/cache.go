@@ -19,20 +19,13 @@ import (
 // (PostgreSQL-backed servers share one database) sees it within the TTL.
 type Cache struct {
 	Store
-	lists *ttlcache.Cache[string, []Definition]
+	lists *ttlcache.Cache[[]Definition]
 }
 
-// NewCache wraps s; ttl 0 means one second. An account's definitions in
-// use are read again in the background before they expire (ttlcache's
-// keep-warm), so a call never waits for them.
+// NewCache wraps s; ttl 0 means one second.
 func NewCache(s Store, ttl time.Duration) *Cache {
-	c := &Cache{Store: s}
-	c.lists = ttlcache.New(ttlcache.Options[string, []Definition]{TTL: ttl, Refresh: c.load})
-	return c
+	return &Cache{Store: s, lists: ttlcache.New[[]Definition](ttlcache.Options{TTL: ttl})}
 }
-
-// Close stops the background reads.
-func (c *Cache) Close() { c.lists.Close() }
 
 var _ Store = (*Cache)(nil)
 
@@ -61,13 +54,10 @@ func (c *Cache) ListDefinitions(ctx context.Context, q Query) ([]Definition, int
 // account returns every definition of the account, from the cache when
 // fresh.
 func (c *Cache) account(ctx context.Context, account string) ([]Definition, error) {
-	return c.lists.Get(ctx, account, func(ctx context.Context) ([]Definition, error) { return c.load(ctx, account) })
-}
-
-// load reads every definition of the account from the store.
-func (c *Cache) load(ctx context.Context, account string) ([]Definition, error) {
-	defs, _, err := c.Store.ListDefinitions(ctx, Query{AccountID: account})
-	return defs, err
+	return c.lists.Get(ctx, account, func(ctx context.Context) ([]Definition, error) {
+		defs, _, err := c.Store.ListDefinitions(ctx, Query{AccountID: account})
+		return defs, err
+	})
 }
 
 // Forget drops the account's cached definitions: its next list reads
