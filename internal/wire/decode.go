@@ -5,9 +5,15 @@ import (
 	"unicode/utf8"
 )
 
+// Object is a JSON object whose members nobody here fixes (a caller's
+// arguments, a remote MCP server's structuredContent) as Decode and
+// encoding/json build it. It is an alias, not a type of its own, so that a
+// value decoded into an any is one at every depth (v.(wire.Object)).
+type Object = map[string]any
+
 // Decode builds the value of b when Scan(b, MaxDepth, nil) vouches for it:
 // what a json.Decoder with UseNumber reads token by token, objects as
-// map[string]any, arrays as []any (never nil), strings decoded as
+// Object, arrays as []any (never nil), strings decoded as
 // encoding/json decodes them, and each number's text passed to number.
 // false means "not known", as for Scan (or number failed): read b the
 // slow way.
@@ -39,7 +45,7 @@ func (d *builder) value() any {
 	switch c := d.b[d.i]; c {
 	case '{':
 		d.i++
-		obj := map[string]any{}
+		obj := Object{}
 		for d.ws(); d.b[d.i] != '}'; d.ws() {
 			key := d.str()
 			d.ws()

@@ -2,7 +2,8 @@
 //
 // Strict input (strictjson.go): Check tells that bytes are exactly one
 // JSON value with no duplicate object keys at any depth and nothing after
-// it, and Decode builds the value of what it vouches for.
+// it, and Decode builds the value of what it vouches for (objects as
+// Object, the alias for a JSON object of members nobody fixes).
 //
 // Wire-format objects (wire.go): Unmarshal fills a struct's fields by their exact json names (not the
 // case-insensitive match of encoding/json: "Model" is not "model") and
@@ -19,6 +20,10 @@
 //		type plain completion // without the method, so no recursion
 //		return wire.Marshal(plain(c), c.Extra)
 //	}
+//
+// The error body (errorbody.go): ErrorBody is the one body a failure is
+// answered with on every face, ErrorObject its error (code, message,
+// retry_after_ms, field, and the failure's own details beside them).
 package wire
 
 import (
@@ -96,6 +101,27 @@ func Marshal(v any, extra map[string]json.RawMessage) ([]byte, error) {
 	}
 	out.WriteByte('}')
 	return out.Bytes(), nil
+}
+
+// Members encodes v, a value that encodes as a JSON object (a struct, a
+// map), and returns its members by name, each value as encoded, HTML
+// characters not escaped: what Marshal takes as extra members.
+func Members(v any) (map[string]json.RawMessage, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	ms, err := split(bytes.TrimRight(buf.Bytes(), "\n"), 0)
+	if err != nil {
+		return nil, fmt.Errorf("wire: %T: %w", v, err)
+	}
+	out := make(map[string]json.RawMessage, len(ms))
+	for _, m := range ms {
+		out[m.name] = m.value
+	}
+	return out, nil
 }
 
 // Unmarshal decodes data, a JSON object, into v, a pointer to a struct:
