@@ -30,13 +30,13 @@ var ErrArgsSyntax = errors.New("arguments are not strict JSON")
 // An object wire.Decode vouches for (the arguments of almost every
 // call) is built by it instead, without a token stream's allocation per
 // token; everything else, every error included, takes the walk.
-func ParseArgs(raw []byte) (map[string]any, error) {
+func ParseArgs(raw []byte) (wire.Object, error) {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || string(trimmed) == "null" {
-		return map[string]any{}, nil
+		return wire.Object{}, nil
 	}
 	if v, ok := wire.Decode(trimmed, canonicalNumberAny); ok {
-		if obj, ok := v.(map[string]any); ok {
+		if obj, ok := v.(wire.Object); ok {
 			return obj, nil
 		}
 	}
@@ -45,7 +45,7 @@ func ParseArgs(raw []byte) (map[string]any, error) {
 
 // parseArgsWalk is ParseArgs by encoding/json's token stream: the verdict
 // of record, and the wording of every error.
-func parseArgsWalk(trimmed []byte) (map[string]any, error) {
+func parseArgsWalk(trimmed []byte) (wire.Object, error) {
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.UseNumber()
 	v, err := parseValue(dec, "")
@@ -55,7 +55,7 @@ func parseArgsWalk(trimmed []byte) (map[string]any, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("%w: trailing data after the JSON value at byte %d", ErrArgsSyntax, dec.InputOffset())
 	}
-	obj, ok := v.(map[string]any)
+	obj, ok := v.(wire.Object)
 	if !ok {
 		return nil, fmt.Errorf("%w: arguments must be a JSON object, got %s", ErrArgsSyntax, kindOf(v))
 	}
@@ -74,7 +74,7 @@ func parseValue(dec *json.Decoder, path string) (any, error) {
 	case json.Delim:
 		switch t {
 		case '{':
-			obj := map[string]any{}
+			obj := wire.Object{}
 			for dec.More() {
 				kt, err := dec.Token()
 				if err != nil {
@@ -256,7 +256,7 @@ func appendCanonical(b []byte, v any) ([]byte, bool) {
 			}
 		}
 		return append(b, ']'), true
-	case map[string]any:
+	case wire.Object:
 		if v == nil {
 			return append(b, "null"...), true
 		}

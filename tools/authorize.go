@@ -67,11 +67,7 @@ func (a keysAuthorizer) Authorize(ctx context.Context, inv *Invocation) (func(Ou
 func refusal(err error) error {
 	var ref *keys.Refusal
 	if errors.As(err, &ref) {
-		te := &Error{Code: ref.Code, Message: ref.Message, RetryAfter: ref.RetryAfter}
-		if ref.RetryAfter > 0 {
-			te.Details = map[string]any{"retry_after_ms": ref.RetryAfter.Milliseconds()}
-		}
-		return te
+		return &Error{Code: ref.Code, Message: ref.Message, RetryAfter: ref.RetryAfter}
 	}
 	return err
 }

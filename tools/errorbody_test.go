@@ -22,16 +22,10 @@ type runFile struct {
 	Size int64  `json:"size"`
 }
 
-// asMap is v as a map, the way run_code built its details.
-func asMap(v any) map[string]any {
-	b, _ := json.Marshal(v)
-	var m map[string]any
-	_ = json.Unmarshal(b, &m)
-	return m
-}
-
 // The error object a failure encodes to: these bytes are what the journal
-// keeps and /v1 hands the model, so they are pinned.
+// keeps and /v1 hands the model, so they are pinned. They are the bytes
+// the map[string]any the error object was before gave, whether a tool's
+// details are a map or a struct.
 func TestErrorBodyBytes(t *testing.T) {
 	tests := []struct {
 		name string
@@ -42,16 +36,20 @@ func TestErrorBodyBytes(t *testing.T) {
 			want: `{"error":{"code":"unknown_timezone","message":"unknown time zone \"Mars/Base\""}}`},
 		{name: "retry after", err: &Error{Code: "busy", Message: "busy; retry shortly", RetryAfter: 2 * time.Second},
 			want: `{"error":{"code":"busy","message":"busy; retry shortly","retry_after_ms":2000}}`},
-		{name: "html characters escaped", err: &Error{Code: "http_error", Message: "a <b> & c", Details: map[string]any{"status": 404}},
+		{name: "html characters escaped", err: &Error{Code: "http_error", Message: "a <b> & c", Details: struct {
+			Status int `json:"status"`
+		}{404}},
 			want: `{"error":{"code":"http_error","message":"a \u003cb\u003e \u0026 c","status":404}}`},
 		{name: "a detail between the fields", err: &Error{Code: "upstream_too_deep", Message: "deep", RetryAfter: time.Second, Details: map[string]any{"max_depth": 64, "rule": "x"}},
 			want: `{"error":{"code":"upstream_too_deep","max_depth":64,"message":"deep","retry_after_ms":1000,"rule":"x"}}`},
 		{name: "nested details sorted", err: &Error{Code: "all_providers_failed", Message: "none answered",
 			Details: map[string]any{"providers": []map[string]any{{"provider": "brave", "reason": "HTTP 429 <slow>", "retry_after_ms": 1500}, {"provider": "searxng", "reason": "x&y"}}}},
 			want: `{"error":{"code":"all_providers_failed","message":"none answered","providers":[{"provider":"brave","reason":"HTTP 429 \u003cslow\u003e","retry_after_ms":1500},{"provider":"searxng","reason":"x\u0026y"}]}}`},
-		{name: "a program's output", err: &Error{Code: "timeout", Message: "stopped", Details: asMap(runOutput{
-			Stdout: "<1>\n", Result: json.RawMessage(`{"b":1.50,"a":[2e1]}`), Files: []runFile{{Name: "a.txt", Size: 3}}, Exit: 137})},
+		{name: "a program's output", err: &Error{Code: "timeout", Message: "stopped", Details: runOutput{
+			Stdout: "<1>\n", Result: json.RawMessage(`{"b":1.50,"a":[2e1]}`), Files: []runFile{{Name: "a.txt", Size: 3}}, Exit: 137}},
 			want: `{"error":{"code":"timeout","exit_code":137,"files":[{"name":"a.txt","size":3}],"message":"stopped","result":{"a":[20],"b":1.5},"stdout":"\u003c1\u003e\n"}}`},
+		{name: "details that are no object left out", err: &Error{Code: "x", Message: "y", Details: []int{1}},
+			want: `{"error":{"code":"x","message":"y"}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

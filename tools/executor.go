@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolhost/toolhost/catalog"
 	"github.com/toolhost/toolhost/internal/clip"
+	"github.com/toolhost/toolhost/internal/wire"
 	"github.com/toolhost/toolhost/journal"
 	"github.com/toolhost/toolhost/tools/session"
 	"github.com/toolhost/toolhost/tools/tooldef"
@@ -45,7 +46,8 @@ type Outcome struct {
 	Code        string // machine code when IsError
 	Message     string // message when IsError
 	RetryAfter  time.Duration
-	// Structured is the structured content (JSON), nil on errors.
+	// Structured is the structured content (JSON); on errors the error
+	// body, {"error": {...}} (see ErrorObject).
 	Structured json.RawMessage
 	// Text is the rendering for the model (already fenced when untrusted,
 	// already capped).
@@ -58,6 +60,19 @@ type Outcome struct {
 	// the stored result of an earlier call with the same idempotency key
 	// and arguments: it names that call's execution id.
 	ReplayOf string
+}
+
+// ErrorObject is the error object a failed outcome carries in Structured,
+// as the executor wrote it or the journal kept it; false when it carries
+// none (the journal kept only the start of a long one).
+func (o *Outcome) ErrorObject() (wire.ErrorObject, bool) {
+	var body struct {
+		Error *wire.ErrorObject `json:"error"`
+	}
+	if json.Unmarshal(o.Structured, &body) != nil || body.Error == nil {
+		return wire.ErrorObject{}, false
+	}
+	return *body.Error, true
 }
 
 // Authorizer decides whether an invocation may run. It returns nil to allow,
@@ -255,14 +270,12 @@ func (e *Executor) fail(out *Outcome, status Status, te *Error) {
 	if te.RetryAfter > 0 && !strings.Contains(msg, "retry after") {
 		out.Text += fmt.Sprintf(" (retry after %d ms)", te.RetryAfter.Milliseconds())
 	}
-	body := map[string]any{"code": te.Code, "message": msg}
-	if te.RetryAfter > 0 {
-		body["retry_after_ms"] = te.RetryAfter.Milliseconds()
+	body := wire.ErrorObject{Code: te.Code, Message: msg, RetryAfterMS: te.RetryAfter.Milliseconds()}
+	if err := body.SetDetails(te.Details); err != nil {
+		// A tool's mistake: the call still fails with its code and message.
+		e.opts.Logger.Error("a tool error's details are not a JSON object; they are left out", "code", te.Code, "err", err)
 	}
-	for k, v := range te.Details {
-		body[k] = v
-	}
-	out.Structured, _ = json.Marshal(map[string]any{"error": body})
+	out.Structured, _ = json.Marshal(wire.ErrorBody{Error: body})
 }
 
 // untrustedOpen and untrustedClose fence outside text so a model reads it as

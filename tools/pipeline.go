@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolhost/toolhost/catalog"
 	"github.com/toolhost/toolhost/internal/clip"
+	"github.com/toolhost/toolhost/internal/wire"
 	"github.com/toolhost/toolhost/journal"
 )
 
@@ -27,7 +28,7 @@ type pipeline struct {
 	ent    *entry
 	custom *customEntry
 	remote *Remote
-	args   map[string]any
+	args   wire.Object
 	ref    Reference
 	inv    *Invocation
 }

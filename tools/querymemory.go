@@ -54,6 +54,16 @@ func (*queryMemory) Spec() catalog.Spec {
 }
 
 // memoryMatch is one variable query_memory found.
+// memoryResult is query_memory's output. The fields of the outputs of
+// this package's tools are declared in sorted order of their names: the
+// bytes the maps they replaced gave.
+type memoryResult struct {
+	Matches []memoryMatch `json:"matches"`
+	Query   string        `json:"query"`
+	Scanned int           `json:"scanned"`
+	Total   int           `json:"total"`
+}
+
 type memoryMatch struct {
 	Name       string          `json:"name"`
 	Score      int             `json:"score"`
@@ -131,7 +141,7 @@ func (t *queryMemory) Call(ctx context.Context, inv *Invocation) (*Result, error
 		fmt.Fprintf(&text, "\n%s: %s", m.Name, m.Snippet)
 	}
 	return &Result{
-		Structured: map[string]any{"query": in.Query, "total": total, "scanned": scanned, "matches": matches},
+		Structured: memoryResult{Matches: matches, Query: in.Query, Scanned: scanned, Total: total},
 		Text:       text.String(), Summary: fmt.Sprintf("memory: %d matches", total),
 	}, nil
 }

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/text/message"
 
 	"github.com/toolhost/toolhost/internal/clip"
+	"github.com/toolhost/toolhost/internal/wire"
 )
 
 // Validator identifies the JSON Schema implementation and its settings; it is
@@ -117,7 +118,7 @@ func describeValidation(err error) string {
 }
 
 // applyDefaults fills missing top-level properties from their schema defaults.
-func applyDefaults(args map[string]any, props map[string]any) {
+func applyDefaults(args wire.Object, props map[string]any) {
 	for name, p := range props {
 		pm, ok := p.(map[string]any)
 		if !ok {

@@ -15,7 +15,7 @@ import (
 // Codes of the session step of the pipeline.
 const (
 	// CodePermissionDenied: the session's tool permissions refused the
-	// call; Details["rule"] names the rule.
+	// call; its error object's "rule" names the rule.
 	CodePermissionDenied = "permission_denied"
 	// CodeInvalidSlot: the caller declared a slot that is not configured.
 	CodeInvalidSlot = "invalid_slot"
@@ -79,7 +79,12 @@ func (e *Executor) MaxSteps(ctx context.Context, accountID, sessionID string) (i
 }
 
 func denial(d *session.Denial) *Error {
-	return &Error{Code: CodePermissionDenied, Message: d.Message, Details: map[string]any{"rule": d.Rule}}
+	return &Error{Code: CodePermissionDenied, Message: d.Message, Details: denialDetails{Rule: d.Rule}}
+}
+
+// denialDetails are a permission_denied's own fields.
+type denialDetails struct {
+	Rule string `json:"rule"`
 }
 
 // turns counts the calls of each turn (account, session, floor) for

@@ -140,17 +140,34 @@ func (t *getVariable) Call(ctx context.Context, inv *Invocation) (*Result, error
 	}
 	v, err := t.e.opts.Variables.GetVariable(ctx, account, sid, in.Name)
 	if errors.Is(err, session.ErrNoVariable) {
-		return &Result{Structured: map[string]any{"name": in.Name, "found": false, "value": nil},
+		return &Result{Structured: variableResult{Name: in.Name},
 			Text: in.Name + " is not set", Summary: "variable " + in.Name + " not set"}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Structured: map[string]any{"name": in.Name, "found": true, "value": v.Value, "updated_at": v.UpdatedAt.UnixMilli()},
+	at := v.UpdatedAt.UnixMilli()
+	return &Result{Structured: variableResult{Found: true, Name: in.Name, UpdatedAt: &at, Value: v.Value},
 		Text: in.Name + " = " + string(v.Value), Summary: "variable " + in.Name}, nil
 }
 
+// variableResult is get_variable's output: value null and no updated_at
+// when the variable is not set.
+type variableResult struct {
+	Found     bool            `json:"found"`
+	Name      string          `json:"name"`
+	UpdatedAt *int64          `json:"updated_at,omitempty"`
+	Value     json.RawMessage `json:"value"`
+}
+
 type setVariable struct{ e *Executor }
+
+// variableSet is set_variable's output.
+type variableSet struct {
+	Bytes     int    `json:"bytes"`
+	Name      string `json:"name"`
+	UpdatedAt int64  `json:"updated_at"`
+}
 
 func (*setVariable) Spec() catalog.Spec {
 	return catalog.Spec{
@@ -189,6 +206,6 @@ func (t *setVariable) Call(ctx context.Context, inv *Invocation) (*Result, error
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Structured: map[string]any{"name": in.Name, "bytes": len(in.Value), "updated_at": now.UnixMilli()},
+	return &Result{Structured: variableSet{Bytes: len(in.Value), Name: in.Name, UpdatedAt: now.UnixMilli()},
 		Text: in.Name + " set", Summary: "set " + in.Name}, nil
 }

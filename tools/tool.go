@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolhost/toolhost/catalog"
 	"github.com/toolhost/toolhost/internal/identity"
+	"github.com/toolhost/toolhost/internal/wire"
 )
 
 // Tool is one callable tool. Spec is static data; Call does the work.
@@ -28,7 +29,7 @@ type Tool interface {
 // clamping, canonical spellings. It runs before authorization and before the
 // idempotency digest is taken, so equal intents get equal digests.
 type Normalizer interface {
-	Normalize(args map[string]any, ref Reference) error
+	Normalize(args wire.Object, ref Reference) error
 }
 
 // CostProbe is implemented by paid tools that can tell before running that
@@ -162,8 +163,11 @@ type Error struct {
 	RetryAfter time.Duration
 	// Units consumed before the failure (a provider call that was made).
 	Units float64
-	// Details are extra machine-readable fields (e.g. "status" for http_error).
-	Details map[string]any
+	// Details are the failure's own machine-readable fields, a value that
+	// encodes as a JSON object (a struct: an http_error's status, a
+	// permission_denied's rule); the error object carries its members
+	// beside code and message (wire.ErrorObject.SetDetails).
+	Details any
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }

@@ -183,10 +183,19 @@ func (*RollDice) Call(_ context.Context, inv *tools.Invocation) (*tools.Result, 
 		parts[i] = strconv.Itoa(results[i])
 	}
 	return &tools.Result{
-		Structured: map[string]any{"sides": in.Sides, "results": results, "total": total},
+		Structured: diceRoll{Results: results, Sides: in.Sides, Total: total},
 		Text:       fmt.Sprintf("%dd%d: %s (total %d)", in.Count, in.Sides, strings.Join(parts, ", "), total),
 		Summary:    fmt.Sprintf("%dd%d = %d", in.Count, in.Sides, total),
 	}, nil
+}
+
+// diceRoll is roll_dice's output. The fields of the outputs here are
+// declared in sorted order of their names: the bytes the maps they
+// replaced gave.
+type diceRoll struct {
+	Results []int `json:"results"`
+	Sides   int   `json:"sides"`
+	Total   int   `json:"total"`
 }
 
 // RandomChoice picks one option uniformly.
@@ -239,10 +248,16 @@ func (*RandomChoice) Call(_ context.Context, inv *tools.Invocation) (*tools.Resu
 		return nil, err
 	}
 	return &tools.Result{
-		Structured: map[string]any{"choice": in.Options[i], "index": i},
+		Structured: choice{Choice: in.Options[i], Index: i},
 		Text:       fmt.Sprintf("%s (option %d of %d)", in.Options[i], i+1, len(in.Options)),
 		Summary:    in.Options[i],
 	}, nil
+}
+
+// choice is random_choice's output.
+type choice struct {
+	Choice string `json:"choice"`
+	Index  int    `json:"index"`
 }
 
 func randIntn(n int) (int, error) {

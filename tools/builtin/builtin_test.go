@@ -136,3 +136,20 @@ func TestRandomChoice(t *testing.T) {
 		}
 	}
 }
+
+// The typed outputs write the bytes of the maps they replaced.
+func TestOutputsWireBytesUnchanged(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		old, got any
+	}{
+		{"roll_dice", map[string]any{"sides": 6, "results": []int{3, 5}, "total": 8}, diceRoll{Results: []int{3, 5}, Sides: 6, Total: 8}},
+		{"random_choice", map[string]any{"choice": "<a> & b", "index": 1}, choice{Choice: "<a> & b", Index: 1}},
+	} {
+		old, _ := json.Marshal(c.old)
+		got, err := json.Marshal(c.got)
+		if err != nil || string(got) != string(old) {
+			t.Errorf("%s: %v\n got %s\nwant %s", c.name, err, got, old)
+		}
+	}
+}

@@ -430,6 +430,11 @@ func (e *httpStatusError) Error() string {
 	return fmt.Sprintf("%s answered HTTP %d %s", e.url, e.status, http.StatusText(e.status))
 }
 
+// httpErrorDetails are an http_error's own fields: the page's status.
+type httpErrorDetails struct {
+	Status int `json:"status"`
+}
+
 // toolError maps a fetch failure to its stable code and a message the model
 // can act on.
 func (t *Tool) toolError(err error, lang catalog.Lang) error {
@@ -442,8 +447,7 @@ func (t *Tool) toolError(err error, lang catalog.Lang) error {
 		}
 		return tools.Errorf(CodeAddressNotAllowed, "%s", msg)
 	case errors.Is(err, errBusy):
-		return &tools.Error{Code: CodeBusy, Message: fmt.Sprintf("%v; retry shortly", err), RetryAfter: 2 * time.Second,
-			Details: map[string]any{"retry_after_ms": 2000}}
+		return &tools.Error{Code: CodeBusy, Message: fmt.Sprintf("%v; retry shortly", err), RetryAfter: 2 * time.Second}
 	case errors.Is(err, errURLTooLong):
 		return tools.Errorf(CodeURLTooLong, "%v", err)
 	case errors.Is(err, errScheme), errors.Is(err, errInvalidURL):
@@ -470,7 +474,7 @@ func (t *Tool) toolError(err error, lang catalog.Lang) error {
 		return tools.Errorf(CodeExtractionFailed, "%v; try format \"html\" for the raw page", err)
 	case errors.As(err, &hs):
 		te := tools.Errorf(CodeHTTPError, "%v", hs)
-		te.Details = map[string]any{"status": hs.status}
+		te.Details = httpErrorDetails{Status: hs.status}
 		return te
 	case isTimeout(err):
 		t.logger.Info("fetch timed out", "err", err)

@@ -316,7 +316,7 @@ func TestFetchHTTPErrorCarriesStatus(t *testing.T) {
 	}
 	var te *tools.Error
 	_, err := f.tool.Call(t.Context(), invocationFor(t, f, map[string]any{"url": f.url("/gone")}))
-	if !asToolErr(err, &te) || te.Details["status"] != 410 {
+	if !asToolErr(err, &te) || te.Details != (httpErrorDetails{Status: 410}) {
 		t.Fatalf("details: %v", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolhost/toolhost/catalog"
 	"github.com/toolhost/toolhost/internal/clip"
+	"github.com/toolhost/toolhost/internal/wire"
 	"github.com/toolhost/toolhost/tools"
 )
 
@@ -138,7 +139,7 @@ func (t *remoteTool) attempt(ctx context.Context, l *link, inv *tools.Invocation
 			t.srv.Name, seen.status, http.StatusText(seen.status))
 	case errors.As(err, &werr) && werr.Code != codeRejectedByTransport:
 		return false, nil, &tools.Error{Code: CodeUpstreamError, Message: fmt.Sprintf("the MCP server %s refused the call: %s", t.srv.Name, tools.Fence(clip.Message(werr.Message))),
-			Details: map[string]any{"upstream_code": werr.Code}}
+			Details: upstreamRefused{UpstreamCode: werr.Code}}
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		if t.spec.SideEffect == catalog.SideEffectNone {
 			return false, nil, tools.Errorf(CodeUpstreamTimeout, "the MCP server %s did not answer within %s", t.srv.Name, t.timeout)
@@ -188,17 +189,14 @@ func (t *remoteTool) result(res *sdk.CallToolResult) (*tools.Result, error) {
 		return nil, err
 	}
 	if res.IsError {
-		d := map[string]any{"upstream_is_error": true}
-		if res.StructuredContent != nil {
-			d["structured_content"] = res.StructuredContent
-		}
-		return nil, &tools.Error{Code: CodeUpstreamError, Message: fmt.Sprintf("the MCP server %s reported an error: %s", t.srv.Name, tools.Fence(text)), Details: d}
+		return nil, &tools.Error{Code: CodeUpstreamError, Message: fmt.Sprintf("the MCP server %s reported an error: %s", t.srv.Name, tools.Fence(text)),
+			Details: upstreamReported{StructuredContent: res.StructuredContent, UpstreamIsError: true}}
 	}
 	var structured any
-	if m, ok := res.StructuredContent.(map[string]any); ok {
+	if m, ok := res.StructuredContent.(wire.Object); ok {
 		structured = m
 	} else if res.StructuredContent != nil {
-		structured = map[string]any{"value": res.StructuredContent}
+		structured = wrapped{Value: res.StructuredContent}
 	}
 	if text == "" && structured == nil {
 		text = "(the tool returned no content)"
@@ -214,7 +212,7 @@ func (t *remoteTool) checkDepth(res *sdk.CallToolResult) error {
 	if res.StructuredContent == nil {
 		return nil
 	}
-	_, isObject := res.StructuredContent.(map[string]any)
+	_, isObject := res.StructuredContent.(wire.Object)
 	switch {
 	case res.IsError && depthOver(res.StructuredContent, maxErrorValueDepth):
 		return tooDeep("the MCP server %s reported an error whose structuredContent nests more than %d levels deep", t.srv.Name, maxErrorValueDepth)
@@ -229,5 +227,29 @@ func (t *remoteTool) checkDepth(res *sdk.CallToolResult) error {
 func tooDeep(format, server string, limit int) error {
 	return &tools.Error{Code: CodeUpstreamTooDeep,
 		Message: fmt.Sprintf(format, server, limit) + "; toolhost does not relay it (MCP clients refuse a message nested more than 1000 levels deep)",
-		Details: map[string]any{"max_depth": limit}}
+		Details: tooDeepDetails{MaxDepth: limit}}
 }
+
+// The details of the errors above and the wrapped structuredContent: the
+// fields are declared in sorted order of their names, as the maps they
+// replaced wrote them.
+type (
+	// upstreamRefused: the server answered the call with a JSON-RPC error.
+	upstreamRefused struct {
+		UpstreamCode int64 `json:"upstream_code"`
+	}
+	// upstreamReported: the server's result had isError, with its
+	// structuredContent (arbitrary JSON) when it sent one.
+	upstreamReported struct {
+		StructuredContent any  `json:"structured_content,omitempty"`
+		UpstreamIsError   bool `json:"upstream_is_error"`
+	}
+	tooDeepDetails struct {
+		MaxDepth int `json:"max_depth"`
+	}
+	// wrapped is a structuredContent that is not an object, as toolhost
+	// relays it (an output is an object).
+	wrapped struct {
+		Value any `json:"value"`
+	}
+)

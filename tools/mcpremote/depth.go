@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"mime"
+
+	"github.com/toolhost/toolhost/internal/wire"
 )
 
 // The nesting a remote result may have. The go-sdk's MCP client (v1.8.0,
@@ -192,7 +194,7 @@ func depthOver(v any, limit int) bool {
 		return true
 	}
 	switch x := v.(type) {
-	case map[string]any:
+	case wire.Object:
 		if limit == 0 {
 			return true
 		}

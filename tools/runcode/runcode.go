@@ -193,24 +193,25 @@ func (t *Tool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, 
 	}
 	out := render(res)
 	units := math.Max(1, math.Ceil(res.Duration.Seconds()))
+	// A failed run carries its output as the error's details.
 	switch {
 	case res.TimedOut && capped:
 		return nil, &tools.Error{
 			Code:    CodeTimeout,
 			Message: fmt.Sprintf("the %s program was stopped after %d ms: that is all the run time left under this API key's monthly cap", res.Language, req.Timeout.Milliseconds()),
-			Units:   units, Details: details(out),
+			Units:   units, Details: out,
 		}
 	case res.TimedOut:
 		return nil, &tools.Error{
 			Code:    CodeTimeout,
 			Message: fmt.Sprintf("the %s program did not finish within %d ms and was stopped; make it faster or raise timeout_ms (at most 60000)", res.Language, req.Timeout.Milliseconds()),
-			Units:   units, Details: details(out),
+			Units:   units, Details: out,
 		}
 	case res.MemoryExceeded:
 		return nil, &tools.Error{
 			Code:    CodeMemoryExceeded,
 			Message: fmt.Sprintf("the %s program ran out of memory (limit %d MiB) and was stopped; process the data in smaller pieces", res.Language, t.sb.Config().MemoryLimitMiB),
-			Units:   units, Details: details(out),
+			Units:   units, Details: out,
 		}
 	case res.ValueTooLarge:
 		// The same code the pipeline gives a result over its own cap: a
@@ -218,7 +219,7 @@ func (t *Tool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, 
 		return nil, &tools.Error{
 			Code:    tools.CodeResultTooLarge,
 			Message: fmt.Sprintf("the javascript program's last value is %d bytes of JSON, more than the %d run_code returns; end with a smaller value (a summary, a slice) or none", res.ValueBytes, sandbox.MaxValue),
-			Units:   units, Details: details(out),
+			Units:   units, Details: out,
 		}
 	}
 	return &tools.Result{
@@ -379,14 +380,6 @@ func textual(b []byte) bool {
 		}
 	}
 	return true
-}
-
-// details is the output carried by a timeout or memory_exceeded error.
-func details(out Output) map[string]any {
-	b, _ := json.Marshal(out)
-	var m map[string]any
-	_ = json.Unmarshal(b, &m)
-	return m
 }
 
 func text(out Output) string {

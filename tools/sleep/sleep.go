@@ -116,11 +116,19 @@ func (t *Tool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, 
 		timer.Reset(step)
 	}
 	end := time.Now()
-	slept := end.Sub(start).Milliseconds()
+	ms := end.Sub(start).Milliseconds()
 	return &tools.Result{
-		Structured: map[string]any{"slept_ms": slept, "in_flight": n,
-			"started_unix_us": start.UnixMicro(), "ended_unix_us": end.UnixMicro()},
-		Text:    fmt.Sprintf("slept %d ms (%d sleep calls in flight at start)", slept, n),
-		Summary: fmt.Sprintf("slept %d ms", slept),
+		Structured: slept{EndedUnixUS: end.UnixMicro(), InFlight: n, SleptMS: ms, StartedUnixUS: start.UnixMicro()},
+		Text:       fmt.Sprintf("slept %d ms (%d sleep calls in flight at start)", ms, n),
+		Summary:    fmt.Sprintf("slept %d ms", ms),
 	}, nil
+}
+
+// slept is a sleep tool's output, its fields in sorted order of their
+// names: the bytes the map it replaced gave.
+type slept struct {
+	EndedUnixUS   int64 `json:"ended_unix_us"`
+	InFlight      int64 `json:"in_flight"`
+	SleptMS       int64 `json:"slept_ms"`
+	StartedUnixUS int64 `json:"started_unix_us"`
 }

@@ -145,11 +145,13 @@ func (r Rules) applyParameters(d *Definition, params json.RawMessage) error {
 	case p[0] != '{':
 		return bad("parameters", "must be a JSON Schema object")
 	}
-	var top map[string]any
+	var top struct {
+		Type any `json:"type"` // a schema's type may be a list of names
+	}
 	if err := json.Unmarshal(p, &top); err != nil {
 		return bad("parameters", "%v", err)
 	}
-	if top["type"] != "object" {
+	if top.Type != "object" {
 		return bad("parameters", `must have "type": "object" (tool arguments are an object)`)
 	}
 	if r.CheckSchema != nil {

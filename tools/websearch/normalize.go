@@ -11,6 +11,7 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/toolhost/toolhost/internal/wire"
 	"github.com/toolhost/toolhost/tools"
 )
 
@@ -19,7 +20,7 @@ import (
 // lower-case ASCII without scheme, path or leading "www."; domain lists sorted
 // and deduplicated; lang a canonical BCP 47 tag. It enforces the 400-character
 // query limit with its own code.
-func (*Tool) Normalize(args map[string]any, _ tools.Reference) error {
+func (*Tool) Normalize(args wire.Object, _ tools.Reference) error {
 	q, _ := args["query"].(string)
 	q = strings.Join(strings.Fields(norm.NFC.String(q)), " ")
 	if q == "" {

@@ -446,15 +446,13 @@ func allFailed(reasons []attempt) error {
 	allLimited, allTimeout := true, true
 	var soonest time.Duration
 	parts := make([]string, len(reasons))
-	details := make([]map[string]any, len(reasons))
+	details := make([]providerFailure, len(reasons))
 	for i, a := range reasons {
 		parts[i] = a.String()
-		d := map[string]any{"provider": a.name, "reason": a.f.Msg}
-		if a.f.Status != 0 {
-			d["status"] = a.f.Status
-		}
+		d := providerFailure{Provider: a.name, Reason: a.f.Msg, Status: a.f.Status}
 		if a.f.Kind == failRateLimited {
-			d["retry_after_ms"] = a.wait.Milliseconds()
+			ms := a.wait.Milliseconds()
+			d.RetryAfterMS = &ms
 			if soonest == 0 || a.wait < soonest {
 				soonest = a.wait
 			}
@@ -478,8 +476,22 @@ func allFailed(reasons []attempt) error {
 		e = tools.Errorf(CodeProviderDown, "all search providers failed: %s", list)
 		e.RetryAfter = soonest
 	}
-	e.Details = map[string]any{"providers": details}
+	e.Details = providersFailed{Providers: details}
 	return e
+}
+
+// providersFailed are the details of allFailed's error: each provider's
+// reason, with its HTTP status and, when it is rate limited, how long to
+// wait.
+type providersFailed struct {
+	Providers []providerFailure `json:"providers"`
+}
+
+type providerFailure struct {
+	Provider     string `json:"provider"`
+	Reason       string `json:"reason"`
+	RetryAfterMS *int64 `json:"retry_after_ms,omitempty"`
+	Status       int    `json:"status,omitempty"`
 }
 
 // ctxError reports the call's own deadline or cancellation.

@@ -91,7 +91,7 @@ func (a *AuthServer) IssueJWT(aud string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.Token = enc(map[string]string{"typ": "at+jwt", "alg": "RS256"}) + "." +
-		enc(map[string]any{"iss": a.base, "aud": aud, "sub": "user-1", "exp": time.Now().Add(time.Hour).Unix()}) + ".c2ln"
+		enc(jwtClaims{Aud: aud, Exp: time.Now().Add(time.Hour).Unix(), Iss: a.base, Sub: "user-1"}) + ".c2ln"
 }
 
 func (a *AuthServer) token() string {
@@ -124,20 +124,20 @@ func (a *AuthServer) oauth(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	switch r.URL.Path {
 	case EndpointResourceMetadata:
-		doc = map[string]any{"resource": a.URL(), "authorization_servers": []string{a.base}}
+		doc = resourceMetadata{AuthorizationServers: []string{a.base}, Resource: a.URL()}
 	case EndpointServerMetadata:
-		doc = map[string]any{"issuer": a.base, "authorization_endpoint": a.base + "/authorize", "token_endpoint": a.base + EndpointToken,
-			"registration_endpoint": a.base + EndpointRegister, "response_types_supported": []string{"code"},
-			"code_challenge_methods_supported": []string{"S256"}, "grant_types_supported": []string{"authorization_code", "refresh_token"}}
+		doc = serverMetadata{AuthorizationEndpoint: a.base + "/authorize", CodeChallengeMethodsSupported: []string{"S256"},
+			GrantTypesSupported: []string{"authorization_code", "refresh_token"}, Issuer: a.base, RegistrationEndpoint: a.base + EndpointRegister,
+			ResponseTypesSupported: []string{"code"}, TokenEndpoint: a.base + EndpointToken}
 	case EndpointRegister:
 		status = http.StatusCreated
-		doc = map[string]any{"client_id": "dyn-client", "redirect_uris": []string{"http://127.0.0.1/cb"}, "token_endpoint_auth_method": "none"}
+		doc = registration{ClientID: "dyn-client", RedirectURIs: []string{"http://127.0.0.1/cb"}, TokenEndpointAuthMethod: "none"}
 	case EndpointToken:
 		_ = r.ParseForm()
 		a.mu.Lock()
 		a.forms = append(a.forms, r.PostForm)
 		a.mu.Unlock()
-		doc = map[string]any{"access_token": a.token(), "refresh_token": "refresh-next", "token_type": "Bearer", "expires_in": 3600}
+		doc = tokenResponse{AccessToken: a.token(), ExpiresIn: 3600, RefreshToken: "refresh-next", TokenType: "Bearer"}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	switch how {
@@ -180,3 +180,38 @@ func flood(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 }
+
+// The documents of the authorization server, their fields in sorted order
+// of their names (the order maps wrote them in).
+type (
+	resourceMetadata struct {
+		AuthorizationServers []string `json:"authorization_servers"`
+		Resource             string   `json:"resource"`
+	}
+	serverMetadata struct {
+		AuthorizationEndpoint         string   `json:"authorization_endpoint"`
+		CodeChallengeMethodsSupported []string `json:"code_challenge_methods_supported"`
+		GrantTypesSupported           []string `json:"grant_types_supported"`
+		Issuer                        string   `json:"issuer"`
+		RegistrationEndpoint          string   `json:"registration_endpoint"`
+		ResponseTypesSupported        []string `json:"response_types_supported"`
+		TokenEndpoint                 string   `json:"token_endpoint"`
+	}
+	registration struct {
+		ClientID                string   `json:"client_id"`
+		RedirectURIs            []string `json:"redirect_uris"`
+		TokenEndpointAuthMethod string   `json:"token_endpoint_auth_method"`
+	}
+	tokenResponse struct {
+		AccessToken  string `json:"access_token"`
+		ExpiresIn    int    `json:"expires_in"`
+		RefreshToken string `json:"refresh_token"`
+		TokenType    string `json:"token_type"`
+	}
+	jwtClaims struct {
+		Aud string `json:"aud"`
+		Exp int64  `json:"exp"`
+		Iss string `json:"iss"`
+		Sub string `json:"sub"`
+	}
+)

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/internal/wire"
 )
 
 // DeepArgs are the arguments of the hostile tool deep.
@@ -43,7 +45,7 @@ func Nesting(v any) int {
 			deepest = max(deepest, Nesting(m))
 		}
 		return deepest + 1
-	case map[string]any:
+	case wire.Object:
 		for _, m := range x {
 			deepest = max(deepest, Nesting(m))
 		}
