@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/toolhost/toolhost/internal/wire"
 )
 
 // Limits bound what one client can hold of the server: sockets, idle time,
@@ -87,7 +90,9 @@ func limitConns(ln net.Listener, total, perIP int) *connLimiter {
 // refusal is written to a connection over a cap: a complete HTTP answer,
 // so a client sees why, sent before any request is read.
 var refusal = func() []byte {
-	body := `{"error":{"code":"too_many_connections","message":"the server holds too many connections from you or in all; close idle connections and retry"}}` + "\n"
+	b, _ := json.Marshal(wire.ErrorBody{Error: wire.ErrorObject{Code: "too_many_connections",
+		Message: "the server holds too many connections from you or in all; close idle connections and retry"}})
+	body := string(b) + "\n"
 	return fmt.Appendf(nil, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json; charset=utf-8\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 }()
 

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/toolhost/toolhost/internal/wire"
 )
 
 // Options configure the HTTP server.
@@ -22,8 +24,10 @@ type Options struct {
 	// Extra routes mounted as given ("GET /tool-executions" → handler).
 	Routes map[string]http.Handler
 	// Health, when set, adds fields to the /healthz answer (the state of
-	// the sandbox runtimes and their warm pools, say). It must not block.
-	Health func() map[string]any
+	// the sandbox runtimes and their warm pools, say): the members of the
+	// value it returns, a struct or anything else that encodes as a JSON
+	// object. It must not block.
+	Health func() any
 	// ShutdownTimeout is how long in-flight requests may take to finish
 	// after a shutdown signal before their contexts are cancelled.
 	ShutdownTimeout time.Duration
@@ -52,14 +56,7 @@ func New(opts Options) *Server {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		body := map[string]any{}
-		if opts.Health != nil {
-			for k, v := range opts.Health() {
-				body[k] = v
-			}
-		}
-		body["status"], body["version"] = "ok", opts.Version
-		WriteJSON(w, http.StatusOK, body)
+		writeHealth(w, opts)
 	})
 	if opts.MCP != nil {
 		// Browsers must not be able to drive the MCP endpoint from another
@@ -193,5 +190,12 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 // WriteError writes the error body every REST route uses:
 // {"error":{"code":..., "message":...}}.
 func WriteError(w http.ResponseWriter, status int, code, message string) {
-	WriteJSON(w, status, map[string]any{"error": map[string]any{"code": code, "message": message}})
+	WriteErrorObject(w, status, wire.ErrorObject{Code: code, Message: message})
+}
+
+// WriteErrorObject writes the error body with an error object that
+// carries more than a code and a message (the field a validation error is
+// about, say).
+func WriteErrorObject(w http.ResponseWriter, status int, e wire.ErrorObject) {
+	WriteJSON(w, status, wire.ErrorBody{Error: e})
 }

@@ -73,7 +73,7 @@ func cmdJournal(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			for i, e := range evs {
 				data[i] = admin.Event(e)
 			}
-			_ = enc.Encode(map[string]any{"data": data})
+			_ = enc.Encode(eventList{Data: data})
 			return exitOK
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
@@ -95,8 +95,7 @@ func cmdJournal(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		for i, r := range recs {
 			data[i] = admin.Execution(r)
 		}
-		_ = enc.Encode(map[string]any{"data": data, "meta": map[string]any{"total": total, "limit": q.Limit, "offset": q.Offset,
-			"has_more": q.Offset+len(recs) < total}})
+		_ = enc.Encode(executionPage{Data: data, Meta: pageMeta{HasMore: q.Offset+len(recs) < total, Limit: q.Limit, Offset: q.Offset, Total: total}})
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
@@ -117,3 +116,21 @@ func cmdJournal(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fmt.Fprintf(stdout, "%d of %d executions\n", len(recs), total)
 	return exitOK
 }
+
+// What toolhost journal --json prints, the fields in sorted order of their
+// names (the bytes of the maps they replaced).
+type (
+	eventList struct {
+		Data []admin.EventView `json:"data"`
+	}
+	executionPage struct {
+		Data []admin.ExecutionView `json:"data"`
+		Meta pageMeta              `json:"meta"`
+	}
+	pageMeta struct {
+		HasMore bool `json:"has_more"`
+		Limit   int  `json:"limit"`
+		Offset  int  `json:"offset"`
+		Total   int  `json:"total"`
+	}
+)

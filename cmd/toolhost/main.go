@@ -29,6 +29,7 @@ import (
 	"github.com/toolhost/toolhost/catalog"
 	"github.com/toolhost/toolhost/internal/config"
 	"github.com/toolhost/toolhost/internal/toolhost"
+	"github.com/toolhost/toolhost/internal/wire"
 	"github.com/toolhost/toolhost/server"
 	"github.com/toolhost/toolhost/tools"
 	"github.com/toolhost/toolhost/tools/runcode"
@@ -375,42 +376,44 @@ func progressText(p, total float64, msg string) string {
 	return s
 }
 
-// callOutput is what toolhost call prints: the MCP-shaped result plus the
-// pipeline's own fields.
-func callOutput(out *tools.Outcome) map[string]any {
-	m := map[string]any{
-		"execution_id": out.ExecutionID,
-		"tool":         out.Tool,
-		"status":       out.Status,
-		"isError":      out.IsError,
-		"content":      []map[string]string{{"type": "text", "text": out.Text}},
-		"duration_ms":  out.Duration.Milliseconds(),
-	}
-	if out.Version != "" {
-		m["version"] = out.Version
-	}
-	if len(out.Structured) > 0 {
-		m["structuredContent"] = json.RawMessage(out.Structured)
+// callResult is what toolhost call prints: the MCP-shaped result plus the
+// pipeline's own fields, declared in sorted order of their names (the
+// bytes of the map it replaced).
+type callResult struct {
+	Content           []textContent     `json:"content"`
+	DurationMS        int64             `json:"duration_ms"`
+	Error             *wire.ErrorObject `json:"error,omitempty"`
+	ExecutionID       string            `json:"execution_id"`
+	IsError           bool              `json:"isError"`
+	Status            tools.Status      `json:"status"`
+	StructuredContent json.RawMessage   `json:"structuredContent,omitempty"`
+	Tool              string            `json:"tool"`
+	Truncated         bool              `json:"truncated,omitempty"`
+	Units             float64           `json:"units,omitempty"`
+	Version           string            `json:"version,omitempty"`
+}
+
+type textContent struct {
+	Text string `json:"text"`
+	Type string `json:"type"`
+}
+
+func callOutput(out *tools.Outcome) callResult {
+	r := callResult{
+		Content:    []textContent{{Text: out.Text, Type: "text"}},
+		DurationMS: out.Duration.Milliseconds(), ExecutionID: out.ExecutionID, IsError: out.IsError, Status: out.Status,
+		StructuredContent: out.Structured, Tool: out.Tool, Truncated: out.Truncated, Units: out.Units, Version: out.Version,
 	}
 	if out.IsError {
 		// The error object as MCP's _meta carries it: code, message and
 		// the details (the rule of a permission_denied, retry_after_ms).
-		var body struct {
-			Error map[string]any `json:"error"`
+		obj, ok := out.ErrorObject()
+		if !ok {
+			obj = wire.ErrorObject{Code: out.Code, Message: out.Message}
 		}
-		if json.Unmarshal(out.Structured, &body) == nil && body.Error != nil {
-			m["error"] = body.Error
-		} else {
-			m["error"] = map[string]any{"code": out.Code, "message": out.Message}
-		}
+		r.Error = &obj
 	}
-	if out.Truncated {
-		m["truncated"] = true
-	}
-	if out.Units > 0 {
-		m["units"] = out.Units
-	}
-	return m
+	return r
 }
 
 // tuneGC sets serve's soft memory limit. GOGC is paced by paceGC: up to

@@ -52,8 +52,8 @@ func Check(o Options) (*Checked, error) {
 	for _, p := range presets {
 		out.Presets = append(out.Presets, p.Name)
 	}
-	if st, ok := health().(map[string]any)["routes"].([]loop.RouteStatus); ok {
-		out.Routes = st
+	if st, ok := health().(hostedStatus); ok {
+		out.Routes = st.Routes
 	}
 	return out, nil
 }

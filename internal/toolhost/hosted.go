@@ -96,7 +96,12 @@ func hostedRoutes(o *Options, exec *tools.Executor, logger *slog.Logger) (map[st
 		Idempotency:          v1.NewIdempotencyStoreBytes(0, 0, o.Config.Hosted.IdempotencyMaxBytes, o.Config.Hosted.IdempotencyAccountBytes),
 		Logger:               logger,
 	})
-	return h.Routes(), func() any { return map[string]any{"routes": router.Status()} }, nil
+	return h.Routes(), func() any { return hostedStatus{Routes: router.Status()} }, nil
+}
+
+// hostedStatus is the hosted routes' state, under "hosted" in /healthz.
+type hostedStatus struct {
+	Routes []loop.RouteStatus `json:"routes"`
 }
 
 // routeProtocol is the dialect of a route's protocol setting.

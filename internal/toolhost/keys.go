@@ -80,14 +80,27 @@ func withSlotCheck(routes map[string]http.Handler, slots []string) map[string]ht
 		out[pattern] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			vals := r.Header.Values(v1.SlotHeader)
 			if len(vals) > 1 || (len(vals) == 1 && !slices.Contains(slots, vals[0])) {
-				server.WriteJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{
-					"type": "invalid_request_error", "code": "invalid_slot", "param": v1.SlotHeader,
-					"message": fmt.Sprintf("%s must be one of %s (once)", v1.SlotHeader, strings.Join(slots, ", ")),
-				}})
+				server.WriteJSON(w, http.StatusBadRequest, slotRefusal{Error: slotRefusalError{Code: "invalid_slot",
+					Message: fmt.Sprintf("%s must be one of %s (once)", v1.SlotHeader, strings.Join(slots, ", ")),
+					Param:   v1.SlotHeader, Type: "invalid_request_error"}})
 				return
 			}
 			h.ServeHTTP(w, r)
 		})
 	}
 	return out
+}
+
+// slotRefusal is withSlotCheck's 400 in the shape of /v1's errors (an
+// OpenAI error object), its fields in sorted order of their names: the
+// bytes of the map it replaced.
+type slotRefusal struct {
+	Error slotRefusalError `json:"error"`
+}
+
+type slotRefusalError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Param   string `json:"param"`
+	Type    string `json:"type"`
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/toolhost/toolhost/catalog"
 	"github.com/toolhost/toolhost/internal/config"
+	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/server"
 	mcpface "github.com/toolhost/toolhost/server/mcp"
 )
@@ -37,12 +38,18 @@ func (a *App) Server(ctx context.Context, addr string, listen net.Addr) (*Server
 		ShutdownTimeout: a.o.Config.ShutdownTimeout.D(),
 		Limits:          serverLimits(a.o.Config.Server),
 		Logger:          a.o.Logger,
-		Health: func() map[string]any {
-			return map[string]any{"run_code": a.sandbox.Status(), "hosted": hostedHealth()}
+		Health: func() any {
+			return serveHealth{Hosted: hostedHealth(), RunCode: a.sandbox.Status()}
 		},
 	})
 	_, oauth := rt.authn.(server.TokenAuthenticator)
 	return &Server{Server: srv, OAuth: oauth}, nil
+}
+
+// serveHealth is what serve adds to /healthz.
+type serveHealth struct {
+	Hosted  any                                        `json:"hosted"`
+	RunCode map[sandbox.Language]sandbox.RuntimeStatus `json:"run_code"`
 }
 
 // Stdio is the MCP face of toolhost stdio, its tool descriptions in lang.

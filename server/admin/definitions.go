@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/internal/wire"
 	"github.com/toolhost/toolhost/journal"
 	"github.com/toolhost/toolhost/server"
 	"github.com/toolhost/toolhost/tools/tooldef"
@@ -322,13 +323,6 @@ type Definition struct {
 	UpdatedAt       int64           `json:"updated_at"`
 }
 
-// validationBody is a 400 validation_error naming its field.
-type validationBody struct {
-	Code    string `json:"code"`
-	Field   string `json:"field"`
-	Message string `json:"message"`
-}
-
 // DefinitionView is a definition in the seed's shape.
 func DefinitionView(d tooldef.Definition) Definition {
 	slots := d.AllowedSlots
@@ -355,9 +349,7 @@ func writeDefErr(w http.ResponseWriter, err error) {
 	var fe *tooldef.FieldError
 	switch {
 	case errors.As(err, &fe):
-		server.WriteJSON(w, http.StatusBadRequest, struct {
-			Error validationBody `json:"error"`
-		}{validationBody{Code: "validation_error", Message: fe.Error(), Field: fe.Field}})
+		server.WriteErrorObject(w, http.StatusBadRequest, wire.ErrorObject{Code: "validation_error", Field: fe.Field, Message: fe.Error()})
 	case errors.Is(err, errScriptsDisabled):
 		server.WriteError(w, http.StatusForbidden, "tool_script_handler_disabled", err.Error())
 	case errors.Is(err, tooldef.ErrNotFound):

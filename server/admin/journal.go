@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/clip"
+	"github.com/toolhost/toolhost/internal/wire"
 	"github.com/toolhost/toolhost/journal"
 	"github.com/toolhost/toolhost/server"
 )
@@ -221,15 +222,6 @@ type eventsMeta struct {
 	Total       int    `json:"total"`
 }
 
-// fieldErrorBody is the error body of a validation error that names its field.
-type fieldErrorBody struct {
-	Error struct {
-		Code    string `json:"code"`
-		Field   string `json:"field"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
 func meta(q journal.Query, total, n int) pageMeta {
 	order := "desc"
 	if q.Asc {
@@ -321,9 +313,7 @@ func writeErr(w http.ResponseWriter, err error) {
 	var ve validationError
 	switch {
 	case errors.As(err, &ve) && ve.field != "":
-		var fe fieldErrorBody
-		fe.Error.Code, fe.Error.Message, fe.Error.Field = "validation_error", ve.msg, ve.field
-		server.WriteJSON(w, http.StatusBadRequest, fe)
+		server.WriteErrorObject(w, http.StatusBadRequest, wire.ErrorObject{Code: "validation_error", Field: ve.field, Message: ve.msg})
 	case errors.As(err, &ve):
 		server.WriteError(w, http.StatusBadRequest, "validation_error", ve.msg)
 	case errors.Is(err, journal.ErrNotFound):

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/toolhost/toolhost/internal/clip"
+	"github.com/toolhost/toolhost/internal/wire"
 	"github.com/toolhost/toolhost/server"
 	"github.com/toolhost/toolhost/tools/mcpremote"
 )
@@ -120,8 +121,8 @@ func (m *MCPServers) authorize(w http.ResponseWriter, r *http.Request) {
 			"the MCP server's authorization could not be started (its protected resource or authorization server metadata, or the client registration, failed); see the server log")
 		return
 	}
-	server.WriteJSON(w, http.StatusOK, map[string]any{"data": map[string]any{
-		"authorization_url": u, "expires_at": m.now().Add(mcpremote.AuthorizeTimeout).UnixMilli()}})
+	server.WriteJSON(w, http.StatusOK, envelope[authorizationView]{Data: authorizationView{
+		AuthorizationURL: u, ExpiresAt: m.now().Add(mcpremote.AuthorizeTimeout).UnixMilli()}})
 }
 
 func (m *MCPServers) callback(w http.ResponseWriter, r *http.Request) {
@@ -162,7 +163,7 @@ func (m *MCPServers) callback(w http.ResponseWriter, r *http.Request) {
 		writeMCPErr(w, err)
 		return
 	}
-	server.WriteJSON(w, http.StatusOK, map[string]any{"data": m.view(ctx, s, m.list1(ctx, s))})
+	server.WriteJSON(w, http.StatusOK, envelope[mcpServerView]{Data: m.view(ctx, s, m.list1(ctx, s))})
 }
 
 // writeAuthFailure answers an authorization server's answer the gateway
@@ -226,7 +227,7 @@ func (m *MCPServers) list(w http.ResponseWriter, r *http.Request) {
 	for i, s := range ss {
 		data[i] = m.view(r.Context(), s, nil)
 	}
-	server.WriteJSON(w, http.StatusOK, map[string]any{"data": data})
+	server.WriteJSON(w, http.StatusOK, envelope[[]mcpServerView]{Data: data})
 }
 
 func (m *MCPServers) one(w http.ResponseWriter, r *http.Request) {
@@ -234,7 +235,7 @@ func (m *MCPServers) one(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	server.WriteJSON(w, http.StatusOK, map[string]any{"data": m.view(r.Context(), s, nil)})
+	server.WriteJSON(w, http.StatusOK, envelope[mcpServerView]{Data: m.view(r.Context(), s, nil)})
 }
 
 func (m *MCPServers) create(w http.ResponseWriter, r *http.Request) {
@@ -279,7 +280,7 @@ func (m *MCPServers) create(w http.ResponseWriter, r *http.Request) {
 		writeMCPErr(w, err)
 		return
 	}
-	server.WriteJSON(w, http.StatusCreated, map[string]any{"data": m.view(r.Context(), s, m.list1(r.Context(), s))})
+	server.WriteJSON(w, http.StatusCreated, envelope[mcpServerView]{Data: m.view(r.Context(), s, m.list1(r.Context(), s))})
 }
 
 // list1 lists a server's tools right after it was written, so its
@@ -350,7 +351,7 @@ func (m *MCPServers) patch(w http.ResponseWriter, r *http.Request) {
 	if m.Gateway != nil {
 		m.Gateway.Forget(s.ID)
 	}
-	server.WriteJSON(w, http.StatusOK, map[string]any{"data": m.view(ctx, s, m.list1(ctx, s))})
+	server.WriteJSON(w, http.StatusOK, envelope[mcpServerView]{Data: m.view(ctx, s, m.list1(ctx, s))})
 }
 
 func (m *MCPServers) delete(w http.ResponseWriter, r *http.Request) {
@@ -367,7 +368,7 @@ func (m *MCPServers) delete(w http.ResponseWriter, r *http.Request) {
 		m.Gateway.Forget(id)
 	}
 	m.changed(account)
-	server.WriteJSON(w, http.StatusOK, map[string]any{"data": map[string]any{"id": id, "deleted": true}})
+	server.WriteJSON(w, http.StatusOK, envelope[Deleted]{Data: Deleted{Deleted: true, ID: id}})
 }
 
 func (m *MCPServers) refresh(w http.ResponseWriter, r *http.Request) {
@@ -380,7 +381,7 @@ func (m *MCPServers) refresh(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := m.list1(r.Context(), s)
-	server.WriteJSON(w, http.StatusOK, map[string]any{"data": m.view(r.Context(), s, st)})
+	server.WriteJSON(w, http.StatusOK, envelope[mcpServerView]{Data: m.view(r.Context(), s, st)})
 }
 
 // mcpServerView is a server in the API's shape: every secret replaced by
@@ -421,6 +422,13 @@ type mcpCatalogView struct {
 	// SnapshotError: the tools listed at listed_at could not be saved
 	// as the server's snapshot (mcpremote.Status.SaveErr).
 	SnapshotError *string `json:"snapshot_error"`
+}
+
+// authorizationView answers POST /mcp-servers/{id}/authorize: where the
+// user goes to authorize, and until when that link works.
+type authorizationView struct {
+	AuthorizationURL string `json:"authorization_url"`
+	ExpiresAt        int64  `json:"expires_at"`
 }
 
 // redacted stands for a header value in responses.
@@ -503,15 +511,12 @@ func writeMCPErr(w http.ResponseWriter, err error) {
 	var blocked errURLBlocked
 	switch {
 	case errors.As(err, &fe) && fe.Code != "":
-		server.WriteJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{
-			"code": fe.Code, "message": fe.Error(), "field": fe.Field}})
+		server.WriteErrorObject(w, http.StatusBadRequest, wire.ErrorObject{Code: fe.Code, Field: fe.Field, Message: fe.Error()})
 	case errors.As(err, &fe):
-		server.WriteJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{
-			"code": "validation_error", "message": fe.Error(), "field": fe.Field}})
+		server.WriteErrorObject(w, http.StatusBadRequest, wire.ErrorObject{Code: "validation_error", Field: fe.Field, Message: fe.Error()})
 	case errors.As(err, &blocked):
-		server.WriteJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{
-			"code": "url_not_allowed", "field": "url",
-			"message": "the URL reaches a private, loopback or link-local address, which MCP servers may not use unless the operator lists it in fetch.allow_private"}})
+		server.WriteErrorObject(w, http.StatusBadRequest, wire.ErrorObject{Code: "url_not_allowed", Field: "url",
+			Message: "the URL reaches a private, loopback or link-local address, which MCP servers may not use unless the operator lists it in fetch.allow_private"})
 	case errors.Is(err, mcpremote.ErrNoKey):
 		server.WriteError(w, http.StatusServiceUnavailable, "secret_key_missing", err.Error())
 	case errors.Is(err, mcpremote.ErrNotFound):

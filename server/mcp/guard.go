@@ -361,5 +361,18 @@ func rpcError(w http.ResponseWriter, status int, id json.RawMessage, code int, m
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg}})
+	_ = json.NewEncoder(w).Encode(rpcErrorResponse{Error: rpcErrorObject{Code: code, Message: msg}, ID: id, JSONRPC: "2.0"})
+}
+
+// rpcErrorResponse is a JSON-RPC error response, its fields in sorted
+// order of their names: the bytes of the map it replaced.
+type rpcErrorResponse struct {
+	Error   rpcErrorObject  `json:"error"`
+	ID      json.RawMessage `json:"id"`
+	JSONRPC string          `json:"jsonrpc"`
+}
+
+type rpcErrorObject struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/toolhost/toolhost/catalog"
 	"github.com/toolhost/toolhost/internal/identity"
+	"github.com/toolhost/toolhost/internal/wire"
 	"github.com/toolhost/toolhost/server"
 	"github.com/toolhost/toolhost/tools"
 )
@@ -436,11 +437,11 @@ func render(out *tools.Outcome, structuredErrors bool) *sdk.CallToolResult {
 		// so the error object (code, message, retry_after_ms, details) goes
 		// there only for tools whose schema documents it; it is always in
 		// _meta.
-		body := errorBody(out)
-		res.Meta["toolhost/error"] = body
+		obj := errorObject(out)
+		res.Meta["toolhost/error"] = obj
 		if structuredErrors {
 			// The tool's output schema documents {"error": {...}}.
-			res.StructuredContent = map[string]any{"error": body}
+			res.StructuredContent = wire.ErrorBody{Error: obj}
 		}
 		return res
 	}
@@ -450,18 +451,11 @@ func render(out *tools.Outcome, structuredErrors bool) *sdk.CallToolResult {
 	return res
 }
 
-// errorBody is the executor's error object of a failed outcome, or one built
-// from its code and message when the outcome carries none.
-func errorBody(out *tools.Outcome) map[string]any {
-	var wrapped struct {
-		Error map[string]any `json:"error"`
+// errorObject is the executor's error object of a failed outcome, or one
+// built from its code, message and retry when the outcome carries none.
+func errorObject(out *tools.Outcome) wire.ErrorObject {
+	if obj, ok := out.ErrorObject(); ok {
+		return obj
 	}
-	if json.Unmarshal(out.Structured, &wrapped) == nil && wrapped.Error != nil {
-		return wrapped.Error
-	}
-	body := map[string]any{"code": out.Code, "message": out.Message}
-	if out.RetryAfter > 0 {
-		body["retry_after_ms"] = out.RetryAfter.Milliseconds()
-	}
-	return body
+	return wire.ErrorObject{Code: out.Code, Message: out.Message, RetryAfterMS: out.RetryAfter.Milliseconds()}
 }
