@@ -124,25 +124,31 @@ func (g *GrantServer) token(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(doc)
 }
 
-// refresh answers one refresh request: the rotated tokens, or the error
-// document of a refused one.
-func (g *GrantServer) refresh(grantType, refresh string) (map[string]any, bool) {
+// refresh answers one refresh request: the rotated tokens (a
+// tokenResponse), or the error document of a refused one (an oauthError).
+func (g *GrantServer) refresh(grantType, refresh string) (any, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {
 	case grantType != "refresh_token":
-		return map[string]any{"error": "unsupported_grant_type"}, false
+		return oauthError{Error: "unsupported_grant_type"}, false
 	case g.revoked:
-		return map[string]any{"error": "invalid_grant", "error_description": "the grant was revoked"}, false
+		return oauthError{Error: "invalid_grant", ErrorDescription: "the grant was revoked"}, false
 	case refresh != g.current:
 		if g.used[refresh] {
 			g.revoked, g.access = true, map[string]bool{}
 		}
-		return map[string]any{"error": "invalid_grant", "error_description": "refresh token reused or unknown"}, false
+		return oauthError{Error: "invalid_grant", ErrorDescription: "refresh token reused or unknown"}, false
 	}
 	g.issued++
 	n := strconv.Itoa(g.issued)
 	g.used[refresh], g.current = true, "refresh-"+n
 	g.access["access-"+n] = true
-	return map[string]any{"access_token": "access-" + n, "refresh_token": g.current, "token_type": "Bearer", "expires_in": 3600}, true
+	return tokenResponse{AccessToken: "access-" + n, ExpiresIn: 3600, RefreshToken: g.current, TokenType: "Bearer"}, true
+}
+
+// oauthError is a token endpoint's refusal (RFC 6749, section 5.2).
+type oauthError struct {
+	Error            string `json:"error"`
+	ErrorDescription string `json:"error_description,omitempty"`
 }
