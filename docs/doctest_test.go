@@ -403,18 +403,25 @@ func (p *page) serverAddr(t *testing.T) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
 	stopFuncs.Store(p, func() {
 		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-exited:
 		case <-time.After(15 * time.Second):
 			_ = cmd.Process.Kill()
 		}
 	})
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	// The server logs its address once it listens: each write of the log
+	// is looked at, and a server that exits ends the wait.
+	deadline := time.After(60 * time.Second)
+	for last := false; !last; {
+		select {
+		case <-exited:
+			last = true // read what it wrote before it exited, once more
+		default:
+		}
 		sc := bufio.NewScanner(strings.NewReader(logs.String()))
 		for sc.Scan() {
 			var rec struct{ Msg, Addr string }
@@ -423,24 +430,53 @@ func (p *page) serverAddr(t *testing.T) string {
 				return p.server
 			}
 		}
-		if cmd.ProcessState != nil {
+		if last {
 			break
 		}
-		time.Sleep(20 * time.Millisecond)
+		select {
+		case <-logs.Grew():
+		case <-exited:
+		case <-deadline:
+			last = true
+		}
 	}
 	t.Fatalf("the doc-test server did not start:\n%s", logs.String())
 	return ""
 }
 
+// lockedBuffer is a bytes.Buffer safe for a writing subprocess and a
+// reading test, which can wait for it to grow.
 type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu   sync.Mutex
+	b    bytes.Buffer
+	grew chan struct{} // signalled after a write; one pending signal is enough
 }
 
 func (l *lockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
+	n, err := l.b.Write(p)
+	ch := l.grewLocked()
+	l.mu.Unlock()
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+	return n, err
+}
+
+// Grew is signalled after a write: a reader that found nothing in String
+// waits on it, then looks again.
+func (l *lockedBuffer) Grew() <-chan struct{} {
+	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.b.Write(p)
+	return l.grewLocked()
+}
+
+func (l *lockedBuffer) grewLocked() chan struct{} {
+	if l.grew == nil {
+		l.grew = make(chan struct{}, 1)
+	}
+	return l.grew
 }
 
 func (l *lockedBuffer) String() string {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -82,39 +83,46 @@ func TestOpenedRecordReachesTheSpoolByItsRule(t *testing.T) {
 		{name: "sandbox", effect: "sandbox", delay: time.Hour, running: []string{"+c1"}, after: []string{"+c1", "=c1"}, writes: 2},
 		{name: "unknown level", effect: "", delay: time.Hour, running: []string{"+c1"}, after: []string{"+c1", "=c1"}, writes: 2},
 	} {
+		// In a bubble: the delay's timer runs on the fake clock, so the
+		// test moves the clock past it and waits for the journal to idle.
 		t.Run(tc.name, func(t *testing.T) {
-			s := NewMemStore()
-			j := journalWithDelay(t, s, t.TempDir(), tc.delay)
-			defer j.Close()
-			ctx := context.Background()
-			r, evs, f, fevs := call("c1")
-			r.SideEffectLevel, f.SideEffectLevel = tc.effect, tc.effect
-			if err := j.Open(ctx, r, evs); err != nil {
-				t.Fatal(err)
-			}
-			// The tool runs now.
-			if tc.later {
-				waitFor(t, "the opened record in the spool", func() bool { return len(spoolFrames(t, j)) == len(tc.running) })
-			}
-			if got := spoolFrames(t, j); !slices.Equal(got, tc.running) {
-				t.Fatalf("spool while the tool runs: %v, want %v", got, tc.running)
-			}
-			if err := j.Finish(ctx, f, fevs); err != nil {
-				t.Fatal(err)
-			}
-			if got := spoolFrames(t, j); !slices.Equal(got, tc.after) {
-				t.Errorf("spool after the call: %v, want %v", got, tc.after)
-			}
-			if n := spoolWrites(j); n != tc.writes {
-				t.Errorf("%d spool write calls, want %d", n, tc.writes)
-			}
-			got, err := j.Store().Get(ctx, "acct", "c1")
-			if err != nil || got.Lifecycle != Finished {
-				t.Fatalf("read through the journal: %+v %v", got, err)
-			}
-			if e, _ := s.Events(ctx, "acct", "c1"); len(e) != 3 {
-				t.Errorf("%d events, want 3", len(e))
-			}
+			synctest.Test(t, func(t *testing.T) {
+				s := NewMemStore()
+				j := journalWithDelay(t, s, t.TempDir(), tc.delay)
+				defer j.Close()
+				ctx := context.Background()
+				r, evs, f, fevs := call("c1")
+				r.SideEffectLevel, f.SideEffectLevel = tc.effect, tc.effect
+				if err := j.Open(ctx, r, evs); err != nil {
+					t.Fatal(err)
+				}
+				// The tool runs now.
+				if tc.later {
+					// Fake time: the bubble's clock jumps past the delay at once;
+					// no real waiting, and the timer has fired when it returns.
+					time.Sleep(tc.delay)
+				}
+				synctest.Wait()
+				if got := spoolFrames(t, j); !slices.Equal(got, tc.running) {
+					t.Fatalf("spool while the tool runs: %v, want %v", got, tc.running)
+				}
+				if err := j.Finish(ctx, f, fevs); err != nil {
+					t.Fatal(err)
+				}
+				if got := spoolFrames(t, j); !slices.Equal(got, tc.after) {
+					t.Errorf("spool after the call: %v, want %v", got, tc.after)
+				}
+				if n := spoolWrites(j); n != tc.writes {
+					t.Errorf("%d spool write calls, want %d", n, tc.writes)
+				}
+				got, err := j.Store().Get(ctx, "acct", "c1")
+				if err != nil || got.Lifecycle != Finished {
+					t.Fatalf("read through the journal: %+v %v", got, err)
+				}
+				if e, _ := s.Events(ctx, "acct", "c1"); len(e) != 3 {
+					t.Errorf("%d events, want 3", len(e))
+				}
+			})
 		})
 	}
 }
@@ -211,17 +219,6 @@ func TestADeadProcessLosesNoFinishedReadOnlyCall(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited a minute for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // BenchmarkOpenFinish is one call's journal writes with a spool: a
 // read-only call (one spool write) against one with side effects (two).
 //
@@ -265,6 +262,12 @@ func BenchmarkOpenFinish(b *testing.B) {
 // behind the outcome), and once the store is back the call lands once,
 // its opened record and outcome merged by the apply side.
 func TestAnOutcomeWaitingForRoomHoldsNothingBack(t *testing.T) {
+	// In a bubble, synctest.Wait tells when the outcome has come to wait for
+	// room: every goroutine of the journal is then blocked.
+	synctest.Test(t, testAnOutcomeWaitingForRoomHoldsNothingBack)
+}
+
+func testAnOutcomeWaitingForRoomHoldsNothingBack(t *testing.T) {
 	fs := &flakyStore{MemStore: NewMemStore()}
 	j := New(fs, Options{InstanceID: "inst", SpoolDir: t.TempDir(), ApplyInterval: time.Hour, MaxPending: 1,
 		ReadOnlyOpenDelay: time.Hour, Logger: slog.New(slog.DiscardHandler)})
@@ -287,19 +290,14 @@ func TestAnOutcomeWaitingForRoomHoldsNothingBack(t *testing.T) {
 	}
 	finished := make(chan error, 1)
 	go func() { finished <- j.Finish(ctx, f, fevs) }()
-	waitFor(t, "the outcome waiting for room", func() bool { return waitingForRoom("(*Journal).finished(") == 1 })
+	synctest.Wait()
+	if n := waitingForRoom("(*Journal).finished("); n != 1 {
+		t.Fatalf("%d outcomes waiting for room, want 1", n)
+	}
 
 	flushed := make(chan error, 1)
 	go func() { flushed <- j.Flush(ctx) }()
-	var err error
-	waitFor(t, "a flush while an outcome waits for room", func() bool {
-		select {
-		case err = <-flushed:
-			return true
-		default:
-			return false
-		}
-	})
+	err := <-flushed
 	if !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Flush with the store down: %v, want ErrUnavailable", err)
 	}
@@ -310,7 +308,6 @@ func TestAnOutcomeWaitingForRoomHoldsNothingBack(t *testing.T) {
 	if err := j.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the outcome once the store is back", func() bool { return len(finished) == 1 })
 	if err := <-finished; err != nil {
 		t.Fatal(err)
 	}

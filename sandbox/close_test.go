@@ -59,7 +59,8 @@ func TestRunsStoppedAnywhereEndCleanly(t *testing.T) {
 	short.Wait()
 	// Long runs, still printing when the sandbox closes under them.
 	var long sync.WaitGroup
-	var running, returned atomic.Int32
+	var returned atomic.Int32
+	running := make(chan struct{}, 4) // a long run's first progress report
 	for i := range 4 {
 		long.Add(1)
 		go func() {
@@ -67,7 +68,7 @@ func TestRunsStoppedAnywhereEndCleanly(t *testing.T) {
 			req := programs[i%len(programs)]
 			req.Timeout = time.Minute
 			var once sync.Once
-			req.Progress = func(time.Duration, string) { once.Do(func() { running.Add(1) }) }
+			req.Progress = func(time.Duration, string) { once.Do(func() { running <- struct{}{} }) }
 			_, err := s.Run(context.Background(), req)
 			returned.Add(1)
 			if err != nil && !errors.Is(err, ErrClosed) {
@@ -75,7 +76,9 @@ func TestRunsStoppedAnywhereEndCleanly(t *testing.T) {
 			}
 		}()
 	}
-	waitFor(t, "the long runs to be running", func() bool { return running.Load() == 4 })
+	for range 4 {
+		<-running
+	}
 	if err := s.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}

@@ -11,18 +11,6 @@ import (
 	"time"
 )
 
-// waitFor polls cond; a condition, not a timing assertion.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestRunQueuesThenRefusesWhenTheQueueIsFull(t *testing.T) {
 	s := newTestSandbox(t, Config{Concurrency: 1, QueueLength: 1, PythonPool: -1, JavaScriptPool: 1})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -32,15 +20,19 @@ func TestRunQueuesThenRefusesWhenTheQueueIsFull(t *testing.T) {
 	errs := make([]error, 2)
 	var mu sync.Mutex
 	var queuedMsgs []string
+	// The first "queued" report is the event: it is sent once a run has
+	// found the one slot held (by the other) and counted itself waiting.
+	queued := make(chan struct{})
+	var queuedOnce sync.Once
 	for i := range 2 {
-		if i == 1 {
-			waitFor(t, "the first run to hold the slot", func() bool { return len(s.slots) == 1 })
-		}
 		req := spin
 		req.Progress = func(_ time.Duration, msg string) {
 			mu.Lock()
 			defer mu.Unlock()
 			queuedMsgs = append(queuedMsgs, msg)
+			if strings.HasPrefix(msg, "queued") {
+				queuedOnce.Do(func() { close(queued) })
+			}
 		}
 		wg.Add(1)
 		go func() {
@@ -48,7 +40,7 @@ func TestRunQueuesThenRefusesWhenTheQueueIsFull(t *testing.T) {
 			_, errs[i] = s.Run(ctx, req)
 		}()
 	}
-	waitFor(t, "the second run to queue", func() bool { return s.waiting.Load() == 1 })
+	<-queued
 	if _, err := s.Run(ctx, Request{Language: JavaScript, Code: "1"}); !errors.Is(err, ErrBusy) {
 		t.Errorf("third run: %v, want ErrBusy", err)
 	}
@@ -237,7 +229,10 @@ func TestStatusReportsRuntimesAndWarmPools(t *testing.T) {
 	s := sharedSandbox(t)
 	cfg := s.Config()
 	for _, lang := range []Language{Python, JavaScript} {
-		waitFor(t, string(lang)+" pool full", func() bool { st := s.Status()[lang]; return st.Target > 0 && st.Warm >= st.Target })
+		// Ready returns once the runtime is compiled and the pool holds its target.
+		if err := s.Ready(t.Context(), lang); err != nil {
+			t.Fatal(err)
+		}
 		st := s.Status()[lang]
 		budget := int64(cfg.PoolMemoryMiB) << 10 / 2
 		if st.State != "ready" || st.Error != "" || st.InstanceKiB <= 0 || st.Most < 1 || int64(st.Most)*st.InstanceKiB > max(budget, st.InstanceKiB) {
@@ -260,7 +255,9 @@ func TestStatusReportsRuntimesAndWarmPools(t *testing.T) {
 	if after.Takes != before.Takes+1 || after.DemandPerSec <= 0 {
 		t.Errorf("after a run: %+v (before %+v), want one more run and some demand", after, before)
 	}
-	waitFor(t, "javascript pool refilled", func() bool { st := s.Status()[JavaScript]; return st.Warm >= st.Target })
+	if err := s.Ready(t.Context(), JavaScript); err != nil { // the pool holds its target again
+		t.Fatalf("javascript pool not refilled: %v", err)
+	}
 }
 
 // TestPoolFollowsDemandWithinItsMemory: back-to-back runs raise the pool's

@@ -117,10 +117,21 @@ func TestIdleAndSlowClientsDoNotLockOthersOut(t *testing.T) {
 			defer c.Close()
 			_ = c.SetReadDeadline(time.Now().Add(lim.BodyTimeout + 10*time.Second))
 			// Trickle a byte now and then; the server must give up at its
-			// body timeout and close (after an answer or not).
+			// body timeout and close (after an answer or not). The pace is
+			// the slow peer itself, not an ordering of the test: each byte
+			// comes well within the body timeout, so only a deadline on the
+			// whole body cuts it, and the assertion waits for that cut.
+			cut := make(chan struct{})
+			defer close(cut)
 			go func() {
+				tick := time.NewTicker(500 * time.Millisecond)
+				defer tick.Stop()
 				for i := 0; i < 20; i++ {
-					time.Sleep(500 * time.Millisecond)
+					select {
+					case <-cut:
+						return
+					case <-tick.C:
+					}
 					if _, err := c.Write([]byte("x")); err != nil {
 						return
 					}

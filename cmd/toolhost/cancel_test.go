@@ -36,13 +36,18 @@ type progressLog struct {
 	start time.Time
 	at    []time.Duration
 	msgs  []string
+	added chan struct{} // signalled after add; one pending signal is enough
 }
 
 func (p *progressLog) add(msg string) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.at = append(p.at, time.Since(p.start))
 	p.msgs = append(p.msgs, msg)
+	p.mu.Unlock()
+	select {
+	case p.added <- struct{}{}:
+	default:
+	}
 }
 
 // execution is the part of a journal record these tests read.
@@ -99,7 +104,7 @@ func TestRunCodeLoadsWithProgressAndCancelsInEveryState(t *testing.T) {
 	_, _, addr := startServe(t, buildBinary(t), "serve", "--dev", "--addr", "127.0.0.1:0", "--data", data,
 		"--config", cfgPath, "--runtimes", runtimesFolder(t))
 	base := "http://" + addr
-	prog := &progressLog{start: time.Now()}
+	prog := &progressLog{start: time.Now(), added: make(chan struct{}, 1)}
 	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, &sdk.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
 			prog.add(req.Params.Message)
@@ -151,13 +156,15 @@ func TestRunCodeLoadsWithProgressAndCancelsInEveryState(t *testing.T) {
 		_, err := call(hogCtx, "hog", hog, 60000)
 		hogDone <- err
 	}()
+	// waitFor looks at cond again at each progress notification.
 	waitFor := func(what string, cond func() bool) {
-		deadline := time.Now().Add(time.Minute)
+		deadline := time.After(time.Minute)
 		for !cond() {
-			if time.Now().After(deadline) {
+			select {
+			case <-prog.added:
+			case <-deadline:
 				t.Fatalf("gave up waiting for %s", what)
 			}
-			time.Sleep(20 * time.Millisecond)
 		}
 	}
 	waitFor("the long program to run", func() bool {

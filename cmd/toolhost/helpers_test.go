@@ -10,16 +10,39 @@ import (
 	"time"
 )
 
-// syncBuffer is a bytes.Buffer safe for a writing subprocess and a reading test.
+// syncBuffer is a bytes.Buffer safe for a writing subprocess and a reading
+// test, which can wait for it to grow.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu   sync.Mutex
+	b    bytes.Buffer
+	grew chan struct{} // signalled after a write; one pending signal is enough
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
+	n, err := s.b.Write(p)
+	ch := s.grewLocked()
+	s.mu.Unlock()
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+	return n, err
+}
+
+// Grew is signalled after a write: a reader that found nothing in String
+// waits on it, then looks again.
+func (s *syncBuffer) Grew() <-chan struct{} {
+	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.b.Write(p)
+	return s.grewLocked()
+}
+
+func (s *syncBuffer) grewLocked() chan struct{} {
+	if s.grew == nil {
+		s.grew = make(chan struct{}, 1)
+	}
+	return s.grew
 }
 
 func (s *syncBuffer) String() string {
@@ -45,8 +68,10 @@ func startServe(t *testing.T, bin string, args ...string) (*exec.Cmd, *syncBuffe
 // waitForAddr reads the "toolhost serving" log line and returns its address.
 func waitForAddr(t *testing.T, stderr *syncBuffer) string {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	// The server logs its address once it listens: each write of the log
+	// is looked at, no polling.
+	deadline := time.After(60 * time.Second)
+	for {
 		for _, line := range strings.Split(stderr.String(), "\n") {
 			var rec struct {
 				Msg  string `json:"msg"`
@@ -56,8 +81,11 @@ func waitForAddr(t *testing.T, stderr *syncBuffer) string {
 				return rec.Addr
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		select {
+		case <-stderr.Grew():
+		case <-deadline:
+			t.Fatalf("server did not start; stderr:\n%s", stderr.String())
+			return ""
+		}
 	}
-	t.Fatalf("server did not start; stderr:\n%s", stderr.String())
-	return ""
 }

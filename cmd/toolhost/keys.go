@@ -115,6 +115,7 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer db.Close()
 	svc := keys.New(keys.Options{Store: db})
+	defer svc.Close() // before db.Close: last-use writes finish first
 	out := json.NewEncoder(stdout)
 	out.SetIndent("", "  ")
 	limitsFrom := kf.limits

@@ -206,12 +206,26 @@ func TestKeyLimitsHoldAcrossReplicas(t *testing.T) {
 				var mu sync.Mutex
 				var spans []span
 				refusals := 0
+				// ended counts the calls that came back; endedCh is closed
+				// (and replaced) at each, for refused calls to try again then.
+				ended, endedCh := 0, make(chan struct{})
+				end := func() {
+					mu.Lock()
+					ended++
+					close(endedCh)
+					endedCh = make(chan struct{})
+					mu.Unlock()
+				}
 				var wg sync.WaitGroup
 				for i := range 16 {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
+						defer end()
 						for {
+							mu.Lock()
+							seen := ended
+							mu.Unlock()
 							res, err := sessions[i%len(sessions)].CallTool(context.Background(),
 								&sdk.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 150}})
 							if err != nil {
@@ -219,14 +233,26 @@ func TestKeyLimitsHoldAcrossReplicas(t *testing.T) {
 								return
 							}
 							if res.IsError {
-								if code, retry := errorCode(res); code != "concurrency_limited" || retry <= 0 {
+								code, retry := errorCode(res)
+								if code != "concurrency_limited" || retry <= 0 {
 									t.Errorf("refusal %q %v", code, retry)
 									return
 								}
+								// Refused: four calls of the key were running.
+								// Try again once one has come back, or at the
+								// retry_after the refusal gave (a slot freed
+								// after its answer), whichever is first.
 								mu.Lock()
 								refusals++
+								again := ended != seen
+								ch := endedCh
 								mu.Unlock()
-								time.Sleep(20 * time.Millisecond)
+								if !again {
+									select {
+									case <-ch:
+									case <-time.After(time.Duration(retry) * time.Millisecond):
+									}
+								}
 								continue
 							}
 							b, _ := json.Marshal(res.StructuredContent)

@@ -180,7 +180,16 @@ func TestStdioServesToolsAndKeepsStdoutClean(t *testing.T) {
 func TestServeShutsDownGracefully(t *testing.T) {
 	cmd, stderr, addr := startServe(t, buildBinary(t), "serve", "--dev", "--test-tools", "--addr", "127.0.0.1:0", "--data", t.TempDir())
 
-	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
+	// The sleep tool's first progress step says the call is in flight.
+	running := make(chan struct{}, 1)
+	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, &sdk.ClientOptions{
+		ProgressNotificationHandler: func(context.Context, *sdk.ProgressNotificationClientRequest) {
+			select {
+			case running <- struct{}{}:
+			default:
+			}
+		},
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, nil)
@@ -190,13 +199,19 @@ func TestServeShutsDownGracefully(t *testing.T) {
 	// A call in flight when SIGTERM arrives still completes.
 	done := make(chan *sdk.CallToolResult, 1)
 	go func() {
-		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 500}})
+		p := &sdk.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 500, "steps": 50}}
+		p.SetProgressToken("in-flight")
+		res, err := cs.CallTool(ctx, p)
 		if err != nil {
 			t.Errorf("in-flight call: %v", err)
 		}
 		done <- res
 	}()
-	time.Sleep(100 * time.Millisecond)
+	select {
+	case <-running:
+	case res := <-done:
+		t.Fatalf("the call ended before its first step: %+v", res)
+	}
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}

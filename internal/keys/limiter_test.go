@@ -94,45 +94,70 @@ func TestSlidingWindowReopensAfterAMinute(t *testing.T) {
 }
 
 func TestAcquireNeverExceedsTheLimit(t *testing.T) {
+	const limit, calls = 4, 50
 	for name, l := range limiters(t, nil) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			var inFlight, peak, admitted atomic.Int64
+			// inFlight counts the calls between an admitted Acquire and their
+			// Release; releases counts Releases, so a refused call waits for
+			// the next one instead of retrying on a timer.
+			var mu sync.Mutex
+			cond := sync.NewCond(&mu)
+			var inFlight, peak, admitted, failed, releases int
 			var wg sync.WaitGroup
-			for i := range 50 {
+			for i := range calls {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
 					lease := fmt.Sprint("lease-", i)
 					for {
-						ok, err := l.Acquire(ctx, "k", lease, 4, time.Minute)
+						mu.Lock()
+						seen := releases
+						mu.Unlock()
+						ok, err := l.Acquire(ctx, "k", lease, limit, time.Minute)
 						if err != nil {
 							t.Error(err)
+							mu.Lock()
+							failed++
+							cond.Broadcast()
+							mu.Unlock()
 							return
 						}
 						if ok {
 							break
 						}
-						time.Sleep(time.Millisecond)
-					}
-					n := inFlight.Add(1)
-					for {
-						p := peak.Load()
-						if n <= p || peak.CompareAndSwap(p, n) {
-							break
+						// Refused: the limit was full, so a Release is coming.
+						mu.Lock()
+						for releases == seen {
+							cond.Wait()
 						}
+						mu.Unlock()
 					}
-					time.Sleep(2 * time.Millisecond)
-					inFlight.Add(-1)
-					admitted.Add(1)
+					mu.Lock()
+					inFlight++
+					peak = max(peak, inFlight)
+					cond.Broadcast()
+					// Hold the slot until the limit is full (or no other call
+					// is left to fill it), so calls keep asking while it is full.
+					for inFlight < limit && admitted+failed+inFlight < calls {
+						cond.Wait()
+					}
+					inFlight--
+					admitted++
+					cond.Broadcast()
+					mu.Unlock()
 					if err := l.Release(ctx, "k", lease); err != nil {
 						t.Error(err)
 					}
+					mu.Lock()
+					releases++
+					cond.Broadcast()
+					mu.Unlock()
 				}()
 			}
 			wg.Wait()
-			if peak.Load() > 4 || admitted.Load() != 50 {
-				t.Fatalf("peak %d, admitted %d; want ≤ 4 and 50", peak.Load(), admitted.Load())
+			if peak > limit || admitted != calls {
+				t.Fatalf("peak %d, admitted %d; want ≤ %d and %d", peak, admitted, limit, calls)
 			}
 		})
 	}

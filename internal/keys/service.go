@@ -63,6 +63,8 @@ type Service struct {
 	// not on the cached *Key, which every concurrent request shares and
 	// must only read.
 	touched map[string]time.Time
+	// touches are the background writes of last use; Close waits for them.
+	touches sync.WaitGroup
 }
 
 // New returns a Service.
@@ -138,13 +140,19 @@ func (s *Service) touch(k *Key) {
 	}
 	s.touched[k.ID] = now
 	s.mu.Unlock()
-	go func() {
+	s.touches.Go(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := s.opts.Store.TouchKey(ctx, k.ID, now); err != nil {
 			s.opts.Logger.Warn("record key use", "key_id", k.ID, "err", err)
 		}
-	}()
+	})
+}
+
+// Close waits for the background writes of last use to finish, so the
+// store can be closed after it. The Service must not be used afterwards.
+func (s *Service) Close() {
+	s.touches.Wait()
 }
 
 // Admission describes a call asking to run.

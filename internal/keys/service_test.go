@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/toolhost/toolhost/internal/keys"
@@ -53,5 +54,57 @@ func TestAuthenticateOneKeyFromManyGoroutines(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	time.Sleep(50 * time.Millisecond) // let the background touches finish before the store closes
+	svc.Close() // the background touches finish before the store closes
+}
+
+// touchBlockingStore serves one key and holds every TouchKey until release
+// is closed.
+type touchBlockingStore struct {
+	keys.Store
+	key     keys.Key
+	release chan struct{}
+}
+
+func (s *touchBlockingStore) KeyByHash(context.Context, string) (*keys.Key, error) {
+	k := s.key
+	return &k, nil
+}
+
+func (s *touchBlockingStore) TouchKey(context.Context, string, time.Time) error {
+	<-s.release
+	return nil
+}
+
+// TestCloseWaitsForBackgroundTouches: the store may be closed right after
+// Close returns, so no last-use write may still be running then.
+func TestCloseWaitsForBackgroundTouches(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		secret, err := keys.NewSecret()
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := &touchBlockingStore{key: keys.Key{ID: "key_1", AccountID: "acme"}, release: make(chan struct{})}
+		svc := keys.New(keys.Options{Store: st})
+		if _, err := svc.Authenticate(context.Background(), secret); err != nil {
+			t.Fatal(err)
+		}
+		closed := make(chan struct{})
+		go func() {
+			svc.Close()
+			close(closed)
+		}()
+		synctest.Wait()
+		select {
+		case <-closed:
+			t.Fatal("Close returned while a last-use write was still running")
+		default:
+		}
+		close(st.release)
+		synctest.Wait()
+		select {
+		case <-closed:
+		default:
+			t.Fatal("Close did not return after the last-use write finished")
+		}
+	})
 }

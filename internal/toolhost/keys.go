@@ -44,6 +44,8 @@ func newKeys(o *Options, db *store.DB, logger *slog.Logger) (*keys.Service, func
 		cleanup = func() { rdb.Close() }
 	}
 	svc := keys.New(keys.Options{Store: db, Limiter: limiter, Prices: o.Config.Keys.Prices, Logger: logger})
+	closeRedis := cleanup
+	cleanup = func() { svc.Close(); closeRedis() }
 	return svc, cleanup, nil
 }
 

@@ -4,11 +4,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/toolhost/toolhost/server"
 	mcpface "github.com/toolhost/toolhost/server/mcp"
+	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/builtin"
 )
 
 // rawPost sends one JSON-RPC body to /mcp as a client would.
@@ -85,8 +90,7 @@ func TestMCPCapsClientInfoAndSessions(t *testing.T) {
 		if code != 200 {
 			t.Fatalf("session %d: %d %s", i, code, sid)
 		}
-		ids = append(ids, sid)
-		time.Sleep(5 * time.Millisecond)
+		ids = append(ids, sid) // in order of use: the guard counts requests, it reads no clock
 	}
 	ping := func(sid string) int {
 		resp, _ := rawPost(t, e.url, sid, `{"jsonrpc":"2.0","id":9,"method":"ping"}`)
@@ -106,13 +110,49 @@ func TestMCPCapsClientInfoAndSessions(t *testing.T) {
 // Sessions close after the idle timeout by default (30 min); a short one
 // set in the options closes them sooner.
 func TestMCPSessionsExpireWhenIdle(t *testing.T) {
-	e := start(t, mcpface.Options{SessionTimeout: 200 * time.Millisecond})
-	sid, _ := initialize(t, e.url, `{"name":"t","version":"1"}`)
-	time.Sleep(600 * time.Millisecond)
-	resp, _ := rawPost(t, e.url, sid, `{"jsonrpc":"2.0","id":9,"method":"ping"}`)
-	if resp.StatusCode != 404 {
-		t.Fatalf("ping after the idle timeout: %d, want 404", resp.StatusCode)
-	}
+	// In a bubble, with requests served in process: the session's idle
+	// timer runs on the fake clock, and synctest.Wait lets its close finish.
+	synctest.Test(t, func(t *testing.T) {
+		exec, err := tools.NewExecutor(tools.Options{}, builtin.All()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer exec.Journal().Close() // its writer goroutine belongs to the bubble
+		h := server.New(server.Options{MCP: mcpface.New(exec, mcpface.Options{SessionTimeout: 200 * time.Millisecond}).Handler()}).Handler()
+		post := func(sid, body string) *httptest.ResponseRecorder {
+			req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			if sid != "" {
+				req.Header.Set("Mcp-Session-Id", sid)
+				req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			return rec
+		}
+		init := post("", initBody(`{"name":"t","version":"1"}`))
+		sid := init.Header().Get("Mcp-Session-Id")
+		if init.Code != 200 || sid == "" {
+			t.Fatalf("initialize: %d %s", init.Code, init.Body)
+		}
+		if rec := post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); rec.Code >= 300 {
+			t.Fatalf("initialized: %d %s", rec.Code, rec.Body)
+		}
+		const ping = `{"jsonrpc":"2.0","id":9,"method":"ping"}`
+		// Fake time: the clock moves to just short of the timeout, where
+		// the session still answers, then past it.
+		time.Sleep(150 * time.Millisecond)
+		synctest.Wait()
+		if rec := post(sid, ping); rec.Code != 200 {
+			t.Fatalf("ping within the idle timeout: %d %s, want 200", rec.Code, rec.Body)
+		}
+		time.Sleep(600 * time.Millisecond)
+		synctest.Wait()
+		if rec := post(sid, ping); rec.Code != 404 {
+			t.Fatalf("ping after the idle timeout: %d, want 404", rec.Code)
+		}
+	})
 }
 
 // An initialize body over its cap (clientInfo's cap + 16 KiB) is refused

@@ -104,6 +104,10 @@ type Server struct {
 
 	mu       sync.Mutex
 	accounts map[string]*accountServer
+
+	// syncWaits, when set (tests, before any request), is called when a
+	// sync finds another of its account running and waits for it.
+	syncWaits func(account string)
 }
 
 // accountServer is the go-sdk server of one account: the builtins and the
@@ -196,7 +200,12 @@ func (s *Server) DefinitionsChanged(account string) {
 // server; the SDK debounces the changes into one list_changed, and a
 // sync that finds the same tools changes nothing and sends none.
 func (s *Server) sync(ctx context.Context, account string, as *accountServer) {
-	as.syncing.Lock()
+	if !as.syncing.TryLock() {
+		if s.syncWaits != nil {
+			s.syncWaits(account)
+		}
+		as.syncing.Lock()
+	}
 	defer as.syncing.Unlock()
 	specs, err := s.exec.CustomSpecs(ctx, account)
 	if err != nil {

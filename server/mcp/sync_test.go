@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,20 +56,6 @@ func (g *gatedDefs) ListDefinitions(ctx context.Context, q tooldef.Query) ([]too
 	return defs, n, err
 }
 
-// waitingForSync reports whether a goroutine is parked on a sync.Mutex
-// inside the MCP face's sync of an account (runtime.Stack's wait reason
-// and frames), i.e. waits for the sync in progress to end.
-func waitingForSync() bool {
-	buf := make([]byte, 4<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "[sync.Mutex.Lock") && strings.Contains(g, "toolhost/server/mcp.(*Server).sync(") {
-			return true
-		}
-	}
-	return false
-}
-
 // description is lookup_npc's description in a tools/list.
 func description(t *testing.T, cs *sdk.ClientSession) string {
 	t.Helper()
@@ -114,6 +99,14 @@ func TestAStaleSyncNeverUndoesANewerOne(t *testing.T) {
 		Identify: func(_ context.Context, extra *sdk.RequestExtra) identity.Identity {
 			return identity.Identity{AccountID: extra.Header.Get("X-Account")}
 		}})
+	// The newer sync reports when it waits for the stale one.
+	syncWaits := make(chan struct{}, 1)
+	mcpface.OnSyncWait(face, func(string) {
+		select {
+		case syncWaits <- struct{}{}:
+		default:
+		}
+	})
 	hs := httptest.NewServer(server.New(server.Options{MCP: face.Handler()}).Handler())
 	t.Cleanup(hs.Close)
 	var clock atomic.Int64
@@ -184,18 +177,15 @@ func TestAStaleSyncNeverUndoesANewerOne(t *testing.T) {
 		resp.Body.Close()
 		newer <- resp.StatusCode
 	}()
+	// The newer sync waits for the stale one, without having read; were
+	// it not held back, the PATCH would answer first.
 	status := 0
-	for status == 0 {
-		select {
-		case status = <-newer:
-			continue
-		default:
+	select {
+	case status = <-newer:
+	case <-syncWaits:
+		if n := defs.reads.Load(); n != readsBefore {
+			t.Errorf("the newer sync read the definitions (%d reads, %d before) while the stale one ran", n, readsBefore)
 		}
-		// The newer sync waits for the stale one, without having read.
-		if waitingForSync() && defs.reads.Load() == readsBefore {
-			break
-		}
-		time.Sleep(time.Millisecond)
 	}
 	close(gate)
 	stale.Wait()
