@@ -215,6 +215,9 @@ type env struct {
 }
 
 func TestDocs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the doc-test runs every README and docs/ example against real toolhost serve processes, Node clients and CPython, minutes; runs in make test")
+	}
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)

@@ -64,6 +64,9 @@ print(sorted(set(reached)))
 // cannot end its run early, hide its later output, change its exit code or
 // claim the memory limit.
 func TestPythonBridgeIsOutOfReachOrHarmless(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a hostile-input sweep of CPython runs, seconds; runs in make test")
+	}
 	s := sharedSandbox(t)
 	forge := findSecrets + `for tok in secrets:
     for status in (b'mem 0', b'ok 0'):
@@ -110,6 +113,9 @@ sys.exit(3)
 // ends through the same _finish: its exit code, the memory verdict and a
 // forged end-of-run line come out as from a restored one.
 func TestPythonBootedInterpreterEndsTheSameWay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots CPython without a snapshot for each case, seconds; runs in make test")
+	}
 	s := sharedSandbox(t)
 	for _, c := range []struct {
 		name, code string

@@ -146,6 +146,9 @@ func procStatus(t *testing.T, field string) int64 {
 // with linear memories in their own mappings the growth stays near 8 × the
 // cap; wazero's default growth by copying would reach several times that.
 func TestRSSStaysBoundedDuringConcurrentMemoryBombs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("eight concurrent memory bombs, a load test; runs in make test")
+	}
 	const capMiB = 64
 	s := newTestSandbox(t, Config{MemoryLimitMiB: capMiB, Concurrency: 8, PythonPool: 4, JavaScriptPool: 4})
 	base := procStatus(t, "VmRSS")

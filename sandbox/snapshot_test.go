@@ -146,6 +146,9 @@ func TestPythonProgramThatBreaksReportingEndsCleanly(t *testing.T) {
 // foreign or whose image is garbage is not used; a new one is taken and
 // cached in its place.
 func TestBadSnapshotCacheIsReplaced(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes the Python snapshot again for each bad cache, seconds; runs in make test")
+	}
 	s := sharedSandbox(t)
 	wasm, err := os.ReadFile(filepath.Join(runtimesDir(t), PythonFile))
 	if err != nil {

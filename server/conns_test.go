@@ -53,6 +53,9 @@ func echoRoute() map[string]http.Handler {
 // cap are refused at once, the rest are closed after the idle timeout, and
 // the slow bodies are cut off after the body timeout.
 func TestIdleAndSlowClientsDoNotLockOthersOut(t *testing.T) {
+	if testing.Short() {
+		t.Skip("5,000 idle sockets and 100 slow bodies, a load test; runs in make test")
+	}
 	if _, err := RaiseFileLimit(); err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,9 @@ func record(t *testing.T, e *Executor, account, id string) journal.Record {
 // An error quotes a bounded part of its input: 300 000 unknown properties
 // give a short message, a short journal row and a short result.
 func TestErrorsAndJournalRowsAreBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a hostile input of 300,000 unknown properties, seconds; runs in make test")
+	}
 	p := &probe{name: "probe", run: echo}
 	e, err := NewExecutor(Options{}, p)
 	if err != nil {

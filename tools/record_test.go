@@ -145,6 +145,9 @@ var pre = []journal.State{journal.StateProposed, journal.StateParsed, journal.St
 func seq(tail ...journal.State) []journal.State { return append(slices.Clone(pre), tail...) }
 
 func TestExecutorRecordsEveryPath(t *testing.T) {
+	if testing.Short() {
+		t.Skip("every path again on PostgreSQL, seconds; runs in make test")
+	}
 	boom := func(context.Context) (*tools.Result, error) { return nil, tools.Errorf("upstream_failed", "no") }
 	hang := func(ctx context.Context) (*tools.Result, error) { <-ctx.Done(); return nil, ctx.Err() }
 	cases := []struct {

@@ -93,6 +93,9 @@ func TestSessionBuiltins(t *testing.T) {
 // The 1,001st name of a session is refused; existing names can still be
 // replaced, and another session is not affected.
 func TestSetVariableKeepsTheLimitPerSession(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 1,000 names per store, seconds; runs in make test")
+	}
 	ctx := context.Background()
 	for name, st := range sessionStores(t) {
 		t.Run(name, func(t *testing.T) {

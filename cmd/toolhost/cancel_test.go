@@ -96,6 +96,9 @@ func finishedRunCode(t *testing.T, base, session, code string) execution {
 // each cancelled by the client and end "cancelled" in the journal at once,
 // long before their programs would have, and unbilled.
 func TestRunCodeLoadsWithProgressAndCancelsInEveryState(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles CPython from an empty cache through a real serve, minutes; runs in make test")
+	}
 	data := t.TempDir() // no compilation cache: the runtimes compile now
 	cfgPath := filepath.Join(t.TempDir(), "toolhost.json")
 	if err := os.WriteFile(cfgPath, []byte(`{"sandbox":{"concurrency":1,"queue_length":4,"python_pool":-1}}`), 0o600); err != nil {

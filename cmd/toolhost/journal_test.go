@@ -99,6 +99,9 @@ func eventStates(t *testing.T, addr, id string) ([]string, map[string]any) {
 // all in the journal after a restart on the same data, reconciled by their
 // side effects; finished calls are untouched.
 func TestJournalSurvivesKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kill -9 and restart of real serve processes on every backend, seconds; runs in make test")
+	}
 	bin := buildBinary(t)
 	for name, extra := range journalBackends(t) {
 		t.Run(name, func(t *testing.T) {
@@ -177,6 +180,9 @@ func TestJournalSurvivesKill9(t *testing.T) {
 // nothing), kill -9 the server; the next start on the same data applies
 // the spool and reconciles the calls.
 func TestSpooledCallsSurviveKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kill -9 and restart of real serve processes on every backend, seconds; runs in make test")
+	}
 	bin := buildBinary(t)
 	for name, extra := range journalBackends(t) {
 		t.Run(name, func(t *testing.T) {
@@ -276,6 +282,9 @@ func journalWaitFor(t *testing.T, cond func() bool) {
 // give exactly N records with their statuses, durations and full event
 // sequences, and the REST filters and the legacy projection agree.
 func TestConcurrentCallsEachHaveAFullRecord(t *testing.T) {
+	if testing.Short() {
+		t.Skip("concurrent MCP calls through real serve processes on every backend, seconds; runs in make test")
+	}
 	bin := buildBinary(t)
 	for name, extra := range journalBackends(t) {
 		t.Run(name, func(t *testing.T) {

@@ -154,6 +154,9 @@ func topologies(t *testing.T, bin string) map[string][]*replica {
 }
 
 func TestKeyLimitsHoldAcrossReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real serve processes per topology, PostgreSQL/Redis replicas, seconds; runs in make test")
+	}
 	bin := buildBinary(t)
 	for name, reps := range topologies(t, bin) {
 		t.Run(name, func(t *testing.T) {
@@ -385,6 +388,9 @@ func TestAuthenticationErrors(t *testing.T) {
 // once the cap is used, while get_time keeps working — and the usage
 // survives a restart.
 func TestMonthlyCapRefusesPaidToolsAndSurvivesRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real serve processes started twice, seconds; runs in make test")
+	}
 	bin := buildBinary(t)
 	srv, hits := searxngFixture(t)
 	dir := t.TempDir()

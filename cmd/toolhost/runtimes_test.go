@@ -27,6 +27,9 @@ func repoRuntimes(t *testing.T) string {
 // checkout), in the data folder and in the user cache. A runtime found in
 // none is reported with every folder searched.
 func TestRuntimesAreFoundWhereverTheBinaryIsStarted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the binary from many folders, seconds; runs in make test")
+	}
 	bin := buildBinary(t)
 	src := repoRuntimes(t)
 	elsewhere := t.TempDir()

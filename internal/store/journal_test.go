@@ -23,6 +23,9 @@ func TestSQLiteJournalConformance(t *testing.T) {
 }
 
 func TestPostgresJournalConformance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the whole journal conformance suite on PostgreSQL, seconds; runs in make test")
+	}
 	if os.Getenv("TOOLHOST_TEST_POSTGRES") == "" {
 		t.Skip("TOOLHOST_TEST_POSTGRES is not set (CI sets it)")
 	}

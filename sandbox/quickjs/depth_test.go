@@ -6,6 +6,16 @@ import (
 	"testing"
 )
 
+// skipMillionLevelsInShort skips, under -short, a case whose program builds
+// a value a million levels deep: each takes seconds of the interpreter's
+// time. make test runs them; -short keeps the shallower cases beside them.
+func skipMillionLevelsInShort(t *testing.T, code string) {
+	t.Helper()
+	if testing.Short() && strings.Contains(code, "1e6") {
+		t.Skip("builds a value a million levels deep, seconds; runs in make test")
+	}
+}
+
 // The nesting limit holds on both of the prelude's paths: the walk that
 // settles a value of up to walkBudget properties, and the replacer that
 // follows stringify through a larger one; a value the replacer serializes
@@ -26,6 +36,7 @@ func TestNestingLimitHoldsPastTheWalksBudget(t *testing.T) {
 		{"a million levels by a getter", "let v = []; for (let i = 1; i < 1e6; i++) v = [v]; [{get v() { return v }}]", "", "nests more than 997 levels deep"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			skipMillionLevelsInShort(t, tc.code)
 			res, _, err := run(t, m, Options{}, tc.code)
 			if err != nil || res.Exception != "" {
 				t.Fatalf("Eval: %v, exception %q", err, res.Exception)
@@ -65,6 +76,7 @@ func TestConsoleLogJSONIsBoundedByTheNestingLimit(t *testing.T) {
 		{"a cycle", "const o = {}; o.o = o; console.log('%j', o); 'after'", "[Circular]\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			skipMillionLevelsInShort(t, tc.code)
 			res, out, err := run(t, m, Options{}, tc.code)
 			if err != nil || res.Exception != "" || string(res.Value) != `"after"` {
 				t.Fatalf("Eval: %v, exception %q, value %s", err, res.Exception, res.Value)

@@ -53,6 +53,7 @@ func TestLastValueJSONCannotRepresentSaysWhy(t *testing.T) {
 		{"a string that looks like the marker", "'!not an error'", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			skipMillionLevelsInShort(t, tc.code)
 			res, _, err := run(t, m, Options{}, tc.code)
 			if err != nil || res.Exception != "" {
 				t.Fatalf("Eval: %v, exception %q (the program did not fail)", err, res.Exception)
@@ -180,6 +181,7 @@ func TestCallFunctionRunsAScriptAsAFunctionOfArgs(t *testing.T) {
 		{"top-level await is not allowed", "await null; return 1;", `{}`, ``, "SyntaxError"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			skipMillionLevelsInShort(t, tc.body)
 			res := callFunction(t, Options{}, tc.body, tc.args)
 			if !strings.Contains(res.Exception, tc.exception) || (tc.exception == "") != (res.Exception == "") {
 				t.Fatalf("exception %q, want %q", res.Exception, tc.exception)

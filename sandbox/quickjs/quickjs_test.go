@@ -321,6 +321,9 @@ func TestInfiniteLoopStopsAtTheDeadline(t *testing.T) {
 }
 
 func TestMemoryBombEndsWithErrMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("memory bombs fill the whole linear memory, seconds; runs in make test")
+	}
 	m := sharedModule(t)
 	for _, tc := range []struct{ name, code string }{
 		{"array buffers", "const a = []; while (true) a.push(new ArrayBuffer(1 << 20))"},

@@ -273,6 +273,9 @@ func TestMCPServersAuthorizationCodeRefusals(t *testing.T) {
 // authorization refused with a code saying which, and the stored server
 // (its secrets, its updated_at) stays as it was.
 func TestMCPServersAuthorizeRefusesHostileAuthorizationServers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out slow hostile servers' timeouts, seconds; runs in make test")
+	}
 	tests := []struct {
 		endpoint, how string
 		status        int

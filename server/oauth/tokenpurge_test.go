@@ -73,6 +73,9 @@ func countRows(t *testing.T, db *store.DB, query string, args ...any) int {
 // purged since is still recognised when it is used again: refused, and
 // its grant revoked with every token it issued.
 func TestRefreshLoopLeavesBoundedRowsAndReuseStillRevokes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("40 refresh rounds on every store, seconds; runs in make test")
+	}
 	const loops = 40
 	for name, db := range grantStores(t) {
 		t.Run(name, func(t *testing.T) {

@@ -290,6 +290,9 @@ func TestExpiredSessionIsReinitialisedAndTheCallSentOnce(t *testing.T) {
 }
 
 func TestHostileServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a hostile-server sweep, seconds; runs in make test")
+	}
 	up := startUpstream(t, true)
 	r := newRig(t, mcpremote.Options{MaxResultBytes: 1 << 20})
 	r.register("acct_a", "evil", up.url(), func(s *mcpremote.Server, _ *mcpremote.Secrets) { s.Timeout = 2 * time.Second })

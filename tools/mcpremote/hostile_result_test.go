@@ -140,6 +140,9 @@ func TestRemoteTextWithNULIsJournaled(t *testing.T) {
 // journal in one spooled batch with ordinary calls, on every store: no
 // record of the batch is lost to one the store would refuse.
 func TestHostileCallsAreJournaledWithTheirBatch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a hostile-input sweep of MiB values on every store, seconds; runs in make test")
+	}
 	up := startUpstream(t, false)
 	huge := strings.Repeat("\u00e9\x00", 1<<17) // 384 KiB, 1 MiB as JSON
 	deep := strings.Repeat("[", 5000) + strings.Repeat("]", 5000)

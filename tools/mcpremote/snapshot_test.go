@@ -278,6 +278,9 @@ func TestFailedSnapshotSaveIsRetriedWithoutANewListing(t *testing.T) {
 // listing's deadline and fails, the listing still answers live and
 // says it is unsaved, and once the lock is gone the next use saves it.
 func TestSnapshotSaveOnALockedTable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out a PostgreSQL lock within the listing's deadline, seconds; runs in make test")
+	}
 	db, ok := storetest.Open(t, "mcpgateway_locked")["postgres"]
 	if !ok {
 		t.Skip("TOOLHOST_TEST_POSTGRES is not set")

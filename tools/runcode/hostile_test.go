@@ -177,6 +177,9 @@ func hostileCases() []hostileCase {
 // TestHostileCodeBattery runs each hostile program through the pipeline and
 // checks its code, then that the server still answers.
 func TestHostileCodeBattery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a hostile-program sweep (memory bombs, floods, endless loops), tens of seconds; runs in make test")
+	}
 	ex, _, runs := shared(t)
 	for _, c := range hostileCases() {
 		t.Run(c.name, func(t *testing.T) {

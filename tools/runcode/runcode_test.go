@@ -157,6 +157,9 @@ func TestRunsDoNotSeeEachOthersFiles(t *testing.T) {
 // finishes with its own output while another one floods, spins and
 // exhausts its memory next to it.
 func TestHostileRunDoesNotDisturbAConcurrentRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("hostile programs (floods, memory bombs) beside a normal run, seconds; runs in make test")
+	}
 	ex, _, _ := shared(t)
 	hostile := []map[string]any{
 		py("import sys\nwhile True:\n    sys.stdout.write('z' * 4096)", "timeout_ms", 3000),

@@ -16,6 +16,9 @@ import (
 // that says its size and the cap, never a silent null; under every cap it
 // is returned whole.
 func TestJavaScriptValueTooLargeIsAnError(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds values up to every cap, seconds; runs in make test")
+	}
 	ex, _, _ := shared(t)
 	for _, tc := range []struct {
 		name, code, errCode string
@@ -65,6 +68,9 @@ func TestJavaScriptValueJSONCannotRepresentIsNoted(t *testing.T) {
 		{"undefined is plain null", "console.log('ok')", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if testing.Short() && strings.Contains(tc.code, "1e6") {
+				t.Skip("builds a value a million levels deep, seconds; runs in make test")
+			}
 			out := call(t, ex, js(tc.code))
 			d := decode(t, out)
 			if out.IsError || d.ExitCode != 0 || string(d.Result) != "null" {

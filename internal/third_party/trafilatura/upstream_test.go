@@ -30,6 +30,9 @@ var upstreamAll = flag.Bool("upstream-all", false, "compare with upstream go-tra
 // from the module cache. It checks every sixteenth page unless -upstream-all
 // is given (the whole corpus takes minutes).
 func TestSameExtractionAsUpstream(t *testing.T) {
+	if testing.Short() {
+		t.Skip("extracts a corpus slice twice (ours and upstream), seconds; runs in make test")
+	}
 	files := corpusPages(t)
 	pageURL, _ := url.Parse("https://example.com/articles/page.html")
 	for i, path := range files {
