@@ -84,7 +84,7 @@ func newServedRig(t testing.TB, wrap func(http.Handler) http.Handler) *servedRig
 		t.Fatal(err)
 	}
 	under := &listCounter{Store: mcpremote.NewMemStore()}
-	cache := mcpremote.NewCache(under, time.Hour)
+	cache := mcpremote.NewCache(under, time.Hour, nil)
 	gw := mcpremote.New(mcpremote.Options{Store: cache, Sealer: seal, Dial: dial, ProbeTimeout: time.Second})
 	t.Cleanup(gw.Close)
 	exec, err := tools.NewExecutor(tools.Options{Sessions: session.NewMemStore(), Remote: gw})
