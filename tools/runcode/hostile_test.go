@@ -177,7 +177,7 @@ func hostileCases() []hostileCase {
 // TestHostileCodeBattery runs each hostile program through the pipeline and
 // checks its code, then that the server still answers.
 func TestHostileCodeBattery(t *testing.T) {
-	ex, _, runs := shared(t)
+	ex, sb, runs := shared(t)
 	for _, c := range hostileCases() {
 		t.Run(c.name, func(t *testing.T) {
 			out := call(t, ex, c.args)
@@ -198,7 +198,7 @@ func TestHostileCodeBattery(t *testing.T) {
 	}
 	// Nothing escaped into the folder holding the run directories, and every
 	// run directory is gone once its run ended.
-	assertNoStrayFiles(t, runs)
+	assertNoStrayFiles(t, sb, runs)
 	for _, p := range []string{"/escape.txt", "/tmp/escape.txt", filepath.Join(filepath.Dir(runs), "escape.txt")} {
 		if _, err := os.Stat(p); err == nil {
 			t.Errorf("%s exists on the host", p)
