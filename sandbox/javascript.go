@@ -133,14 +133,10 @@ func (e *jsEngine) run(ctx context.Context, req *Request, progress func(string))
 	// maps a new one; both interrupt every thread of the process (TLB
 	// shootdowns) and take a core: they wait until the result is on its
 	// way (afterRun), or its 10 ms, for a run that lasts.
-	defer func() {
-		e.s.wg.Add(1)
-		time.AfterFunc(afterRun, func() {
-			defer e.s.wg.Done()
-			j.close()
-			refill()
-		})
-	}()
+	defer e.s.handOff(afterRun, func() {
+		j.close()
+		refill()
+	})
 	start := time.Now()
 	j.stdout.attach(e.s.cfg.StdoutLimit)
 	j.stderr.attach(e.s.cfg.StderrLimit)

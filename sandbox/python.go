@@ -319,13 +319,7 @@ func (e *pythonEngine) run(ctx context.Context, req *Request, progress func(stri
 			return nil, fmt.Errorf("start python: %w", err)
 		}
 	}
-	defer func() {
-		e.s.wg.Add(1)
-		go func() {
-			defer e.s.wg.Done()
-			p.discard()
-		}()
-	}()
+	defer e.s.handOff(0, p.discard)
 	return e.runOn(ctx, p, warm, req, progress)
 }
 

@@ -126,6 +126,13 @@ type Sandbox struct {
 	runsMu sync.RWMutex
 	runs   sync.WaitGroup
 
+	// handoffs counts the work finished runs handed to wg (closing their
+	// instance and its directory, the refill); settled are the Settle
+	// calls waiting for it to reach zero.
+	handoffMu sync.Mutex
+	handoffs  int
+	settled   []chan struct{}
+
 	slots   chan struct{}
 	waiting atomic.Int64
 	shares  *shares // per-account share of the slots (share.go)
@@ -190,6 +197,48 @@ func (s *Sandbox) poolBudgetKiB() int64 { return int64(s.cfg.PoolMemoryMiB) << 1
 
 // Config returns the effective limits (defaults filled in).
 func (s *Sandbox) Config() Config { return s.cfg }
+
+// handOff runs f after delay, once a run's result is on its way, in a
+// goroutine Close and Settle wait for.
+func (s *Sandbox) handOff(delay time.Duration, f func()) {
+	s.wg.Add(1)
+	s.handoffMu.Lock()
+	s.handoffs++
+	s.handoffMu.Unlock()
+	time.AfterFunc(delay, func() {
+		defer s.wg.Done()
+		f()
+		s.handoffMu.Lock()
+		defer s.handoffMu.Unlock()
+		if s.handoffs--; s.handoffs == 0 {
+			for _, ch := range s.settled {
+				close(ch)
+			}
+			s.settled = nil
+		}
+	})
+}
+
+// Settle waits until the housekeeping of every finished run is done: its
+// instance closed, its directory removed, its refill started. (Runs
+// starting meanwhile add theirs.) It returns ctx's error if that comes
+// first.
+func (s *Sandbox) Settle(ctx context.Context) error {
+	s.handoffMu.Lock()
+	if s.handoffs == 0 {
+		s.handoffMu.Unlock()
+		return nil
+	}
+	ch := make(chan struct{})
+	s.settled = append(s.settled, ch)
+	s.handoffMu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // Close stops the pools and every running program, waits for them to end
 // and frees the runtime.

@@ -35,7 +35,7 @@ func BenchmarkCustomToolLookup(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	for name, defs := range map[string]tooldef.Store{"sqlite": db, "cached": tooldef.NewCache(db, time.Second)} {
+	for name, defs := range map[string]tooldef.Store{"sqlite": db, "cached": tooldef.NewCache(db, time.Second, nil)} {
 		b.Run(name, func(b *testing.B) {
 			e, err := tools.NewExecutor(tools.Options{Definitions: defs})
 			if err != nil {

@@ -36,7 +36,7 @@ func TestDefinitionCacheSeesWritesAtOnce(t *testing.T) {
 			ctx := context.Background()
 			// An hour's TTL: anything seen below comes from invalidation,
 			// not expiry.
-			defs := tooldef.NewCache(db, time.Hour)
+			defs := tooldef.NewCache(db, time.Hour, nil)
 			e, err := tools.NewExecutor(tools.Options{Definitions: defs})
 			if err != nil {
 				t.Fatal(err)
@@ -116,7 +116,9 @@ func TestDefinitionCacheOtherReplica(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			const ttl = 50 * time.Millisecond
-			one, two := tooldef.NewCache(db, ttl), tooldef.NewCache(db, ttl)
+			clockAt := time.Unix(1_700_000_000, 0)
+			clock := func() time.Time { return clockAt }
+			one, two := tooldef.NewCache(db, ttl, clock), tooldef.NewCache(db, ttl, clock)
 			on := true
 			q := tooldef.Query{AccountID: "acct_r", Enabled: &on}
 			if got, _, err := two.ListDefinitions(ctx, q); err != nil || len(got) != 0 {
@@ -133,7 +135,11 @@ func TestDefinitionCacheOtherReplica(t *testing.T) {
 			if got, total, err := two.ListDefinitions(ctx, paged); err != nil || total != 1 || len(got) != 1 {
 				t.Fatalf("paged list on the other replica: %v %d %v, want the new definition at once", got, total, err)
 			}
-			time.Sleep(ttl + 10*time.Millisecond)
+			clockAt = clockAt.Add(ttl - time.Millisecond)
+			if got, _, err := two.ListDefinitions(ctx, q); err != nil || len(got) != 0 {
+				t.Fatalf("within the TTL the other replica lists %v %v, want its cached empty list", got, err)
+			}
+			clockAt = clockAt.Add(time.Millisecond)
 			if got, _, err := two.ListDefinitions(ctx, q); err != nil || len(got) != 1 || got[0].Name != "echo" {
 				t.Fatalf("after the TTL the other replica lists %v %v, want echo", got, err)
 			}

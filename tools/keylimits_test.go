@@ -80,7 +80,11 @@ func TestRateLimitedKeyIsRefusedBeforeParsing(t *testing.T) {
 }
 
 // meter is a paid tool that bills n units (its MaxUnits), or its budget.
-type meter struct{}
+// A call tells entered that it runs, then waits for release.
+type meter struct {
+	entered chan struct{}
+	release chan struct{}
+}
 
 func (meter) Spec() catalog.Spec {
 	return catalog.Spec{Name: "meter", Version: "1", Description: catalog.Text{ZH: "计", EN: "meter"},
@@ -95,20 +99,28 @@ func (meter) MaxUnits(inv *tools.Invocation) float64 {
 }
 
 func (m meter) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, error) {
-	time.Sleep(100 * time.Millisecond)
+	m.entered <- struct{}{}
+	select {
+	case <-m.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	units := m.MaxUnits(inv)
 	return &tools.Result{Structured: map[string]any{"budget": inv.UnitBudget}, Units: units, Summary: "ok"}, nil
 }
 
 // The monthly cap holds each call's maximum while it runs: with a cap of 4
 // units, ten concurrent calls that may use 3 each bill at most 4 in all
-// (holding one unit each let four of them run and bill 12).
+// (holding one unit each let four of them run and bill 12). The calls
+// that run are held inside the tool until every call runs or was
+// answered, so each was admitted while the others held their units.
 func TestMonthlyCapHoldsEachCallsMaximum(t *testing.T) {
-	e, svc, k := keyed(t, keys.Limits{MonthlyUnitsCap: 4}, meter{})
+	const calls = 10
+	m := meter{entered: make(chan struct{}, calls), release: make(chan struct{})}
+	e, svc, k := keyed(t, keys.Limits{MonthlyUnitsCap: 4}, m)
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	ran := 0
-	for i := 0; i < 10; i++ {
+	outs := make(chan *tools.Outcome, calls)
+	for i := 0; i < calls; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -117,16 +129,35 @@ func TestMonthlyCapHoldsEachCallsMaximum(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			if !out.IsError {
-				mu.Lock()
-				ran++
-				mu.Unlock()
-			} else if out.Code != keys.CodeMonthlyCapReached {
-				t.Errorf("refusal %s: %s", out.Code, out.Message)
-			}
+			outs <- out
 		}()
 	}
+	ran, answered := 0, 0
+	count := func(out *tools.Outcome) {
+		answered++
+		if !out.IsError {
+			ran++
+		} else if out.Code != keys.CodeMonthlyCapReached {
+			t.Errorf("refusal %s: %s", out.Code, out.Message)
+		}
+	}
+	// Release the calls that run only once every call runs or was
+	// answered: each was admitted or refused while all the admitted ones
+	// held what they may bill.
+	for entered := 0; entered+answered < calls; {
+		select {
+		case out := <-outs:
+			count(out)
+		case <-m.entered:
+			entered++
+		}
+	}
+	close(m.release)
 	wg.Wait()
+	close(outs)
+	for out := range outs {
+		count(out)
+	}
 	used, err := svc.Store().MonthCost(context.Background(), k.ID, keys.Month(time.Now()))
 	if err != nil {
 		t.Fatal(err)

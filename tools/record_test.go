@@ -31,7 +31,10 @@ type effectTool struct {
 	effect catalog.SideEffect
 	runs   atomic.Int64
 	gate   chan struct{} // when set, a call waits for it
-	run    func(ctx context.Context) (*tools.Result, error)
+	// started, when set, is told of every call that began running
+	// (give it room for every call: a send never blocks on the test).
+	started chan struct{}
+	run     func(ctx context.Context) (*tools.Result, error)
 }
 
 func (e *effectTool) Spec() catalog.Spec {
@@ -47,6 +50,12 @@ func (e *effectTool) Spec() catalog.Spec {
 
 func (e *effectTool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, error) {
 	n := e.runs.Add(1)
+	if e.started != nil {
+		select {
+		case e.started <- struct{}{}:
+		default:
+		}
+	}
 	if e.gate != nil {
 		select {
 		case <-e.gate:
@@ -234,9 +243,9 @@ func TestIdempotentDuplicatesExecuteOnce(t *testing.T) {
 	for name, open := range stores(t) {
 		t.Run(name, func(t *testing.T) {
 			s := open(t)
-			tool := &effectTool{effect: catalog.SideEffectSandbox, gate: make(chan struct{})}
-			exec, _ := newExec(t, s, tools.Options{}, tool)
 			const n = 50
+			tool := &effectTool{effect: catalog.SideEffectSandbox, gate: make(chan struct{}), started: make(chan struct{}, n)}
+			exec, _ := newExec(t, s, tools.Options{}, tool)
 			outs := make([]*tools.Outcome, n)
 			errs := make([]error, n)
 			var wg sync.WaitGroup
@@ -248,13 +257,14 @@ func TestIdempotentDuplicatesExecuteOnce(t *testing.T) {
 						IdempotencyKey: "order-42", Caller: tools.Caller{Face: "mcp", SessionID: "idem"}})
 				}()
 			}
-			// Let the first call run only once every duplicate has arrived:
-			// they must wait for it rather than run.
-			waitFor(t, func() bool {
-				recs, total, _ := s.List(context.Background(), journal.Query{AccountID: tools.LocalAccount, SessionID: "idem"})
-				_ = recs
-				return tool.runs.Load() == 1 && total == 1
-			})
+			// The first call holds the key and waits at the gate: the others
+			// find it running and must wait for it rather than run, and
+			// record nothing until it ended (its opened record is the only
+			// one).
+			<-tool.started
+			if _, total, err := s.List(context.Background(), journal.Query{AccountID: tools.LocalAccount, SessionID: "idem"}); err != nil || tool.runs.Load() != 1 || total != 1 {
+				t.Fatalf("while the first call runs: %d runs, %d records, %v; want 1 and 1", tool.runs.Load(), total, err)
+			}
 			close(tool.gate)
 			wg.Wait()
 			if got := tool.runs.Load(); got != 1 {
@@ -360,17 +370,6 @@ func TestDigestBytes(t *testing.T) {
 		if want, got := hex.EncodeToString(h.Sum(nil)), tools.Digest(p[0], p[1], p[2], []byte(p[3])); got != want {
 			t.Errorf("Digest(%.20q) = %s, want %s", p, got, want)
 		}
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 30 s")
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -18,7 +18,7 @@ import (
 func BenchmarkSessionCheck(b *testing.B) {
 	ctx := context.Background()
 	mem := session.NewMemStore()
-	st := session.NewCache(mem, time.Hour)
+	st := session.NewCache(mem, time.Hour, nil)
 	if _, err := mem.TouchSession(ctx, LocalAccount, "s", time.Now()); err != nil {
 		b.Fatal(err)
 	}

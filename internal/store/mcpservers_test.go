@@ -17,7 +17,7 @@ func TestSQLiteMCPServersConformance(t *testing.T) {
 // the store keeps the contract; with an hour's TTL each read after a
 // write is the cache's invalidation at work.
 func TestSQLiteMCPServersCacheConformance(t *testing.T) {
-	remotetest.Run(t, mcpremote.NewCache(OpenSQLite(t), time.Hour))
+	remotetest.Run(t, mcpremote.NewCache(OpenSQLite(t), time.Hour, nil))
 }
 
 // TestSQLiteKeepsAWriteMadeWhileMCPSecretsAreUpdated: the SQLite lock of
@@ -38,5 +38,5 @@ func TestPostgresMCPServersCacheConformance(t *testing.T) {
 	if os.Getenv("TOOLHOST_TEST_POSTGRES") == "" {
 		t.Skip("TOOLHOST_TEST_POSTGRES is not set (CI sets it)")
 	}
-	remotetest.Run(t, mcpremote.NewCache(OpenPostgres(t), time.Hour))
+	remotetest.Run(t, mcpremote.NewCache(OpenPostgres(t), time.Hour, nil))
 }

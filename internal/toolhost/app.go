@@ -160,11 +160,11 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 	// Every call of a custom tool lists the account's definitions: the
 	// cache answers from memory; writes here forget at once, another
 	// replica's within its one-second TTL (tooldef.Cache).
-	defs := tooldef.NewCache(a.db, time.Second)
+	defs := tooldef.NewCache(a.db, time.Second, time.Now)
 	a.defs = tooldef.WithPresets(defs, presets)
 	// The session store the REST API and the pipeline share: the store's,
 	// behind a short-lived cache.
-	sessions := session.NewCache(a.db, time.Second)
+	sessions := session.NewCache(a.db, time.Second, time.Now)
 	jr, err := openJournal(ctx, o, a.db, logger)
 	if err != nil {
 		return nil, err

@@ -57,7 +57,7 @@ func openGateway(o *Options, a *App, logger *slog.Logger) error {
 	// Every call of a remote tool looks its server up in the account's
 	// list: the cache answers from memory; writes through it forget at
 	// once, another replica's within its one-second TTL.
-	a.mcpStore = mcpremote.NewCache(a.db, time.Second)
+	a.mcpStore = mcpremote.NewCache(a.db, time.Second, time.Now)
 	a.gateway = mcpremote.New(mcpremote.Options{
 		Store: a.mcpStore, Sealer: sealer, Dial: dial,
 		TTL: cfg.TTL.D(), ProbeTimeout: cfg.ProbeTimeout.D(), MaxConcurrent: cfg.MaxConcurrent, MaxResultBytes: cfg.MaxResultBytes,

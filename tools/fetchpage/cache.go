@@ -107,6 +107,9 @@ type hostLimiter struct {
 	mu    sync.Mutex
 	per   int
 	hosts map[string]*hostSlot
+	// counted, when set (by tests), is called once a fetch counts in
+	// refs, before it waits for a slot.
+	counted func()
 }
 
 type hostSlot struct {
@@ -128,6 +131,9 @@ func (l *hostLimiter) acquire(ctx context.Context, host string) (func(), error) 
 	}
 	s.refs++
 	l.mu.Unlock()
+	if l.counted != nil {
+		l.counted()
+	}
 	unref := func() {
 		l.mu.Lock()
 		s.refs--

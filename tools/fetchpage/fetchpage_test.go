@@ -461,6 +461,13 @@ func TestFetchLimitsConcurrencyPerHost(t *testing.T) {
 		w.Header().Set("Content-Type", "text/plain")
 		fmt.Fprint(w, "ok")
 	})
+	counted := make(chan struct{}, 3)
+	f.tool.hosts.counted = func() {
+		select {
+		case counted <- struct{}{}:
+		default: // never block a fetch
+		}
+	}
 	var wg sync.WaitGroup
 	for i := range 3 {
 		wg.Go(func() { f.ok(f.call(map[string]any{"url": f.url(fmt.Sprintf("/slow?i=%d", i))})) })
@@ -469,9 +476,13 @@ func TestFetchLimitsConcurrencyPerHost(t *testing.T) {
 	host := f.tool.hostKey(context.Background(), u) // the address it resolves to
 	<-arrived
 	// One request holds the only slot; wait until the other two calls queue
-	// for it, then check nobody else got through.
-	for f.tool.hosts.refs(host) < 3 {
-		time.Sleep(time.Millisecond)
+	// for it (none leaves before release), then check nobody else got
+	// through.
+	for range 3 {
+		<-counted
+	}
+	if n := f.tool.hosts.refs(host); n != 3 {
+		t.Errorf("fetches holding or waiting for the slot: %d, want 3", n)
 	}
 	if n := f.tool.hosts.inFlight(host); n != 1 || inFlight.Load() != 1 {
 		t.Errorf("slots held %d, requests at the server %d", n, inFlight.Load())

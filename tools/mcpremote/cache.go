@@ -24,9 +24,10 @@ type Cache struct {
 	lists *ttlcache.Cache[[]Server]
 }
 
-// NewCache wraps s; ttl 0 means one second.
-func NewCache(s Store, ttl time.Duration) *Cache {
-	return &Cache{Store: s, lists: ttlcache.New[[]Server](ttlcache.Options{TTL: ttl})}
+// NewCache wraps s; ttl 0 means one second. now is the clock that ages
+// the entries; nil means time.Now.
+func NewCache(s Store, ttl time.Duration, now func() time.Time) *Cache {
+	return &Cache{Store: s, lists: ttlcache.New[[]Server](ttlcache.Options{TTL: ttl, Now: now})}
 }
 
 var _ Store = (*Cache)(nil)

@@ -14,7 +14,7 @@ import (
 // An hour's TTL: every read-after-write the suite checks is answered by
 // the cache's invalidation, not by expiry.
 func TestCacheConformance(t *testing.T) {
-	remotetest.Run(t, mcpremote.NewCache(mcpremote.NewMemStore(), time.Hour))
+	remotetest.Run(t, mcpremote.NewCache(mcpremote.NewMemStore(), time.Hour, nil))
 }
 
 // countingStore counts the lists that reach the store.
@@ -41,7 +41,7 @@ func regServer(id, account, name string) mcpremote.Server {
 func TestCacheListsFromMemoryAndForgetsOnWrite(t *testing.T) {
 	ctx := context.Background()
 	st := &countingStore{Store: mcpremote.NewMemStore()}
-	c := mcpremote.NewCache(st, time.Hour)
+	c := mcpremote.NewCache(st, time.Hour, nil)
 	names := func(account string) []string {
 		t.Helper()
 		l, err := c.ListMCPServers(ctx, account)
@@ -101,14 +101,20 @@ func TestCacheOtherReplica(t *testing.T) {
 	ctx := context.Background()
 	st := mcpremote.NewMemStore()
 	const ttl = 50 * time.Millisecond
-	one, two := mcpremote.NewCache(st, ttl), mcpremote.NewCache(st, ttl)
+	now := time.Unix(1_700_000_000, 0)
+	clock := func() time.Time { return now }
+	one, two := mcpremote.NewCache(st, ttl, clock), mcpremote.NewCache(st, ttl, clock)
 	if l, err := two.ListMCPServers(ctx, "acct_r"); err != nil || len(l) != 0 {
 		t.Fatalf("before: %v %v", l, err)
 	}
 	if err := one.CreateMCPServer(ctx, regServer("mcpsrv_r", "acct_r", "gamma"), 0); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(ttl + 10*time.Millisecond)
+	now = now.Add(ttl - time.Millisecond)
+	if l, err := two.ListMCPServers(ctx, "acct_r"); err != nil || len(l) != 0 {
+		t.Fatalf("within the TTL the other replica lists %v %v, want its cached empty list", l, err)
+	}
+	now = now.Add(time.Millisecond)
 	if l, err := two.ListMCPServers(ctx, "acct_r"); err != nil || len(l) != 1 || l[0].Name != "gamma" {
 		t.Fatalf("after the TTL the other replica lists %v %v, want gamma", l, err)
 	}
@@ -136,7 +142,7 @@ func (s *stallingStore) ListMCPServers(ctx context.Context, account string) ([]m
 func TestCacheKeepsNoListReadBeforeAWrite(t *testing.T) {
 	ctx := context.Background()
 	st := &stallingStore{Store: mcpremote.NewMemStore(), started: make(chan struct{}), release: make(chan struct{})}
-	c := mcpremote.NewCache(st, time.Hour)
+	c := mcpremote.NewCache(st, time.Hour, nil)
 	done := make(chan []mcpremote.Server)
 	go func() {
 		l, _ := c.ListMCPServers(ctx, "acct_s")

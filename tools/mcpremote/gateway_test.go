@@ -43,14 +43,9 @@ func startUpstream(t testing.TB, hostile bool) *upstream {
 
 func (u *upstream) start() {
 	u.t.Helper()
-	var ln net.Listener
-	var err error
-	for i := 0; i < 50; i++ { // the old socket may linger a moment
-		if ln, err = net.Listen("tcp", u.addr); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	// stop closed the old listener and waited for Serve to return, and
+	// the listener sets SO_REUSEADDR, so the port is free again at once.
+	ln, err := net.Listen("tcp", u.addr)
 	if err != nil {
 		u.t.Fatal(err)
 	}
@@ -365,9 +360,7 @@ func TestConcurrencyCapRefusesWhatCannotStartInTime(t *testing.T) {
 	r.runtime("acct_a")
 	done := make(chan *tools.Outcome)
 	go func() { done <- r.call("acct_a", "evil__hang", `{}`) }()
-	for up.ts.Calls("hang") == 0 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	<-up.ts.Reached("hang", 1)
 	out, err := r.exec.Execute(context.Background(), tools.Proposal{Tool: "evil__echo_never", Args: json.RawMessage(`{}`),
 		Caller: tools.Caller{SessionID: "sess_1", Identity: identity.Identity{AccountID: "acct_a"}}})
 	if err != nil || out.Code != tools.CodeUnknownTool {
@@ -505,18 +498,14 @@ func TestCancellationReachesTheServer(t *testing.T) {
 		out, _ := r.exec.Execute(ctx, tools.Proposal{Tool: "evil__hang", Args: json.RawMessage(`{}`), Caller: tools.Caller{Identity: identity.Identity{AccountID: "acct_a"}}})
 		done <- out
 	}()
-	for up.ts.Calls("hang") == 0 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	<-up.ts.Reached("hang", 1)
 	cancel()
 	out := <-done
 	wantCode(t, out, tools.CodeCancelled)
-	deadline := time.Now().Add(5 * time.Second)
-	for up.ts.Cancelled("hang") == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the server's handler was not cancelled")
-		}
-		time.Sleep(10 * time.Millisecond)
+	select {
+	case <-up.ts.Reached("hang:cancelled", 1):
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server's handler was not cancelled")
 	}
 }
 

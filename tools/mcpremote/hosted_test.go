@@ -142,7 +142,8 @@ func TestHostedCatalogDoesNotAskTheServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var accepted atomic.Int64
+	accepted := make(chan struct{})
+	var acceptOnce sync.Once
 	var conns sync.WaitGroup
 	stuck := make(chan net.Conn, 16)
 	go func() {
@@ -152,7 +153,7 @@ func TestHostedCatalogDoesNotAskTheServer(t *testing.T) {
 			if err != nil {
 				return
 			}
-			accepted.Add(1)
+			acceptOnce.Do(func() { close(accepted) })
 			stuck <- c
 		}
 	}()
@@ -168,9 +169,7 @@ func TestHostedCatalogDoesNotAskTheServer(t *testing.T) {
 			Caller: tools.Caller{Face: "hosted", Identity: identity.Identity{AccountID: "acct_a"}}})
 		callDone <- out
 	}()
-	for accepted.Load() == 0 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	<-accepted
 	before := hangDials.Load()
 	catDone := make(chan *tools.ToolSet, 1)
 	go func() { catDone <- hostedCatalog(t, hanging, "acct_a") }()

@@ -335,8 +335,9 @@ func TestEveryChangeOfARemoteToolSetIsOneListChanged(t *testing.T) {
 
 // spammer is a hostile server: every answer to tools/list comes after
 // twenty notifications/tools/list_changed, so each listing asks for
-// another, with the same tools.
-func spammer(t *testing.T, ts *testserver.Server, lists *atomic.Int64) string {
+// another, with the same tools. Each listing counts in lists and is told
+// on listed while it has room (never blocking the server).
+func spammer(t *testing.T, ts *testserver.Server, lists *atomic.Int64, listed chan<- struct{}) string {
 	t.Helper()
 	h := ts.Handler()
 	notice := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n"
@@ -355,6 +356,10 @@ func spammer(t *testing.T, ts *testserver.Server, lists *atomic.Int64) string {
 			return
 		}
 		lists.Add(1)
+		select {
+		case listed <- struct{}{}:
+		default:
+		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, r)
 		answer := rec.Body.String()
@@ -384,7 +389,8 @@ func spammer(t *testing.T, ts *testserver.Server, lists *atomic.Int64) string {
 func TestASpammingServerStormsNobody(t *testing.T) {
 	ts := testserver.New(false)
 	var lists atomic.Int64
-	url := spammer(t, ts, &lists)
+	listed := make(chan struct{}, 4)
+	url := spammer(t, ts, &lists, listed)
 	fr := newFaceRig(t, mcpremote.Options{RelistInterval: 20 * time.Millisecond})
 	srv := fr.register("acct_a", "demo", url, nil)
 	w := fr.watch(t, "acct_a")
@@ -395,9 +401,13 @@ func TestASpammingServerStormsNobody(t *testing.T) {
 		t.Fatalf("the first listing told %v", first)
 	}
 	w.next(t, "the first listing")
-	// Each listing asks for the next: wait until three more were made.
-	for start := time.Now(); lists.Load() < 4; time.Sleep(5 * time.Millisecond) {
-		if time.Since(start) > 30*time.Second {
+	// Each listing asks for the next: wait until three more were made
+	// (listed has room for all four, so none of them is dropped).
+	timeout := time.After(30 * time.Second)
+	for range 4 {
+		select {
+		case <-listed:
+		case <-timeout:
 			t.Fatalf("the gateway re-listed %d times on the spam", lists.Load()-1)
 		}
 	}

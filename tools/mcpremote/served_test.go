@@ -1,8 +1,11 @@
 package mcpremote_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -84,7 +87,7 @@ func newServedRig(t testing.TB, wrap func(http.Handler) http.Handler) *servedRig
 		t.Fatal(err)
 	}
 	under := &listCounter{Store: mcpremote.NewMemStore()}
-	cache := mcpremote.NewCache(under, time.Hour)
+	cache := mcpremote.NewCache(under, time.Hour, nil)
 	gw := mcpremote.New(mcpremote.Options{Store: cache, Sealer: seal, Dial: dial, ProbeTimeout: time.Second})
 	t.Cleanup(gw.Close)
 	exec, err := tools.NewExecutor(tools.Options{Sessions: session.NewMemStore(), Remote: gw})
@@ -157,36 +160,48 @@ func TestCallsReuseTheUpstreamConnectionAndTheServerList(t *testing.T) {
 // cost a new connection per call: the call returns at the answer, and the
 // connection goes back to the pool when the stream ends.
 func TestAStreamThatEndsLateKeepsItsConnection(t *testing.T) {
-	var running atomic.Int64
+	// A tools/call's stream ends only when the test sends on end, after
+	// the call returned; ended is told once the handler is done.
+	end, ended := make(chan struct{}), make(chan struct{}, 1)
 	r := newServedRig(t, func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			if req.Method != http.MethodPost {
 				h.ServeHTTP(w, req)
 				return
 			}
-			running.Add(1)
-			defer running.Add(-1)
+			body, _ := io.ReadAll(io.LimitReader(req.Body, 1<<20))
+			req.Body = io.NopCloser(bytes.NewReader(body))
+			var msg struct {
+				Method string `json:"method"`
+			}
+			if json.Unmarshal(body, &msg) != nil || msg.Method != "tools/call" {
+				h.ServeHTTP(w, req)
+				return
+			}
+			defer func() { ended <- struct{}{} }()
 			h.ServeHTTP(w, req)
 			// The answer is flushed; the stream's end comes later.
-			time.Sleep(20 * time.Millisecond)
+			select {
+			case <-end:
+			case <-req.Context().Done():
+			}
 		})
 	})
 	r.registerDemo(t)
-	settle := func() {
-		for running.Load() > 0 {
-			time.Sleep(time.Millisecond)
+	// call makes one call, which must return while its stream is still
+	// open, then ends the stream and waits for the handler to finish.
+	call := func(what string) {
+		t.Helper()
+		if out := r.echo("demo__echo"); out.IsError {
+			t.Fatalf("%s: %+v", what, out)
 		}
+		end <- struct{}{}
+		<-ended
 	}
-	if out := r.echo("demo__echo"); out.IsError {
-		t.Fatalf("warm-up call: %+v", out)
-	}
-	settle()
+	call("warm-up call")
 	conns := r.conns.accepted.Load()
 	for i := range 20 {
-		if out := r.echo("demo__echo"); out.IsError {
-			t.Fatalf("call %d: %+v", i, out)
-		}
-		settle()
+		call(fmt.Sprintf("call %d", i))
 	}
 	if n := r.conns.accepted.Load() - conns; n > 5 {
 		t.Fatalf("20 calls opened %d new connections to the server, want the pooled ones reused", n)

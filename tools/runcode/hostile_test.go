@@ -180,7 +180,7 @@ func TestHostileCodeBattery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a hostile-program sweep (memory bombs, floods, endless loops), tens of seconds; runs in make test")
 	}
-	ex, _, runs := shared(t)
+	ex, sb, runs := shared(t)
 	for _, c := range hostileCases() {
 		t.Run(c.name, func(t *testing.T) {
 			out := call(t, ex, c.args)
@@ -201,7 +201,7 @@ func TestHostileCodeBattery(t *testing.T) {
 	}
 	// Nothing escaped into the folder holding the run directories, and every
 	// run directory is gone once its run ended.
-	assertNoStrayFiles(t, runs)
+	assertNoStrayFiles(t, sb, runs)
 	for _, p := range []string{"/escape.txt", "/tmp/escape.txt", filepath.Join(filepath.Dir(runs), "escape.txt")} {
 		if _, err := os.Stat(p); err == nil {
 			t.Errorf("%s exists on the host", p)

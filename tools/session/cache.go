@@ -18,9 +18,10 @@ type Cache struct {
 	sessions *ttlcache.Cache[Session]
 }
 
-// NewCache wraps s; ttl 0 means one second.
-func NewCache(s Store, ttl time.Duration) *Cache {
-	return &Cache{Store: s, sessions: ttlcache.New[Session](ttlcache.Options{TTL: ttl})}
+// NewCache wraps s; ttl 0 means one second. now is the clock that ages
+// the entries; nil means time.Now.
+func NewCache(s Store, ttl time.Duration, now func() time.Time) *Cache {
+	return &Cache{Store: s, sessions: ttlcache.New[Session](ttlcache.Options{TTL: ttl, Now: now})}
 }
 
 // TouchSession answers from the cache while the entry is fresh.

@@ -60,7 +60,7 @@ const (
 	mode5xx       = "5xx"
 	modeMalformed = "malformed"
 	modeSlow      = "slow"
-	modeDelay     = "delay"     // answer successfully after fixture.delay
+	modeHeld      = "held"      // answer successfully once released
 	modeChallenge = "challenge" // html only: 202 bot check
 	modeMixed     = "mixed"     // searxng only: results from many domains
 	modeQuota     = "432"       // tavily only: plan usage limit
@@ -135,9 +135,15 @@ type fixture struct {
 	mode    string
 	headers map[string]string // extra response headers for the next answers
 	last    request
-	delay   time.Duration // modeDelay: answer successfully after this
-	// cancelled counts requests whose client went away before the answer.
+	// held is closed by release: modeHeld answers then. arrived is told
+	// of each request modeHeld holds.
+	held        chan struct{}
+	releaseOnce sync.Once
+	arrived     chan struct{}
+	// cancelled counts requests whose client went away before the
+	// answer; cancels is told of each.
 	cancelled atomic.Int64
+	cancels   chan struct{}
 }
 
 func readTestdata(t testing.TB, name string) []byte {
@@ -151,7 +157,7 @@ func readTestdata(t testing.TB, name string) []byte {
 
 func newFixture(t testing.TB, eng engineFixture, mode string) *fixture {
 	t.Helper()
-	f := &fixture{eng: eng, mode: mode}
+	f := &fixture{eng: eng, mode: mode, held: make(chan struct{}), arrived: make(chan struct{}, 16), cancels: make(chan struct{}, 16)}
 	bodies := map[string][]byte{}
 	for m, file := range eng.bodies {
 		bodies[m] = readTestdata(t, file)
@@ -233,35 +239,72 @@ func newFixture(t testing.TB, eng engineFixture, mode string) *fixture {
 		case modeSlow:
 			// Answer only when the client has given up.
 			<-r.Context().Done()
-			f.cancelled.Add(1)
-		case modeDelay:
-			f.mu.Lock()
-			d := f.delay
-			f.mu.Unlock()
+			f.cancel()
+		case modeHeld:
+			tell(f.arrived)
 			select {
-			case <-time.After(d):
+			case <-f.held:
 				w.Header().Set("Content-Type", eng.contentType)
 				_, _ = w.Write(bodies[modeSuccess])
 			case <-r.Context().Done():
-				f.cancelled.Add(1)
+				f.cancel()
 			}
 		default:
 			http.Error(w, "unknown fixture mode "+mode, http.StatusTeapot)
 		}
 	}))
 	t.Cleanup(f.srv.Close)
+	t.Cleanup(f.release) // before Close, which waits for held requests
 	return f
+}
+
+// tell signals on ch without ever blocking the fixture (ch has room for
+// what a test waits for).
+func tell(ch chan<- struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+func (f *fixture) cancel() {
+	f.cancelled.Add(1)
+	tell(f.cancels)
+}
+
+// hold makes the fixture hold every request until release (a slow engine
+// whose answer comes exactly when the test wants it).
+func (f *fixture) hold() { f.setMode(modeHeld) }
+
+// release lets the held requests, and those to come, answer.
+func (f *fixture) release() { f.releaseOnce.Do(func() { close(f.held) }) }
+
+// waitArrival waits until the fixture holds one more request.
+func (f *fixture) waitArrival(t *testing.T, what string) {
+	t.Helper()
+	waitOn(t, f.arrived, what)
+}
+
+// waitCancelled waits until one more request's client went away.
+func (f *fixture) waitCancelled(t *testing.T, what string) {
+	t.Helper()
+	waitOn(t, f.cancels, what)
+}
+
+// waitOn waits for a signal on ch; the bound only turns a hang into a
+// failure that says what did not happen.
+func waitOn(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
 }
 
 func (f *fixture) setMode(m string) {
 	f.mu.Lock()
 	f.mode = m
-	f.mu.Unlock()
-}
-
-func (f *fixture) setDelay(d time.Duration) {
-	f.mu.Lock()
-	f.mode, f.delay = modeDelay, d
 	f.mu.Unlock()
 }
 

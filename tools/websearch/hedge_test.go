@@ -13,21 +13,17 @@ import (
 	"github.com/toolhost/toolhost/tools"
 )
 
-// waitFor polls cond for up to two seconds (the losers of a race are
-// cancelled as the call returns; the fixture sees it a moment later).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out waiting for %s", what)
+// joins makes h's tool tell the returned channel each time a caller
+// waits for a search in flight; room for n.
+func joins(h *harness, n int) <-chan struct{} {
+	ch := make(chan struct{}, n)
+	h.tool.joined = func() { tell(ch) }
+	return ch
 }
 
 func TestHedgingAsksTheNextProviderWhenTheCurrentIsSlow(t *testing.T) {
 	slow := newFixture(t, engineByKind(t, KindSearXNG), modeSuccess)
-	slow.setDelay(5 * time.Second)
+	slow.hold() // until the test ends: it never answers in time
 	fast := newFixture(t, engineByKind(t, KindBrave), modeSuccess)
 	h := newHarness(t, Config{
 		Providers:  []ProviderConfig{slow.providerConfig("slow", 8*time.Second), fast.providerConfig("fast", 8*time.Second)},
@@ -40,15 +36,20 @@ func TestHedgingAsksTheNextProviderWhenTheCurrentIsSlow(t *testing.T) {
 	if out.Provider != "fast" || o.Units != 1 {
 		t.Fatalf("provider %q units %v", out.Provider, o.Units)
 	}
-	// Not the slow provider's 5 s: the fast one was asked after 100 ms.
+	// Not the slow provider's 8 s timeout: the fast one was asked after
+	// 100 ms.
 	if took := time.Since(start); took > 3*time.Second {
 		t.Fatalf("hedged search took %v", took)
 	}
 	if slow.hits.Load() != 1 || fast.hits.Load() != 1 {
 		t.Fatalf("hits slow %d fast %d", slow.hits.Load(), fast.hits.Load())
 	}
-	// The loser's request is cancelled, not left running.
-	waitFor(t, "the slow provider's request to be cancelled", func() bool { return slow.cancelled.Load() == 1 })
+	// The loser's request is cancelled (as the call returns; the fixture
+	// sees it a moment later), not left running.
+	slow.waitCancelled(t, "the slow provider's request to be cancelled")
+	if n := slow.cancelled.Load(); n != 1 {
+		t.Fatalf("%d slow requests cancelled, want 1", n)
+	}
 	// A cancelled loser is not a failing provider: it stays first.
 	slow.setMode(modeSuccess)
 	if p := output(t, h.call(t, testQuery, catalog.English)).Provider; p != "slow" {
@@ -108,7 +109,10 @@ func TestOverallDeadlineBoundsTheSearch(t *testing.T) {
 		}
 	}
 	for _, f := range fx {
-		waitFor(t, "every request to be cancelled", func() bool { return f.cancelled.Load() == 1 })
+		f.waitCancelled(t, "every request to be cancelled")
+		if n := f.cancelled.Load(); n != 1 {
+			t.Fatalf("%d requests cancelled on one engine, want 1", n)
+		}
 	}
 }
 
@@ -131,14 +135,21 @@ func TestFailureStartsTheNextProviderWithoutWaitingForTheHedge(t *testing.T) {
 
 func TestIdenticalConcurrentSearchesMakeOneEngineRequest(t *testing.T) {
 	eng := newFixture(t, engineByKind(t, KindSearXNG), modeSuccess)
-	eng.setDelay(300 * time.Millisecond)
+	eng.hold()
 	h := newHarness(t, Config{Providers: []ProviderConfig{eng.providerConfig("searx", 8*time.Second)}, Cache: CacheConfig{MemoryOnly: true}})
 	const n = 5
+	joined := joins(h, n)
 	outs := make([]*tools.Outcome, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() { outs[i] = h.call(t, testQuery, catalog.English) })
 	}
+	// The engine answers only once every caller waits for the search in
+	// flight: none of them can be answered from the cache.
+	for range n {
+		waitOn(t, joined, "every caller to wait for the search")
+	}
+	eng.release()
 	wg.Wait()
 	var units float64
 	fresh := 0
@@ -159,8 +170,9 @@ func TestIdenticalConcurrentSearchesMakeOneEngineRequest(t *testing.T) {
 
 func TestSharedSearchSurvivesTheFirstCallerLeaving(t *testing.T) {
 	eng := newFixture(t, engineByKind(t, KindSearXNG), modeSuccess)
-	eng.setDelay(300 * time.Millisecond)
+	eng.hold()
 	h := newHarness(t, Config{Providers: []ProviderConfig{eng.providerConfig("searx", 8*time.Second)}, Cache: noCache()})
+	joined := joins(h, 2)
 	c, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	first := make(chan *tools.Outcome)
@@ -168,14 +180,18 @@ func TestSharedSearchSurvivesTheFirstCallerLeaving(t *testing.T) {
 		out, _ := h.exec.Execute(c, tools.Proposal{Tool: "web_search", Args: json.RawMessage(testQuery), CallID: "leaver", Lang: catalog.English})
 		first <- out
 	}()
-	time.Sleep(50 * time.Millisecond)
+	eng.waitArrival(t, "the first caller's search to reach the engine")
+	waitOn(t, joined, "the first caller to wait for its search")
 	second := make(chan *tools.Outcome)
 	go func() { second <- h.call(t, testQuery, catalog.English) }()
-	time.Sleep(50 * time.Millisecond)
+	waitOn(t, joined, "the second caller to share the search")
 	cancel()
 	if o := <-first; !o.IsError {
 		t.Fatalf("the cancelled caller got a result: %+v", o)
 	}
+	// The search outlives the caller that started it: the engine answers
+	// after that caller left.
+	eng.release()
 	o := <-second
 	if out := output(t, o); len(out.Results) != 5 {
 		t.Fatalf("second caller: %+v", out)

@@ -59,6 +59,9 @@ type Tool struct {
 	deadline    time.Duration // one whole search
 	hedge       time.Duration // default hedge delay; < 0: no hedging
 	flight      singleflight.Group
+	// joined, when set (by tests), is called once a caller waits for
+	// the search in flight for its key (its own or one it shares).
+	joined func()
 }
 
 // slot is one configured provider and its back-off state.
@@ -304,6 +307,9 @@ func (t *Tool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, 
 		defer cancel()
 		return t.search(sctx, inv, q, key)
 	})
+	if t.joined != nil {
+		t.joined()
+	}
 	select {
 	case <-ctx.Done():
 		return nil, t.ctxError(ctx.Err(), nil)

@@ -26,6 +26,9 @@ type Server struct {
 	// Calls counts calls by tool name.
 	mu    sync.Mutex
 	calls map[string]int
+	// waits are the channels Reached handed out, closed when their
+	// count is reached.
+	waits []reach
 	// Sessions counts initialized sessions.
 	Sessions atomic.Int64
 	// Auth, when set, is the Authorization header every request must carry.
@@ -44,10 +47,41 @@ func (s *Server) Calls(tool string) int {
 // (notifications/cancelled, or the session closed).
 func (s *Server) Cancelled(tool string) int { return s.Calls(tool + ":cancelled") }
 
+// Reached returns a channel closed once n calls of tool (or, with a
+// ":cancelled" suffix, n cancellations) have reached the server, so a
+// test waits for exactly that event instead of polling Calls.
+func (s *Server) Reached(tool string, n int) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := make(chan struct{})
+	if s.calls[tool] >= n {
+		close(ch)
+		return ch
+	}
+	s.waits = append(s.waits, reach{tool: tool, n: n, ch: ch})
+	return ch
+}
+
+type reach struct {
+	tool string
+	n    int
+	ch   chan struct{}
+}
+
 func (s *Server) count(tool string) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.calls[tool]++
-	s.mu.Unlock()
+	waits := s.waits[:0]
+	for _, w := range s.waits {
+		if w.tool == tool && s.calls[tool] >= w.n {
+			close(w.ch)
+			continue
+		}
+		waits = append(waits, w)
+	}
+	clear(s.waits[len(waits):])
+	s.waits = waits
 }
 
 func obj(props string, required ...string) json.RawMessage {
