@@ -100,6 +100,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/server/v1/fakeupstream"
 )
 
@@ -271,7 +272,11 @@ func setup(t *testing.T, root string) *env {
 	if _, err := os.Stat(filepath.Join(root, "runtimes", "python.wasm")); err != nil {
 		t.Fatalf("run_code's runtimes are missing: run `make runtimes` first (%v)", err)
 	}
-	e.wasmCache = filepath.Join(e.tmp, "wasm-cache")
+	// The compilation cache every test binary of the repository shares
+	// (sandbox, tools/runcode): as a reader's <data>/wasm-cache after
+	// `make run`, it outlives the run, so compiling CPython is paid once
+	// per machine and never inside an example's time limit.
+	e.wasmCache = filepath.Join(os.TempDir(), "toolhost-test-wasm-cache")
 	for _, v := range []string{"GOCACHE", "GOMODCACHE", "GOPATH"} {
 		out, err := exec.Command("go", "env", v).Output()
 		if err != nil {
@@ -303,6 +308,7 @@ func setup(t *testing.T, root string) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.upstream.Close() })
+	e.warmRuntimes(t)
 	cfg := map[string]any{
 		"search": map[string]any{"providers": []any{map[string]any{"kind": "searxng", "base_url": searx.URL}}},
 		"hosted": map[string]any{"routes": []any{
@@ -319,6 +325,33 @@ func setup(t *testing.T, root string) *env {
 		t.Fatal(err)
 	}
 	return e
+}
+
+// warmRuntimes fills the shared compilation cache with both of run_code's
+// runtimes (and Python's snapshot) before any page runs, as `make run`
+// does for a reader before the examples, and as the sandbox's own tests
+// do. Without it the first example to run code compiled CPython within its
+// own time limit, several pages at once, which a loaded machine did not
+// finish in a minute. On a warm cache this takes a moment.
+func (e *env) warmRuntimes(t *testing.T) {
+	t.Helper()
+	// Setup, not an example: compiling CPython cold takes minutes of a
+	// loaded machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if err := os.MkdirAll(e.wasmCache, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := sandbox.New(ctx, sandbox.Options{RuntimesDir: filepath.Join(e.root, "runtimes"), CacheDir: e.wasmCache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sb.Close() }()
+	for _, l := range []sandbox.Language{sandbox.Python, sandbox.JavaScript} {
+		if err := sb.Ready(ctx, l); err != nil {
+			t.Fatalf("warming run_code's %s runtime: %v", l, err)
+		}
+	}
 }
 
 // page is one Markdown file's run: its scratch checkout, data, server.

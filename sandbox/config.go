@@ -64,6 +64,9 @@ type Options struct {
 	// CacheDir holds wazero's compilation cache; empty means no disk cache.
 	CacheDir string
 	Logger   *slog.Logger
+	// Now is the clock of the warm pools' demand rate (how many runs a
+	// second they are sized for); nil is time.Now.
+	Now func() time.Time
 }
 
 func (c Config) withDefaults() Config {

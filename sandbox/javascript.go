@@ -25,6 +25,9 @@ type jsEngine struct {
 func newJSEngine(s *Sandbox, path string) *jsEngine {
 	e := &jsEngine{s: s, warmEngine: warmEngine[*jsInstance]{file: runtimeFile{lang: JavaScript, path: path}}}
 	e.pool = newPool(string(JavaScript), s.cfg.JavaScriptPool, s.cfg.Concurrency, e.start, func(j *jsInstance) { j.close() })
+	if s.opts.Now != nil {
+		e.pool.now = s.opts.Now
+	}
 	e.file.load(s, func(ctx context.Context, wasm []byte) error {
 		m, err := quickjs.Compile(ctx, s.rt, wasm)
 		if err != nil {

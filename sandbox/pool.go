@@ -146,6 +146,8 @@ type pool[T any] struct {
 	discard func(T)
 	// refillDelay: how long a take's refill waits for its run to end.
 	refillDelay time.Duration
+	// now is the clock the demand rate is measured on.
+	now func() time.Time
 
 	limit       atomic.Int64 // most instances by memory and config
 	instanceKiB atomic.Int64 // measured memory of one waiting instance
@@ -174,7 +176,7 @@ func newPool[T any](name string, count, minWarm int, start func(context.Context)
 		size = 0
 	}
 	return &pool[T]{name: name, cap: count, minWarm: max(1, minWarm), items: make(chan T, size),
-		kick: make(chan struct{}, 1), start: start, discard: discard, refillDelay: refillDelay}
+		kick: make(chan struct{}, 1), start: start, discard: discard, refillDelay: refillDelay, now: time.Now}
 }
 
 // size is the largest number of instances the pool may hold, 0 when off.
@@ -200,7 +202,7 @@ func (p *pool[T]) target() int {
 	if limit == 0 {
 		return 0
 	}
-	want := int(math.Ceil(p.demand(time.Now()) * pooledWindow.Seconds()))
+	want := int(math.Ceil(p.demand(p.now()) * pooledWindow.Seconds()))
 	return min(max(want, p.minWarm), limit)
 }
 
@@ -332,7 +334,7 @@ func (p *pool[T]) run(ctx context.Context, s *Sandbox, budgetKiB int64) {
 // two cores slowed the very run that had taken one, while a run that lasts
 // still gets its replacement started beside it.
 func (p *pool[T]) take() (it T, warm bool, refill func()) {
-	now := time.Now()
+	now := p.now()
 	p.mu.Lock()
 	p.rate = p.decayed(now) + 1/rateTau.Seconds()
 	p.rateAt = now
@@ -386,7 +388,7 @@ func (p *pool[T]) stats() PoolStatus {
 	p.mu.Unlock()
 	return PoolStatus{
 		Warm: len(p.items), Target: p.target(), Most: p.size(),
-		InstanceKiB: p.instanceKiB.Load(), DemandPerSec: math.Round(p.demand(time.Now())*10) / 10,
+		InstanceKiB: p.instanceKiB.Load(), DemandPerSec: math.Round(p.demand(p.now())*10) / 10,
 		StartMs: float64(startDur.Microseconds()) / 1000,
 		Takes:   p.takes.Load(), Misses: p.misses.Load(), Started: p.started.Load(),
 	}

@@ -38,6 +38,9 @@ type pythonEngine struct {
 func newPythonEngine(s *Sandbox, path string) *pythonEngine {
 	e := &pythonEngine{s: s, warmEngine: warmEngine[*pyInstance]{file: runtimeFile{lang: Python, path: path}}}
 	e.pool = newPool(string(Python), s.cfg.PythonPool, s.cfg.Concurrency, e.start, func(p *pyInstance) { p.discard() })
+	if s.opts.Now != nil {
+		e.pool.now = s.opts.Now
+	}
 	e.file.load(s, func(ctx context.Context, wasm []byte) error {
 		module, data, err := rearrangePython(wasm)
 		if err != nil {

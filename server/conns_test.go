@@ -63,8 +63,10 @@ func TestIdleAndSlowClientsDoNotLockOthersOut(t *testing.T) {
 	addr := serveForTest(t, lim, echoRoute())
 
 	var refused, served, closedIdle atomic.Int64
+	var lastAnswer atomic.Int64 // when the last idle socket's answer was read, in ns since firstDial
 	var wg sync.WaitGroup
 	idle := make([]net.Conn, 0, 5000)
+	firstDial := time.Now()
 	for i := 0; i < 5000; i++ {
 		c, err := dialFrom("127.0.0.2", addr)
 		if err != nil {
@@ -88,6 +90,11 @@ func TestIdleAndSlowClientsDoNotLockOthersOut(t *testing.T) {
 			resp, err := http.ReadResponse(br, nil)
 			if err != nil {
 				return
+			}
+			for at := int64(time.Since(firstDial)); ; {
+				if last := lastAnswer.Load(); at <= last || lastAnswer.CompareAndSwap(last, at) {
+					break
+				}
 			}
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
@@ -170,10 +177,15 @@ func TestIdleAndSlowClientsDoNotLockOthersOut(t *testing.T) {
 	wg.Wait()
 	t.Logf("idle sockets: %d refused at once, %d served, %d of those closed after idle; slow bodies cut: %d/100; all in %s",
 		refused.Load(), served.Load(), closedIdle.Load(), slowCut.Load(), time.Since(start))
-	// 256 at a time from one address; a few more once the idle timeout
-	// has closed the first ones (dialling 5,000 takes a while under -race).
-	if refused.Load() < 4000 || refused.Load()+served.Load() != 5000 {
-		t.Errorf("%d idle sockets refused, %d served, want most of 5000 refused (per-address cap 256)", refused.Load(), served.Load())
+	// 256 at a time from one address: another 256 each time the idle
+	// timeout has closed those before, while the 5,000 were still being
+	// accepted (until the last answer at the latest). Dialling takes a
+	// while under -race, and longer on a loaded machine, so how many
+	// rounds that is depends on the machine; that no round takes more
+	// than 256 does not.
+	rounds := 1 + int64(time.Duration(lastAnswer.Load())/lim.IdleTimeout)
+	if served.Load() > rounds*int64(lim.MaxConnsPerIP) || refused.Load()+served.Load() != 5000 {
+		t.Errorf("%d idle sockets refused, %d served in %d idle rounds, want at most %d a round (per-address cap)", refused.Load(), served.Load(), rounds, lim.MaxConnsPerIP)
 	}
 	if served.Load() == 0 || closedIdle.Load() != served.Load() {
 		t.Errorf("%d idle keep-alive sockets closed by the server of %d served", closedIdle.Load(), served.Load())

@@ -36,7 +36,7 @@ func TestCallFunctionRefusesABodyThatClosesItsFunction(t *testing.T) {
 		{"a string continued over the end", "}); " + pwn + "; '\\", "SyntaxError"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			ctx, cancel := cpuBudget(60 * time.Second)
 			defer cancel()
 			out := &output{}
 			vm, err := sharedModule(t).Instantiate(ctx, Options{Stdout: &out.stdout, Stderr: &out.stderr})

@@ -20,7 +20,7 @@ func moduleWithBodies(t *testing.T, n int) *Module {
 // does, and returns the result and how many check compiles it cost.
 func callOnFreshVM(t *testing.T, m *Module, body string) (*Result, int64) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := cpuBudget(60 * time.Second)
 	defer cancel()
 	vm, err := m.Instantiate(ctx, Options{})
 	if err != nil {

@@ -38,8 +38,11 @@ func TestNestingLimitHoldsPastTheWalksBudget(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			skipMillionLevelsInShort(t, tc.code)
 			res, _, err := run(t, m, Options{}, tc.code)
-			if err != nil || res.Exception != "" {
-				t.Fatalf("Eval: %v, exception %q", err, res.Exception)
+			if err != nil {
+				t.Fatalf("Eval: %v", err) // res is nil then
+			}
+			if res.Exception != "" {
+				t.Fatalf("Eval: exception %q", res.Exception)
 			}
 			switch {
 			case tc.why != "":
@@ -78,8 +81,11 @@ func TestConsoleLogJSONIsBoundedByTheNestingLimit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			skipMillionLevelsInShort(t, tc.code)
 			res, out, err := run(t, m, Options{}, tc.code)
-			if err != nil || res.Exception != "" || string(res.Value) != `"after"` {
-				t.Fatalf("Eval: %v, exception %q, value %s", err, res.Exception, res.Value)
+			if err != nil {
+				t.Fatalf("Eval: %v", err) // res is nil then
+			}
+			if res.Exception != "" || string(res.Value) != `"after"` {
+				t.Fatalf("Eval: exception %q, value %s", res.Exception, res.Value)
 			}
 			if out.stdout.String() != tc.stdout {
 				t.Errorf("stdout %.80q, want %.80q", out.stdout.String(), tc.stdout)

@@ -12,7 +12,7 @@ import (
 // callFunction runs body with CallFunction in a fresh VM.
 func callFunction(t *testing.T, opts Options, body, args string) *Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := cpuBudget(60 * time.Second)
 	defer cancel()
 	vm, err := sharedModule(t).Instantiate(ctx, opts)
 	if err != nil {

@@ -79,7 +79,7 @@ func sharedModule(t *testing.T) *Module {
 
 type output struct{ stdout, stderr bytes.Buffer }
 
-// run evaluates code in a fresh VM with a generous deadline.
+// run evaluates code in a fresh VM within a generous budget of CPU time.
 func run(t *testing.T, m *Module, opts Options, code string) (*Result, *output, error) {
 	t.Helper()
 	out := &output{}
@@ -89,7 +89,7 @@ func run(t *testing.T, m *Module, opts Options, code string) (*Result, *output, 
 	if opts.Stderr == nil {
 		opts.Stderr = &out.stderr
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := cpuBudget(60 * time.Second)
 	defer cancel()
 	vm, err := m.Instantiate(ctx, opts)
 	if err != nil {

@@ -123,7 +123,14 @@ func TestTokenEndpointAnswersAreBoundedOnUse(t *testing.T) {
 			t.Parallel()
 			as := startAuthServer(t)
 			as.SetHostile(testserver.EndpointToken, tt.how)
-			r := newRig(t, mcpremote.Options{})
+			// The answer's time limit (three probe timeouts) is what the
+			// drips check; the others check its size limit or a healthy
+			// answer, which a loaded machine must not turn into a timeout.
+			opts := mcpremote.Options{}
+			if tt.how != testserver.Drip {
+				opts.ProbeTimeout = time.Minute
+			}
+			r := newRig(t, opts)
 			tokenURL := as.Base() + testserver.EndpointToken
 			srv := r.register("acct_a", "remote", as.URL(), func(s *mcpremote.Server, sec *mcpremote.Secrets) {
 				if tt.auth == mcpremote.AuthClientCredentials {

@@ -5,9 +5,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolhost/toolhost/sandbox"
 )
+
+// noRush is the timeout_ms of a run whose test checks what it returns or
+// how it fails, not how fast: the most run_code allows, so that a loaded
+// machine (CPython and QuickJS get a fraction of a core) does not turn the
+// answer into a timeout. The tests of the time limit set their own.
+var noRush = int(sandbox.MaxTimeout / time.Millisecond)
 
 // assertNoStrayFiles checks that dir holds nothing but the run directories
 // of pooled instances (which are empty until a run uses them).

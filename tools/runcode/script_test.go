@@ -14,8 +14,19 @@ import (
 )
 
 // scriptExecutor is a pipeline whose account "local" has one script tool
-// per case, run in the shared sandbox, and the tools in also.
+// per case, run in the shared sandbox, and the tools in also. Its scripts
+// may run for sandbox.MaxTimeout instead of ScriptTimeout: the tests that
+// use it check what a script returns or how it fails, not how fast, and a
+// heavy script (a million levels of nesting) can take more than
+// ScriptTimeout of wall time on a loaded machine. A test of ScriptTimeout
+// itself uses scriptExecutorWithin.
 func scriptExecutor(t *testing.T, enabled bool, scripts map[string]string, also ...tools.Tool) *tools.Executor {
+	t.Helper()
+	return scriptExecutorWithin(t, sandbox.MaxTimeout, enabled, scripts, also...)
+}
+
+// scriptExecutorWithin is scriptExecutor whose scripts run for timeout.
+func scriptExecutorWithin(t *testing.T, timeout time.Duration, enabled bool, scripts map[string]string, also ...tools.Tool) *tools.Executor {
 	t.Helper()
 	_, sb, _ := shared(t)
 	st := tooldef.NewMemStore()
@@ -29,7 +40,9 @@ func scriptExecutor(t *testing.T, enabled bool, scripts map[string]string, also 
 			t.Fatal(err)
 		}
 	}
-	ex, err := tools.NewExecutor(tools.Options{Definitions: st, Scripts: NewScripts(sb), ScriptsEnabled: enabled, MaxResultBytes: 64 << 10}, also...)
+	sc := NewScripts(sb)
+	sc.timeout = timeout
+	ex, err := tools.NewExecutor(tools.Options{Definitions: st, Scripts: sc, ScriptsEnabled: enabled, MaxResultBytes: 64 << 10}, also...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +54,6 @@ func TestScriptToolsRunInTheSandbox(t *testing.T) {
 		"lookup_npc": `return { found: true, info: args.name };`,
 		"number":     `return 42;`,
 		"thrower":    `throw new Error("no such NPC: " + args.name);`,
-		"spin":       `for (;;) {}`,
 		"bomb":       `const a = []; for (;;) a.push(new ArrayBuffer(16 << 20));`,
 		"undef":      `return;`,
 		"fn":         `return function () {};`,
@@ -63,6 +75,8 @@ func TestScriptToolsRunInTheSandbox(t *testing.T) {
 		"deep":      `let v = []; for (let i = 1; i < 998; i++) v = [v]; return v;`,
 		"deeper":    `let v = []; for (let i = 1; i < 1e6; i++) v = {v}; return v;`,
 	})
+	// The one case about the time limit runs within the product's own.
+	limited := scriptExecutorWithin(t, ScriptTimeout, true, map[string]string{"spin": `for (;;) {}`})
 	ctx := context.Background()
 	cases := []struct {
 		tool, args   string
@@ -72,7 +86,7 @@ func TestScriptToolsRunInTheSandbox(t *testing.T) {
 		{"lookup_npc", `{"name":"\")}); throw 1; //"}`, "", `{"found":true,"info":"\")}); throw 1; //"}`},
 		{"number", `{}`, "", `{"value":42}`},
 		{"thrower", `{"name":"Bo"}`, tools.CodeScriptError, "no such NPC: Bo"},
-		{"spin", `{}`, CodeTimeout, ""},
+		{"spin", `{}`, CodeTimeout, "within " + ScriptTimeout.String()},
 		{"bomb", `{}`, CodeMemoryExceeded, ""},
 		{"huge", `{}`, tools.CodeResultTooLarge, "131072 allowed"},
 		{"escape", `{}`, tools.CodeScriptError, "closes that function before its end (a \"}\" with no \"{\" of its own)\n    at <eval>:1:11"},
@@ -96,6 +110,10 @@ func TestScriptToolsRunInTheSandbox(t *testing.T) {
 		t.Run(c.tool, func(t *testing.T) {
 			if testing.Short() && (c.tool == "spin" || c.tool == "bomb" || c.tool == "deeper") {
 				t.Skip("runs to its deadline, fills its memory or nests a million levels, seconds; runs in make test")
+			}
+			ex := ex
+			if c.tool == "spin" {
+				ex = limited
 			}
 			out, err := ex.Execute(ctx, tools.Proposal{Tool: c.tool, Args: json.RawMessage(c.args), Caller: tools.Caller{Face: "mcp"}})
 			if err != nil {

@@ -36,7 +36,7 @@ func TestJavaScriptValueTooLargeIsAnError(t *testing.T) {
 		{"under every cap", "'x'.repeat(1000).length", "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out := call(t, ex, js(tc.code))
+			out := call(t, ex, js(tc.code, "timeout_ms", noRush))
 			if out.Code != tc.errCode || out.IsError != (tc.errCode != "") {
 				t.Fatalf("code %q isError %v (%s), want %q", out.Code, out.IsError, out.Message, tc.errCode)
 			}
@@ -71,7 +71,7 @@ func TestJavaScriptValueJSONCannotRepresentIsNoted(t *testing.T) {
 			if testing.Short() && strings.Contains(tc.code, "1e6") {
 				t.Skip("builds a value a million levels deep, seconds; runs in make test")
 			}
-			out := call(t, ex, js(tc.code))
+			out := call(t, ex, js(tc.code, "timeout_ms", noRush))
 			d := decode(t, out)
 			if out.IsError || d.ExitCode != 0 || string(d.Result) != "null" {
 				t.Fatalf("isError %v exit %d result %s (%s)", out.IsError, d.ExitCode, d.Result, out.Message)
@@ -120,6 +120,7 @@ func TestJavaScriptErrorLinesAreTheProgramsOwn(t *testing.T) {
 func TestScriptResultCapIsExact(t *testing.T) {
 	_, sb, _ := shared(t)
 	sc := NewScripts(sb)
+	sc.timeout = sandbox.MaxTimeout // what is returned is checked, not how fast
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name, body string
