@@ -93,7 +93,7 @@ func TestWallClockReads(t *testing.T) {
 			return nil
 		}
 		rel := filepath.ToSlash(strings.TrimPrefix(path, "../"))
-		calls, err := wallClockCalls(path)
+		calls, err := timeCalls(path, "Now", "Since", "Until")
 		if err != nil {
 			return err
 		}
@@ -129,16 +129,16 @@ func isProduct(dir string) bool {
 	return true
 }
 
-// wallClockCall is one call of a wall-clock reading function.
-type wallClockCall struct {
+// timeCall is one call of a function of package time.
+type timeCall struct {
 	fn   string // the enclosing top-level function or method
-	name string // Now, Since or Until
+	name string // Now, Since, Until, Sleep, ...
 	line int
 }
 
-// wallClockCalls parses one file and returns its calls of time.Now,
-// time.Since and time.Until, under whatever name it imports "time".
-func wallClockCalls(path string) ([]wallClockCall, error) {
+// timeCalls parses one file and returns its calls of the named functions
+// of package time, under whatever name it imports "time".
+func timeCalls(path string, names ...string) ([]timeCall, error) {
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
 	if err != nil {
@@ -156,7 +156,7 @@ func wallClockCalls(path string) ([]wallClockCall, error) {
 	if timeName == "" {
 		return nil, nil
 	}
-	var calls []wallClockCall
+	var calls []timeCall
 	for _, decl := range f.Decls {
 		fn := "package-level"
 		if fd, ok := decl.(*ast.FuncDecl); ok {
@@ -171,8 +171,8 @@ func wallClockCalls(path string) ([]wallClockCall, error) {
 			if !ok {
 				return true
 			}
-			if x, ok := sel.X.(*ast.Ident); ok && x.Name == timeName && slices.Contains([]string{"Now", "Since", "Until"}, sel.Sel.Name) {
-				calls = append(calls, wallClockCall{fn: fn, name: sel.Sel.Name, line: fset.Position(call.Pos()).Line})
+			if x, ok := sel.X.(*ast.Ident); ok && x.Name == timeName && slices.Contains(names, sel.Sel.Name) {
+				calls = append(calls, timeCall{fn: fn, name: sel.Sel.Name, line: fset.Position(call.Pos()).Line})
 			}
 			return true
 		})

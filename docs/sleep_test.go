@@ -1,0 +1,75 @@
+package docs
+
+import (
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Tests order events with testing/synctest, channels or a fake clock, never
+// with a sleep (docs/architecture.md, Tests): a sleep that "gives the
+// goroutine a moment" holds on an idle machine and fails on a busy one.
+// TestNoSleepsInTests keeps it so: a call of time.Sleep in a _test.go file
+// is refused unless its function is listed here with why it is not
+// ordering events. What may stay is a fake clock's step inside a synctest
+// bubble (no real time passes), and a real process's wall clock that has to
+// move on, which no test can set.
+var testSleeps = map[string]string{
+	// Inside synctest bubbles: time.Sleep advances the bubble's fake clock
+	// once every goroutine in it is blocked, and takes no real time.
+	"journal/readonly_test.go TestOpenedRecordReachesTheSpoolByItsRule": "a fake-clock step in a synctest bubble",
+	"server/mcp/guard_test.go TestMCPSessionsExpireWhenIdle":            "a fake-clock step in a synctest bubble",
+
+	// A real toolhost serve and a real OAuth client share only the wall
+	// clock: the two-second access token has to expire on it.
+	"cmd/toolhost/oauth_test.go TestOAuthGoSDKClientAuthorizesRefreshesAndIsRevoked": "a real process's token lifetime passing on the wall clock",
+
+	// A real toolhost serve's state read over its REST API, which offers no
+	// event to wait on: a bounded poll of a condition, not a wait for time
+	// to pass (the assertion is on the state, not on when it was reached).
+	"cmd/toolhost/cancel_test.go finishedRunCode":                 "a bounded poll of another process's journal",
+	"cmd/toolhost/journal_test.go journalWaitFor":                 "a bounded poll of another process's journal",
+	"cmd/toolhost/main_test.go TestHealthzReportsRunCodeRuntimes": "a bounded poll of another process's /healthz",
+}
+
+// TestNoSleepsInTests finds every call of time.Sleep in the repository's
+// tests and checks it against testSleeps.
+func TestNoSleepsInTests(t *testing.T) {
+	seen := map[string]bool{}
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != ".." && (strings.HasPrefix(name, ".") || name == "node_modules" || name == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		rel := filepath.ToSlash(strings.TrimPrefix(path, "../"))
+		calls, err := timeCalls(path, "Sleep")
+		if err != nil {
+			return err
+		}
+		for _, c := range calls {
+			key := rel + " " + c.fn
+			if _, ok := testSleeps[key]; !ok {
+				t.Errorf("%s:%d: %s sleeps: wait for the event itself (a channel, synctest.Wait, a fake clock, a Close that waits), or list %q in testSleeps with why it does not order events", rel, c.line, c.fn, key)
+			}
+			seen[key] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key := range testSleeps {
+		if !seen[key] {
+			t.Errorf("testSleeps lists %q, which does not call time.Sleep: drop it", key)
+		}
+	}
+}
