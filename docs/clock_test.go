@@ -1,6 +1,7 @@
 package docs
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -78,29 +79,43 @@ var wallClockReads = map[string]string{
 // time.Until in the product's non-test files and fails on one whose
 // function is not in wallClockReads, and on an entry nothing matches.
 func TestWallClockReads(t *testing.T) {
+	listedTimeCalls(t, wallClockReads, "wallClockReads", isProduct,
+		func(name string) bool { return !strings.HasSuffix(name, "_test.go") },
+		func(rel string, c timeCall, key string) string {
+			return fmt.Sprintf("%s:%d: %s calls time.%s: read the clock the code is given (an expiry, deadline or age must be computed on the clock that a test can set), or list %q in wallClockReads with why it reads the wall clock", rel, c.line, c.fn, c.name, key)
+		}, "Now", "Since", "Until")
+}
+
+// listedTimeCalls walks the repository's Go files in the folders keepDir
+// accepts and the files keepFile accepts, and fails on a call of one of
+// the named functions of package time whose "file function" key is not in
+// listed (saying why with refuse), and on an entry of listed that no call
+// matches.
+func listedTimeCalls(t *testing.T, listed map[string]string, listName string, keepDir, keepFile func(name string) bool, refuse func(rel string, c timeCall, key string) string, names ...string) {
+	t.Helper()
 	seen := map[string]bool{}
 	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if d.IsDir() {
-			if path != ".." && !isProduct(d.Name()) {
+			if path != ".." && !keepDir(d.Name()) {
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+		if !strings.HasSuffix(path, ".go") || !keepFile(d.Name()) {
 			return nil
 		}
 		rel := filepath.ToSlash(strings.TrimPrefix(path, "../"))
-		calls, err := timeCalls(path, "Now", "Since", "Until")
+		calls, err := timeCalls(path, names...)
 		if err != nil {
 			return err
 		}
 		for _, c := range calls {
 			key := rel + " " + c.fn
-			if _, ok := wallClockReads[key]; !ok {
-				t.Errorf("%s:%d: %s calls time.%s: read the clock the code is given (an expiry, deadline or age must be computed on the clock that a test can set), or list %q in wallClockReads with why it reads the wall clock", rel, c.line, c.fn, c.name, key)
+			if _, ok := listed[key]; !ok {
+				t.Error(refuse(rel, c, key))
 			}
 			seen[key] = true
 		}
@@ -109,9 +124,9 @@ func TestWallClockReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for key := range wallClockReads {
+	for key := range listed {
 		if !seen[key] {
-			t.Errorf("wallClockReads lists %q, which calls none of time.Now, time.Since, time.Until: drop it", key)
+			t.Errorf("%s lists %q, which calls none of time.%s: drop it", listName, key, strings.Join(names, ", time."))
 		}
 	}
 }

@@ -1,8 +1,7 @@
 package docs
 
 import (
-	"io/fs"
-	"path/filepath"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -36,40 +35,12 @@ var testSleeps = map[string]string{
 // TestNoSleepsInTests finds every call of time.Sleep in the repository's
 // tests and checks it against testSleeps.
 func TestNoSleepsInTests(t *testing.T) {
-	seen := map[string]bool{}
-	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); path != ".." && (strings.HasPrefix(name, ".") || name == "node_modules" || name == "testdata") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		rel := filepath.ToSlash(strings.TrimPrefix(path, "../"))
-		calls, err := timeCalls(path, "Sleep")
-		if err != nil {
-			return err
-		}
-		for _, c := range calls {
-			key := rel + " " + c.fn
-			if _, ok := testSleeps[key]; !ok {
-				t.Errorf("%s:%d: %s sleeps: wait for the event itself (a channel, synctest.Wait, a fake clock, a Close that waits), or list %q in testSleeps with why it does not order events", rel, c.line, c.fn, key)
-			}
-			seen[key] = true
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for key := range testSleeps {
-		if !seen[key] {
-			t.Errorf("testSleeps lists %q, which does not call time.Sleep: drop it", key)
-		}
-	}
+	listedTimeCalls(t, testSleeps, "testSleeps",
+		func(name string) bool {
+			return !strings.HasPrefix(name, ".") && name != "node_modules" && name != "testdata"
+		},
+		func(name string) bool { return strings.HasSuffix(name, "_test.go") },
+		func(rel string, c timeCall, key string) string {
+			return fmt.Sprintf("%s:%d: %s sleeps: wait for the event itself (a channel, synctest.Wait, a fake clock, a Close that waits), or list %q in testSleeps with why it does not order events", rel, c.line, c.fn, key)
+		}, "Sleep")
 }
