@@ -50,6 +50,7 @@ var wallClockReads = map[string]string{
 	"sandbox/sandbox.go runDeadline":                        "a run's deadline, a context deadline",
 	"sandbox/quickjs/eval.go softContext":                   "the interrupt's grace before a context deadline",
 	"sandbox/pool.go ensure":                                "how long a runtime took to load, for the log",
+	"sandbox/pool.go available":                             "how long a run waited for its runtime, against its context's deadline",
 	"sandbox/pool.go run":                                   "how long an instance took to start",
 	"sandbox/python.go newPythonEngine":                     "how long the snapshot took, for the log",
 	"sandbox/python.go runOn":                               "a run's duration",

@@ -105,6 +105,7 @@ func (r *runtimeFile) available(ctx context.Context, progress func(string)) erro
 	}
 	msg := fmt.Sprintf("loading the %s runtime (the first start after an upgrade compiles it, which takes seconds)", r.lang)
 	progress(msg)
+	start := time.Now()
 	tick := time.NewTicker(progressEvery / 2)
 	defer tick.Stop()
 	for {
@@ -112,12 +113,28 @@ func (r *runtimeFile) available(ctx context.Context, progress func(string)) erro
 		case <-r.done:
 			return r.err
 		case <-ctx.Done():
-			return ctx.Err()
+			return &LoadingError{Language: r.lang, Waited: time.Since(start), Err: ctx.Err()}
 		case <-tick.C:
 			progress(msg)
 		}
 	}
 }
+
+// LoadingError is a run's context ending while its language's runtime was
+// still being read and compiled: the run never waited for a slot, and the
+// load goes on for the runs after it (unless the sandbox closes). Err is
+// the context's error (errors.Is(err, context.DeadlineExceeded) holds).
+type LoadingError struct {
+	Language Language
+	Waited   time.Duration // how long the run waited for the load
+	Err      error
+}
+
+func (e *LoadingError) Error() string {
+	return fmt.Sprintf("sandbox: the %s runtime was still loading after %s: %v", e.Language, e.Waited.Round(time.Millisecond), e.Err)
+}
+
+func (e *LoadingError) Unwrap() error { return e.Err }
 
 // pool keeps pre-started instances ready. How many it keeps follows demand
 // and is bounded by memory:

@@ -350,10 +350,12 @@ func (s *Sandbox) Status() map[Language]RuntimeStatus {
 	}
 }
 
-// Run runs one program: it waits for a run slot (or fails with ErrBusy when
-// the queue is full), takes a pre-started instance or starts one, runs the
-// program under its deadline and returns what it left. ctx cancellation
-// stops the program and returns ctx's error.
+// Run runs one program: it waits for its language's runtime to load (a
+// *LoadingError when ctx ends first: that wait is not queueing, and the
+// load goes on for later runs), then for a run slot (or fails with ErrBusy
+// when the queue is full), takes a pre-started instance or starts one, runs
+// the program under its deadline and returns what it left. ctx
+// cancellation stops the program and returns ctx's error.
 func (s *Sandbox) Run(ctx context.Context, req Request) (*Result, error) {
 	if !s.enter() {
 		return nil, ErrClosed

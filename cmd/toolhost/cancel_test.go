@@ -101,7 +101,10 @@ func TestRunCodeLoadsWithProgressAndCancelsInEveryState(t *testing.T) {
 	}
 	data := t.TempDir() // no compilation cache: the runtimes compile now
 	cfgPath := filepath.Join(t.TempDir(), "toolhost.json")
-	if err := os.WriteFile(cfgPath, []byte(`{"sandbox":{"concurrency":1,"queue_length":4,"python_pool":-1}}`), 0o600); err != nil {
+	// The first call waits for the compile within its own deadline, and on
+	// a loaded machine the compile takes more than the default minute (the
+	// call then ends runtime_loading): give it the test's own budget.
+	if err := os.WriteFile(cfgPath, []byte(`{"tools":{"default_timeout":"4m"},"sandbox":{"concurrency":1,"queue_length":4,"python_pool":-1}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	_, _, addr := startServe(t, buildBinary(t), "serve", "--dev", "--addr", "127.0.0.1:0", "--data", data,

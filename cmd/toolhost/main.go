@@ -357,6 +357,16 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// The tool could not start its runtime: the installation, not the
 		// call, is what needs fixing.
 		return exitStartup
+	case out.Code == runcode.CodeRuntimeLoading:
+		// The runtime compiles once per data folder; exiting now would
+		// throw the compile away and the retry would fail the same way.
+		fmt.Fprintln(stderr, "toolhost call: run_code's runtime is still compiling (once per data folder); waiting for it so the next call finds it compiled (Ctrl-C stops)")
+		if err := a.FinishLoading(ctx); err != nil {
+			fmt.Fprintf(stderr, "toolhost call: stopped waiting for the runtime: %v\n", err)
+		} else {
+			fmt.Fprintln(stderr, "toolhost call: the runtime is compiled; call again")
+		}
+		return exitStartup
 	case out.IsError:
 		return exitToolError
 	}

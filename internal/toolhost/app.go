@@ -201,6 +201,26 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 // Executor is the app's executor: every call of every face runs through it.
 func (a *App) Executor() *tools.Executor { return a.exec }
 
+// FinishLoading waits, until ctx ends, for run_code's runtimes that are
+// still compiling. toolhost call uses it after a call that ended with
+// runtime_loading: closing the sandbox would throw the half-done compile
+// away, and every retry would end the same way; finished, the compile is
+// in the data folder's cache and the next call finds it.
+func (a *App) FinishLoading(ctx context.Context) error {
+	if a.sandbox == nil {
+		return nil
+	}
+	for lang, st := range a.sandbox.Status() {
+		if st.State != "loading" {
+			continue
+		}
+		if err := a.sandbox.Ready(ctx, lang); err != nil {
+			return fmt.Errorf("the %s runtime: %w", lang, err)
+		}
+	}
+	return nil
+}
+
 // onClose adds f to what Close releases (last added, first released).
 func (a *App) onClose(f func()) { a.closers = append(a.closers, f) }
 

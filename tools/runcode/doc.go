@@ -7,9 +7,10 @@
 // a normal result with exit_code != 0 and the traceback in stderr: the model
 // wrote the program and must see why it failed. Tool errors are for the
 // sandbox's own verdicts: timeout, memory_exceeded, busy, code_too_large,
-// invalid_input, runtime_unavailable and internal_error, and
-// result_too_large for a JavaScript last value over the sandbox's 1 MiB of
-// JSON. timeout, memory_exceeded and result_too_large carry the output in
+// invalid_input, runtime_unavailable, runtime_loading (the call's deadline
+// ended while the runtime still compiled, which is not queueing) and
+// internal_error, and result_too_large for a JavaScript last value over the
+// sandbox's 1 MiB of JSON. timeout, memory_exceeded and result_too_large carry the output in
 // their details. A last value JSON cannot represent (a BigInt, a cycle) is
 // a null result with a note in stderr, the exit code unchanged.
 //

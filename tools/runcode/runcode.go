@@ -33,6 +33,7 @@ const (
 	CodeInvalidInput       = "invalid_input"
 	CodeCodeTooLarge       = "code_too_large"
 	CodeRuntimeUnavailable = "runtime_unavailable"
+	CodeRuntimeLoading     = "runtime_loading"
 	CodeTimeout            = "timeout"
 	CodeMemoryExceeded     = "memory_exceeded"
 	CodeBusy               = "busy"
@@ -314,9 +315,24 @@ func request(in input) (sandbox.Request, error) {
 	return req, nil
 }
 
+// runtimeLoadingRetry is the retry_after of runtime_loading: a compile that
+// outlasted a call's deadline still has a while to go.
+const runtimeLoadingRetry = 10 * time.Second
+
 // runError maps the sandbox's refusals to stable codes.
 func runError(ctx context.Context, err error) error {
+	var loading *sandbox.LoadingError
 	switch {
+	case errors.As(err, &loading) && errors.Is(err, context.DeadlineExceeded):
+		// Not a queue: the runtime compiles once (from an empty cache,
+		// seconds idle, minutes on a loaded machine) and keeps compiling
+		// for the calls after this one.
+		return &tools.Error{
+			Code: CodeRuntimeLoading,
+			Message: fmt.Sprintf("the %s runtime was still loading when this call's deadline ended (the call waited %.0f s for it and never queued for a run slot); compiling it from an empty cache takes seconds, minutes on a busy machine, and happens once: try again shortly",
+				loading.Language, loading.Waited.Seconds()),
+			RetryAfter: runtimeLoadingRetry,
+		}
 	case errors.Is(err, sandbox.ErrAccountBusy):
 		return &tools.Error{Code: CodeBusy, Message: "this API key's account already holds its share of the run_code slots and queue; wait for its runs to finish", RetryAfter: time.Second}
 	case errors.Is(err, sandbox.ErrBusy):
@@ -328,6 +344,7 @@ func runError(ctx context.Context, err error) error {
 	case errors.Is(err, sandbox.ErrClosed):
 		return tools.Errorf(CodeRuntimeUnavailable, "the sandbox is shutting down; try again on another server")
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		// The runtime was loaded: the deadline ended behind other runs.
 		return tools.Errorf(CodeTimeout, "run_code waited too long for a free slot; try again later")
 	case ctx.Err() != nil:
 		return ctx.Err()
