@@ -17,8 +17,9 @@ import (
 var testSleeps = map[string]string{
 	// Inside synctest bubbles: time.Sleep advances the bubble's fake clock
 	// once every goroutine in it is blocked, and takes no real time.
-	"journal/readonly_test.go TestOpenedRecordReachesTheSpoolByItsRule": "a fake-clock step in a synctest bubble",
-	"server/mcp/guard_test.go TestMCPSessionsExpireWhenIdle":            "a fake-clock step in a synctest bubble",
+	"journal/readonly_test.go TestOpenedRecordReachesTheSpoolByItsRule":      "a fake-clock step in a synctest bubble",
+	"sandbox/load_test.go TestRunWaitsForTheRuntimeLoadWithinItsOwnDeadline": "a fake-clock step in a synctest bubble",
+	"server/mcp/guard_test.go TestMCPSessionsExpireWhenIdle":                 "a fake-clock step in a synctest bubble",
 
 	// A real toolhost serve and a real OAuth client share only the wall
 	// clock: the two-second access token has to expire on it.
