@@ -237,7 +237,8 @@ func TestSettleAdjustsReservation(t *testing.T) {
 				t.Fatal(err)
 			}
 			tk.Done(0) // an HTML page: the reservation is refunded
-			clock.Advance(time.Second) // read after midnight: the calls are January's
+			// Read after midnight: the calls are January's.
+			clock.Advance(time.Second)
 			month := "2026-01"
 			if cost, _ := db.MonthCost(ctx, k.ID, month); cost != 6 {
 				t.Fatalf("month cost = %v, want 6 (12 pages × 0.5)", cost)
