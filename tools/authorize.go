@@ -15,6 +15,9 @@ import (
 // It is also a limitGate: the rate and concurrency limits are taken before
 // the call is parsed (Executor.Execute), so a key over them gets no
 // parsing, validation or schema work done for free.
+//
+// A call is billed in the month it began on the executor's clock (the
+// time its journal record starts), not on the key service's own clock.
 func KeysAuthorizer(svc *keys.Service) Authorizer { return keysAuthorizer{svc} }
 
 type keysAuthorizer struct{ svc *keys.Service }
@@ -22,11 +25,12 @@ type keysAuthorizer struct{ svc *keys.Service }
 // limitGate is an Authorizer whose cheap per-key limits can be checked
 // before parsing. The value it returns reaches Authorize as
 // Invocation.admitted; done releases what it holds (safe to call twice).
+// at is when the call began on the executor's clock.
 type limitGate interface {
-	gate(ctx context.Context, p *Proposal, lease string, timeout time.Duration) (admitted any, done func(Outcome), err error)
+	gate(ctx context.Context, p *Proposal, lease string, timeout time.Duration, at time.Time) (admitted any, done func(Outcome), err error)
 }
 
-func (a keysAuthorizer) gate(ctx context.Context, p *Proposal, lease string, timeout time.Duration) (any, func(Outcome), error) {
+func (a keysAuthorizer) gate(ctx context.Context, p *Proposal, lease string, timeout time.Duration, at time.Time) (any, func(Outcome), error) {
 	t, err := a.svc.Limit(ctx, keys.Admission{
 		KeyID:     p.Caller.KeyID,
 		AccountID: p.Caller.AccountID,
@@ -34,6 +38,7 @@ func (a keysAuthorizer) gate(ctx context.Context, p *Proposal, lease string, tim
 		Tool:      p.Tool,
 		Lease:     lease,
 		Timeout:   timeout,
+		At:        at,
 	})
 	if err != nil {
 		return nil, nil, refusal(err)
@@ -48,7 +53,7 @@ func (a keysAuthorizer) Authorize(ctx context.Context, inv *Invocation) (func(Ou
 		var err error
 		t, err = a.svc.Limit(ctx, keys.Admission{
 			KeyID: inv.Caller.KeyID, AccountID: inv.Caller.AccountID, Face: inv.Caller.Face,
-			Tool: inv.Spec.Name, Lease: inv.ID, Timeout: time.Until(inv.Deadline),
+			Tool: inv.Spec.Name, Lease: inv.ID, Timeout: time.Until(inv.Deadline), At: inv.Ref.Clock,
 		})
 		if err != nil {
 			return nil, refusal(err)

@@ -124,7 +124,7 @@ func TestDefinitionCacheOtherReplica(t *testing.T) {
 			if got, _, err := two.ListDefinitions(ctx, q); err != nil || len(got) != 0 {
 				t.Fatalf("before: %v %v", got, err)
 			}
-			now := time.Now()
+			now := clockAt
 			if err := one.CreateDefinition(ctx, tooldef.Definition{ID: "tooldef_r", AccountID: "acct_r", Name: "echo",
 				Parameters: json.RawMessage(`{"type":"object"}`), SideEffectLevel: "none", AllowedSlots: []string{},
 				Source: tooldef.SourceCustom, Enabled: true, CreatedAt: now, UpdatedAt: now}, 0); err != nil {

@@ -101,8 +101,9 @@ type Options struct {
 	Authorizer Authorizer
 	// Clock is the executor's clock (nil means time.Now): the reference
 	// clock of normalization, the times and durations of the records it
-	// journals, the sessions it touches and the turns it counts. A call's
-	// deadline is a context deadline, on the runtime's clock.
+	// journals, the sessions it touches, the turns it counts and the month
+	// a call is billed in (KeysAuthorizer). A call's deadline is a context
+	// deadline, on the runtime's clock.
 	Clock func() time.Time
 	// TimeZone for normalization; nil means UTC.
 	TimeZone *time.Location

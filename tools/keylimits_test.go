@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,9 +23,26 @@ import (
 // store, so they live outside package tools: the store imports the remote
 // MCP tools, which import tools.
 
-// keyed builds an executor behind a real key service (SQLite) and returns
-// it with a key of the given limits.
-func keyed(t *testing.T, limits keys.Limits, ts ...tools.Tool) (*tools.Executor, *keys.Service, *keys.Key) {
+// monthEnd is the last second of January 2026: what is billed then is
+// January's, and a report read a second later is in February.
+var monthEnd = time.Date(2026, 1, 31, 23, 59, 59, 0, time.UTC)
+
+// testClock is the one clock of a test's executor and key service; it
+// moves only when the test moves it. Concurrent calls read it.
+type testClock struct{ ns atomic.Int64 }
+
+func newTestClock(at time.Time) *testClock {
+	c := &testClock{}
+	c.ns.Store(at.UnixNano())
+	return c
+}
+
+func (c *testClock) Now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *testClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// keyed builds an executor behind a real key service (SQLite), both on
+// clock, and returns it with a key of the given limits.
+func keyed(t *testing.T, clock *testClock, limits keys.Limits, ts ...tools.Tool) (*tools.Executor, *keys.Service, *keys.Key) {
 	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "toolhost.db"), store.Options{})
@@ -32,12 +50,13 @@ func keyed(t *testing.T, limits keys.Limits, ts ...tools.Tool) (*tools.Executor,
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	svc := keys.New(keys.Options{Store: db})
+	svc := keys.New(keys.Options{Store: db, Now: clock.Now})
+	t.Cleanup(svc.Close)
 	k, _, err := svc.CreateKey(ctx, "acme", "ci", []string{keys.ScopeMCP}, limits)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := tools.NewExecutor(tools.Options{Authorizer: tools.KeysAuthorizer(svc)}, ts...)
+	e, err := tools.NewExecutor(tools.Options{Authorizer: tools.KeysAuthorizer(svc), Clock: clock.Now}, ts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +72,7 @@ func callerOf(k *keys.Key) tools.Caller {
 // record keeps at most 64 KiB of them.
 func TestRateLimitedKeyIsRefusedBeforeParsing(t *testing.T) {
 	p := echoTool{}
-	e, _, k := keyed(t, keys.Limits{CallsPerMinute: 1}, p)
+	e, _, k := keyed(t, newTestClock(monthEnd), keys.Limits{CallsPerMinute: 1}, p)
 	ctx := context.Background()
 	if out, err := e.Execute(ctx, tools.Proposal{Tool: "probe", Args: json.RawMessage(`{}`), Caller: callerOf(k)}); err != nil || out.IsError {
 		t.Fatalf("first call: %v %+v", err, out)
@@ -114,10 +133,14 @@ func (m meter) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, 
 // (holding one unit each let four of them run and bill 12). The calls
 // that run are held inside the tool until every call runs or was
 // answered, so each was admitted while the others held their units.
+// The calls are made in a month's last second and the usage is read after
+// midnight: they are billed in the month they began, and the next month
+// starts with the whole cap.
 func TestMonthlyCapHoldsEachCallsMaximum(t *testing.T) {
 	const calls = 10
 	m := meter{entered: make(chan struct{}, calls), release: make(chan struct{})}
-	e, svc, k := keyed(t, keys.Limits{MonthlyUnitsCap: 4}, m)
+	clock := newTestClock(monthEnd)
+	e, svc, k := keyed(t, clock, keys.Limits{MonthlyUnitsCap: 4}, m)
 	var wg sync.WaitGroup
 	outs := make(chan *tools.Outcome, calls)
 	for i := 0; i < calls; i++ {
@@ -158,7 +181,9 @@ func TestMonthlyCapHoldsEachCallsMaximum(t *testing.T) {
 	for out := range outs {
 		count(out)
 	}
-	used, err := svc.Store().MonthCost(context.Background(), k.ID, keys.Month(time.Now()))
+	clock.Advance(time.Second) // past midnight: February 1st, 00:00:00
+	ctx := context.Background()
+	used, err := svc.Store().MonthCost(ctx, k.ID, "2026-01")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,6 +191,21 @@ func TestMonthlyCapHoldsEachCallsMaximum(t *testing.T) {
 		t.Fatalf("%d calls ran and billed %g units against a cap of 4", ran, used)
 	}
 	t.Logf("%d calls ran, %g units billed", ran, used)
+	if feb, err := svc.Store().MonthCost(ctx, k.ID, "2026-02"); err != nil || feb != 0 {
+		t.Fatalf("February's cost before any call in it: %g, %v; want 0", feb, err)
+	}
+	// February has the whole cap: a call that may bill 3 runs and bills
+	// there, and January's total stays what it was.
+	out, err := e.Execute(ctx, tools.Proposal{Tool: "meter", Args: json.RawMessage(`{"n":3}`), Caller: callerOf(k)})
+	if err != nil || out.IsError {
+		t.Fatalf("a call on February 1st: %v %+v", err, out)
+	}
+	if feb, err := svc.Store().MonthCost(ctx, k.ID, "2026-02"); err != nil || feb != 3 {
+		t.Fatalf("February's cost: %g, %v; want 3", feb, err)
+	}
+	if jan, err := svc.Store().MonthCost(ctx, k.ID, "2026-01"); err != nil || jan != used {
+		t.Fatalf("January's cost after a call in February: %g, %v; want %g", jan, err, used)
+	}
 }
 
 // echoTool answers with its arguments.

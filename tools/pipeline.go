@@ -52,7 +52,7 @@ func (e *Executor) Execute(ctx context.Context, p Proposal) (*Outcome, error) {
 	// arguments: a key over them must not get parsing and validation of
 	// megabytes of arguments for free.
 	if g, ok := e.opts.Authorizer.(limitGate); ok {
-		adm, done, err := g.gate(ctx, &p, pl.c.rec.ID, pl.timeout)
+		adm, done, err := g.gate(ctx, &p, pl.c.rec.ID, pl.timeout, pl.c.start)
 		if err != nil {
 			return pl.c.reject(ctx, journal.StateAuthorizationRejected, refusedStatus(err), asToolError(err, CodeDenied))
 		}

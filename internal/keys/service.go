@@ -164,6 +164,11 @@ type Admission struct {
 	Paid      bool          // the tool bills units
 	Lease     string        // unique id of the call (its execution id)
 	Timeout   time.Duration // how long the call may hold a concurrency slot
+	// At is when the call began on the caller's clock (the executor's,
+	// which stamps its journal record): the call is billed in At's month,
+	// so its usage and its record agree on the month even across a
+	// month's last second. Zero means the service's Now.
+	At time.Time
 	// MaxUnits is the most paid units the call can use (run_code: its
 	// timeout in seconds); 0 means 1. It is what Reserve holds against the
 	// monthly cap while the call runs.
@@ -203,7 +208,11 @@ func (s *Service) Admit(ctx context.Context, a Admission) (*Ticket, error) {
 // minute and concurrent calls. A call refused here costs the server no
 // parsing or validation. Reserve completes the admission.
 func (s *Service) Limit(ctx context.Context, a Admission) (*Ticket, error) {
-	t := &Ticket{s: s, a: a, month: Month(s.opts.Now())}
+	at := a.At
+	if at.IsZero() {
+		at = s.opts.Now()
+	}
+	t := &Ticket{s: s, a: a, month: Month(at)}
 	if a.KeyID == "" {
 		return t, nil
 	}
@@ -415,6 +424,10 @@ func (s *Service) SetLimits(ctx context.Context, id string, l Limits) error {
 }
 
 func (s *Service) forget() { s.cache.Clear() }
+
+// Now reads the service's clock: the one calls admitted without a time
+// are billed on, and the month a usage report defaults to.
+func (s *Service) Now() time.Time { return s.opts.Now() }
 
 // Store returns the service's store (for listing and usage reports).
 func (s *Service) Store() Store { return s.opts.Store }

@@ -108,3 +108,48 @@ func TestCloseWaitsForBackgroundTouches(t *testing.T) {
 		}
 	})
 }
+
+// TestCallIsBilledInTheMonthItBegan: a call that began in a month's last
+// second on the caller's clock (Admission.At, the executor's journal
+// time) is billed in that month even when the service reads its clock
+// after midnight; a call that names no time is billed on the service's
+// clock, which Now reads.
+func TestCallIsBilledInTheMonthItBegan(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "toolhost.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	began := time.Date(2026, 1, 31, 23, 59, 59, 0, time.UTC)
+	midnight := began.Add(time.Second)
+	svc := keys.New(keys.Options{Store: db, Now: func() time.Time { return midnight }})
+	t.Cleanup(svc.Close)
+	if got := svc.Now(); !got.Equal(midnight) {
+		t.Fatalf("Now() = %s, want the service's clock %s", got, midnight)
+	}
+	k, _, err := svc.CreateKey(ctx, "acme", "ci", []string{keys.ScopeMCP}, keys.Limits{MonthlyUnitsCap: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		lease string
+		at    time.Time
+		units float64
+	}{{"began-in-january", began, 2}, {"no-time-given", time.Time{}, 3}} {
+		tk, err := svc.Admit(ctx, keys.Admission{KeyID: k.ID, Face: "mcp", Tool: "meter", Paid: true, Lease: c.lease, At: c.at, MaxUnits: 5})
+		if err != nil {
+			t.Fatalf("%s: %v", c.lease, err)
+		}
+		tk.Done(c.units)
+	}
+	for month, want := range map[string]float64{"2026-01": 2, "2026-02": 3} {
+		if cost, err := db.MonthCost(ctx, k.ID, month); err != nil || cost != want {
+			t.Errorf("%s cost = %g, %v; want %g", month, cost, err, want)
+		}
+		rows, err := db.Usage(ctx, "acme", month)
+		if err != nil || len(rows) != 1 || rows[0].Units != want || rows[0].Calls != 1 {
+			t.Errorf("%s usage = %+v, %v; want one call of %g units", month, rows, err, want)
+		}
+	}
+}

@@ -138,14 +138,30 @@ func TestBootstrapCreatesOneAdminKeyOnce(t *testing.T) {
 	}
 }
 
+// monthClock is a key service's clock in January's last second; Advance
+// moves it past midnight. Concurrent admissions read it.
+type monthClock struct{ ns atomic.Int64 }
+
+func newMonthClock() *monthClock {
+	c := &monthClock{}
+	c.ns.Store(time.Date(2026, 1, 31, 23, 59, 59, 0, time.UTC).UnixNano())
+	return c
+}
+
+func (c *monthClock) Now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *monthClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
 // TestMonthlyCapIsExactUnderConcurrency: 40 concurrent paid calls against a
 // cap of 10 units at price 1: exactly 10 are admitted, and usage survives a
-// reopen of the store.
+// reopen of the store. The calls are billed in January's last second and
+// read after midnight: they are January's, and February has none.
 func TestMonthlyCapIsExactUnderConcurrency(t *testing.T) {
 	for name, db := range keysStores(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			svc := keys.New(keys.Options{Store: db, Prices: map[string]float64{"web_search": 1}})
+			clock := newMonthClock()
+			svc := keys.New(keys.Options{Store: db, Prices: map[string]float64{"web_search": 1}, Now: clock.Now})
+			t.Cleanup(svc.Close)
 			k, _, err := svc.CreateKey(ctx, "acme", "capped", []string{"mcp", "hosted"}, keys.Limits{MonthlyUnitsCap: 10})
 			if err != nil {
 				t.Fatal(err)
@@ -180,12 +196,19 @@ func TestMonthlyCapIsExactUnderConcurrency(t *testing.T) {
 				t.Fatalf("free tool refused: %v", err)
 			}
 			tk.Done(0)
-			rows, err := db.Usage(ctx, "acme", keys.Month(time.Now()))
+			clock.Advance(time.Second) // February 1st, 00:00:00
+			rows, err := db.Usage(ctx, "acme", "2026-01")
 			if err != nil || len(rows) != 1 || rows[0].Calls != 10 || rows[0].Units != 10 {
 				t.Fatalf("usage = %+v, %v", rows, err)
 			}
-			if cost, _ := db.MonthCost(ctx, k.ID, keys.Month(time.Now())); cost != 10 {
+			if cost, _ := db.MonthCost(ctx, k.ID, "2026-01"); cost != 10 {
 				t.Fatalf("month cost = %v", cost)
+			}
+			if rows, err := db.Usage(ctx, "acme", keys.Month(clock.Now())); err != nil || len(rows) != 0 {
+				t.Fatalf("February's usage = %+v, %v; want none", rows, err)
+			}
+			if cost, err := db.MonthCost(ctx, k.ID, keys.Month(clock.Now())); err != nil || cost != 0 {
+				t.Fatalf("February's cost = %v, %v; want 0", cost, err)
 			}
 		})
 	}
@@ -195,7 +218,9 @@ func TestSettleAdjustsReservation(t *testing.T) {
 	for name, db := range keysStores(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			svc := keys.New(keys.Options{Store: db, Prices: map[string]float64{"fetch_page": 0.5}})
+			clock := newMonthClock()
+			svc := keys.New(keys.Options{Store: db, Prices: map[string]float64{"fetch_page": 0.5}, Now: clock.Now})
+			t.Cleanup(svc.Close)
 			k, _, err := svc.CreateKey(ctx, "acme", "pdf", []string{"mcp"}, keys.Limits{MonthlyUnitsCap: 100})
 			if err != nil {
 				t.Fatal(err)
@@ -212,13 +237,18 @@ func TestSettleAdjustsReservation(t *testing.T) {
 				t.Fatal(err)
 			}
 			tk.Done(0) // an HTML page: the reservation is refunded
-			month := keys.Month(time.Now())
+			// Read after midnight: the calls are January's.
+			clock.Advance(time.Second)
+			month := "2026-01"
 			if cost, _ := db.MonthCost(ctx, k.ID, month); cost != 6 {
 				t.Fatalf("month cost = %v, want 6 (12 pages × 0.5)", cost)
 			}
 			rows, _ := db.Usage(ctx, "", month)
 			if len(rows) != 1 || rows[0].Calls != 2 || rows[0].Units != 12 || rows[0].Cost != 6 {
 				t.Fatalf("usage = %+v", rows)
+			}
+			if cost, err := db.MonthCost(ctx, k.ID, keys.Month(clock.Now())); err != nil || cost != 0 {
+				t.Fatalf("February's cost = %v, %v; want 0", cost, err)
 			}
 		})
 	}

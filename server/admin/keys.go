@@ -18,7 +18,10 @@ import (
 // POST/GET /admin/keys, DELETE/PATCH /admin/keys/{id}, GET /admin/usage.
 type Keys struct {
 	Service *keys.Service
-	Now     func() time.Time
+	// Now is the clock of the month /admin/usage reports by default; nil
+	// means the Service's, the clock calls are billed on when the
+	// executor gives none.
+	Now func() time.Time
 }
 
 // Routes returns the routes for server.Options.Routes. The caller mounts
@@ -142,13 +145,20 @@ func (k *Keys) patch(w http.ResponseWriter, r *http.Request) {
 	k.one(w, r)
 }
 
+func (k *Keys) now() time.Time {
+	if k.Now != nil {
+		return k.Now()
+	}
+	return k.Service.Now()
+}
+
 var monthPattern = regexp.MustCompile(`^\d{4}-(0[1-9]|1[0-2])$`)
 
 func (k *Keys) usage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	month := q.Get("month")
 	if month == "" {
-		month = keys.Month(nowOf(k.Now))
+		month = keys.Month(k.now())
 	}
 	if !monthPattern.MatchString(month) {
 		server.WriteError(w, http.StatusBadRequest, "validation_error", fmt.Sprintf("month %q: want YYYY-MM", month))

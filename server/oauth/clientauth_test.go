@@ -96,7 +96,8 @@ func TestTokenEndpointAnswersInvalidClientBeforeLookingAtTheGrant(t *testing.T) 
 			clk := newClock(time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC))
 			// Short lifetimes, so that a client's registration expires
 			// within the test: its tokens last 2 hours, then it is idle.
-			ks := keys.New(keys.Options{Store: db})
+			ks := keys.New(keys.Options{Store: db, Now: clk.now})
+			t.Cleanup(ks.Close)
 			_, apiKey, err := ks.CreateKey(t.Context(), "acme", "laptop", []string{"mcp"}, keys.Limits{})
 			if err != nil {
 				t.Fatal(err)

@@ -23,13 +23,14 @@ import (
 func TestRegistrationsPurgeExpiredClientsButNotOneMidAuthorization(t *testing.T) {
 	ctx := context.Background()
 	db := openStore(t)
-	ks := keys.New(keys.Options{Store: db})
+	t0 := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	clk := newClock(t0)
+	ks := keys.New(keys.Options{Store: db, Now: clk.now})
+	t.Cleanup(ks.Close)
 	_, secret, err := ks.CreateKey(ctx, "acme", "laptop", []string{"mcp"}, keys.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t0 := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
-	clk := newClock(t0)
 	var p *oauth.Provider
 	base := provider(t, oauth.Options{Store: db, Keys: ks, KeyStore: db, Now: clk.now, UnauthorizedClientTTL: 24 * time.Hour}, &p)
 	reg := func(name string) string {

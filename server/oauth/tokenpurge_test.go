@@ -24,7 +24,8 @@ func grantStores(t *testing.T) map[string]*store.DB { return storetest.Open(t, "
 // live a day, so a purge meets more valid ones than a grant keeps.
 func purgeServer(t *testing.T, db *store.DB, clk *clock) *authServer {
 	t.Helper()
-	ks := keys.New(keys.Options{Store: db})
+	ks := keys.New(keys.Options{Store: db, Now: clk.now})
+	t.Cleanup(ks.Close)
 	_, secret, err := ks.CreateKey(context.Background(), "acme", "laptop", []string{"mcp"}, keys.Limits{})
 	if err != nil {
 		t.Fatal(err)

@@ -140,7 +140,7 @@ func TestTokenEndpointAnswersAreBoundedOnUse(t *testing.T) {
 				}
 				s.Auth = mcpremote.Auth{Type: tt.auth}
 				sec.Grant = &mcpremote.Grant{ClientID: "dyn-client", AuthURL: as.Base() + "/authorize", TokenURL: tokenURL,
-					AccessToken: "stale", RefreshToken: "refresh-1", TokenType: "Bearer", Expiry: time.Now().Add(-time.Minute)}
+					AccessToken: "stale", RefreshToken: "refresh-1", TokenType: "Bearer", Expiry: r.now().Add(-time.Minute)}
 			})
 			before := r.stored(srv)
 			out := r.call("acct_a", "remote__echo", `{"message":"hi"}`)

@@ -28,8 +28,11 @@ func (c *countingStore) ListMCPServers(ctx context.Context, account string) ([]m
 	return c.Store.ListMCPServers(ctx, account)
 }
 
+// regServer is a server registered at a fixed time: the instant the fake
+// clock of TestCacheOtherReplica starts from, so no test reads the wall
+// clock beside it.
 func regServer(id, account, name string) mcpremote.Server {
-	now := time.Now()
+	now := time.Unix(1_700_000_000, 0)
 	return mcpremote.Server{ID: id, AccountID: account, Name: name, URL: "https://example.com/mcp", Enabled: true,
 		Auth: mcpremote.Auth{Type: mcpremote.AuthNone}, Sealed: []byte{1, 2, 3}, CreatedAt: now, UpdatedAt: now}
 }

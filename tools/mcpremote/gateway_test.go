@@ -720,7 +720,7 @@ func TestAuthorizationCodeTokenIsRefreshedAndSealed(t *testing.T) {
 	grant := func(s *mcpremote.Server, sec *mcpremote.Secrets) {
 		s.Auth = mcpremote.Auth{Type: mcpremote.AuthAuthorizationCode}
 		sec.Grant = &mcpremote.Grant{ClientID: "dyn-client", AuthURL: tokenURL, TokenURL: tokenURL,
-			AccessToken: "stale-access", RefreshToken: "refresh-1", TokenType: "Bearer", Expiry: time.Now().Add(-time.Minute)}
+			AccessToken: "stale-access", RefreshToken: "refresh-1", TokenType: "Bearer", Expiry: r.now().Add(-time.Minute)}
 	}
 	srv := r.register("acct_a", "consent", up.url(), grant)
 	if out := r.call("acct_a", "consent__echo", `{"message":"hi"}`); out.IsError {
