@@ -17,6 +17,7 @@ import (
 	"iter"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -108,6 +109,10 @@ type Server struct {
 	// syncWaits, when set (tests, before any request), is called when a
 	// sync finds another of its account running and waits for it.
 	syncWaits func(account string)
+	// syncChanged, when set (tests, before any request), is called after
+	// each change a sync makes to an account's server: where a slow
+	// machine pauses between two changes of one sync.
+	syncChanged func(account string)
 }
 
 // accountServer is the go-sdk server of one account: the builtins and the
@@ -115,6 +120,8 @@ type Server struct {
 // then tells that server's sessions, and only them, list_changed).
 type accountServer struct {
 	srv *sdk.Server
+	// changes makes each sync one list_changed (listchanged.go).
+	changes *listChanges
 	// syncing runs one sync of the account at a time, so a sync that
 	// read the tools before a change never applies them after one that
 	// read them since (tools/list would go back to the old set, with a
@@ -173,7 +180,8 @@ func (s *Server) serverFor(ctx context.Context, account string) *sdk.Server {
 	s.mu.Lock()
 	as, ok := s.accounts[account]
 	if !ok {
-		as = &accountServer{srv: s.newSDKServer(), custom: map[string]string{}}
+		as = &accountServer{srv: s.newSDKServer(), changes: newListChanges(), custom: map[string]string{}}
+		as.srv.AddSendingMiddleware(as.changes.middleware)
 		s.accounts[account] = as
 	}
 	s.mu.Unlock()
@@ -197,8 +205,9 @@ func (s *Server) DefinitionsChanged(account string) {
 }
 
 // sync adds, replaces and removes the account's custom tools on its
-// server; the SDK debounces the changes into one list_changed, and a
-// sync that finds the same tools changes nothing and sends none.
+// server; its changes are one list_changed for each session, sent once
+// they are all made (listChanges), and a sync that finds the same tools
+// changes nothing and sends none.
 func (s *Server) sync(ctx context.Context, account string, as *accountServer) {
 	if !as.syncing.TryLock() {
 		if s.syncWaits != nil {
@@ -221,14 +230,30 @@ func (s *Server) sync(ctx context.Context, account string, as *accountServer) {
 	specs = append(specs, remote...)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	changing := false
+	change := func() {
+		if !changing {
+			changing = true
+			as.changes.begin(slices.Collect(as.srv.Sessions()))
+		}
+	}
+	defer func() {
+		if changing {
+			as.changes.end()
+		}
+	}()
 	seen := map[string]bool{}
 	for _, spec := range specs {
 		seen[spec.Name] = true
 		if as.custom[spec.Name] == spec.Version {
 			continue
 		}
+		change()
 		as.srv.AddTool(sdkTool(spec, s.opts.Lang), s.handler(spec.Name, false))
 		as.custom[spec.Name] = spec.Version
+		if s.syncChanged != nil {
+			s.syncChanged(account)
+		}
 	}
 	var gone []string
 	for name := range as.custom {
@@ -238,7 +263,11 @@ func (s *Server) sync(ctx context.Context, account string, as *accountServer) {
 		}
 	}
 	if len(gone) > 0 {
+		change()
 		as.srv.RemoveTools(gone...)
+		if s.syncChanged != nil {
+			s.syncChanged(account)
+		}
 	}
 }
 
