@@ -81,7 +81,7 @@ var wallClockReads = map[string]string{
 // function is not in wallClockReads, and on an entry nothing matches.
 func TestWallClockReads(t *testing.T) {
 	listedTimeCalls(t, wallClockReads, "wallClockReads", isProduct,
-		func(name string) bool { return !strings.HasSuffix(name, "_test.go") },
+		func(name string) bool { return !strings.HasSuffix(name, "_test.go") }, nil,
 		func(rel string, c timeCall, key string) string {
 			return fmt.Sprintf("%s:%d: %s calls time.%s: read the clock the code is given (an expiry, deadline or age must be computed on the clock that a test can set), or list %q in wallClockReads with why it reads the wall clock", rel, c.line, c.fn, c.name, key)
 		}, "Now", "Since", "Until")
@@ -90,9 +90,9 @@ func TestWallClockReads(t *testing.T) {
 // listedTimeCalls walks the repository's Go files in the folders keepDir
 // accepts and the files keepFile accepts, and fails on a call of one of
 // the named functions of package time whose "file function" key is not in
-// listed (saying why with refuse), and on an entry of listed that no call
-// matches.
-func listedTimeCalls(t *testing.T, listed map[string]string, listName string, keepDir, keepFile func(name string) bool, refuse func(rel string, c timeCall, key string) string, names ...string) {
+// listed (saying why with refuse) unless skip accepts it, and on an entry
+// of listed that no call matches.
+func listedTimeCalls(t *testing.T, listed map[string]string, listName string, keepDir, keepFile func(name string) bool, skip func(timeCall) bool, refuse func(rel string, c timeCall, key string) string, names ...string) {
 	t.Helper()
 	seen := map[string]bool{}
 	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
@@ -114,6 +114,9 @@ func listedTimeCalls(t *testing.T, listed map[string]string, listName string, ke
 			return err
 		}
 		for _, c := range calls {
+			if skip != nil && skip(c) {
+				continue
+			}
 			key := rel + " " + c.fn
 			if _, ok := listed[key]; !ok {
 				t.Error(refuse(rel, c, key))
@@ -150,6 +153,9 @@ type timeCall struct {
 	fn   string // the enclosing top-level function or method
 	name string // Now, Since, Until, Sleep, ...
 	line int
+	// inBubble: the call is inside the function a synctest.Test call
+	// runs, where time is the bubble's fake clock.
+	inBubble bool
 }
 
 // timeCalls parses one file and returns its calls of the named functions
@@ -160,13 +166,18 @@ func timeCalls(path string, names ...string) ([]timeCall, error) {
 	if err != nil {
 		return nil, err
 	}
-	timeName := ""
+	timeName, synctestName := "", ""
 	for _, imp := range f.Imports {
-		if p, _ := strconv.Unquote(imp.Path.Value); p == "time" {
-			timeName = "time"
-			if imp.Name != nil {
-				timeName = imp.Name.Name
-			}
+		p, _ := strconv.Unquote(imp.Path.Value)
+		name := filepath.Base(p)
+		if imp.Name != nil {
+			name = imp.Name.Name
+		}
+		switch p {
+		case "time":
+			timeName = name
+		case "testing/synctest":
+			synctestName = name
 		}
 	}
 	if timeName == "" {
@@ -178,6 +189,9 @@ func timeCalls(path string, names ...string) ([]timeCall, error) {
 		if fd, ok := decl.(*ast.FuncDecl); ok {
 			fn = fd.Name.Name
 		}
+		// The extents of synctest.Test calls: a call inside one runs in
+		// a bubble, on its fake clock.
+		var bubbles []ast.Node
 		ast.Inspect(decl, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)
 			if !ok {
@@ -187,8 +201,17 @@ func timeCalls(path string, names ...string) ([]timeCall, error) {
 			if !ok {
 				return true
 			}
-			if x, ok := sel.X.(*ast.Ident); ok && x.Name == timeName && slices.Contains(names, sel.Sel.Name) {
-				calls = append(calls, timeCall{fn: fn, name: sel.Sel.Name, line: fset.Position(call.Pos()).Line})
+			x, ok := sel.X.(*ast.Ident)
+			switch {
+			case !ok:
+			case x.Name == synctestName && synctestName != "" && sel.Sel.Name == "Test":
+				bubbles = append(bubbles, call)
+			case x.Name == timeName && slices.Contains(names, sel.Sel.Name):
+				c := timeCall{fn: fn, name: sel.Sel.Name, line: fset.Position(call.Pos()).Line}
+				for _, b := range bubbles {
+					c.inBubble = c.inBubble || (b.Pos() <= call.Pos() && call.End() <= b.End())
+				}
+				calls = append(calls, c)
 			}
 			return true
 		})

@@ -10,17 +10,12 @@ import (
 // with a sleep (docs/architecture.md, Tests): a sleep that "gives the
 // goroutine a moment" holds on an idle machine and fails on a busy one.
 // TestNoSleepsInTests keeps it so: a call of time.Sleep in a _test.go file
-// is refused unless its function is listed here with why it is not
-// ordering events. What may stay is a fake clock's step inside a synctest
-// bubble (no real time passes), and a real process's wall clock that has to
-// move on, which no test can set.
+// is refused unless it is inside a synctest.Test bubble, where it steps the
+// bubble's fake clock and no real time passes, or its function is listed
+// here with why it is not ordering events: a real process's wall clock that
+// has to move on, which no test can set, or a bounded poll of another
+// process's state.
 var testSleeps = map[string]string{
-	// Inside synctest bubbles: time.Sleep advances the bubble's fake clock
-	// once every goroutine in it is blocked, and takes no real time.
-	"journal/readonly_test.go TestOpenedRecordReachesTheSpoolByItsRule":      "a fake-clock step in a synctest bubble",
-	"sandbox/load_test.go TestRunWaitsForTheRuntimeLoadWithinItsOwnDeadline": "a fake-clock step in a synctest bubble",
-	"server/mcp/guard_test.go TestMCPSessionsExpireWhenIdle":                 "a fake-clock step in a synctest bubble",
-
 	// A real toolhost serve and a real OAuth client share only the wall
 	// clock: the two-second access token has to expire on it.
 	"cmd/toolhost/oauth_test.go TestOAuthGoSDKClientAuthorizesRefreshesAndIsRevoked": "a real process's token lifetime passing on the wall clock",
@@ -41,6 +36,7 @@ func TestNoSleepsInTests(t *testing.T) {
 			return !strings.HasPrefix(name, ".") && name != "node_modules" && name != "testdata"
 		},
 		func(name string) bool { return strings.HasSuffix(name, "_test.go") },
+		func(c timeCall) bool { return c.inBubble },
 		func(rel string, c timeCall, key string) string {
 			return fmt.Sprintf("%s:%d: %s sleeps: wait for the event itself (a channel, synctest.Wait, a fake clock, a Close that waits), or list %q in testSleeps with why it does not order events", rel, c.line, c.fn, key)
 		}, "Sleep")
