@@ -48,9 +48,9 @@ test: build e2e-deps
 # quick). -short skips what takes seconds each (the doc-test, real serve
 # processes killed and restarted, load tests, hostile-input sweeps, the
 # slow PostgreSQL runs), each skip saying "runs in make test"; nothing is
-# left out of make test. It aims at 90 s on two quiet cores with a warm
-# build cache; measured figures, on a loaded machine, are in
-# docs/performance.md. Not a replacement for make test before a commit.
+# left out of make test. Under 90 s on two quiet cores with a warm build
+# cache (docs/performance.md). Not a replacement for make test before a
+# commit.
 test-short: build
 	TOOLHOST_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -short ./...
 
