@@ -73,6 +73,37 @@ func TestTuneGCAppliesTheMemoryLimit(t *testing.T) {
 	}
 }
 
+// GOGC is fixed at serveGOGC when serve starts; GOGC in the environment
+// wins.
+func TestTuneGCFixesGOGCUnlessTheEnvironmentSetsIt(t *testing.T) {
+	prevGC := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(prevGC) })
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, tc := range []struct {
+		name string
+		env  string
+		set  bool
+		want int
+	}{
+		{name: "fixed", want: serveGOGC},
+		{name: "GOGC wins", env: "150", set: true, want: 77},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("GOGC", tc.env)
+			if !tc.set {
+				os.Unsetenv("GOGC")
+			}
+			debug.SetGCPercent(77) // what the runtime took from the environment
+			if err := tuneGC(logger, 0); err != nil {
+				t.Fatal(err)
+			}
+			if got := debug.SetGCPercent(100); got != tc.want {
+				t.Fatalf("GOGC %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
 // The limit reaches serve from the config file.
 func TestServeTakesTheMemoryLimitFromConfig(t *testing.T) {
 	t.Setenv("GOMEMLIMIT", "") // restored after the test
