@@ -18,6 +18,7 @@ type MemStore struct {
 	events  map[string][]Event
 	keys    map[[2]string]memKey
 	holders map[string]bool
+	results map[string]FullResult
 }
 
 type memKey struct {
@@ -28,7 +29,7 @@ type memKey struct {
 // NewMemStore returns an empty in-memory store.
 func NewMemStore() *MemStore {
 	return &MemStore{recs: map[string]*Record{}, events: map[string][]Event{},
-		keys: map[[2]string]memKey{}, holders: map[string]bool{}}
+		keys: map[[2]string]memKey{}, holders: map[string]bool{}, results: map[string]FullResult{}}
 }
 
 func (m *MemStore) Write(_ context.Context, ws []Write) error {
@@ -275,4 +276,28 @@ func (m *MemStore) Alive(_ context.Context, instanceID string) (bool, error) {
 func mustJSON(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// PutResult implements Store.PutResult.
+func (m *MemStore) PutResult(_ context.Context, r FullResult) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.results[r.ExecutionID]; ok {
+		return nil
+	}
+	r.Text, r.Structured = slices.Clone(r.Text), slices.Clone(r.Structured)
+	m.results[r.ExecutionID] = r
+	return nil
+}
+
+// GetResult implements Store.GetResult.
+func (m *MemStore) GetResult(_ context.Context, accountID, id string) (FullResult, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.results[id]
+	if !ok || r.AccountID != accountID {
+		return FullResult{}, ErrNotFound
+	}
+	r.Text, r.Structured = slices.Clone(r.Text), slices.Clone(r.Structured)
+	return r, nil
 }

@@ -46,6 +46,13 @@ type Store interface {
 	Opened(ctx context.Context) ([]Record, error)
 	// LastEvent returns the last event of a record (any account).
 	LastEvent(ctx context.Context, id string) (Event, error)
+	// PutResult keeps the whole result of a cut call (FullResult); a
+	// second copy for an execution id already kept changes nothing.
+	PutResult(ctx context.Context, r FullResult) error
+	// GetResult returns the whole result kept for one execution of the
+	// account: ErrNotFound when none was kept (its result was not cut, or
+	// the id is another account's or none at all).
+	GetResult(ctx context.Context, accountID, id string) (FullResult, error)
 	// PurgeIdempotency deletes idempotency claims that expired before t.
 	// Journal records are never deleted.
 	PurgeIdempotency(ctx context.Context, t time.Time) (int, error)

@@ -35,6 +35,7 @@ func Run(t *testing.T, open func(t *testing.T) journal.Store) {
 		{"SpoolWaitingForTheStoreKeepsEveryWrite", func(t *testing.T, s journal.Store) { testSpool(t, s, true) }},
 		{"SpoolOfADeadProcessIsReplayedOnce", testSpoolReplay},
 		{"ReadOnlyCallsOverAFullSpool", testReadOnlyCallsOverAFullSpool},
+		{"FullResultsAreKeptExactlyInTheirAccount", testFullResults},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
