@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -51,11 +50,16 @@ type Outcome struct {
 	Structured json.RawMessage
 	// Text is the rendering for the model (already fenced when untrusted,
 	// already capped).
-	Text      string
+	Text string
+	// Truncated says the result was cut to MaxResultBytes: the text (its
+	// note says how to read the rest) or the structured content.
 	Truncated bool
-	Summary   string
-	Units     float64
-	Duration  time.Duration
+	// Continuation says where the rest of a cut result is read: nil when
+	// nothing was cut, or the whole result could not be kept.
+	Continuation *Continuation
+	Summary      string
+	Units        float64
+	Duration     time.Duration
 	// ReplayOf is set when the outcome was not executed but replayed from
 	// the stored result of an earlier call with the same idempotency key
 	// and arguments: it names that call's execution id.
@@ -90,8 +94,13 @@ type Options struct {
 	// MaxTimeout caps any requested timeout. Default 5 min.
 	MaxTimeout time.Duration
 	// MaxResultBytes caps the text and structured content of one result.
-	// Default 256 KiB.
+	// Default 256 KiB. A result over it is cut and kept whole in the
+	// journal, for read_result.
 	MaxResultBytes int
+	// MaxStoredResultBytes caps what the journal keeps of a cut result
+	// (its text and its structured content, each): more is cut there too,
+	// and read_result says so. Default 16 MiB.
+	MaxStoredResultBytes int
 	// JournalArgsBytes and JournalResultBytes bound what one record keeps
 	// of the raw and normalized arguments (64 KiB) and of the result and
 	// its text (256 KiB); more is cut and marked (JournalTruncatedMark).
@@ -163,6 +172,9 @@ type Executor struct {
 const (
 	DefaultTimeout        = 60 * time.Second
 	DefaultMaxResultBytes = 256 << 10
+	// DefaultMaxStoredResultBytes is Options.MaxStoredResultBytes'
+	// default.
+	DefaultMaxStoredResultBytes = 16 << 20
 	// DefaultMaxTimeout is Options.MaxTimeout's default, the longest
 	// deadline a call may have; the config file's default_timeout is at
 	// most this.
@@ -181,6 +193,9 @@ func NewExecutor(opts Options, ts ...Tool) (*Executor, error) {
 	}
 	if opts.MaxResultBytes <= 0 {
 		opts.MaxResultBytes = DefaultMaxResultBytes
+	}
+	if opts.MaxStoredResultBytes <= 0 {
+		opts.MaxStoredResultBytes = DefaultMaxStoredResultBytes
 	}
 	if opts.JournalArgsBytes <= 0 {
 		opts.JournalArgsBytes = 64 << 10
@@ -216,6 +231,9 @@ func NewExecutor(opts Options, ts ...Tool) (*Executor, error) {
 			return nil, err
 		}
 		e.tools[ent.spec.Name] = ent
+	}
+	if err := e.addReadResult(); err != nil {
+		return nil, err
 	}
 	if err := e.addSessionTools(); err != nil {
 		return nil, err
@@ -286,39 +304,57 @@ const (
 	untrustedClose = "\n</untrusted-data>"
 )
 
-func (e *Executor) encode(out *Outcome, spec catalog.Spec, res *Result) {
+// encode turns a tool's result into the outcome. A result over
+// MaxResultBytes is cut (resultcut.go): the text with a note that says
+// how to read the rest, the structured content where a cut still matches
+// the output schema; the whole result is then kept in the journal
+// (keepResult) for read_result and the MCP resource to page through.
+func (e *Executor) encode(ctx context.Context, out *Outcome, inv *Invocation, res *Result) {
+	spec := inv.Spec
 	out.Status = StatusSuccess
 	out.Summary = res.Summary
 	out.Units = res.Units
+	var full []byte
 	if res.Structured != nil {
 		b, err := json.Marshal(res.Structured)
 		if err != nil {
 			e.fail(out, StatusError, Errorf(CodeInternal, "%s produced a result that cannot be encoded: %v", spec.Name, err))
 			return
 		}
-		if len(b) > e.opts.MaxResultBytes {
-			e.fail(out, StatusError, Errorf(CodeResultTooLarge, "%s produced %d bytes of structured result, more than the %d allowed; ask for less (a smaller count, max_length or output)", spec.Name, len(b), e.opts.MaxResultBytes))
-			return
-		}
+		full = b
 		out.Structured = b
 	}
 	text := res.Text
 	if text == "" && out.Structured != nil {
 		text = string(out.Structured)
 	}
-	limit := e.opts.MaxResultBytes
-	if len(text) > limit {
-		cut := limit
-		for cut > 0 && !utf8.RuneStart(text[cut]) {
-			cut--
+	c := e.cutResult(spec, full, text)
+	if c.any() || len(text) > e.opts.JournalResultBytes || len(full) > e.opts.JournalResultBytes {
+		c.kept = e.keepResult(ctx, out.ExecutionID, inv, res, full)
+	}
+	if c.structuredCut {
+		if c.structured == nil {
+			e.fail(out, StatusError, Errorf(CodeResultTooLarge, "%s", c.tooLargeMessage(spec.Name, out.ExecutionID, len(full), e.opts.MaxResultBytes, inv.Ref.Lang)))
+			out.Continuation = c.continuation(out.ExecutionID, PartStructured, 0, full)
+			return
 		}
-		text = text[:cut] + fmt.Sprintf("\n[truncated: %d of %d bytes shown; ask for a smaller part of the result]", cut, len(res.Text))
+		out.Structured = c.structured
 		out.Truncated = true
 	}
-	if res.Untrusted {
-		text = untrustedOpen + text + untrustedClose
+	var note string
+	if c.textCut >= 0 {
+		note = c.textNote(out.ExecutionID, text, inv.Ref.Lang)
+		out.Continuation = c.continuation(out.ExecutionID, PartText, c.textCut, []byte(text))
+		text = text[:c.textCut]
+		out.Truncated = true
+	} else if c.structuredCut {
+		note = c.structuredNote(out.ExecutionID, full, inv.Ref.Lang)
+		out.Continuation = c.continuation(out.ExecutionID, PartStructured, 0, full)
 	}
-	out.Text = text
+	if res.Untrusted {
+		text = Fence(text)
+	}
+	out.Text = text + note + res.Note
 }
 
 func (e *Executor) names() []string {

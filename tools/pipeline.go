@@ -292,7 +292,7 @@ func (pl *pipeline) execute(ctx context.Context) (ran, toolErr bool) {
 
 	switch {
 	case callErr == nil && res != nil:
-		e.encode(out, pl.ent.spec, res)
+		e.encode(ctx, out, pl.inv, res)
 	case deadlineHit && !isToolError(callErr):
 		e.fail(out, StatusTimeout, Errorf(CodeTimeout, "%s did not finish within %s", p.Tool, pl.timeout.Round(time.Millisecond)))
 	case cancelled && !isToolError(callErr):

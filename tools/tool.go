@@ -153,6 +153,10 @@ type Result struct {
 	// Untrusted marks Text as data from outside (a web page, a search
 	// engine): the encoder fences it so a model treats it as data.
 	Untrusted bool
+	// Note is toolhost's own line after Text (where a page of a longer
+	// whole ends, how to read on): outside the fence, so nothing in Text
+	// can pass for it.
+	Note string
 }
 
 // Error is a tool failure the model should see: a stable machine code and a
