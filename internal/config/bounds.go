@@ -261,6 +261,7 @@ func (c *Config) mcpToolsBounds() []bound {
 		{key: "tools.default_timeout", v: int64(t.DefaultTimeout), max: int64(tools.DefaultMaxTimeout), dur: true,
 			want: fmt.Sprintf("from \"0s\" (the default, 60s) to %q", tools.DefaultMaxTimeout.String())},
 		count("tools.max_result_bytes", t.MaxResultBytes, "the default, 256 KiB"),
+		count("tools.max_stored_result_bytes", t.MaxStoredResultBytes, "the default, 16 MiB"),
 		capOrNone("tools.max_definitions_per_account", t.MaxDefinitionsPerAccount, "256"),
 		waitUpTo("mcp_servers.ttl", s.TTL, MaxCacheTTL, "the default, 5m"),
 		wait("mcp_servers.probe_timeout", s.ProbeTimeout, "the default, 3s"),

@@ -74,6 +74,9 @@ type Config struct {
 	Tools struct {
 		DefaultTimeout duration.Duration `json:"default_timeout"`
 		MaxResultBytes int               `json:"max_result_bytes"`
+		// MaxStoredResultBytes caps what the journal keeps of a result
+		// cut to MaxResultBytes, for read_result (16 MiB).
+		MaxStoredResultBytes int `json:"max_stored_result_bytes"`
 		// Slots are the caller slots a call may declare (MCP _meta
 		// toolhost/slot, X-Toolhost-Slot, toolhost call --slot); default
 		// narrator, director, verifier, memory.
@@ -148,6 +151,7 @@ func Default() Config {
 	c.MCP.SessionTimeout = duration.Duration(mcp.DefaultSessionTimeout)
 	c.Tools.DefaultTimeout = duration.Duration(tools.DefaultTimeout)
 	c.Tools.MaxResultBytes = tools.DefaultMaxResultBytes
+	c.Tools.MaxStoredResultBytes = tools.DefaultMaxStoredResultBytes
 	c.Tools.MaxDefinitionsPerAccount = tooldef.DefaultMaxPerAccount
 	c.MCPServers.MaxPerAccount = mcpremote.DefaultMaxPerAccount
 	c.ShutdownTimeout = duration.Duration(server.DefaultShutdownTimeout)

@@ -468,6 +468,11 @@ func render(out *tools.Outcome, structuredErrors bool) *sdk.CallToolResult {
 	if out.Truncated {
 		res.Meta["toolhost/truncated"] = true
 	}
+	if out.Continuation != nil {
+		// Where the rest of a cut result is read: read_result's arguments
+		// and the resource of the next page.
+		res.Meta["toolhost/continuation"] = out.Continuation
+	}
 	if out.IsError {
 		// Clients validate structuredContent against the tool's output
 		// schema whenever it is present (the TypeScript SDK turns a mismatch

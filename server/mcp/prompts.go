@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolhost/toolhost/catalog"
 	"github.com/toolhost/toolhost/internal/clip"
+	"github.com/toolhost/toolhost/tools"
 )
 
 // Prompts are ready-made user messages that put toolhost's tools to work.
@@ -280,8 +281,11 @@ func (s *Server) serveExtras(next sdk.MethodHandler) sdk.MethodHandler {
 			out.ResourceTemplates = make([]*sdk.ResourceTemplate, len(lr.ResourceTemplates))
 			for i, t := range lr.ResourceTemplates {
 				out.ResourceTemplates[i] = t
-				if t.URITemplate == ExecutionURITemplate {
+				switch t.URITemplate {
+				case ExecutionURITemplate:
 					out.ResourceTemplates[i] = executionTemplate(lang)
+				case tools.ResultURITemplate:
+					out.ResourceTemplates[i] = resultTemplate(lang)
 				}
 			}
 			return &out, nil

@@ -44,9 +44,10 @@ var executionTemplateText = struct{ title, description catalog.Text }{
 	},
 }
 
-// addExecutions registers the execution template on srv.
+// addExecutions registers the execution templates on srv.
 func (s *Server) addExecutions(srv *sdk.Server) {
 	srv.AddResourceTemplate(executionTemplate(s.opts.Lang), s.readExecution)
+	srv.AddResourceTemplate(resultTemplate(s.opts.Lang), s.readResult)
 }
 
 func executionTemplate(lang catalog.Lang) *sdk.ResourceTemplate {

@@ -222,7 +222,11 @@ func TestExecutionURIsRefuseHostileInput(t *testing.T) {
 
 func TestResourceTemplateFollowsAcceptLanguage(t *testing.T) {
 	url := accounts(t)
-	for header, want := range map[string]string{"": "Tool execution", "en": "Tool execution", "zh-CN": "工具执行记录"} {
+	for header, want := range map[string][2]string{
+		"":      {"Tool execution", "Tool result, in pages"},
+		"en":    {"Tool execution", "Tool result, in pages"},
+		"zh-CN": {"工具执行记录", "工具结果（分段）"},
+	} {
 		h := http.Header{}
 		if header != "" {
 			h.Set("Accept-Language", header)
@@ -232,8 +236,12 @@ func TestResourceTemplateFollowsAcceptLanguage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res.ResourceTemplates) != 1 || res.ResourceTemplates[0].URITemplate != mcpface.ExecutionURITemplate || res.ResourceTemplates[0].Title != want {
-			t.Fatalf("%q: templates = %+v", header, res.ResourceTemplates)
+		titles := map[string]string{}
+		for _, tm := range res.ResourceTemplates {
+			titles[tm.URITemplate] = tm.Title
+		}
+		if len(titles) != 2 || titles[mcpface.ExecutionURITemplate] != want[0] || titles[tools.ResultURITemplate] != want[1] {
+			t.Fatalf("%q: templates = %v", header, titles)
 		}
 	}
 }
