@@ -19,6 +19,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -69,6 +71,11 @@ type ToolCall struct {
 	ID        string `json:"id"`
 	Name      string `json:"name"`
 	Arguments string `json:"arguments"`
+	// ArgumentsFrom, when set, is a regular expression matched against
+	// the text of the conversation's last tool message (Chat
+	// Completions): its first group becomes Arguments, as a model copies
+	// the arguments a tool result told it to use.
+	ArgumentsFrom string `json:"arguments_from,omitempty"`
 }
 
 // LoadScript reads a JSON script file.
@@ -257,9 +264,40 @@ func (s *Server) pick(req *request) (Round, error) {
 		if rd.Created == 0 {
 			rd.Created = 1767225600
 		}
-		return rd, nil
+		return withCopiedArguments(rd, req.Messages[last+1:])
 	}
 	return Round{}, fmt.Errorf("fake upstream: no conversation matches %q", text)
+}
+
+// withCopiedArguments fills the arguments of rd's calls that copy theirs
+// from the last tool message (ToolCall.ArgumentsFrom).
+func withCopiedArguments(rd Round, msgs []struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}) (Round, error) {
+	rd.ToolCalls = slices.Clone(rd.ToolCalls)
+	for i, tc := range rd.ToolCalls {
+		if tc.ArgumentsFrom == "" {
+			continue
+		}
+		re, err := regexp.Compile(tc.ArgumentsFrom)
+		if err != nil {
+			return Round{}, fmt.Errorf("fake upstream: arguments_from of %s: %w", tc.Name, err)
+		}
+		text := ""
+		for j := len(msgs) - 1; j >= 0; j-- {
+			if msgs[j].Role == "tool" {
+				text = contentText(msgs[j].Content)
+				break
+			}
+		}
+		m := re.FindStringSubmatch(text)
+		if len(m) < 2 {
+			return Round{}, fmt.Errorf("fake upstream: arguments_from of %s matches nothing in the last tool message", tc.Name)
+		}
+		rd.ToolCalls[i].Arguments = m[1]
+	}
+	return rd, nil
 }
 
 func contentText(raw json.RawMessage) string {

@@ -117,6 +117,9 @@ type Call struct {
 	ExecutionID string
 	Duration    time.Duration
 	Units       float64
+	// Continued says the result was cut and its rest is kept: read_result
+	// reads it (and is offered to the model from the next round).
+	Continued bool
 }
 
 // MS is the call's duration in whole milliseconds.

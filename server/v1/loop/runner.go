@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -253,6 +254,11 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 			return nil, err
 		}
 		msgs = appendRound(msgs, resp.Message, calls, idsAdded, hostedCalls)
+		if d, ok := offerReadResult(cat, run, hosted, hostedCalls); ok {
+			fns = append(fns, d)
+			hosted[d.Name] = true
+			res.Definitions = append(res.Definitions, d)
+		}
 		hostedRounds++
 		// Rule 4: a forced choice is relaxed once hosted tools have run.
 		if choice.Mode == ToolChoiceRequired || choice.Mode == ToolChoiceFunction {
@@ -437,6 +443,7 @@ func fillCall(c *Call, out *tools.Outcome, lang catalog.Lang) {
 	c.Result = out.Text
 	c.IsError = out.IsError
 	c.Code = out.Code
+	c.Continued = out.Continuation != nil
 	if out.IsError {
 		// The model gets the machine code before the message, as an MCP
 		// client gets it in structuredContent: it can tell a server that
@@ -451,6 +458,24 @@ func fillCall(c *Call, out *tools.Outcome, lang catalog.Lang) {
 	c.Status = StatusDone
 	c.Summary = out.Summary
 	c.Structured = out.Structured
+}
+
+// offerReadResult is read_result's definition when a call of the round
+// came back cut with its rest kept (tools.Outcome.Continuation) and the
+// run does not host read_result yet: the cut result's note tells the
+// model to call it, so from the next round on it may, whether or not the
+// request declared it. Not when the caller has a function of that name
+// (the caller's wins), nor when the run's catalog lacks it.
+func offerReadResult(cat Catalog, run *Run, hosted map[string]bool, calls []Call) (Function, bool) {
+	if hosted[tools.ReadResultTool] || !slices.ContainsFunc(calls, func(c Call) bool { return c.Continued }) ||
+		slices.ContainsFunc(run.Request.Tools, func(f Function) bool { return f.Name == tools.ReadResultTool }) {
+		return Function{}, false
+	}
+	defs, err := DefinitionsFrom(cat, []string{tools.ReadResultTool}, run.Lang)
+	if err != nil {
+		return Function{}, false
+	}
+	return defs[0], true
 }
 
 func failedSummary(lang catalog.Lang, out *tools.Outcome) string {
