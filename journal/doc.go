@@ -1,5 +1,6 @@
 // Package journal is the execution journal: one Record per tool call, the
-// ordered state events of that call, the transition rules of the call state
+// ordered state events of that call, the whole result of a call whose result
+// reached its caller cut (FullResult), the transition rules of the call state
 // machine, idempotency claims, and the storage interface (Store) that package
 // store implements for SQLite and PostgreSQL.
 //
