@@ -188,6 +188,7 @@ func New(hostile bool) *Server {
 			return text("ran"), nil
 		})
 	s.addDeep(ro)
+	s.addInject(ro)
 	for _, n := range []string{"Echo", "get-sum", "get_sum", "工具", "a-very-long-tool-name-that-goes-on-and-on-past-any-sensible-limit-of-names"} {
 		s.srv.AddTool(&sdk.Tool{Name: n, Description: "A name to report.", InputSchema: obj(``), Annotations: ro},
 			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
