@@ -17,6 +17,12 @@ type InjectArgs struct {
 	As   string `json:"as"` // text, structured, error or refusal
 }
 
+// addShaped adds the tools whose answers the test shapes: deep and inject.
+func (s *Server) addShaped(ro *sdk.ToolAnnotations) {
+	s.addDeep(ro)
+	s.addInject(ro)
+}
+
 // addInject adds inject, whose answers carry text meant to break out of
 // toolhost's untrusted-data fence.
 func (s *Server) addInject(ro *sdk.ToolAnnotations) {
