@@ -164,28 +164,49 @@ func isToken(s string) bool {
 // to them. It may find a token where a reader would not; that only costs
 // another draw.
 func foldForToken(s string) string {
-	if isPlainASCII(s) {
-		return strings.Map(foldASCII, s)
+	if isASCII(s) {
+		b := make([]byte, 0, len(s))
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; c >= 0x20 && c != 0x7f {
+				b = append(b, asciiFold[c])
+			}
+		}
+		return string(b)
 	}
 	n := norm.NFKC.String(s)
-	var b strings.Builder
-	b.Grow(len(n))
-	for _, r := range n {
-		switch {
-		case unicode.Is(unicode.Cc, r), unicode.Is(unicode.Cf, r):
-			continue
-		case r < utf8.RuneSelf:
-			b.WriteRune(foldASCII(r))
-		default:
-			r = unicode.ToLower(r)
-			if a, ok := tokenLookAlikes[r]; ok {
-				r = a
+	b := make([]byte, 0, len(n))
+	for i := 0; i < len(n); {
+		if c := n[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != 0x7f {
+				b = append(b, asciiFold[c])
 			}
-			b.WriteRune(r)
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(n[i:])
+		i += size
+		if unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) {
+			continue
+		}
+		r = unicode.ToLower(r)
+		if a, ok := tokenLookAlikes[r]; ok {
+			r = a
+		}
+		b = utf8.AppendRune(b, r)
+	}
+	return string(b)
+}
+
+// asciiFold is foldASCII for each byte below 0x80.
+var asciiFold = func() (t [256]byte) {
+	for c := range t {
+		t[c] = byte(c)
+		if c < utf8.RuneSelf {
+			t[c] = byte(foldASCII(rune(c)))
 		}
 	}
-	return b.String()
-}
+	return t
+}()
 
 // foldASCII lowers r and reads the letters o, l and i as the digits they
 // look like.
@@ -199,11 +220,9 @@ func foldASCII(r rune) rune {
 	return r
 }
 
-// isPlainASCII: printable ASCII, tab, newline and carriage return only,
-// whose fold is just its lower case.
-func isPlainASCII(s string) bool {
+func isASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c >= utf8.RuneSelf || c == 0x7f || (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
+		if s[i] >= utf8.RuneSelf {
 			return false
 		}
 	}
