@@ -209,8 +209,10 @@ test("live: runtime catalog and MCP tools/list of that account only; calls throu
 
   let res = await alpha.callTool({ name: "everything__echo", arguments: { message: "hello gateway" } });
   assert.equal(res.isError ?? false, false, textOf(res));
-  assert.match(textOf(res), /Echo: hello gateway/);
-  assert.match(textOf(res), /<untrusted-data>/);
+  // Fenced: the boundary token in the opening marker closes it, nothing else.
+  const fence = textOf(res).match(/^<untrusted-data boundary="([0-9a-f]{24})">\n[^\n]*\n([\s\S]*)\n<\/untrusted-data boundary="\1">$/);
+  assert.ok(fence, textOf(res));
+  assert.match(fence[2], /Echo: hello gateway/);
   res = await alpha.callTool({ name: "everything__get_sum", arguments: { a: 2, b: 40 } });
   assert.match(textOf(res), /42/);
   res = await alpha.callTool({ name: "gotest__add", arguments: { a: 2, b: 3 } });

@@ -73,6 +73,24 @@ func journalBytes(b []byte, limit int) []byte {
 	return fmt.Appendf(append([]byte(nil), b[:cut]...), JournalTruncatedMark, len(b))
 }
 
+// journalText is a result's text as the journal stores it (journalBytes).
+// A fenced text over the bound keeps its fence closed: the fenced content
+// is cut, so a reader of the journal (the MCP resources, a replay) never
+// sees outside text after an opening marker that no closing one ends.
+func (e *Executor) journalText(text string) string {
+	limit := e.opts.JournalResultBytes
+	if len(text) <= limit {
+		return text
+	}
+	over, ok := fenceOverhead(text)
+	if !ok || over >= limit/2 {
+		return string(journalBytes([]byte(text), limit))
+	}
+	return e.opts.Fencer.refence(text, func(content string) string {
+		return string(journalBytes([]byte(content), limit-over))
+	})
+}
+
 // callRecord is the journal side of one Execute: the record, its trail of
 // state events and the outcome being built.
 type callRecord struct {
@@ -130,7 +148,7 @@ func (c *callRecord) settle(commit journal.Commit) {
 	if len(r.Result) > c.e.opts.JournalResultBytes {
 		r.Result = fmt.Appendf(nil, `{"journal_truncated":true,"bytes":%d}`, len(r.Result))
 	}
-	r.ResultText = string(journalBytes([]byte(c.out.Text), c.e.opts.JournalResultBytes))
+	r.ResultText = c.e.journalText(c.out.Text)
 	if len(r.Args) > c.e.opts.JournalArgsBytes {
 		r.Args = nil // the REST shape shows the cut args_raw instead
 	}

@@ -76,10 +76,6 @@ type RemoteServer struct {
 	SnapshotError *string `json:"snapshot_error"`
 }
 
-// Fence marks text from outside as data, as the encoder does for
-// untrusted results; for messages that quote a remote server.
-func Fence(text string) string { return untrustedOpen + text + untrustedClose }
-
 // remoteEntry looks up a remote tool and compiles its schema. A schema
 // that does not compile is a tool failure: toolhost does not send
 // arguments it could not validate.

@@ -91,7 +91,7 @@ func (t *Tool) checkURL(u *url.URL, lists domainLists) error {
 	// spelling in the URL.
 	norm, err := egress.NormalizeHost(host)
 	if err != nil {
-		return fmt.Errorf("%w: %q: %v", errInvalidURL, host, err)
+		return fmt.Errorf("%w: %s: %v", errInvalidURL, quoteOutside(host), err)
 	}
 	if norm != host {
 		host = norm
@@ -107,7 +107,7 @@ func (t *Tool) checkURL(u *url.URL, lists domainLists) error {
 		return err
 	}
 	if !lists.permits(host) {
-		return fmt.Errorf("%s: %w", host, errDomain)
+		return fmt.Errorf("%s: %w", quoteOutside(host), errDomain)
 	}
 	return nil
 }
@@ -190,15 +190,42 @@ func (t *Tool) newClient() (*http.Client, error) {
 	}, nil
 }
 
-// quoteURL is u for a message, cut after 200 bytes: a redirect's target
-// is whatever the site sent (up to the 64 KiB of headers), and the message
-// is read for what it says after it.
-func quoteURL(u *url.URL) string {
-	s := u.Redacted()
-	if len(s) > 200 {
-		s = strings.ToValidUTF8(s[:200], "") + "…"
+// quoteURL is u for a message (quoteOutside): a redirect's target is
+// whatever the site sent.
+func quoteURL(u *url.URL) string { return quoteOutside(u.Redacted()) }
+
+// quoteOutside is a value a site sent (a redirect's target, a host name,
+// a header) for an error message, cut after 200 bytes (a header may hold
+// 64 KiB, and the message is read for what it says after it) and with
+// every byte a URL does not need as it is (markup, quotes, white space,
+// control characters, non-ASCII) percent-encoded: a site cannot write a
+// tag, a line or a look-alike into the message through it. Longer free
+// text from a site is fenced instead (tools.Fence).
+func quoteOutside(s string) string {
+	const limit = 200
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if b.Len() >= limit {
+			b.WriteString("…")
+			break
+		}
+		if c := s[i]; plainInURL(c) {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
 	}
-	return s
+	return b.String()
+}
+
+// plainInURL: the unreserved and reserved characters of RFC 3986, and the
+// percent sign of an escape.
+func plainInURL(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("-._~:/?#[]@!$&'()*+,;=%", c) >= 0
 }
 
 // checkProxied resolves the target host itself when a proxy is configured:
@@ -310,7 +337,7 @@ func readBody(resp *http.Response, limit int64, progress progressFunc) ([]byte, 
 				r = fr
 			}
 		default:
-			return nil, fmt.Errorf("%w: content encoding %q", errUnsupported, enc)
+			return nil, fmt.Errorf("%w: content encoding %s", errUnsupported, quoteOutside(enc))
 		}
 	}
 	body, err := io.ReadAll(io.LimitReader(r, limit+1))

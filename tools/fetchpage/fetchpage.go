@@ -239,7 +239,7 @@ func (t *Tool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, 
 		doc, cached = t.cache.get(key)
 	}
 	if cached && !lists.permits(hostOf(doc.FinalURL)) {
-		return nil, tools.Errorf(CodeDomainNotAllowed, "%s redirects to %s, which the domain lists do not allow", u.Redacted(), hostOf(doc.FinalURL))
+		return nil, tools.Errorf(CodeDomainNotAllowed, "%s redirects to %s, which the domain lists do not allow", u.Redacted(), quoteOutside(hostOf(doc.FinalURL)))
 	}
 	if !cached {
 		doc, err = t.fetch(ctx, inv, u, lists, in.Format)
@@ -324,7 +324,7 @@ func (t *Tool) fetch(ctx context.Context, inv *tools.Invocation, u *url.URL, lis
 		return nil, err
 	}
 	if resp.Status >= 400 {
-		return nil, &httpStatusError{status: resp.Status, url: resp.FinalURL.Redacted()}
+		return nil, &httpStatusError{status: resp.Status, url: quoteURL(resp.FinalURL)}
 	}
 	doc := &document{
 		FinalURL:    resp.FinalURL.String(),
@@ -435,10 +435,27 @@ type httpErrorDetails struct {
 	Status int `json:"status"`
 }
 
+// isOwnRefusal: err is one of fetch_page's refusals of a redirect.
+func isOwnRefusal(err error) bool {
+	for _, e := range []error{errDomain, errRobots, errInvalidURL, errScheme, errURLTooLong, errTooManyRedirects} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
 // toolError maps a fetch failure to its stable code and a message the model
 // can act on.
 func (t *Tool) toolError(err error, lang catalog.Lang) error {
 	var hs *httpStatusError
+	// A redirect's failure comes wrapped in the client's *url.Error, which
+	// quotes the target as the site sent it: the words under it quote
+	// what they need, escaped (quoteOutside).
+	var ue *url.Error
+	if errors.As(err, &ue) && isOwnRefusal(ue.Err) {
+		err = ue.Err
+	}
 	switch {
 	case errors.Is(err, egress.ErrBlockedAddress):
 		msg := "address not allowed: the URL resolves to a private, loopback, link-local or otherwise non-public address"
@@ -455,12 +472,6 @@ func (t *Tool) toolError(err error, lang catalog.Lang) error {
 	case errors.Is(err, errDomain):
 		return tools.Errorf(CodeDomainNotAllowed, "%v; check allowed_domains / blocked_domains", err)
 	case errors.Is(err, errTooManyRedirects):
-		// The redirect's own words: the client's wrapping quotes the
-		// target uncut in front of them.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
 		return tools.Errorf(CodeTooManyRedirects, "%v", err)
 	case errors.Is(err, errRobots):
 		return tools.Errorf(CodeRobotsDisallowed, "%v (user agent %s); the site does not allow automated fetching of this page", err, robotsAgent)

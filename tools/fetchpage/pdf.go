@@ -232,7 +232,8 @@ func pdfError(err error) *tools.Error {
 	case errors.Is(err, pdftext.ErrEncrypted):
 		return tools.Errorf(CodeExtractionFailed, "the PDF is encrypted and cannot be read without its password")
 	case errors.Is(err, pdftext.ErrCorrupt):
-		return tools.Errorf(CodeExtractionFailed, "the PDF is damaged or not a PDF: %v", err)
+		// The parser's words may quote the file: they are fenced.
+		return tools.Errorf(CodeExtractionFailed, "the PDF is damaged or not a PDF: %s", tools.Fence(err.Error()))
 	}
 	return nil
 }

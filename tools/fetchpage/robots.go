@@ -55,7 +55,7 @@ func (r *robots) check(ctx context.Context, u *url.URL) error {
 		path += "?" + u.RawQuery
 	}
 	if !data.TestAgent(path, robotsAgent) {
-		return fmt.Errorf("%s: %w", u.Redacted(), errRobots)
+		return fmt.Errorf("%s: %w", quoteURL(u), errRobots)
 	}
 	return nil
 }

@@ -138,7 +138,7 @@ func (t *remoteTool) attempt(ctx context.Context, l *link, inv *tools.Invocation
 		return false, nil, tools.Errorf(tools.CodeUpstreamUnavailable, "the MCP server %s answered HTTP %d (%s); the call was not run, try again later",
 			t.srv.Name, seen.status, http.StatusText(seen.status))
 	case errors.As(err, &werr) && werr.Code != codeRejectedByTransport:
-		return false, nil, &tools.Error{Code: CodeUpstreamError, Message: fmt.Sprintf("the MCP server %s refused the call: %s", t.srv.Name, tools.Fence(clip.Message(werr.Message))),
+		return false, nil, &tools.Error{Code: CodeUpstreamError, Message: fmt.Sprintf("the MCP server %s refused the call: %s", t.srv.Name, quote(werr.Message)),
 			Details: upstreamRefused{UpstreamCode: werr.Code}}
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		if t.spec.SideEffect == catalog.SideEffectNone {
@@ -158,6 +158,15 @@ func (t *remoteTool) attempt(ctx context.Context, l *link, inv *tools.Invocation
 	}
 	return false, nil, tools.Errorf(tools.CodeOutcomeUnknown, "the connection to the MCP server %s was lost after the call was sent (%s); it may or may not have taken effect, so toolhost does not retry it", t.srv.Name, describe(err))
 }
+
+// quoteRunes bounds a remote server's words an error message quotes: with
+// the fence and the message around it, the message stays within the
+// executor's bound (clip.MessageRunes), so its end is never cut.
+const quoteRunes = clip.MessageRunes * 3 / 4
+
+// quote is a remote server's words in an error message: cut, then fenced
+// as untrusted data.
+func quote(s string) string { return tools.Fence(clip.Runes(s, quoteRunes)) }
 
 // result turns the remote result into a toolhost result: text is
 // untrusted, structuredContent and isError are kept.
@@ -189,7 +198,7 @@ func (t *remoteTool) result(res *sdk.CallToolResult) (*tools.Result, error) {
 		return nil, err
 	}
 	if res.IsError {
-		return nil, &tools.Error{Code: CodeUpstreamError, Message: fmt.Sprintf("the MCP server %s reported an error: %s", t.srv.Name, tools.Fence(text)),
+		return nil, &tools.Error{Code: CodeUpstreamError, Message: fmt.Sprintf("the MCP server %s reported an error: %s", t.srv.Name, quote(text)),
 			Details: upstreamReported{StructuredContent: res.StructuredContent, UpstreamIsError: true}}
 	}
 	var structured any

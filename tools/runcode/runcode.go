@@ -228,6 +228,9 @@ func (t *Tool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, 
 		Text:       text(out),
 		Summary:    fmt.Sprintf("%s exit %d, %d ms", out.Language, out.ExitCode, out.DurationMS),
 		Units:      units,
+		// The program's output may echo anything it read or was given
+		// (a page fetched earlier, a file): data, not instructions.
+		Untrusted: true,
 	}, nil
 }
 

@@ -60,7 +60,7 @@ func (b *brave) search(ctx context.Context, q query) ([]hit, error) {
 		return nil, failf(failMalformed, "response is not Brave Search JSON: %v", err)
 	}
 	if r.Type != "search" {
-		return nil, failf(failMalformed, "response type %q, want \"search\"", r.Type)
+		return nil, failf(failMalformed, "response type is not \"search\"%s", excerpt([]byte(r.Type), ""))
 	}
 	if r.Web == nil { // Brave omits "web" when it found nothing
 		return []hit{}, nil

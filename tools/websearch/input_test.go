@@ -133,8 +133,8 @@ func TestRenderingFollowsTheCallerLanguage(t *testing.T) {
 			if !strings.Contains(o.Text, c.head) || o.Summary != c.summary {
 				t.Fatalf("text %q summary %q", o.Text, o.Summary)
 			}
-			if !strings.HasPrefix(o.Text, "<untrusted-data>") {
-				t.Errorf("results not fenced as untrusted: %q", o.Text[:40])
+			if content, ok := tools.Unfence(o.Text); !ok || !strings.HasPrefix(o.Text, "<untrusted-data boundary=") || !strings.HasPrefix(content, c.head[:10]) {
+				t.Errorf("results not fenced as untrusted: %q", o.Text[:80])
 			}
 		})
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/egress"
+	"github.com/toolhost/toolhost/tools"
 )
 
 // query is what a provider is asked for: the normalized arguments of a call.
@@ -161,7 +162,8 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 	return 0
 }
 
-// excerpt is a short, single-line piece of an error body for messages.
+// excerpt is a short, single-line piece of an error body for messages,
+// fenced: the engine's words are data, whatever they say.
 func excerpt(body []byte, secret string) string {
 	s := strings.Join(strings.Fields(string(body)), " ")
 	if s == "" {
@@ -174,7 +176,7 @@ func excerpt(body []byte, secret string) string {
 		}
 		s = s[:cut] + "…"
 	}
-	return ": " + scrub(s, secret)
+	return ": " + tools.Fence(scrub(s, secret))
 }
 
 func scrub(s, secret string) string {

@@ -187,7 +187,7 @@ func New(hostile bool) *Server {
 			s.count("badref")
 			return text("ran"), nil
 		})
-	s.addDeep(ro)
+	s.addShaped(ro)
 	for _, n := range []string{"Echo", "get-sum", "get_sum", "工具", "a-very-long-tool-name-that-goes-on-and-on-past-any-sensible-limit-of-names"} {
 		s.srv.AddTool(&sdk.Tool{Name: n, Description: "A name to report.", InputSchema: obj(``), Annotations: ro},
 			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
