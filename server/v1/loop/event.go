@@ -26,7 +26,9 @@ const (
 	// EventCallerCallDelta: a piece of a call to one of the caller's
 	// functions. CallerIndex numbers the caller's calls of the round from 0
 	// (hosted calls are not counted); the first delta of a call carries ID
-	// and Name, the others argument bytes.
+	// and Name, the others argument bytes. Calls to invented names in a
+	// round that ends the loop come last, each whole in one delta, once the
+	// upstream answer is complete.
 	EventCallerCallDelta
 	// EventHostedCallsProposed: the round's upstream response is complete and
 	// its hosted calls will run. Calls holds them in the model's order, with

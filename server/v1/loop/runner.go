@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -132,7 +134,8 @@ type Result struct {
 	Usage  Usage
 	Cost   int64
 	// Calls are every hosted call the model asked for, in order, skipped
-	// ones included.
+	// ones included, and the calls to invented names the loop ran (failed
+	// with unknown_tool).
 	Calls []Call
 	// Definitions are the hosted function definitions given to the model.
 	Definitions []Function
@@ -145,7 +148,8 @@ type RoundResult struct {
 	Response *UpstreamResponse
 	Usage    Usage
 	Cost     int64
-	// Calls are the round's hosted calls in the model's order.
+	// Calls are the round's hosted calls (invented names the loop ran
+	// included) in the model's order.
 	Calls    []Call
 	Upstream time.Duration
 	Tools    time.Duration
@@ -191,6 +195,7 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 	for _, d := range defs {
 		hosted[d.Name] = true
 	}
+	names := newNames(hosted, run.Request.Tools)
 	res := &Result{RunID: "run_" + uuid.Must(uuid.NewV7()).String(), Definitions: defs}
 	emit := func(ev Event) error {
 		if run.Sink == nil {
@@ -216,7 +221,8 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 			return nil, err
 		}
 		upStart := time.Now()
-		resp, err := run.Route.Upstream.Call(ctx, upstreamRequest(&req, msgs, fns, tc), r.streamFilter(round, hosted, emit))
+		filter := newStreamFilter(round, names, emit)
+		resp, err := run.Route.Upstream.Call(ctx, upstreamRequest(&req, msgs, fns, tc), filter.delta)
 		if err != nil {
 			return nil, err
 		}
@@ -233,11 +239,15 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 		res.Usage = res.Usage.Add(resp.Usage)
 		res.Cost += rr.Cost
 
-		calls, hostedCalls, callerCalls, idsAdded := classify(resp, round, hosted)
+		calls, hostedCalls, callerCalls, idsAdded := classify(resp, round, names)
 		if len(hostedCalls) == 0 || callerCalls > 0 || final {
 			// Rules 3 and 5: the loop ends; hosted calls of this round are
-			// not executed.
-			return r.end(ctx, run, res, rr, hosted, hostedCalls, emit)
+			// not executed, invented names go back to the caller with the
+			// rest of the answer, as they would without hosted tools.
+			if err := filter.release(); err != nil {
+				return nil, err
+			}
+			return r.end(ctx, run, res, rr, hosted, onlyHosted(hostedCalls, hosted), emit)
 		}
 
 		// Rule 2: run the hosted calls, results in the model's order.
@@ -245,7 +255,7 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 			return nil, err
 		}
 		toolStart := time.Now()
-		if err := r.execute(ctx, run, res.RunID, hostedCalls, emit); err != nil {
+		if err := r.execute(ctx, run, res.RunID, names.visible, hostedCalls, emit); err != nil {
 			return nil, err
 		}
 		rr.Tools = time.Since(toolStart)
@@ -299,23 +309,66 @@ func upstreamRequest(req *Request, msgs []Message, fns []Function, tc ToolChoice
 	return up
 }
 
+// names are the three kinds of tool name a run tells apart: its hosted
+// tools, the caller's own functions, and any other name, which the model
+// invented. An invented name is a hosted call that fails at lookup
+// (unknown_tool, §6.14 of the tool-call seed): the executor refuses it,
+// the model gets the refusal with the names it may use, and the loop goes
+// on. A run without hosted tools invents nothing: every call is the
+// caller's, as without toolhost.
+type names struct {
+	hosted  map[string]bool
+	caller  map[string]bool
+	visible []string // hosted and caller names, sorted (tools.Proposal.Visible)
+}
+
+func newNames(hosted map[string]bool, callerFns []Function) names {
+	n := names{hosted: hosted, caller: make(map[string]bool, len(callerFns))}
+	for _, f := range callerFns {
+		n.caller[f.Name] = true
+	}
+	n.visible = make([]string, 0, len(hosted)+len(n.caller))
+	for name := range hosted {
+		n.visible = append(n.visible, name)
+	}
+	for name := range n.caller {
+		if !hosted[name] {
+			n.visible = append(n.visible, name)
+		}
+	}
+	slices.Sort(n.visible)
+	return n
+}
+
+// runs reports whether the loop runs a call of that name itself: a hosted
+// tool, or an invented name (which fails at lookup).
+func (n names) runs(name string) bool {
+	return n.hosted[name] || (len(n.hosted) > 0 && !n.caller[name])
+}
+
 // classify gives every call of the answer an id (some upstreams omit
-// them) and sorts them: the hosted ones as Calls of the round, the
-// caller's counted.
-func classify(resp *UpstreamResponse, round int, hosted map[string]bool) (calls []ToolCall, hostedCalls []Call, callerCalls int, idsAdded bool) {
+// them) and sorts them: the ones the loop runs (hosted and invented) as
+// Calls of the round, the caller's counted.
+func classify(resp *UpstreamResponse, round int, n names) (calls []ToolCall, hostedCalls []Call, callerCalls int, idsAdded bool) {
 	calls = resp.Message.ToolCalls
 	for i := range calls {
 		if calls[i].ID == "" {
 			calls[i].ID = newCallID()
 			idsAdded = true
 		}
-		if hosted[calls[i].Name] {
+		if n.runs(calls[i].Name) {
 			hostedCalls = append(hostedCalls, Call{Round: round, Index: i, ID: calls[i].ID, Name: calls[i].Name, Args: calls[i].Args})
 		} else {
 			callerCalls++
 		}
 	}
 	return calls, hostedCalls, callerCalls, idsAdded
+}
+
+// onlyHosted drops the invented calls of a round that ends the loop: they
+// are not skipped hosted calls but part of the answer the caller gets.
+func onlyHosted(calls []Call, hosted map[string]bool) []Call {
+	return slices.DeleteFunc(calls, func(c Call) bool { return !hosted[c.Name] })
 }
 
 // end finishes a run on its last round: the round's hosted calls are
@@ -359,7 +412,7 @@ func appendRound(msgs []Message, assistant Message, calls []ToolCall, idsAdded b
 // execute runs calls through the executor, at most MaxParallel at a time,
 // filling each Call in place. An error of the runtime, or of the sink,
 // cancels the others and is returned.
-func (r *Runner) execute(ctx context.Context, run *Run, runID string, calls []Call, emit Sink) error {
+func (r *Runner) execute(ctx context.Context, run *Run, runID string, visible []string, calls []Call, emit Sink) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(MaxParallel)
 	var emitMu sync.Mutex
@@ -378,7 +431,7 @@ func (r *Runner) execute(ctx context.Context, run *Run, runID string, calls []Ca
 			if err := <-started; err != nil {
 				return err
 			}
-			if err := r.executeOne(gctx, run, runID, c); err != nil {
+			if err := r.executeOne(gctx, run, runID, visible, c); err != nil {
 				return err
 			}
 			cc := *c
@@ -400,8 +453,9 @@ func (r *Runner) execute(ctx context.Context, run *Run, runID string, calls []Ca
 	return context.Cause(ctx)
 }
 
-// executeOne runs one hosted call through the executor.
-func (r *Runner) executeOne(ctx context.Context, run *Run, runID string, c *Call) error {
+// executeOne runs one hosted call through the executor, which looks its
+// name up among the visible ones only.
+func (r *Runner) executeOne(ctx context.Context, run *Run, runID string, visible []string, c *Call) error {
 	key := ""
 	if run.Caller.IdempotencyKey != "" {
 		key = run.Caller.IdempotencyKey + "/" + strconv.Itoa(c.Round) + "/" + c.ID
@@ -422,6 +476,7 @@ func (r *Runner) executeOne(ctx context.Context, run *Run, runID string, c *Call
 		},
 		IdempotencyKey: key,
 		Lang:           run.Lang,
+		Visible:        visible,
 	})
 	if err != nil {
 		return fmt.Errorf("%w: hosted call %s (%s): %w", ErrInternal, c.ID, c.Name, err)
@@ -501,59 +556,97 @@ func withoutHosted(resp *UpstreamResponse, hosted map[string]bool) (Message, str
 	return m, finish, true
 }
 
-// streamFilter turns upstream deltas into events: text flows, caller calls
-// flow with their own numbering, hosted call deltas are held back.
-func (r *Runner) streamFilter(round int, hosted map[string]bool, emit Sink) func(Delta) error {
-	type state struct {
-		known       bool
-		hosted      bool
-		callerIndex int
-		id          string
-		pendingArgs string
+// streamFilter turns one round's upstream deltas into events: text flows,
+// caller calls flow with their own numbering, hosted call deltas are held
+// back. Calls to invented names are held back too (the loop runs them, and
+// they fail); when the round ends the loop instead, release sends them on
+// as caller calls, numbered after the ones already sent.
+type streamFilter struct {
+	round       int
+	names       names
+	emit        Sink
+	calls       map[int]*streamedCall
+	held        []*streamedCall // invented calls, in the order they started
+	callerCount int
+}
+
+type streamedCall struct {
+	known       bool
+	runs        bool // hosted or invented: not sent as it streams
+	invented    bool
+	callerIndex int
+	id          string
+	name        string
+	args        strings.Builder // pieces before the name, and of held invented calls
+}
+
+func newStreamFilter(round int, n names, emit Sink) *streamFilter {
+	return &streamFilter{round: round, names: n, emit: emit, calls: map[int]*streamedCall{}}
+}
+
+func (f *streamFilter) delta(d Delta) error {
+	switch {
+	case d.Meta != nil:
+		return f.emit(Event{Kind: EventUpstreamMeta, Round: f.round, ID: d.Meta.ID, Created: d.Meta.Created, Model: d.Meta.Model})
+	case d.Text != "":
+		return f.emit(Event{Kind: EventTextDelta, Round: f.round, Text: d.Text})
+	case d.Extra != nil:
+		return f.emit(Event{Kind: EventDeltaExtra, Round: f.round, Extra: d.Extra, Dialect: d.Dialect})
+	case d.Tool != nil:
+		return f.tool(d.Tool)
 	}
-	calls := map[int]*state{}
-	callerCount := 0
-	return func(d Delta) error {
-		switch {
-		case d.Meta != nil:
-			return emit(Event{Kind: EventUpstreamMeta, Round: round, ID: d.Meta.ID, Created: d.Meta.Created, Model: d.Meta.Model})
-		case d.Text != "":
-			return emit(Event{Kind: EventTextDelta, Round: round, Text: d.Text})
-		case d.Extra != nil:
-			return emit(Event{Kind: EventDeltaExtra, Round: round, Extra: d.Extra, Dialect: d.Dialect})
-		case d.Tool != nil:
-			t := d.Tool
-			s, ok := calls[t.Index]
-			if !ok {
-				s = &state{}
-				calls[t.Index] = s
-			}
-			if t.ID != "" {
-				s.id = t.ID
-			}
-			if !s.known {
-				if t.Name == "" {
-					s.pendingArgs += t.Args
-					return nil
-				}
-				s.known = true
-				s.hosted = hosted[t.Name]
-				if s.hosted {
-					return nil
-				}
-				s.callerIndex = callerCount
-				callerCount++
-				args := s.pendingArgs + t.Args
-				s.pendingArgs = ""
-				return emit(Event{Kind: EventCallerCallDelta, Round: round, CallerIndex: s.callerIndex, CallID: s.id, Name: t.Name, ArgsDelta: args})
-			}
-			if s.hosted || t.Args == "" {
-				return nil
-			}
-			return emit(Event{Kind: EventCallerCallDelta, Round: round, CallerIndex: s.callerIndex, ArgsDelta: t.Args})
+	return nil
+}
+
+func (f *streamFilter) tool(t *ToolDelta) error {
+	s, ok := f.calls[t.Index]
+	if !ok {
+		s = &streamedCall{}
+		f.calls[t.Index] = s
+	}
+	if t.ID != "" {
+		s.id = t.ID
+	}
+	if s.known {
+		if s.invented {
+			s.args.WriteString(t.Args)
+		}
+		if s.runs || t.Args == "" {
+			return nil
+		}
+		return f.emit(Event{Kind: EventCallerCallDelta, Round: f.round, CallerIndex: s.callerIndex, ArgsDelta: t.Args})
+	}
+	s.args.WriteString(t.Args)
+	if t.Name == "" {
+		return nil
+	}
+	s.known, s.name = true, t.Name
+	s.runs = f.names.runs(t.Name)
+	if s.runs {
+		if s.invented = !f.names.hosted[t.Name]; s.invented {
+			f.held = append(f.held, s)
 		}
 		return nil
 	}
+	s.callerIndex = f.callerCount
+	f.callerCount++
+	args := s.args.String()
+	s.args.Reset()
+	return f.emit(Event{Kind: EventCallerCallDelta, Round: f.round, CallerIndex: s.callerIndex, CallID: s.id, Name: t.Name, ArgsDelta: args})
+}
+
+// release sends the held invented calls as caller calls, each whole in one
+// event: the round ends the loop, so they go back to the caller.
+func (f *streamFilter) release() error {
+	for _, s := range f.held {
+		idx := f.callerCount
+		f.callerCount++
+		if err := f.emit(Event{Kind: EventCallerCallDelta, Round: f.round, CallerIndex: idx, CallID: s.id, Name: s.name, ArgsDelta: s.args.String()}); err != nil {
+			return err
+		}
+	}
+	f.held = nil
+	return nil
 }
 
 func cloneCalls(cs []Call) []Call { return append([]Call(nil), cs...) }
