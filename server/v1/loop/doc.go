@@ -29,9 +29,8 @@
 //     results in the model's order;
 //   - a round with any caller function ends the loop; its hosted calls are
 //     skipped, its invented calls go back to the caller with the caller's
-//     calls, as they would without hosted tools (in a stream they are held
-//     back until the round is known to end, then sent whole after the
-//     caller's calls);
+//     calls in the model's order, as they would without hosted tools (in a
+//     stream they are held back until the round is known to end);
 //   - after a hosted round a forced tool choice becomes auto;
 //   - after MaxToolRounds hosted rounds one last call with tool choice none
 //     is made; hosted calls it still asks for are skipped, invented ones go

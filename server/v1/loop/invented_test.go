@@ -76,6 +76,13 @@ func TestRunnerInventedToolNames(t *testing.T) {
 			rounds: []fakeupstream.Round{{ToolCalls: []fakeupstream.ToolCall{tiem, timeCall, mine}, ArgsChunk: 4}},
 			hosted: []string{"get_time"}, maxRounds: 4,
 			want: want{upstream: 1, statuses: []string{"get_time:skipped"}, final: []string{"get_tiem", "mine"}, finish: "tool_calls",
+				caller: []string{`0:get_tiem:{"timezone":"Europe/Paris"}`, `1:mine:{"a":1}`}},
+		},
+		{
+			name:   "a caller function before the invented name keeps the model's order",
+			rounds: []fakeupstream.Round{{ToolCalls: []fakeupstream.ToolCall{mine, timeCall, tiem}, ArgsChunk: 3}},
+			hosted: []string{"get_time"}, maxRounds: 4,
+			want: want{upstream: 1, statuses: []string{"get_time:skipped"}, final: []string{"mine", "get_tiem"}, finish: "tool_calls",
 				caller: []string{`0:mine:{"a":1}`, `1:get_tiem:{"timezone":"Europe/Paris"}`}},
 		},
 		{

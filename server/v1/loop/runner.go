@@ -221,7 +221,7 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 			return nil, err
 		}
 		upStart := time.Now()
-		filter := newStreamFilter(round, names, emit)
+		filter := newStreamFilter(round, final, names, emit)
 		resp, err := run.Route.Upstream.Call(ctx, upstreamRequest(&req, msgs, fns, tc), filter.delta)
 		if err != nil {
 			return nil, err
@@ -558,30 +558,31 @@ func withoutHosted(resp *UpstreamResponse, hosted map[string]bool) (Message, str
 
 // streamFilter turns one round's upstream deltas into events: text flows,
 // caller calls flow with their own numbering, hosted call deltas are held
-// back. Calls to invented names are held back too (the loop runs them, and
-// they fail); when the round ends the loop instead, release sends them on
-// as caller calls, numbered after the ones already sent.
+// back. A call to an invented name is held back too while the loop may
+// still run it; once the round is known to end the loop (the final round,
+// or a caller call began) it goes to the caller like a caller call, so the
+// caller's calls keep the model's order.
 type streamFilter struct {
 	round       int
 	names       names
 	emit        Sink
+	ending      bool // the round ends the loop: invented calls are the caller's
 	calls       map[int]*streamedCall
-	held        []*streamedCall // invented calls, in the order they started
+	held        []*streamedCall // invented calls not sent yet, in the model's order
 	callerCount int
 }
 
 type streamedCall struct {
 	known       bool
-	runs        bool // hosted or invented: not sent as it streams
-	invented    bool
+	held        bool // hosted, or invented while the round may still run it
 	callerIndex int
 	id          string
 	name        string
-	args        strings.Builder // pieces before the name, and of held invented calls
+	args        strings.Builder // pieces not sent yet
 }
 
-func newStreamFilter(round int, n names, emit Sink) *streamFilter {
-	return &streamFilter{round: round, names: n, emit: emit, calls: map[int]*streamedCall{}}
+func newStreamFilter(round int, final bool, n names, emit Sink) *streamFilter {
+	return &streamFilter{round: round, ending: final, names: n, emit: emit, calls: map[int]*streamedCall{}}
 }
 
 func (f *streamFilter) delta(d Delta) error {
@@ -607,45 +608,61 @@ func (f *streamFilter) tool(t *ToolDelta) error {
 	if t.ID != "" {
 		s.id = t.ID
 	}
+	if !s.known && t.Name == "" {
+		s.args.WriteString(t.Args)
+		return nil
+	}
 	if s.known {
-		if s.invented {
+		if s.held {
 			s.args.WriteString(t.Args)
+			return nil
 		}
-		if s.runs || t.Args == "" {
+		if t.Args == "" {
 			return nil
 		}
 		return f.emit(Event{Kind: EventCallerCallDelta, Round: f.round, CallerIndex: s.callerIndex, ArgsDelta: t.Args})
 	}
-	s.args.WriteString(t.Args)
-	if t.Name == "" {
-		return nil
-	}
 	s.known, s.name = true, t.Name
-	s.runs = f.names.runs(t.Name)
-	if s.runs {
-		if s.invented = !f.names.hosted[t.Name]; s.invented {
-			f.held = append(f.held, s)
-		}
+	s.args.WriteString(t.Args)
+	switch {
+	case f.names.hosted[t.Name]:
+		s.held = true
 		return nil
+	case f.names.runs(t.Name) && !f.ending:
+		s.held = true
+		f.held = append(f.held, s)
+		return nil
+	case !f.names.runs(t.Name):
+		// A caller call: the round ends the loop, so the invented calls
+		// before it are the caller's too.
+		f.ending = true
+		if err := f.release(); err != nil {
+			return err
+		}
 	}
+	return f.send(s)
+}
+
+// send starts s as a caller call with the argument bytes it has so far.
+func (f *streamFilter) send(s *streamedCall) error {
+	s.held = false
 	s.callerIndex = f.callerCount
 	f.callerCount++
 	args := s.args.String()
 	s.args.Reset()
-	return f.emit(Event{Kind: EventCallerCallDelta, Round: f.round, CallerIndex: s.callerIndex, CallID: s.id, Name: t.Name, ArgsDelta: args})
+	return f.emit(Event{Kind: EventCallerCallDelta, Round: f.round, CallerIndex: s.callerIndex, CallID: s.id, Name: s.name, ArgsDelta: args})
 }
 
-// release sends the held invented calls as caller calls, each whole in one
-// event: the round ends the loop, so they go back to the caller.
+// release sends the held invented calls as caller calls: the round ends
+// the loop, so they go back to the caller.
 func (f *streamFilter) release() error {
-	for _, s := range f.held {
-		idx := f.callerCount
-		f.callerCount++
-		if err := f.emit(Event{Kind: EventCallerCallDelta, Round: f.round, CallerIndex: idx, CallID: s.id, Name: s.name, ArgsDelta: s.args.String()}); err != nil {
+	held := f.held
+	f.held = nil
+	for _, s := range held {
+		if err := f.send(s); err != nil {
 			return err
 		}
 	}
-	f.held = nil
 	return nil
 }
 
