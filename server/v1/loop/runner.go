@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -195,7 +193,7 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 	for _, d := range defs {
 		hosted[d.Name] = true
 	}
-	names := newNames(hosted, run.Request.Tools)
+	names := newCallNames(hosted, run.Request.Tools)
 	res := &Result{RunID: "run_" + uuid.Must(uuid.NewV7()).String(), Definitions: defs}
 	emit := func(ev Event) error {
 		if run.Sink == nil {
@@ -243,10 +241,8 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 		if len(hostedCalls) == 0 || callerCalls > 0 || final {
 			// Rules 3 and 5: the loop ends; hosted calls of this round are
 			// not executed, invented names go back to the caller with the
-			// rest of the answer, as they would without hosted tools.
-			if err := filter.release(); err != nil {
-				return nil, err
-			}
+			// rest of the answer, as they would without hosted tools (the
+			// stream filter sent them on as the round turned out to end).
 			return r.end(ctx, run, res, rr, hosted, onlyHosted(hostedCalls, hosted), emit)
 		}
 
@@ -307,68 +303,6 @@ func upstreamRequest(req *Request, msgs []Message, fns []Function, tc ToolChoice
 		up.ToolChoice = ToolChoice{}
 	}
 	return up
-}
-
-// names are the three kinds of tool name a run tells apart: its hosted
-// tools, the caller's own functions, and any other name, which the model
-// invented. An invented name is a hosted call that fails at lookup
-// (unknown_tool, §6.14 of the tool-call seed): the executor refuses it,
-// the model gets the refusal with the names it may use, and the loop goes
-// on. A run without hosted tools invents nothing: every call is the
-// caller's, as without toolhost.
-type names struct {
-	hosted  map[string]bool
-	caller  map[string]bool
-	visible []string // hosted and caller names, sorted (tools.Proposal.Visible)
-}
-
-func newNames(hosted map[string]bool, callerFns []Function) names {
-	n := names{hosted: hosted, caller: make(map[string]bool, len(callerFns))}
-	for _, f := range callerFns {
-		n.caller[f.Name] = true
-	}
-	n.visible = make([]string, 0, len(hosted)+len(n.caller))
-	for name := range hosted {
-		n.visible = append(n.visible, name)
-	}
-	for name := range n.caller {
-		if !hosted[name] {
-			n.visible = append(n.visible, name)
-		}
-	}
-	slices.Sort(n.visible)
-	return n
-}
-
-// runs reports whether the loop runs a call of that name itself: a hosted
-// tool, or an invented name (which fails at lookup).
-func (n names) runs(name string) bool {
-	return n.hosted[name] || (len(n.hosted) > 0 && !n.caller[name])
-}
-
-// classify gives every call of the answer an id (some upstreams omit
-// them) and sorts them: the ones the loop runs (hosted and invented) as
-// Calls of the round, the caller's counted.
-func classify(resp *UpstreamResponse, round int, n names) (calls []ToolCall, hostedCalls []Call, callerCalls int, idsAdded bool) {
-	calls = resp.Message.ToolCalls
-	for i := range calls {
-		if calls[i].ID == "" {
-			calls[i].ID = newCallID()
-			idsAdded = true
-		}
-		if n.runs(calls[i].Name) {
-			hostedCalls = append(hostedCalls, Call{Round: round, Index: i, ID: calls[i].ID, Name: calls[i].Name, Args: calls[i].Args})
-		} else {
-			callerCalls++
-		}
-	}
-	return calls, hostedCalls, callerCalls, idsAdded
-}
-
-// onlyHosted drops the invented calls of a round that ends the loop: they
-// are not skipped hosted calls but part of the answer the caller gets.
-func onlyHosted(calls []Call, hosted map[string]bool) []Call {
-	return slices.DeleteFunc(calls, func(c Call) bool { return !hosted[c.Name] })
 }
 
 // end finishes a run on its last round: the round's hosted calls are
@@ -554,116 +488,6 @@ func withoutHosted(resp *UpstreamResponse, hosted map[string]bool) (Message, str
 		finish = FinishStop
 	}
 	return m, finish, true
-}
-
-// streamFilter turns one round's upstream deltas into events: text flows,
-// caller calls flow with their own numbering, hosted call deltas are held
-// back. A call to an invented name is held back too while the loop may
-// still run it; once the round is known to end the loop (the final round,
-// or a caller call began) it goes to the caller like a caller call, so the
-// caller's calls keep the model's order.
-type streamFilter struct {
-	round       int
-	names       names
-	emit        Sink
-	ending      bool // the round ends the loop: invented calls are the caller's
-	calls       map[int]*streamedCall
-	held        []*streamedCall // invented calls not sent yet, in the model's order
-	callerCount int
-}
-
-type streamedCall struct {
-	known       bool
-	held        bool // hosted, or invented while the round may still run it
-	callerIndex int
-	id          string
-	name        string
-	args        strings.Builder // pieces not sent yet
-}
-
-func newStreamFilter(round int, final bool, n names, emit Sink) *streamFilter {
-	return &streamFilter{round: round, ending: final, names: n, emit: emit, calls: map[int]*streamedCall{}}
-}
-
-func (f *streamFilter) delta(d Delta) error {
-	switch {
-	case d.Meta != nil:
-		return f.emit(Event{Kind: EventUpstreamMeta, Round: f.round, ID: d.Meta.ID, Created: d.Meta.Created, Model: d.Meta.Model})
-	case d.Text != "":
-		return f.emit(Event{Kind: EventTextDelta, Round: f.round, Text: d.Text})
-	case d.Extra != nil:
-		return f.emit(Event{Kind: EventDeltaExtra, Round: f.round, Extra: d.Extra, Dialect: d.Dialect})
-	case d.Tool != nil:
-		return f.tool(d.Tool)
-	}
-	return nil
-}
-
-func (f *streamFilter) tool(t *ToolDelta) error {
-	s, ok := f.calls[t.Index]
-	if !ok {
-		s = &streamedCall{}
-		f.calls[t.Index] = s
-	}
-	if t.ID != "" {
-		s.id = t.ID
-	}
-	if !s.known && t.Name == "" {
-		s.args.WriteString(t.Args)
-		return nil
-	}
-	if s.known {
-		if s.held {
-			s.args.WriteString(t.Args)
-			return nil
-		}
-		if t.Args == "" {
-			return nil
-		}
-		return f.emit(Event{Kind: EventCallerCallDelta, Round: f.round, CallerIndex: s.callerIndex, ArgsDelta: t.Args})
-	}
-	s.known, s.name = true, t.Name
-	s.args.WriteString(t.Args)
-	switch {
-	case f.names.hosted[t.Name]:
-		s.held = true
-		return nil
-	case f.names.runs(t.Name) && !f.ending:
-		s.held = true
-		f.held = append(f.held, s)
-		return nil
-	case !f.names.runs(t.Name):
-		// A caller call: the round ends the loop, so the invented calls
-		// before it are the caller's too.
-		f.ending = true
-		if err := f.release(); err != nil {
-			return err
-		}
-	}
-	return f.send(s)
-}
-
-// send starts s as a caller call with the argument bytes it has so far.
-func (f *streamFilter) send(s *streamedCall) error {
-	s.held = false
-	s.callerIndex = f.callerCount
-	f.callerCount++
-	args := s.args.String()
-	s.args.Reset()
-	return f.emit(Event{Kind: EventCallerCallDelta, Round: f.round, CallerIndex: s.callerIndex, CallID: s.id, Name: s.name, ArgsDelta: args})
-}
-
-// release sends the held invented calls as caller calls: the round ends
-// the loop, so they go back to the caller.
-func (f *streamFilter) release() error {
-	held := f.held
-	f.held = nil
-	for _, s := range held {
-		if err := f.send(s); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func cloneCalls(cs []Call) []Call { return append([]Call(nil), cs...) }
