@@ -20,7 +20,8 @@ type streamFilter struct {
 
 type streamedCall struct {
 	known       bool
-	held        bool // hosted, or invented while the round may still run it
+	hosted      bool // never sent: its deltas are dropped
+	held        bool // invented, while the round may still run it
 	callerIndex int
 	id          string
 	name        string
@@ -59,6 +60,9 @@ func (f *streamFilter) tool(t *ToolDelta) error {
 		return nil
 	}
 	if s.known {
+		if s.hosted {
+			return nil
+		}
 		if s.held {
 			s.args.WriteString(t.Args)
 			return nil
@@ -69,11 +73,13 @@ func (f *streamFilter) tool(t *ToolDelta) error {
 		return f.emit(Event{Kind: EventCallerCallDelta, Round: f.round, CallerIndex: s.callerIndex, ArgsDelta: t.Args})
 	}
 	s.known, s.name = true, t.Name
+	if f.names.hosted[t.Name] {
+		s.hosted = true
+		s.args.Reset()
+		return nil
+	}
 	s.args.WriteString(t.Args)
 	switch {
-	case f.names.hosted[t.Name]:
-		s.held = true
-		return nil
 	case f.names.runs(t.Name) && !f.ending:
 		s.held = true
 		f.held = append(f.held, s)
