@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -104,6 +105,9 @@ func (pl *pipeline) resolve(ctx context.Context) (*Outcome, error) {
 	if te := e.checkSlot(p.Caller.Slot); te != nil {
 		return c.reject(ctx, journal.StateParseRejected, StatusError, te)
 	}
+	if p.Visible != nil && !slices.Contains(p.Visible, p.Tool) {
+		return c.reject(ctx, journal.StateParseRejected, StatusError, pl.unknownTool())
+	}
 	ent, ok := e.tools[p.Tool]
 	if !ok {
 		ent, ok = e.sessionTools[p.Tool]
@@ -126,7 +130,7 @@ func (pl *pipeline) resolve(ctx context.Context) (*Outcome, error) {
 			ent = rent
 		}
 		if pl.custom == nil && pl.remote == nil {
-			return c.reject(ctx, journal.StateParseRejected, StatusError, Errorf(CodeUnknownTool, "unknown tool %q; available tools: %s", clip.Echo(p.Tool), strings.Join(e.names(), ", ")))
+			return c.reject(ctx, journal.StateParseRejected, StatusError, pl.unknownTool())
 		}
 		if pl.custom != nil {
 			ent = &pl.custom.entry
@@ -138,6 +142,22 @@ func (pl *pipeline) resolve(ctx context.Context) (*Outcome, error) {
 	c.rec.ToolVersion = ent.spec.Version
 	c.rec.SideEffectLevel = string(ent.spec.SideEffect)
 	return nil, nil
+}
+
+// unknownTool is the lookup refusal: the name as proposed (no near-name
+// matching) and the names the caller may use, the proposal's Visible
+// names when it has them, else the executor's tools.
+func (pl *pipeline) unknownTool() *Error {
+	names := pl.e.names()
+	if pl.p.Visible != nil {
+		names = slices.Clone(pl.p.Visible)
+		slices.Sort(names)
+		names = slices.Compact(names)
+	}
+	if len(names) == 0 {
+		return Errorf(CodeUnknownTool, "unknown tool %q; no tools are available", clip.Echo(pl.p.Tool))
+	}
+	return Errorf(CodeUnknownTool, "unknown tool %q; available tools: %s", clip.Echo(pl.p.Tool), strings.Join(names, ", "))
 }
 
 // parse reads the arguments strictly, keeping the raw bytes.

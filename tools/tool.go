@@ -83,6 +83,13 @@ type Proposal struct {
 	Progress       ProgressFunc
 	// Timeout overrides the executor's default deadline when positive.
 	Timeout time.Duration
+	// Visible are the tool names the model was given in this request (a
+	// hosted /v1 loop: its hosted tools and the caller's own functions).
+	// A name outside them is refused at lookup with unknown_tool even when
+	// the executor knows the tool (invariant 6.1.2: the tool must be in
+	// this request's set), and the refusal lists them; there is no
+	// near-name matching. nil means no restriction (the MCP face).
+	Visible []string
 }
 
 // Invocation is a call the runtime has parsed, validated, normalized and is

@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/toolhost/toolhost/server/v1/fakeupstream"
+	"github.com/toolhost/toolhost/server/v1/loop"
+	"github.com/toolhost/toolhost/tools"
 )
 
 func usage(prompt, completion, cached, reasoning int) json.RawMessage {
@@ -115,6 +118,47 @@ var chatCases = []chatCase{
 			}
 			if n := len(e.exec.Proposals()); n != 0 {
 				t.Fatalf("hosted tool executed %d times, want skipped", n)
+			}
+		},
+	},
+	{
+		// A name the model invents (§6.14: rejected at lookup, no near-name
+		// matching) is a failed hosted call: the model gets unknown_tool
+		// with the names it may use, the valid hosted call of the same
+		// round runs, the loop goes on; no tool_calls delta of either
+		// reaches the caller.
+		name: "invented_tool_name_fails",
+		rounds: []fakeupstream.Round{
+			{Content: "Checking.", ToolCalls: []fakeupstream.ToolCall{call("call_tiem", "get_tiem", `{"timezone":"Europe/Paris"}`), call("call_time", "get_time", `{"timezone":"UTC"}`)}, ArgsChunk: 5, Usage: usage(40, 8, 0, 0)},
+			{Content: "It is noon UTC.", Usage: usage(60, 5, 0, 0)},
+		},
+		body: `{"model":"fake-1","messages":[{"role":"user","content":"time?"}],"tools":[` + weatherFn + `,{"type":"mcp","server_label":"LABEL","allowed_tools":["get_time"],"require_approval":"never"}]}`,
+		check: func(t *testing.T, e *env, stream bool, body []byte) {
+			checkInventedRound(t, e, loop.DialectOpenAI, `unknown_tool: unknown tool "get_tiem"; available tools: get_time, get_weather`)
+			if n := chatToolCalls(t, body, stream); n != 0 {
+				t.Errorf("%d tool calls reached the caller: %s", n, body)
+			}
+		},
+	},
+	{
+		// An invented name in a round with a caller function: the loop ends
+		// there as for any caller round, the hosted call is skipped, the
+		// invented call goes back to the caller in the model's order, as
+		// it would without hosted tools.
+		name: "invented_tool_with_caller_function",
+		rounds: []fakeupstream.Round{
+			{ToolCalls: []fakeupstream.ToolCall{call("call_tiem", "get_tiem", `{"timezone":"Europe/Paris"}`), call("call_time", "get_time", `{}`), call("call_w", "get_weather", `{"city":"Paris"}`)}, ArgsChunk: 4, Usage: usage(40, 8, 0, 0)},
+		},
+		body: `{"model":"fake-1","messages":[{"role":"user","content":"weather"}],"tools":[` + weatherFn + `,{"type":"mcp","server_label":"LABEL","allowed_tools":["get_time"],"require_approval":"never"}]}`,
+		check: func(t *testing.T, e *env, stream bool, body []byte) {
+			if n := len(e.upstreamRequests()); n != 1 {
+				t.Fatalf("want 1 upstream call, got %d", n)
+			}
+			if n := len(e.exec.Proposals()); n != 0 {
+				t.Fatalf("%d calls executed, want none", n)
+			}
+			if n := chatToolCalls(t, body, stream); n != 2 {
+				t.Errorf("%d tool calls reached the caller, want get_tiem and get_weather", n)
 			}
 		},
 	},
@@ -315,4 +359,105 @@ func checkStreamInvariants(t *testing.T, body []byte, label string) {
 	if first["id"] != "chatcmpl-fake-0" {
 		t.Errorf("stream id %v, want the first upstream chunk's", first["id"])
 	}
+}
+
+// checkInventedRound checks a run whose first round asked for get_tiem
+// (call_tiem) and get_time (call_time) and whose second answered: both
+// were executed, the second upstream request carries the refusal (refusal,
+// in full) for get_tiem and the fixed clock's time for get_time, in the
+// model's order, and the refusal is an error result in protocol p.
+func checkInventedRound(t *testing.T, e *env, p loop.Dialect, refusal string) {
+	t.Helper()
+	if n := len(e.upstreamRequests()); n != 2 {
+		t.Fatalf("want 2 upstream calls, got %d", n)
+	}
+	var names []string
+	for _, pr := range e.exec.Proposals() {
+		names = append(names, pr.Tool)
+		if !slices.Contains(pr.Visible, "get_time") || slices.Contains(pr.Visible, "get_tiem") {
+			t.Errorf("proposal of %s with visible names %v", pr.Tool, pr.Visible)
+		}
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, []string{"get_tiem", "get_time"}) {
+		t.Errorf("executed %v, want get_tiem and get_time", names)
+	}
+	for _, o := range e.exec.outcomes {
+		if o.Tool == "get_tiem" && (o.Code != tools.CodeUnknownTool || !o.IsError) {
+			t.Errorf("get_tiem outcome %+v", o)
+		}
+	}
+	type result struct {
+		id, text string
+		isError  bool
+	}
+	var got []result
+	for _, m := range upstreamMessages(t, e, 1) {
+		m := m.(map[string]any)
+		switch {
+		case m["role"] == "tool":
+			got = append(got, result{id: m["tool_call_id"].(string), text: m["content"].(string), isError: strings.HasPrefix(m["content"].(string), "[tool error] ")})
+		case p == loop.DialectAnthropic && m["role"] == "user":
+			blocks, _ := m["content"].([]any)
+			for _, b := range blocks {
+				b := b.(map[string]any)
+				if b["type"] != "tool_result" {
+					continue
+				}
+				isErr, _ := b["is_error"].(bool)
+				got = append(got, result{id: b["tool_use_id"].(string), text: fmt.Sprint(b["content"]), isError: isErr})
+			}
+		}
+	}
+	if len(got) != 2 || got[0].id != "call_tiem" || got[1].id != "call_time" {
+		t.Fatalf("tool results sent to the model: %+v", got)
+	}
+	if !got[0].isError || !strings.Contains(got[0].text, refusal) {
+		t.Errorf("get_tiem result %+v, want an error holding %q", got[0], refusal)
+	}
+	if got[1].isError || !strings.Contains(got[1].text, "2026-05-01T12:00:00Z (UTC, UTC+00:00, unix 1777636800)") {
+		t.Errorf("get_time result %+v", got[1])
+	}
+}
+
+// chatToolCalls counts the tool calls a Chat Completions answer gives the
+// caller: in the message, or started in stream deltas.
+func chatToolCalls(t *testing.T, body []byte, stream bool) int {
+	t.Helper()
+	type calls struct {
+		ToolCalls []struct {
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		} `json:"tool_calls"`
+	}
+	var chunks []string
+	if stream {
+		chunks = sseEvents(t, body)
+	} else {
+		chunks = []string{string(body)}
+	}
+	n := 0
+	for _, c := range chunks {
+		var v struct {
+			Choices []struct {
+				Message calls `json:"message"`
+				Delta   calls `json:"delta"`
+			} `json:"choices"`
+		}
+		if c == "[DONE]" {
+			continue
+		}
+		if err := json.Unmarshal([]byte(c), &v); err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range v.Choices {
+			for _, tc := range append(ch.Message.ToolCalls, ch.Delta.ToolCalls...) {
+				if tc.Function.Name != "" {
+					n++
+				}
+			}
+		}
+	}
+	return n
 }

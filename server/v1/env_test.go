@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/toolhost/toolhost/server"
 	v1 "github.com/toolhost/toolhost/server/v1"
@@ -83,6 +84,21 @@ func (e *recordingExec) Proposals() []tools.Proposal {
 	return append([]tools.Proposal(nil), e.proposals...)
 }
 
+// getTimeClock is the clock get_time reads in these tests: a fixed
+// instant, so that its results can be in golden files.
+func getTimeClock() time.Time { return time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC) }
+
+// envTools are the builtins, get_time on getTimeClock, and sl.
+func envTools(sl *sleep.Tool) []tools.Tool {
+	ts := builtin.All()
+	for i, tl := range ts {
+		if tl.Spec().Name == "get_time" {
+			ts[i] = builtin.NewGetTime(getTimeClock)
+		}
+	}
+	return append(ts, sl)
+}
+
 type env struct {
 	t      *testing.T
 	label  string
@@ -108,7 +124,7 @@ func newEnvScript(t *testing.T, label string, script fakeupstream.Script, opts .
 	}
 	t.Cleanup(func() { _ = fake.Close() })
 	sl := sleep.New()
-	ex, err := tools.NewExecutor(tools.Options{}, append(builtin.All(), sl)...)
+	ex, err := tools.NewExecutor(tools.Options{}, envTools(sl)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/toolhost/toolhost/server/v1/upstream/anthropic"
 	"github.com/toolhost/toolhost/server/v1/upstream/openai"
 	"github.com/toolhost/toolhost/tools"
-	"github.com/toolhost/toolhost/tools/builtin"
 	"github.com/toolhost/toolhost/tools/sleep"
 )
 
@@ -36,7 +35,7 @@ func newProtocolEnv(t *testing.T, label string, protocol loop.Dialect, script fa
 	}
 	t.Cleanup(func() { _ = fake.Close() })
 	sl := sleep.New()
-	ex, err := tools.NewExecutor(tools.Options{}, append(builtin.All(), sl)...)
+	ex, err := tools.NewExecutor(tools.Options{}, envTools(sl)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ const (
 	toolsetAll     = `{"type":"mcp_toolset","mcp_server_name":"LABEL"}`
 	toolsetSome    = `{"type":"mcp_toolset","mcp_server_name":"LABEL","default_config":{"enabled":false},"configs":{"random_choice":{"enabled":true},"sleep":{"enabled":true}}}`
 	toolsetDice    = `{"type":"mcp_toolset","mcp_server_name":"LABEL","default_config":{"enabled":false},"configs":{"random_choice":{"enabled":true}}}`
+	toolsetTime    = `{"type":"mcp_toolset","mcp_server_name":"LABEL","default_config":{"enabled":false},"configs":{"get_time":{"enabled":true}}}`
 	weatherTool    = `{"name":"get_weather","description":"Weather for a city","input_schema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}`
 	messagesPrefix = `"model":"fake-1","max_tokens":256`
 )
@@ -162,6 +163,54 @@ var messagesCases = []messagesCase{
 			}
 			if n := len(e.exec.Proposals()); n != 0 {
 				t.Fatalf("hosted tool executed %d times, want skipped", n)
+			}
+		},
+	},
+	{
+		// A tool name the model invents is a failed hosted call (§6.14):
+		// an mcp_tool_use with an is_error mcp_tool_result, the model gets
+		// unknown_tool with the names it may use, the valid hosted call of
+		// the round runs and the loop goes on.
+		name: "invented_tool_name_fails",
+		rounds: []fakeupstream.Round{
+			{Content: "Checking.", ToolCalls: []fakeupstream.ToolCall{call("call_tiem", "get_tiem", `{"timezone":"Europe/Paris"}`), call("call_time", "get_time", `{"timezone":"UTC"}`)}, ArgsChunk: 5, Usage: usage(40, 8, 0, 0)},
+			{Content: "It is noon UTC.", Usage: usage(60, 5, 0, 0)},
+		},
+		body: `{` + messagesPrefix + `,"messages":[{"role":"user","content":"time?"}],` + mcpServers + `,"tools":[` + weatherTool + `,` + toolsetTime + `]}`,
+		check: func(t *testing.T, e *env, p loop.Dialect, body []byte) {
+			checkInventedRound(t, e, p, `unknown_tool: unknown tool "get_tiem"; available tools: get_time, get_weather`)
+			var msg map[string]any
+			if json.Valid(body) {
+				msg = decodeJSON(t, body).(map[string]any)
+			} else {
+				msg = assembleStream(t, body, e.label)
+			}
+			var got []string
+			for _, b := range msg["content"].([]any) {
+				b := b.(map[string]any)
+				got = append(got, fmt.Sprintf("%v:%v:%v", b["type"], b["name"], b["is_error"]))
+			}
+			want := "text:<nil>:<nil> mcp_tool_use:get_tiem:<nil> mcp_tool_use:get_time:<nil> mcp_tool_result:<nil>:true mcp_tool_result:<nil>:false text:<nil>:<nil>"
+			if strings.Join(got, " ") != want {
+				t.Errorf("content blocks\n got %s\nwant %s", strings.Join(got, " "), want)
+			}
+		},
+	},
+	{
+		// An invented name in a round with a caller tool: the loop ends,
+		// the hosted call is skipped, the invented call goes back to the
+		// caller as a tool_use, in the model's order.
+		name: "invented_tool_with_caller_tool",
+		rounds: []fakeupstream.Round{
+			{ToolCalls: []fakeupstream.ToolCall{call("call_tiem", "get_tiem", `{"timezone":"Europe/Paris"}`), call("call_time", "get_time", `{}`), call("call_w", "get_weather", `{"city":"Paris"}`)}, ArgsChunk: 4, Usage: usage(40, 8, 0, 0)},
+		},
+		body: `{` + messagesPrefix + `,"messages":[{"role":"user","content":"weather"}],` + mcpServers + `,"tools":[` + weatherTool + `,` + toolsetTime + `]}`,
+		check: func(t *testing.T, e *env, p loop.Dialect, body []byte) {
+			if n := len(e.upstreamRequests()); n != 1 {
+				t.Fatalf("want 1 upstream call, got %d", n)
+			}
+			if n := len(e.exec.Proposals()); n != 0 {
+				t.Fatalf("%d calls executed, want none", n)
 			}
 		},
 	},

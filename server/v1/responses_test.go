@@ -144,6 +144,59 @@ var responsesCases = []responsesCase{
 		},
 	},
 	{
+		// A tool name the model invents is a failed hosted call (§6.14): a
+		// failed mcp_call whose error is unknown_tool with the names the
+		// model may use; the valid hosted call of the round runs and the
+		// loop goes on.
+		name: "invented_tool_name_fails",
+		rounds: []fakeupstream.Round{
+			{Content: "Checking.", ToolCalls: []fakeupstream.ToolCall{call("call_tiem", "get_tiem", `{"timezone":"Europe/Paris"}`), call("call_time", "get_time", `{"timezone":"UTC"}`)}, ArgsChunk: 5, Usage: usage(40, 8, 0, 0)},
+			{Content: "It is noon UTC.", Usage: usage(60, 5, 0, 0)},
+		},
+		body: `{"model":"fake-1","input":"time?","tools":[` + weatherFnFlat + `,{"type":"mcp","server_label":"LABEL","allowed_tools":["get_time"],"require_approval":"never"}]}`,
+		check: func(t *testing.T, e *env, p loop.Dialect, stream bool, out map[string]any) {
+			const refusal = `unknown_tool: unknown tool "get_tiem"; available tools: get_time, get_weather`
+			checkInventedRound(t, e, p, refusal)
+			if got := itemTypes(out); got != "mcp_list_tools message mcp_call mcp_call message" {
+				t.Errorf("output items %s", got)
+			}
+			items := out["output"].([]any)
+			failed, done := items[2].(map[string]any), items[3].(map[string]any)
+			if failed["name"] != "get_tiem" || failed["status"] != "failed" || failed["output"] != nil || failed["error"] != refusal {
+				t.Errorf("invented call %v", failed)
+			}
+			if done["name"] != "get_time" || done["status"] != "completed" || !strings.Contains(fmt.Sprint(done["output"]), "2026-05-01T12:00:00Z") {
+				t.Errorf("get_time call %v", done)
+			}
+			calls := out["LABEL"].(map[string]any)["tool_calls"].([]any)
+			if len(calls) != 2 || calls[0].(map[string]any)["status"] != "failed" || calls[1].(map[string]any)["status"] != "done" {
+				t.Errorf("extension tool_calls %v", calls)
+			}
+		},
+	},
+	{
+		// An invented name in a round with a caller function: the loop
+		// ends, the hosted call is skipped and left out, the invented call
+		// is a function_call for the caller, in the model's order.
+		name: "invented_tool_with_caller_function",
+		rounds: []fakeupstream.Round{
+			{ToolCalls: []fakeupstream.ToolCall{call("call_tiem", "get_tiem", `{"timezone":"Europe/Paris"}`), call("call_time", "get_time", `{}`), call("call_w", "get_weather", `{"city":"Paris"}`)}, ArgsChunk: 4, Usage: usage(40, 8, 0, 0)},
+		},
+		body: `{"model":"fake-1","input":"weather","tools":[` + weatherFnFlat + `,{"type":"mcp","server_label":"LABEL","allowed_tools":["get_time"],"require_approval":"never"}]}`,
+		check: func(t *testing.T, e *env, p loop.Dialect, stream bool, out map[string]any) {
+			if got := itemTypes(out); got != "mcp_list_tools function_call function_call" {
+				t.Errorf("output items %s", got)
+			}
+			items := out["output"].([]any)
+			if a, b := items[1].(map[string]any), items[2].(map[string]any); a["name"] != "get_tiem" || a["arguments"] != `{"timezone":"Europe/Paris"}` || b["name"] != "get_weather" {
+				t.Errorf("function calls %v, %v", a, b)
+			}
+			if n := len(e.exec.Proposals()); n != 0 {
+				t.Errorf("%d calls executed, want none", n)
+			}
+		},
+	},
+	{
 		// max_tool_rounds reached: one last call with tool choice none; the
 		// hosted call it still asks for is skipped and left out.
 		name: "max_tool_rounds_reached",

@@ -9,6 +9,10 @@
 // in the last user message, and the round is the number of assistant
 // messages after that user message. So one server can serve many
 // conversations at once, and a retried request gets the same answer.
+//
+// GET /v1/requests answers the bodies received so far as a JSON array, in
+// arrival order: what the model was sent, for tests outside Go (the
+// program in cmd/fakeupstream) that cannot call Server.Requests.
 package fakeupstream
 
 import (
@@ -128,6 +132,7 @@ func Listen(addr string, script Script) (*Server, error) {
 	mux.HandleFunc("POST /v1/chat/completions", s.chat)
 	mux.HandleFunc("POST /v1/messages", s.messages)
 	mux.HandleFunc("POST /v1/messages/count_tokens", s.countTokens)
+	mux.HandleFunc("GET /v1/requests", s.listRequests)
 	s.hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = s.hs.Serve(ln) }()
 	return s, nil
@@ -148,6 +153,16 @@ func (s *Server) Requests() [][]byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([][]byte(nil), s.requests...)
+}
+
+func (s *Server) listRequests(w http.ResponseWriter, _ *http.Request) {
+	reqs := s.Requests()
+	raws := make([]json.RawMessage, len(reqs))
+	for i, b := range reqs {
+		raws[i] = b
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(raws)
 }
 
 // Authorizations returns the Authorization header of each request, in

@@ -18,14 +18,23 @@
 //
 // Invariants:
 //   - hosted tool definitions are appended after the caller's functions;
-//   - a round whose calls are all hosted runs them (at most MaxParallel at
-//     a time: an errgroup with that limit) and appends the results in
-//     the model's order;
+//   - a name the model calls is hosted (a definition the loop added), the
+//     caller's (one of Request.Tools) or invented (neither, in a run with
+//     hosted tools); an invented call is run like a hosted one and fails
+//     at lookup in the executor (tools.Proposal.Visible: unknown_tool,
+//     listing the hosted and caller names, no near-name matching), so the
+//     model sees the refusal and the journal records it;
+//   - a round whose calls are all hosted or invented runs them (at most
+//     MaxParallel at a time: an errgroup with that limit) and appends the
+//     results in the model's order;
 //   - a round with any caller function ends the loop; its hosted calls are
-//     skipped;
+//     skipped, its invented calls go back to the caller with the caller's
+//     calls in the model's order, as they would without hosted tools (in a
+//     stream they are held back until the round is known to end);
 //   - after a hosted round a forced tool choice becomes auto;
 //   - after MaxToolRounds hosted rounds one last call with tool choice none
-//     is made; hosted calls it still asks for are skipped;
+//     is made; hosted calls it still asks for are skipped, invented ones go
+//     back to the caller;
 //   - a tool failure is a result for the model (status failed; its text
 //     starts with the machine code), never an error of the request; an error of the runtime itself cancels the
 //     round's other calls and fails the request.

@@ -26,7 +26,11 @@ const (
 	// EventCallerCallDelta: a piece of a call to one of the caller's
 	// functions. CallerIndex numbers the caller's calls of the round from 0
 	// (hosted calls are not counted); the first delta of a call carries ID
-	// and Name, the others argument bytes.
+	// and Name, the others argument bytes. A call to an invented name is
+	// held back while the loop may still run it; in a round that ends the
+	// loop it is sent as a caller call (what arrived so far in its first
+	// delta) before the caller call that follows it, or when the upstream
+	// answer is complete, so the model's order is kept.
 	EventCallerCallDelta
 	// EventHostedCallsProposed: the round's upstream response is complete and
 	// its hosted calls will run. Calls holds them in the model's order, with

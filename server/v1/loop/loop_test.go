@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -224,6 +226,43 @@ func TestLoadScript(t *testing.T) {
 	}
 	if _, err := fakeupstream.LoadScript(path); err == nil {
 		t.Error("unknown field accepted")
+	}
+}
+
+// GET /v1/requests lists what the fake was sent, for the Node e2e tests:
+// [] before any request, then every body in arrival order.
+func TestFakeUpstreamListsRequests(t *testing.T) {
+	route, fake := fakeRoute(t, fakeupstream.Round{Content: "a"}, fakeupstream.Round{Content: "b"})
+	list := func() string {
+		t.Helper()
+		resp, err := http.Get(fake.URL() + "/requests")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("status %d, %v", resp.StatusCode, err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	if got := list(); got != "[]" {
+		t.Fatalf("before any request: %s", got)
+	}
+	for _, text := range []string{"first", "sécond"} {
+		req := userRequest(text, false)
+		if _, err := route.Upstream.Call(context.Background(), &loop.UpstreamRequest{Model: "fake-1", Messages: req.Messages}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []struct {
+		Messages []struct{ Content string } `json:"messages"`
+	}
+	if err := json.Unmarshal([]byte(list()), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Messages[0].Content != "first" || got[1].Messages[0].Content != "sécond" {
+		t.Errorf("listed %+v", got)
 	}
 }
 

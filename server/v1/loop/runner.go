@@ -133,7 +133,8 @@ type Result struct {
 	Usage  Usage
 	Cost   int64
 	// Calls are every hosted call the model asked for, in order, skipped
-	// ones included.
+	// ones included, and the calls to invented names the loop ran (failed
+	// with unknown_tool).
 	Calls []Call
 	// Definitions are the hosted function definitions given to the model.
 	Definitions []Function
@@ -146,7 +147,8 @@ type RoundResult struct {
 	Response *UpstreamResponse
 	Usage    Usage
 	Cost     int64
-	// Calls are the round's hosted calls in the model's order.
+	// Calls are the round's hosted calls (invented names the loop ran
+	// included) in the model's order.
 	Calls    []Call
 	Upstream time.Duration
 	Tools    time.Duration
@@ -192,6 +194,7 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 	for _, d := range defs {
 		hosted[d.Name] = true
 	}
+	names := newCallNames(hosted, run.Request.Tools)
 	res := &Result{RunID: "run_" + uuid.Must(uuid.NewV7()).String(), Definitions: defs}
 	emit := func(ev Event) error {
 		if run.Sink == nil {
@@ -217,7 +220,8 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 			return nil, err
 		}
 		upStart := time.Now()
-		resp, err := run.Route.Upstream.Call(ctx, upstreamRequest(&req, msgs, fns, tc), r.streamFilter(round, hosted, emit))
+		filter := newStreamFilter(round, final, names, emit)
+		resp, err := run.Route.Upstream.Call(ctx, upstreamRequest(&req, msgs, fns, tc), filter.delta)
 		if err != nil {
 			return nil, err
 		}
@@ -234,11 +238,13 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 		res.Usage = res.Usage.Add(resp.Usage)
 		res.Cost += rr.Cost
 
-		calls, hostedCalls, callerCalls, idsAdded := classify(resp, round, hosted)
+		calls, hostedCalls, callerCalls, idsAdded := classify(resp, round, names)
 		if len(hostedCalls) == 0 || callerCalls > 0 || final {
 			// Rules 3 and 5: the loop ends; hosted calls of this round are
-			// not executed.
-			return r.end(ctx, run, res, rr, hosted, hostedCalls, emit)
+			// not executed, invented names go back to the caller with the
+			// rest of the answer, as they would without hosted tools (the
+			// stream filter sent them on as the round turned out to end).
+			return r.end(ctx, run, res, rr, hosted, onlyHosted(hostedCalls, hosted), emit)
 		}
 
 		// Rule 2: run the hosted calls, results in the model's order.
@@ -246,7 +252,7 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 			return nil, err
 		}
 		toolStart := time.Now()
-		if err := r.execute(ctx, run, res.RunID, hostedCalls, emit); err != nil {
+		if err := r.execute(ctx, run, res.RunID, names.visible, hostedCalls, emit); err != nil {
 			return nil, err
 		}
 		rr.Tools = time.Since(toolStart)
@@ -305,25 +311,6 @@ func upstreamRequest(req *Request, msgs []Message, fns []Function, tc ToolChoice
 	return up
 }
 
-// classify gives every call of the answer an id (some upstreams omit
-// them) and sorts them: the hosted ones as Calls of the round, the
-// caller's counted.
-func classify(resp *UpstreamResponse, round int, hosted map[string]bool) (calls []ToolCall, hostedCalls []Call, callerCalls int, idsAdded bool) {
-	calls = resp.Message.ToolCalls
-	for i := range calls {
-		if calls[i].ID == "" {
-			calls[i].ID = newCallID()
-			idsAdded = true
-		}
-		if hosted[calls[i].Name] {
-			hostedCalls = append(hostedCalls, Call{Round: round, Index: i, ID: calls[i].ID, Name: calls[i].Name, Args: calls[i].Args})
-		} else {
-			callerCalls++
-		}
-	}
-	return calls, hostedCalls, callerCalls, idsAdded
-}
-
 // end finishes a run on its last round: the round's hosted calls are
 // skipped, the final message loses them.
 func (r *Runner) end(ctx context.Context, run *Run, res *Result, rr RoundResult, hosted map[string]bool, hostedCalls []Call, emit Sink) (*Result, error) {
@@ -365,7 +352,7 @@ func appendRound(msgs []Message, assistant Message, calls []ToolCall, idsAdded b
 // execute runs calls through the executor, at most MaxParallel at a time,
 // filling each Call in place. An error of the runtime, or of the sink,
 // cancels the others and is returned.
-func (r *Runner) execute(ctx context.Context, run *Run, runID string, calls []Call, emit Sink) error {
+func (r *Runner) execute(ctx context.Context, run *Run, runID string, visible []string, calls []Call, emit Sink) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(MaxParallel)
 	var emitMu sync.Mutex
@@ -384,7 +371,7 @@ func (r *Runner) execute(ctx context.Context, run *Run, runID string, calls []Ca
 			if err := <-started; err != nil {
 				return err
 			}
-			if err := r.executeOne(gctx, run, runID, c); err != nil {
+			if err := r.executeOne(gctx, run, runID, visible, c); err != nil {
 				return err
 			}
 			cc := *c
@@ -406,8 +393,9 @@ func (r *Runner) execute(ctx context.Context, run *Run, runID string, calls []Ca
 	return context.Cause(ctx)
 }
 
-// executeOne runs one hosted call through the executor.
-func (r *Runner) executeOne(ctx context.Context, run *Run, runID string, c *Call) error {
+// executeOne runs one hosted call through the executor, which looks its
+// name up among the visible ones only.
+func (r *Runner) executeOne(ctx context.Context, run *Run, runID string, visible []string, c *Call) error {
 	key := ""
 	if run.Caller.IdempotencyKey != "" {
 		key = run.Caller.IdempotencyKey + "/" + strconv.Itoa(c.Round) + "/" + c.ID
@@ -428,6 +416,7 @@ func (r *Runner) executeOne(ctx context.Context, run *Run, runID string, c *Call
 		},
 		IdempotencyKey: key,
 		Lang:           run.Lang,
+		Visible:        visible,
 	})
 	if err != nil {
 		return fmt.Errorf("%w: hosted call %s (%s): %w", ErrInternal, c.ID, c.Name, err)
@@ -524,61 +513,6 @@ func withoutHosted(resp *UpstreamResponse, hosted map[string]bool) (Message, str
 		finish = FinishStop
 	}
 	return m, finish, true
-}
-
-// streamFilter turns upstream deltas into events: text flows, caller calls
-// flow with their own numbering, hosted call deltas are held back.
-func (r *Runner) streamFilter(round int, hosted map[string]bool, emit Sink) func(Delta) error {
-	type state struct {
-		known       bool
-		hosted      bool
-		callerIndex int
-		id          string
-		pendingArgs string
-	}
-	calls := map[int]*state{}
-	callerCount := 0
-	return func(d Delta) error {
-		switch {
-		case d.Meta != nil:
-			return emit(Event{Kind: EventUpstreamMeta, Round: round, ID: d.Meta.ID, Created: d.Meta.Created, Model: d.Meta.Model})
-		case d.Text != "":
-			return emit(Event{Kind: EventTextDelta, Round: round, Text: d.Text})
-		case d.Extra != nil:
-			return emit(Event{Kind: EventDeltaExtra, Round: round, Extra: d.Extra, Dialect: d.Dialect})
-		case d.Tool != nil:
-			t := d.Tool
-			s, ok := calls[t.Index]
-			if !ok {
-				s = &state{}
-				calls[t.Index] = s
-			}
-			if t.ID != "" {
-				s.id = t.ID
-			}
-			if !s.known {
-				if t.Name == "" {
-					s.pendingArgs += t.Args
-					return nil
-				}
-				s.known = true
-				s.hosted = hosted[t.Name]
-				if s.hosted {
-					return nil
-				}
-				s.callerIndex = callerCount
-				callerCount++
-				args := s.pendingArgs + t.Args
-				s.pendingArgs = ""
-				return emit(Event{Kind: EventCallerCallDelta, Round: round, CallerIndex: s.callerIndex, CallID: s.id, Name: t.Name, ArgsDelta: args})
-			}
-			if s.hosted || t.Args == "" {
-				return nil
-			}
-			return emit(Event{Kind: EventCallerCallDelta, Round: round, CallerIndex: s.callerIndex, ArgsDelta: t.Args})
-		}
-		return nil
-	}
 }
 
 func cloneCalls(cs []Call) []Call { return append([]Call(nil), cs...) }
