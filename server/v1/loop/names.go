@@ -33,6 +33,15 @@ func newCallNames(hosted map[string]bool, callerFns []Function) callNames {
 	return n
 }
 
+// host adds a tool the run hosts from now on (read_result, offered once a
+// result came back cut): hosted, and visible to the executor's lookup.
+func (n *callNames) host(name string) {
+	n.hosted[name] = true
+	if i, found := slices.BinarySearch(n.visible, name); !found {
+		n.visible = slices.Insert(n.visible, i, name)
+	}
+}
+
 // runs reports whether the loop runs a call of that name itself: a hosted
 // tool, or an invented name (which fails at lookup).
 func (n callNames) runs(name string) bool {

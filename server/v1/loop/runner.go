@@ -262,7 +262,7 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 		msgs = appendRound(msgs, resp.Message, calls, idsAdded, hostedCalls)
 		if d, ok := offerReadResult(cat, run, hosted, hostedCalls); ok {
 			fns = append(fns, d)
-			hosted[d.Name] = true
+			names.host(d.Name)
 			res.Definitions = append(res.Definitions, d)
 		}
 		hostedRounds++
