@@ -27,7 +27,7 @@ func CheckPageID(from, id string) *Error {
 	if pagePattern.MatchString(id) {
 		return nil
 	}
-	return Errorf(CodeInvalidArgs, "%s %q is refused: a page id is 1 to %d characters of A-Z a-z 0-9 . _ : -",
+	return Errorf(CodeInvalidArgs, "%s %+q is refused: a page id is 1 to %d characters of A-Z a-z 0-9 . _ : -",
 		from, clip.Echo(id), MaxPageIDBytes)
 }
 

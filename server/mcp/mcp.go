@@ -38,9 +38,12 @@ const IdempotencyMetaKey = "toolhost/idempotency-key"
 // SlotMetaKey is the _meta key of tools/call declaring the caller slot
 // (narrator, director, …); FloorMetaKey names the turn the call belongs to,
 // which max_calls_per_turn counts (else every call is its own turn).
+// PageMetaKey names the caller's page of that turn (tools/page.go), the
+// journal's page_id; a value outside the rule of page ids is refused.
 const (
 	SlotMetaKey  = "toolhost/slot"
 	FloorMetaKey = "toolhost/floor-id"
+	PageMetaKey  = "toolhost/page-id"
 )
 
 // metaString is a _meta value as a slot name: a string as is, anything
@@ -425,6 +428,11 @@ func (s *Server) handler(name string, structuredErrors bool) sdk.ToolHandler {
 		}
 		if f, ok := req.Params.Meta[FloorMetaKey].(string); ok && f != "" && len(f) <= 128 {
 			p.Caller.FloorID = f
+		}
+		// Like the slot, a non-string page is rendered so the pipeline's
+		// refusal can quote it.
+		if v, ok := req.Params.Meta[PageMetaKey]; ok {
+			p.Caller.PageID = metaString(v)
 		}
 		p.Lang = s.requestLang(extra)
 		if extra != nil {

@@ -415,6 +415,7 @@ func (r *Runner) executeOne(ctx context.Context, run *Run, runID string, c *Call
 			Slot:      run.Caller.Slot,
 			SessionID: run.Caller.SessionID,
 			FloorID:   run.Caller.RequestID,
+			PageID:    run.Caller.PageID,
 			RunID:     runID,
 			Round:     c.Round,
 			TraceID:   run.Caller.TraceID,
