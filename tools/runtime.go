@@ -246,15 +246,18 @@ func markConflict(group []RuntimeTool, callableDef string) Conflict {
 			losers = append(losers, group[i])
 		}
 	}
-	slices.SortStableFunc(losers, func(a, b RuntimeTool) int {
+	byPrecedence := func(a, b RuntimeTool) int {
 		if d := precedence(a, callableDef) - precedence(b, callableDef); d != 0 {
 			return d
 		}
 		return strings.Compare(a.ProviderID, b.ProviderID)
-	})
+	}
+	slices.SortStableFunc(losers, byPrecedence)
 	for _, t := range losers {
 		c.Shadowed = append(c.Shadowed, t.ProviderID)
 	}
+	// The catalog lists them in the same order: the one a call runs first.
+	slices.SortStableFunc(group, byPrecedence)
 	return c
 }
 

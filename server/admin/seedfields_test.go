@@ -89,8 +89,10 @@ func newFieldsWorld(t *testing.T, db *store.DB, upURL string) *fieldsWorld {
 		Rules:          tooldef.Rules{Slots: session.DefaultSlots, CheckSchema: func(raw []byte) error { return tools.CheckSchema("definition", raw) }},
 		ScriptsEnabled: func() bool { return true }}
 	m := &admin.MCPServers{Store: db, Sealer: seal, Gateway: gw, Rules: mcpremote.Rules{Slots: session.DefaultSlots},
-		CheckHost: func(ctx context.Context, host string) error { return egress.CheckHost(ctx, []string{"127.0.0.1"}, host) },
-		Account:   accountHeader, CallbackURL: "http://127.0.0.1/mcp-servers/oauth/callback"}
+		CheckHost: func(ctx context.Context, host string) error {
+			return egress.CheckHost(ctx, []string{"127.0.0.1"}, host)
+		},
+		Account: accountHeader, CallbackURL: "http://127.0.0.1/mcp-servers/oauth/callback"}
 	for _, rs := range []map[string]http.Handler{d.Routes(), m.Routes(), (&admin.Journal{Store: jr.Store(), Account: accountHeader}).Routes()} {
 		for p, h := range rs {
 			routes[p] = h
@@ -109,7 +111,9 @@ func newFieldsWorld(t *testing.T, db *store.DB, upURL string) *fieldsWorld {
 			body = fmt.Sprintf(`{"name":%q,"source":"character","source_id":"char_ana"}`, def.name)
 		}
 		do(t, srv, call{method: "POST", path: "/tools/definitions", body: body, status: 201,
-			check: func(t *testing.T, d map[string]any) { pairs = append(pairs, d["id"].(string), "tooldef_"+def.name+"_"+def.source) }})
+			check: func(t *testing.T, d map[string]any) {
+				pairs = append(pairs, d["id"].(string), "tooldef_"+def.name+"_"+def.source)
+			}})
 	}
 	// The REST API refuses a builtin's name; the store took it before
 	// the builtin existed.
