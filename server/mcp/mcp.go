@@ -59,6 +59,16 @@ func metaString(v any) string {
 	return string(b)
 }
 
+// metaPage is a _meta value as a page id: a string as is ("" names no
+// page); anything else rendered as JSON with a note, so the pipeline
+// refuses it (a page id is a string, and 7 is not "7") and quotes it.
+func metaPage(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return metaString(v) + " (not a string)"
+}
+
 // Options configure the MCP server.
 type Options struct {
 	Name    string
@@ -429,10 +439,8 @@ func (s *Server) handler(name string, structuredErrors bool) sdk.ToolHandler {
 		if f, ok := req.Params.Meta[FloorMetaKey].(string); ok && f != "" && len(f) <= 128 {
 			p.Caller.FloorID = f
 		}
-		// Like the slot, a non-string page is rendered so the pipeline's
-		// refusal can quote it.
 		if v, ok := req.Params.Meta[PageMetaKey]; ok {
-			p.Caller.PageID = metaString(v)
+			p.Caller.PageID = metaPage(v)
 		}
 		p.Lang = s.requestLang(extra)
 		if extra != nil {
