@@ -244,7 +244,7 @@ func (w *fieldsWorld) runCalls(t *testing.T) {
 		{tool: "get_character_info", slot: "narrator", page: "page_1b", floor: "floor_1", run: "run_2", wantProvider: "toolhost"},
 		{tool: "demo__fail", slot: "narrator", page: "page_1b", floor: "floor_1", run: "run_2", wantProvider: "tooldef:tooldef_demo__fail_custom"},
 		{tool: "demo__write", slot: "verifier", page: "page_1b", floor: "floor_1", run: "run_2", wantProvider: "tooldef:tooldef_demo__write_character"},
-		{tool: "get_tiem", slot: "memory", floor: "floor_2", run: "run_3", wantProvider: ""},
+		{tool: "get_weather_now", slot: "memory", floor: "floor_2", run: "run_3", wantProvider: ""},
 		{tool: "roll_dice", slot: "villain", floor: "floor_2", run: "run_3", wantProvider: "toolhost"},
 		{tool: "demo__echo", args: `{"message":"hi"}`, slot: "narrator", page: "page 1\x00<script>", floor: "floor_2", run: "run_3", wantProvider: ""},
 	} {
