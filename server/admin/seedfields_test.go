@@ -48,7 +48,8 @@ type fieldsWorld struct {
 }
 
 // newFieldsWorld builds the world on db: the builtins (and roll_dice as
-// demo__add), a preset lookup_npc, the remote server demo (the go-sdk
+// demo__add, random_choice as demo__greet: they shadow the remote tools of
+// those names), a preset lookup_npc, the remote server demo (the go-sdk
 // test server: echo, add, write, fail, …) and these definitions of the
 // account: custom lookup_npc (shadowed by the preset), custom demo__fail
 // (shadows the remote one), custom and character demo__write (the
@@ -79,7 +80,7 @@ func newFieldsWorld(t *testing.T, db *store.DB, upURL string) *fieldsWorld {
 	t.Cleanup(gw.Close)
 	jr := journal.New(db, journal.Options{InstanceID: "fields"})
 	ex, err := tools.NewExecutor(tools.Options{Sessions: db, Definitions: defs, Variables: db, Journal: jr, Remote: gw, Clock: clock},
-		append(builtin.All(), renamed{builtin.NewRollDice(), "demo__add"})...)
+		append(builtin.All(), renamed{builtin.NewRollDice(), "demo__add"}, renamed{builtin.NewRandomChoice(), "demo__greet"})...)
 	if err != nil {
 		t.Fatal(err)
 	}
