@@ -91,6 +91,9 @@ func decodeWrite(b []byte) (Write, error) {
 		*p = d.string()
 	}
 	r.Status, r.Lifecycle, r.Commit, r.State = Status(status), Lifecycle(lifecycle), Commit(commit), State(state)
+	if r.ProviderType == providerCustom {
+		r.ProviderType = ProviderPreset
+	}
 	r.Result = d.bytes()
 	for _, p := range [...]*string{&r.ResultText, &r.ErrorCode, &r.ErrorMessage, &r.Summary} {
 		*p = d.string()

@@ -48,6 +48,10 @@
 //   - Every query is scoped by account; the REST layer passes the caller's.
 //
 // Mapping of the seed's vocabulary: session_id is the MCP session or the
-// caller's conversation id, floor_id one MCP tools/call or one /v1 request,
-// run_id one loop run inside a floor, caller_slot "mcp", "hosted" or "cli".
+// caller's conversation id, floor_id the turn (one /v1 request; on MCP the
+// call's _meta toolhost/floor-id, else the tools/call itself), page_id
+// the page of that floor the caller names (toolhost/page-id,
+// X-Toolhost-Page-Id; none otherwise), run_id one loop run inside a
+// floor, caller_slot the role the caller declared, face "mcp", "hosted"
+// or "cli", provider_type one of ProviderTypes.
 package journal

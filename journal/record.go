@@ -67,6 +67,31 @@ const (
 	CommitUncertain     Commit = "uncertain"
 )
 
+// Provider types of the seed: the kind of provider that answers to a
+// tool's name.
+const (
+	// ProviderBuiltin: a tool of toolhost's code (provider id "toolhost"),
+	// the session builtins included.
+	ProviderBuiltin = "builtin"
+	// ProviderPreset: a tool made from a tool definition, the config's
+	// presets ("preset:NAME") and an account's own custom and character
+	// definitions ("tooldef:ID") alike.
+	ProviderPreset = "preset"
+	// ProviderMCP: a tool of one of the account's remote MCP servers
+	// ("mcp:ID").
+	ProviderMCP = "mcp"
+	// ProviderUnknown: no tool was found for the call (an unknown name,
+	// or a call refused before its name was looked up).
+	ProviderUnknown = "unknown"
+)
+
+// ProviderTypes are the values of Record.ProviderType, the seed's enum.
+var ProviderTypes = []string{ProviderBuiltin, ProviderPreset, ProviderMCP, ProviderUnknown}
+
+// providerCustom is what definitions were journaled as before they took
+// the seed's value; a spooled write from then reads back as preset.
+const providerCustom = "custom"
+
 // Record is one call in the journal. Field names follow the seed's
 // /tool-executions shape plus our own (account, key, round, call id, digest,
 // idempotency key, trace id, state, text result).
@@ -77,16 +102,21 @@ type Record struct {
 	SessionID string
 	FloorID   string
 	RunID     string
-	PageID    string // unused by toolhost; kept for the legacy shape
-	Round     int
-	CallID    string
+	// PageID is the caller's page: the one version of a floor's answer
+	// (of the caller's regenerations) the call's result went into. Only a
+	// caller names it; empty when none did.
+	PageID string
+	Round  int
+	CallID string
 	// CallerSlot is the slot the caller declared (narrator, director, …),
 	// empty when none.
 	CallerSlot string
 	// Face is how the call came in: mcp, hosted or cli.
 	Face string
 
-	ProviderID      string
+	ProviderID string
+	// ProviderType is one of ProviderTypes: which kind of provider
+	// answered to the tool's name.
 	ProviderType    string
 	ToolName        string
 	ToolVersion     string

@@ -108,7 +108,7 @@ type Query struct {
 	FloorID       string
 	RunID         string
 	PageID        string
-	HasPageID     bool // PageID filter given (toolhost never sets page ids)
+	HasPageID     bool // PageID filter given
 	CallerSlot    string
 	Face          string
 	ToolName      string

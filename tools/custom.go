@@ -12,6 +12,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/journal"
 	"github.com/toolhost/toolhost/tools/session"
 	"github.com/toolhost/toolhost/tools/tooldef"
 )
@@ -139,12 +140,15 @@ func visible(d tooldef.Definition, character string) bool {
 }
 
 // providerOf is the journal's and the catalog's provider of a definition.
+// Every definition is a preset provider in the seed's enum (which has no
+// value for a definition an account wrote): the id tells the config's
+// presets (preset:NAME) from the account's own custom and character
+// definitions (tooldef:ID), and the catalog's source says which.
 func providerOf(def tooldef.Definition) (typ, id string) {
 	if def.Source == tooldef.SourcePreset {
-		return "preset", "preset:" + def.Name
+		return journal.ProviderPreset, "preset:" + def.Name
 	}
-	// A character's definition is the account's own too: custom.
-	return "custom", "tooldef:" + def.ID
+	return journal.ProviderPreset, "tooldef:" + def.ID
 }
 
 // customTool looks up the enabled definition a call of name runs in the

@@ -105,6 +105,11 @@ func (pl *pipeline) resolve(ctx context.Context) (*Outcome, error) {
 	if te := e.checkSlot(p.Caller.Slot); te != nil {
 		return c.reject(ctx, journal.StateParseRejected, StatusError, te)
 	}
+	if p.Caller.PageID != "" {
+		if te := CheckPageID("page id", p.Caller.PageID); te != nil {
+			return c.reject(ctx, journal.StateParseRejected, StatusError, te)
+		}
+	}
 	if p.Visible != nil && !slices.Contains(p.Visible, p.Tool) {
 		return c.reject(ctx, journal.StateParseRejected, StatusError, pl.unknownTool())
 	}
@@ -121,7 +126,7 @@ func (pl *pipeline) resolve(ctx context.Context) (*Outcome, error) {
 		if pl.custom == nil {
 			var rent *entry
 			if pl.remote, rent, err = e.remoteEntry(ctx, c.rec.AccountID, p.Tool); pl.remote != nil {
-				c.rec.ProviderType, c.rec.ProviderID = "mcp", pl.remote.ProviderID
+				c.rec.ProviderType, c.rec.ProviderID = journal.ProviderMCP, pl.remote.ProviderID
 			}
 			if err != nil {
 				e.opts.Logger.WarnContext(ctx, "remote tool lookup failed", "tool", p.Tool, "execution_id", c.rec.ID, "err", err)

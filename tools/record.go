@@ -111,14 +111,32 @@ func (e *Executor) Account(c Caller) string {
 	return e.opts.AccountID
 }
 
+// BuiltinProviderID is the journal's and the runtime catalog's provider
+// id of toolhost's own tools.
+const BuiltinProviderID = "toolhost"
+
+// isBuiltin reports whether name is one of toolhost's own tools.
+func (e *Executor) isBuiltin(name string) bool {
+	_, b := e.tools[name]
+	_, s := e.sessionTools[name]
+	return b || s
+}
+
 func (e *Executor) begin(p Proposal) *callRecord {
 	start := e.opts.Clock()
 	id := uuid.Must(uuid.NewV7()).String()
 	account := e.Account(p.Caller)
+	// A builtin is known by its name alone; a definition's or a remote
+	// tool's provider is set when resolve finds it (pipeline.go), so a
+	// call that ends before has no provider: unknown.
+	ptype, pid := journal.ProviderUnknown, ""
+	if e.isBuiltin(p.Tool) {
+		ptype, pid = journal.ProviderBuiltin, BuiltinProviderID
+	}
 	rec := journal.Record{
 		ID: id, AccountID: account, KeyID: p.Caller.KeyID, SessionID: p.Caller.SessionID,
-		FloorID: p.Caller.FloorID, RunID: p.Caller.RunID, Round: p.Caller.Round, CallID: p.CallID,
-		CallerSlot: p.Caller.Slot, Face: p.Caller.Face, ProviderID: "toolhost", ProviderType: "builtin", ToolName: p.Tool,
+		FloorID: p.Caller.FloorID, PageID: pageOf(p.Caller.PageID), RunID: p.Caller.RunID, Round: p.Caller.Round, CallID: p.CallID,
+		CallerSlot: p.Caller.Slot, Face: p.Caller.Face, ProviderID: pid, ProviderType: ptype, ToolName: p.Tool,
 		ArgsRaw: journalBytes(p.Args, e.opts.JournalArgsBytes), IdempotencyKey: clip.Runes(p.IdempotencyKey, MaxIdempotencyKeyBytes), TraceID: p.Caller.TraceID,
 		Status: journal.StatusRunning, Lifecycle: journal.Opened, Commit: journal.CommitPending,
 		StartedAt: start, CreatedAt: start, DeliveryMode: "inline", AttemptNo: 1,

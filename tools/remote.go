@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/journal"
 )
 
 // Codes of tools on remote MCP servers (mcpremote).
@@ -166,17 +167,15 @@ func (e *Executor) addRemote(ctx context.Context, cat *RuntimeCatalog, account, 
 	cat.Conflicts = append(cat.Conflicts, l.Conflicts...)
 	for _, r := range l.Tools {
 		spec := r.Tool.Spec()
-		t := runtimeTool(spec, r.ProviderID, "mcp", "mcp", slices.Clone(r.AllowedSlots), r.SlotsBasis, basisInferred)
+		t := runtimeTool(spec, r.ProviderID, journal.ProviderMCP, "mcp", slices.Clone(r.AllowedSlots), r.SlotsBasis, basisInferred)
 		t.SideEffectLevelBasis = r.SideEffectBasis
 		t.MetadataBasisDetail["side_effect_level"] = BasisScope{r.SideEffectBasis, basisScope[r.SideEffectBasis]}
 		t.MetadataBasisDetail["allowed_slots"] = BasisScope{r.SlotsBasis, basisScope[r.SlotsBasis]}
 		src := r.CatalogSource
 		t.CatalogSource = &src
-		if e.shadowed(ctx, account, spec.Name) {
-			reason := fmt.Sprintf("a builtin or a tool definition is named %s; a call runs that one", spec.Name)
-			t.Availability, t.AvailabilityReason = InConflict, &reason
-			cat.Conflicts = append(cat.Conflicts, Conflict{Name: spec.Name, Winner: "toolhost", Shadowed: []string{r.ProviderID}, Reason: reason})
-		} else if d := slotDenial(spec.Name, slot, r.AllowedSlots); d != nil {
+		// A builtin or a definition of this name shadows it: the catalog
+		// marks that once every tool is in (finishRuntime).
+		if d := slotDenial(spec.Name, slot, r.AllowedSlots); d != nil {
 			t.unavailable(d.Message)
 		}
 		common(&t)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/journal"
 	"github.com/toolhost/toolhost/tools/session"
 	"github.com/toolhost/toolhost/tools/tooldef"
 )
@@ -106,7 +108,7 @@ func runtimeTool(spec catalog.Spec, providerID, providerType, source string, slo
 		Name: spec.Name, ProviderID: providerID, ProviderType: providerType, Source: source,
 		SideEffectLevel: string(spec.SideEffect), AllowedSlots: slots, Availability: Available,
 		AsyncCapability: "inline_only", DefaultDeliveryMode: "inline", ResultVisibility: "immediate",
-		ReplaySafety:         replaySafety(spec.SideEffect, spec.ReplaySafe && providerType == "builtin"),
+		ReplaySafety:         replaySafety(spec.SideEffect, spec.ReplaySafe && providerType == journal.ProviderBuiltin),
 		SideEffectLevelBasis: basisDeclared, AllowedSlotsBasis: slotsBasis, ParameterSchemaBasis: basisDeclared,
 		ReplaySafetyBasis: replayBasis,
 	}
@@ -153,7 +155,7 @@ func (e *Executor) Runtime(ctx context.Context, account, sessionID, slot string)
 		}
 	}
 	for _, spec := range append(e.catalog.List(), e.SessionSpecs()...) {
-		t := runtimeTool(spec, "toolhost", "builtin", "builtin", nil, basisPlatform, basisDeclared)
+		t := runtimeTool(spec, BuiltinProviderID, journal.ProviderBuiltin, "builtin", nil, basisPlatform, basisDeclared)
 		common(&t)
 		cat.Tools = append(cat.Tools, t)
 	}
@@ -161,7 +163,7 @@ func (e *Executor) Runtime(ctx context.Context, account, sessionID, slot string)
 		return cat, err
 	}
 	if e.opts.Definitions == nil {
-		sortRuntime(&cat)
+		finishRuntime(&cat, nil)
 		return cat, nil
 	}
 	on := true
@@ -180,38 +182,111 @@ func (e *Executor) Runtime(ctx context.Context, account, sessionID, slot string)
 			byName[d.Name] = append(byName[d.Name], d)
 		}
 	}
+	// The definition a call of each name would run, as resolve picks it.
+	callableDef := map[string]string{}
+	for name, ds := range byName {
+		if d, ok := callable(ds, character); ok {
+			_, callableDef[name] = providerOf(d)
+		}
+	}
 	for _, def := range defs {
 		if !visible(def, character) {
 			continue
 		}
 		typ, id := providerOf(def)
 		t := runtimeTool(definitionSpec(def), id, typ, def.Source, def.AllowedSlots, basisDeclared, basisInferred)
-		_, builtin := e.tools[def.Name]
-		_, sessionTool := e.sessionTools[def.Name]
-		winner, _ := callable(byName[def.Name], character)
-		switch {
-		case builtin || sessionTool:
-			reason := fmt.Sprintf("the builtin %s has this name; a call runs the builtin", def.Name)
-			t.Availability, t.AvailabilityReason = InConflict, &reason
-			cat.Conflicts = append(cat.Conflicts, Conflict{Name: def.Name, Winner: "toolhost", Shadowed: []string{t.ProviderID}, Reason: reason})
-		case winner.ID != def.ID:
-			_, wid := providerOf(winner)
-			reason := fmt.Sprintf("the %s definition %s has this name; a call runs it", winner.Source, def.Name)
-			t.Availability, t.AvailabilityReason = InConflict, &reason
-			cat.Conflicts = append(cat.Conflicts, Conflict{Name: def.Name, Winner: wid, Shadowed: []string{t.ProviderID}, Reason: reason})
-		}
-		if t.Availability == Available {
-			if te := e.definitionDenial(def); te != nil {
-				t.unavailable(te.Message)
-			} else if d := slotDenial(def.Name, slot, def.AllowedSlots); d != nil {
-				t.unavailable(d.Message)
-			}
+		if te := e.definitionDenial(def); te != nil {
+			t.unavailable(te.Message)
+		} else if d := slotDenial(def.Name, slot, def.AllowedSlots); d != nil {
+			t.unavailable(d.Message)
 		}
 		common(&t)
 		cat.Tools = append(cat.Tools, t)
 	}
-	sortRuntime(&cat)
+	finishRuntime(&cat, callableDef)
 	return cat, nil
+}
+
+// finishRuntime sorts the catalog by name and marks what shares a name.
+func finishRuntime(cat *RuntimeCatalog, callableDef map[string]string) {
+	sortRuntime(cat)
+	for i := 0; i < len(cat.Tools); {
+		j := i + 1
+		for j < len(cat.Tools) && cat.Tools[j].Name == cat.Tools[i].Name {
+			j++
+		}
+		if j-i > 1 {
+			cat.Conflicts = append(cat.Conflicts, markConflict(cat.Tools[i:j], callableDef[cat.Tools[i].Name]))
+		}
+		i = j
+	}
+}
+
+// markConflict settles tools that answer to one name as resolve does
+// (pipeline.go): a builtin first, else the definition a call would run
+// (callableDef, its provider id: the preset, else the session character's,
+// else the custom one), else the remote MCP tool. Every other one is
+// marked conflict, whatever its own availability, since no call can reach
+// it; the conflict names the winner's provider id and the shadowed ones',
+// in that order of precedence.
+func markConflict(group []RuntimeTool, callableDef string) Conflict {
+	win := -1
+	for i, t := range group {
+		if win < 0 || precedence(t, callableDef) < precedence(group[win], callableDef) {
+			win = i
+		}
+	}
+	w := group[win]
+	reason := fmt.Sprintf("a call of %s runs the %s (%s)", w.Name, providerKind(w), w.ProviderID)
+	c := Conflict{Name: w.Name, Winner: w.ProviderID, Shadowed: []string{}, Reason: reason}
+	losers := make([]RuntimeTool, 0, len(group)-1)
+	for i := range group {
+		if i != win {
+			group[i].Availability, group[i].AvailabilityReason = InConflict, &reason
+			losers = append(losers, group[i])
+		}
+	}
+	byPrecedence := func(a, b RuntimeTool) int {
+		if d := precedence(a, callableDef) - precedence(b, callableDef); d != 0 {
+			return d
+		}
+		return strings.Compare(a.ProviderID, b.ProviderID)
+	}
+	slices.SortStableFunc(losers, byPrecedence)
+	for _, t := range losers {
+		c.Shadowed = append(c.Shadowed, t.ProviderID)
+	}
+	// The catalog lists them in the same order: the one a call runs first.
+	slices.SortStableFunc(group, byPrecedence)
+	return c
+}
+
+// precedence ranks a tool among those of its name, lowest first.
+func precedence(t RuntimeTool, callableDef string) int {
+	switch {
+	case t.ProviderType == journal.ProviderBuiltin:
+		return 0
+	case t.ProviderType == journal.ProviderPreset && t.ProviderID == callableDef:
+		return 1
+	case t.ProviderType == journal.ProviderPreset && t.Source == tooldef.SourcePreset:
+		return 2
+	case t.ProviderType == journal.ProviderPreset && t.Source == tooldef.SourceCharacter:
+		return 3
+	case t.ProviderType == journal.ProviderPreset:
+		return 4
+	}
+	return 5
+}
+
+// providerKind names a tool's provider in a conflict's reason.
+func providerKind(t RuntimeTool) string {
+	switch t.ProviderType {
+	case journal.ProviderBuiltin:
+		return "builtin"
+	case journal.ProviderMCP:
+		return "remote MCP tool"
+	}
+	return t.Source + " definition"
 }
 
 func sortRuntime(cat *RuntimeCatalog) {

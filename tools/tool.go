@@ -61,6 +61,9 @@ type Caller struct {
 	// FloorID is the turn: one /v1 request, the MCP _meta toolhost/floor-id
 	// when given, else one MCP tools/call.
 	FloorID string
+	// PageID is the caller's page of the floor (page.go); "" when the
+	// caller named none.
+	PageID  string
 	RunID   string // one loop run inside a floor
 	Round   int    // loop round (hosted)
 	TraceID string

@@ -26,7 +26,7 @@ func cmdJournal(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	asJSON := fs.Bool("json", false, "print JSON in the /tool-executions shape")
 	events := fs.String("events", "", "print the state events of this execution `ID`")
 	filters := map[string]*string{}
-	for _, name := range []string{"session_id", "floor_id", "run_id", "caller_slot", "face", "tool_name", "status",
+	for _, name := range []string{"session_id", "floor_id", "run_id", "page_id", "caller_slot", "face", "tool_name", "status",
 		"lifecycle_state", "commit_outcome", "provider_type", "sort_by", "sort_order", "offset"} {
 		filters[name] = fs.String(strings.ReplaceAll(name, "_", "-"), "", "`VALUE`: filter or paging as in GET /tool-executions ("+name+")")
 	}
@@ -45,7 +45,7 @@ func cmdJournal(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 	}
 	v.Set("limit", *limit)
-	q, err := admin.ExecutionQuery(v, *account)
+	q, err := admin.ExecutionQuery(v, *account, c.cfg.Tools.Slots)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolhost journal: %v\n", err)
 		return exitUsage

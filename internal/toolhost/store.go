@@ -180,7 +180,7 @@ func definitionRoutes(o *Options, defs tooldef.Store, exec *tools.Executor, chan
 // journalRoutes are the journal's REST routes and the sessions'.
 func journalRoutes(exec *tools.Executor) map[string]http.Handler {
 	routes := map[string]http.Handler{}
-	jr := &admin.Journal{Store: exec.Journal().Store()}
+	jr := &admin.Journal{Store: exec.Journal().Store(), Slots: exec.Slots()}
 	for pattern, h := range jr.Routes() {
 		routes[pattern] = h
 	}

@@ -197,6 +197,10 @@ func testList(t *testing.T, s journal.Store) {
 		r.ToolName = []string{"get_time", "roll_dice", "sleep"}[i%3]
 		r.CallerSlot = []string{"narrator", "director"}[i/3]
 		r.Face = []string{"mcp", "hosted"}[i%2]
+		// Two pages of floor f2 (a regenerated turn), none on the others.
+		if i == 1 || i == 3 {
+			r.PageID = []string{"", "p1", "", "p2"}[i]
+		}
 		if i == 4 {
 			r.SessionID = "sess2"
 			r.ProviderType = "mcp"
@@ -239,7 +243,10 @@ func testList(t *testing.T, s journal.Store) {
 		{"lifecycle", journal.Query{Lifecycle: journal.Opened}, []string{"r5"}, 1},
 		{"commit", journal.Query{Commit: journal.CommitCommitted}, []string{"r0"}, 1},
 		{"provider type", journal.Query{ProviderType: "mcp"}, []string{"r4"}, 1},
-		{"page id never matches", journal.Query{HasPageID: true, PageID: "p1"}, []string{}, 0},
+		{"page", journal.Query{HasPageID: true, PageID: "p1"}, []string{"r1"}, 1},
+		{"page in its floor", journal.Query{HasPageID: true, PageID: "p2", FloorID: "f2"}, []string{"r3"}, 1},
+		{"page of another floor", journal.Query{HasPageID: true, PageID: "p2", FloorID: "f1"}, []string{}, 0},
+		{"page nobody named", journal.Query{HasPageID: true, PageID: "p9"}, []string{}, 0},
 		{"combined", journal.Query{FloorID: "f1", CallerSlot: "narrator", SortBy: journal.SortCreatedAt, Asc: true}, []string{"r0", "r2"}, 2},
 		{"seq order desc", journal.Query{FloorID: "f1", SortBy: journal.SortSeq}, []string{"r4", "r2", "r0"}, 3},
 	}

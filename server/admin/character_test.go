@@ -112,7 +112,7 @@ func TestCharacterDefinitionsFollowTheSessionsCharacter(t *testing.T) {
 				t.Errorf("acme s_ana: %+v", out)
 			}
 			recs, _, err := ex.Journal().Store().List(ctx, journal.Query{AccountID: "local", SessionID: "s_ana"})
-			if err != nil || len(recs) != 1 || recs[0].ProviderType != "custom" || recs[0].ProviderID == "" {
+			if err != nil || len(recs) != 1 || recs[0].ProviderType != "preset" || recs[0].ProviderID == "" {
 				t.Errorf("journal: %v %+v", err, recs)
 			}
 		})

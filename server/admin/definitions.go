@@ -87,7 +87,14 @@ func (d *Definitions) list(w http.ResponseWriter, r *http.Request) {
 		writeDefErr(w, err)
 		return
 	}
-	q := tooldef.Query{AccountID: d.account(r), SourceID: v.Get("source_id"), HasSourceID: v.Has("source_id")}
+	q := tooldef.Query{AccountID: d.account(r), HasSourceID: v.Has("source_id")}
+	// An empty source_id selects the definitions without one (null).
+	if v.Get("source_id") != "" {
+		if q.SourceID, err = text(v, "source_id"); err != nil {
+			writeDefErr(w, err)
+			return
+		}
+	}
 	if q.Source, err = oneOf(v, "source", []string{tooldef.SourcePreset, tooldef.SourceCharacter, tooldef.SourceCustom}, ""); err != nil {
 		writeDefErr(w, err)
 		return
@@ -103,7 +110,7 @@ func (d *Definitions) list(w http.ResponseWriter, r *http.Request) {
 		writeDefErr(w, err)
 		return
 	}
-	order, err := oneOf(v, "sort_order", []string{"asc", "desc"}, "desc")
+	order, err := oneOf(v, "sort_order", sortOrders, "desc")
 	if err != nil {
 		writeDefErr(w, err)
 		return

@@ -10,18 +10,15 @@ package admin
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/toolhost/toolhost/internal/clip"
 	"github.com/toolhost/toolhost/internal/wire"
 	"github.com/toolhost/toolhost/journal"
 	"github.com/toolhost/toolhost/server"
+	"github.com/toolhost/toolhost/tools/session"
 )
 
 // MaxLimit caps limit on every list.
@@ -30,6 +27,9 @@ const MaxLimit = 500
 // Journal serves the journal routes from a store.
 type Journal struct {
 	Store journal.Store
+	// Slots are the caller slots the caller_slot filter may name (nil:
+	// session.DefaultSlots).
+	Slots []string
 	// Account returns the account whose records a request may read. Nil
 	// means the caller's identity.Identity (accountOf).
 	Account func(*http.Request) string
@@ -50,81 +50,33 @@ func (j *Journal) account(r *http.Request) string {
 	return accountOf(r, j.Account)
 }
 
-type validationError struct{ msg, field string }
-
-func (e validationError) Error() string { return e.msg }
-
-func invalid(format string, args ...any) error {
-	return validationError{msg: fmt.Sprintf(format, args...)}
-}
-
-// params reads the query strictly: unknown or repeated parameters are
-// refused so a typo does not silently widen a filter.
-// A query that does not parse (a ';', a bad %-escape) is refused too:
-// url.Query would drop the offending pair and widen the filter.
-func params(r *http.Request, allowed ...string) (url.Values, error) {
-	v, err := url.ParseQuery(r.URL.RawQuery)
-	if err != nil {
-		return nil, invalid("the query string does not parse: %s", clip.Echo(err.Error()))
-	}
-	for k, vals := range v {
-		if !slices.Contains(allowed, k) {
-			return nil, invalid("unknown query parameter %q; allowed: %s", clip.Echo(k), strings.Join(allowed, ", "))
-		}
-		if len(vals) > 1 {
-			return nil, invalid("query parameter %q given %d times", k, len(vals))
-		}
-	}
-	return v, nil
-}
-
-func oneOf(v url.Values, name string, allowed []string, def string) (string, error) {
-	s := v.Get(name)
-	if s == "" {
-		return def, nil
-	}
-	if !slices.Contains(allowed, s) {
-		return "", invalid("%s must be one of %s, not %q", name, strings.Join(allowed, ", "), s)
-	}
-	return s, nil
-}
-
-func paging(v url.Values, q *journal.Query) error {
-	q.Limit, q.Offset = 50, 0
-	if s := v.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > MaxLimit {
-			return invalid("limit must be an integer from 1 to %d, not %q", MaxLimit, s)
-		}
-		q.Limit = n
-	}
-	if s := v.Get("offset"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 0 {
-			return invalid("offset must be a non-negative integer, not %q", s)
-		}
-		q.Offset = n
-	}
-	return nil
-}
-
 var (
-	executionParams = []string{"session_id", "floor_id", "run_id", "caller_slot", "face", "tool_name", "status",
+	executionParams = []string{"session_id", "floor_id", "run_id", "page_id", "caller_slot", "face", "tool_name", "status",
 		"lifecycle_state", "commit_outcome", "provider_type", "sort_by", "sort_order", "limit", "offset"}
 	statuses       = []string{"running", "queued", "success", "error", "denied", "timeout", "uncertain", "blocked"}
 	legacyStatuses = []string{"success", "error", "denied", "queued", "running"}
 	lifecycles     = []string{"opened", "finished"}
 	commits        = []string{"pending", "committed", "discarded", "replay_blocked", "uncertain"}
-	providerTypes  = []string{"builtin", "custom", "preset", "mcp", "unknown"}
 	faces          = []string{"mcp", "hosted", "cli"}
+	sortOrders     = []string{"asc", "desc"}
 )
 
-// ExecutionQuery turns /tool-executions parameters into a query. It is
-// exported for `toolhost journal`, which takes the same filters.
-func ExecutionQuery(v url.Values, account string) (journal.Query, error) {
-	q := journal.Query{AccountID: account, SessionID: v.Get("session_id"), FloorID: v.Get("floor_id"),
-		RunID: v.Get("run_id"), CallerSlot: v.Get("caller_slot"), ToolName: v.Get("tool_name")}
+// ExecutionQuery turns /tool-executions parameters into a query; slots
+// are the caller slots caller_slot may name (nil: session.DefaultSlots).
+// It is exported for `toolhost journal`, which takes the same filters.
+func ExecutionQuery(v url.Values, account string, slots []string) (journal.Query, error) {
+	q := journal.Query{AccountID: account}
+	if err := texts(v, filter{"session_id", &q.SessionID}, filter{"floor_id", &q.FloorID},
+		filter{"run_id", &q.RunID}, filter{"tool_name", &q.ToolName}); err != nil {
+		return q, err
+	}
+	if err := pageID(v, &q); err != nil {
+		return q, err
+	}
 	var err error
+	if q.CallerSlot, err = oneOf(v, "caller_slot", slotsOr(slots), ""); err != nil {
+		return q, err
+	}
 	var s string
 	if s, err = oneOf(v, "status", statuses, ""); err != nil {
 		return q, err
@@ -140,7 +92,7 @@ func ExecutionQuery(v url.Values, account string) (journal.Query, error) {
 		return q, err
 	}
 	q.Commit = journal.Commit(s)
-	if q.ProviderType, err = oneOf(v, "provider_type", providerTypes, ""); err != nil {
+	if q.ProviderType, err = oneOf(v, "provider_type", journal.ProviderTypes, ""); err != nil {
 		return q, err
 	}
 	if q.Face, err = oneOf(v, "face", faces, ""); err != nil {
@@ -149,7 +101,7 @@ func ExecutionQuery(v url.Values, account string) (journal.Query, error) {
 	if q.SortBy, err = oneOf(v, "sort_by", []string{journal.SortCreatedAt, journal.SortStartedAt, journal.SortFinishedAt}, journal.SortStartedAt); err != nil {
 		return q, err
 	}
-	order, err := oneOf(v, "sort_order", []string{"asc", "desc"}, "desc")
+	order, err := oneOf(v, "sort_order", sortOrders, "desc")
 	if err != nil {
 		return q, err
 	}
@@ -157,9 +109,17 @@ func ExecutionQuery(v url.Values, account string) (journal.Query, error) {
 	return q, paging(v, &q)
 }
 
+// slotsOr is slots, else the default ones.
+func slotsOr(slots []string) []string {
+	if len(slots) == 0 {
+		return session.DefaultSlots
+	}
+	return slots
+}
+
 func (j *Journal) list(w http.ResponseWriter, r *http.Request) {
 	v, err := params(r, executionParams...)
-	if err == nil && v.Get("session_id") == "" && v.Get("floor_id") == "" && v.Get("run_id") == "" {
+	if err == nil && !v.Has("session_id") && !v.Has("floor_id") && !v.Has("run_id") {
 		err = invalid("at least one of session_id, floor_id, run_id is required")
 	}
 	j.serveList(w, r, v, err)
@@ -177,7 +137,7 @@ func (j *Journal) floor(w http.ResponseWriter, r *http.Request) {
 func (j *Journal) serveList(w http.ResponseWriter, r *http.Request, v url.Values, err error) {
 	var q journal.Query
 	if err == nil {
-		q, err = ExecutionQuery(v, j.account(r))
+		q, err = ExecutionQuery(v, j.account(r), j.Slots)
 	}
 	if err != nil {
 		writeErr(w, err)
@@ -265,34 +225,7 @@ func (j *Journal) events(w http.ResponseWriter, r *http.Request) {
 }
 
 func (j *Journal) callRecords(w http.ResponseWriter, r *http.Request) {
-	v, err := params(r, "page_id", "floor_id", "caller_slot", "status", "sort_by", "sort_order", "limit", "offset")
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	if v.Get("page_id") == "" && v.Get("floor_id") == "" {
-		writeErr(w, invalid("at least one of page_id, floor_id is required"))
-		return
-	}
-	q := journal.Query{AccountID: j.account(r), FloorID: v.Get("floor_id"), CallerSlot: v.Get("caller_slot")}
-	if v.Has("page_id") {
-		q.HasPageID, q.PageID = true, v.Get("page_id")
-	}
-	s, err := oneOf(v, "status", legacyStatuses, "")
-	if err == nil && s != "" {
-		q.Statuses = journal.LegacyStatuses(journal.Status(s))
-	}
-	if err == nil {
-		q.SortBy, err = oneOf(v, "sort_by", []string{journal.SortSeq, journal.SortCreatedAt}, journal.SortSeq)
-	}
-	var order string
-	if err == nil {
-		order, err = oneOf(v, "sort_order", []string{"asc", "desc"}, "desc")
-	}
-	if err == nil {
-		q.Asc = order == "asc"
-		err = paging(v, &q)
-	}
+	q, err := j.callRecordsQuery(r)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -309,11 +242,55 @@ func (j *Journal) callRecords(w http.ResponseWriter, r *http.Request) {
 	server.WriteJSON(w, http.StatusOK, page[CallRecordView]{Data: data, Meta: meta(q, total, len(recs))})
 }
 
+// callRecordsQuery reads the filters of /tools/call-records.
+func (j *Journal) callRecordsQuery(r *http.Request) (journal.Query, error) {
+	q := journal.Query{AccountID: j.account(r)}
+	v, err := params(r, "page_id", "floor_id", "caller_slot", "status", "sort_by", "sort_order", "limit", "offset")
+	if err != nil {
+		return q, err
+	}
+	if !v.Has("page_id") && !v.Has("floor_id") {
+		return q, invalid("at least one of page_id, floor_id is required")
+	}
+	if err := texts(v, filter{"floor_id", &q.FloorID}); err != nil {
+		return q, err
+	}
+	if err := pageID(v, &q); err != nil {
+		return q, err
+	}
+	if q.CallerSlot, err = oneOf(v, "caller_slot", slotsOr(j.Slots), ""); err != nil {
+		return q, err
+	}
+	s, err := oneOf(v, "status", legacyStatuses, "")
+	if err != nil {
+		return q, err
+	}
+	if s != "" {
+		q.Statuses = journal.LegacyStatuses(journal.Status(s))
+	}
+	if q.SortBy, err = oneOf(v, "sort_by", []string{journal.SortSeq, journal.SortCreatedAt}, journal.SortSeq); err != nil {
+		return q, err
+	}
+	order, err := oneOf(v, "sort_order", sortOrders, "desc")
+	if err != nil {
+		return q, err
+	}
+	q.Asc = order == "asc"
+	return q, paging(v, &q)
+}
+
 func writeErr(w http.ResponseWriter, err error) {
 	var ve validationError
 	switch {
 	case errors.As(err, &ve) && ve.field != "":
-		server.WriteErrorObject(w, http.StatusBadRequest, wire.ErrorObject{Code: "validation_error", Field: ve.field, Message: ve.msg})
+		obj := wire.ErrorObject{Code: "validation_error", Field: ve.field, Message: ve.msg}
+		if ve.allowed != nil {
+			// A slice of strings always encodes.
+			_ = obj.SetDetails(struct {
+				Allowed []string `json:"allowed"`
+			}{ve.allowed})
+		}
+		server.WriteErrorObject(w, http.StatusBadRequest, obj)
 	case errors.As(err, &ve):
 		server.WriteError(w, http.StatusBadRequest, "validation_error", ve.msg)
 	case errors.Is(err, journal.ErrNotFound):

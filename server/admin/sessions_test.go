@@ -253,7 +253,7 @@ func TestRuntimeCatalogRoute(t *testing.T) {
 					t.Errorf("field %s missing", f)
 				}
 			}
-			if len(npc) != len(want) || npc["provider_type"] != "custom" || npc["catalog_source"] != nil || npc["allowed_slots_basis"] != "tool_declared" {
+			if len(npc) != len(want) || npc["provider_type"] != "preset" || npc["catalog_source"] != nil || npc["allowed_slots_basis"] != "tool_declared" {
 				t.Errorf("lookup_npc entry %v", npc)
 			}
 			do(t, srv, call{method: "GET", path: "/sessions/sess_001/tools/runtime", account: "acme", status: 404, code: "not_found"})

@@ -91,7 +91,7 @@ func TestCustomToolsPerAccount(t *testing.T) {
 		t.Fatalf("call: %v %+v", err, res)
 	}
 	rec, err := exec.Journal().Store().Get(ctx, "acme", res.Meta["toolhost/execution_id"].(string))
-	if err != nil || rec.ProviderType != "custom" || rec.CallerSlot != "narrator" || rec.Face != "mcp" {
+	if err != nil || rec.ProviderType != "preset" || rec.CallerSlot != "narrator" || rec.Face != "mcp" {
 		t.Fatalf("journal: %v %+v", err, rec)
 	}
 	if res, err := b.CallTool(ctx, &sdk.CallToolParams{Name: "lookup_npc", Arguments: map[string]any{"name": "x"}}); err == nil && !res.IsError {

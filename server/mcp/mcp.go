@@ -38,9 +38,12 @@ const IdempotencyMetaKey = "toolhost/idempotency-key"
 // SlotMetaKey is the _meta key of tools/call declaring the caller slot
 // (narrator, director, …); FloorMetaKey names the turn the call belongs to,
 // which max_calls_per_turn counts (else every call is its own turn).
+// PageMetaKey names the caller's page of that turn (tools/page.go), the
+// journal's page_id; a value outside the rule of page ids is refused.
 const (
 	SlotMetaKey  = "toolhost/slot"
 	FloorMetaKey = "toolhost/floor-id"
+	PageMetaKey  = "toolhost/page-id"
 )
 
 // metaString is a _meta value as a slot name: a string as is, anything
@@ -54,6 +57,16 @@ func metaString(v any) string {
 		return "(invalid)"
 	}
 	return string(b)
+}
+
+// metaPage is a _meta value as a page id: a string as is ("" names no
+// page); anything else rendered as JSON with a note, so the pipeline
+// refuses it (a page id is a string, and 7 is not "7") and quotes it.
+func metaPage(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return metaString(v) + " (not a string)"
 }
 
 // Options configure the MCP server.
@@ -425,6 +438,9 @@ func (s *Server) handler(name string, structuredErrors bool) sdk.ToolHandler {
 		}
 		if f, ok := req.Params.Meta[FloorMetaKey].(string); ok && f != "" && len(f) <= 128 {
 			p.Caller.FloorID = f
+		}
+		if v, ok := req.Params.Meta[PageMetaKey]; ok {
+			p.Caller.PageID = metaPage(v)
 		}
 		p.Lang = s.requestLang(extra)
 		if extra != nil {

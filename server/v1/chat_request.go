@@ -11,6 +11,7 @@ import (
 	"github.com/toolhost/toolhost/internal/wire"
 	"github.com/toolhost/toolhost/server/v1/loop"
 	"github.com/toolhost/toolhost/server/v1/upstream/openai"
+	"github.com/toolhost/toolhost/tools"
 )
 
 // chatRequest is a checked Chat Completions request.
@@ -335,6 +336,38 @@ func quoteAll(ss []string) []string {
 // refused before the request reaches the handlers (internal/toolhost), and by
 // the pipeline.
 const SlotHeader = "X-Toolhost-Slot"
+
+// PageHeader names the caller's page of the request's floor (tools/page.go):
+// the page its hosted calls' results go into. metadata.page_id says the
+// same; given both, they must agree.
+const PageHeader = "X-Toolhost-Page-Id"
+
+// pageID is the page a request names: metadata.page_id, else the
+// X-Toolhost-Page-Id header (once); "" when neither is given. A value
+// outside the rule of page ids, a repeated header or two sources that
+// disagree are refused before any model round.
+func pageID(r *http.Request, md map[string]string) (string, *requestError) {
+	hdr := r.Header.Values(PageHeader)
+	if len(hdr) > 1 {
+		return "", badRequest(ReasonInvalidRequest, PageHeader, fmt.Sprintf("%s is given %d times; give it once", PageHeader, len(hdr)))
+	}
+	meta, inMeta := md["page_id"]
+	if inMeta {
+		if te := tools.CheckPageID("metadata.page_id", meta); te != nil {
+			return "", badRequest(ReasonInvalidRequest, "metadata.page_id", te.Message)
+		}
+	}
+	if len(hdr) == 0 {
+		return meta, nil
+	}
+	if te := tools.CheckPageID(PageHeader, hdr[0]); te != nil {
+		return "", badRequest(ReasonInvalidRequest, PageHeader, te.Message)
+	}
+	if inMeta && meta != hdr[0] {
+		return "", badRequest(ReasonInvalidRequest, PageHeader, fmt.Sprintf("%s and metadata.page_id name different pages; give one", PageHeader))
+	}
+	return hdr[0], nil
+}
 
 // sessionID is metadata.session_id, else the X-Session-Id header.
 func sessionID(r *http.Request, md map[string]string) string {

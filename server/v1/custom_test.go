@@ -147,7 +147,7 @@ func TestHostedLoopRunsCustomScriptTool(t *testing.T) {
 		t.Fatalf("%d records: %v", len(recs), recs)
 	}
 	r := recs[0].(map[string]any)
-	if r["tool_name"] != "Lookup-NPC" || r["provider_type"] != "custom" || r["provider_id"] != "tooldef:tooldef_Lookup-NPC_custom" ||
+	if r["tool_name"] != "Lookup-NPC" || r["provider_type"] != "preset" || r["provider_id"] != "tooldef:tooldef_Lookup-NPC_custom" ||
 		r["face"] != "hosted" || r["status"] != "success" {
 		t.Errorf("record %v", r)
 	}
@@ -182,7 +182,7 @@ func TestHostedCustomToolDeniedBySlotDenyList(t *testing.T) {
 		t.Errorf("the model was not told the denial: %s", result)
 	}
 	r := e.getJSON("/tool-executions?floor_id=req_deny")["data"].([]any)[0].(map[string]any)
-	if r["status"] != "denied" || r["caller_slot"] != "verifier" || r["provider_type"] != "custom" || r["session_id"] != "sess_deny" {
+	if r["status"] != "denied" || r["caller_slot"] != "verifier" || r["provider_type"] != "preset" || r["session_id"] != "sess_deny" {
 		t.Errorf("record %v", r)
 	}
 	cr := e.getJSON("/tools/call-records?floor_id=req_deny")["data"].([]any)[0].(map[string]any)

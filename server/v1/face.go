@@ -89,6 +89,11 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, f face, body []b
 		return
 	}
 	c := req.common()
+	page, re := pageID(r, c.metadata)
+	if re != nil {
+		f.writeError(w, re)
+		return
+	}
 	route, err := h.opts.Router.Pick(c.loop.Model, c.declared)
 	if err != nil {
 		f.writeError(w, h.runError(ctx, err))
@@ -104,6 +109,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, f face, body []b
 		Caller: loop.Caller{
 			RequestID:      requestID(ctx),
 			SessionID:      sessionID(r, c.metadata),
+			PageID:         page,
 			Slot:           r.Header.Get(SlotHeader),
 			Identity:       id,
 			TraceID:        server.TraceID(r.Header),

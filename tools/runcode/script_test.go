@@ -135,7 +135,7 @@ func TestScriptToolsRunInTheSandbox(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rec.ProviderType != "custom" || rec.ProviderID != "tooldef:tooldef_"+c.tool {
+			if rec.ProviderType != "preset" || rec.ProviderID != "tooldef:tooldef_"+c.tool {
 				t.Errorf("journal provider %s %s", rec.ProviderType, rec.ProviderID)
 			}
 		})

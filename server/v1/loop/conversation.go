@@ -133,6 +133,9 @@ type Hosted struct {
 type Caller struct {
 	RequestID string // journal floor_id
 	SessionID string
+	// PageID is the caller's page the request names (metadata.page_id or
+	// X-Toolhost-Page-Id), journal page_id; "" when none.
+	PageID string
 	// Slot is the caller slot the request declared (X-Toolhost-Slot).
 	Slot    string
 	TraceID string

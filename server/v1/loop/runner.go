@@ -409,6 +409,7 @@ func (r *Runner) executeOne(ctx context.Context, run *Run, runID string, visible
 			Slot:      run.Caller.Slot,
 			SessionID: run.Caller.SessionID,
 			FloorID:   run.Caller.RequestID,
+			PageID:    run.Caller.PageID,
 			RunID:     runID,
 			Round:     c.Round,
 			TraceID:   run.Caller.TraceID,
