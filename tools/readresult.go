@@ -68,7 +68,7 @@ func (*readResult) Spec() catalog.Spec {
 		Input: json.RawMessage(`{
   "type": "object",
   "properties": {
-    "execution_id": {"type": "string", "minLength": 1, "maxLength": 64, "description": "the execution id the truncation note (or _meta[\"toolhost/execution_id\"]) gives"},
+    "execution_id": {"type": "string", "minLength": 1, "maxLength": 64, "description": "the execution id the truncation note gives (an MCP client also finds it in the continuation under the result's _meta)"},
     "part": {"type": "string", "enum": ["text", "structured"], "default": "text", "description": "text (default) or structured"},
     "start_index": {"type": "integer", "minimum": 0, "default": 0, "description": "character offset to start from; use next_start_index of the previous part"},
     "max_length": {"type": "integer", "minimum": 1, "maximum": 200000, "default": 50000, "description": "most characters to return in this call"}

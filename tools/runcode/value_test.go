@@ -12,9 +12,11 @@ import (
 	"github.com/toolhost/toolhost/tools"
 )
 
-// A JavaScript last value too large to return is a result_too_large error
-// that says its size and the cap, never a silent null; under every cap it
-// is returned whole.
+// A JavaScript last value too large for the sandbox is a result_too_large
+// error that says its size and the cap, never a silent null; one the
+// sandbox returns but the pipeline's smaller cap cannot carry comes back
+// cut, saying so, its whole kept for read_result; under every cap it is
+// returned whole.
 func TestJavaScriptValueTooLargeIsAnError(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds values up to every cap, seconds; runs in make test")
@@ -23,22 +25,25 @@ func TestJavaScriptValueTooLargeIsAnError(t *testing.T) {
 	for _, tc := range []struct {
 		name, code, errCode string
 		want                []string
+		cut                 bool
 	}{
 		{"one byte over the sandbox's cap", "console.log('made it'); 'x'.repeat(1024 * 1024 - 1)", tools.CodeResultTooLarge,
-			[]string{"last value is 1048577 bytes of JSON", "more than the 1048576"}},
+			[]string{"last value is 1048577 bytes of JSON", "more than the 1048576"}, false},
 		{"far over, in an array", "Array.from({length: 200000}, (_, i) => 'item' + i)", tools.CodeResultTooLarge,
-			[]string{"last value is", "more than the 1048576"}},
+			[]string{"last value is", "more than the 1048576"}, false},
 		{"a promise of a huge value", "Promise.resolve('é'.repeat(1 << 20))", tools.CodeResultTooLarge,
-			[]string{"last value is 2097154 bytes"}},
-		// At the sandbox's cap the pipeline's own (smaller) cap refuses it,
-		// with the same code.
-		{"at the sandbox's cap", "'x'.repeat(1024 * 1024 - 2)", tools.CodeResultTooLarge, []string{"structured result"}},
-		{"under every cap", "'x'.repeat(1000).length", "", nil},
+			[]string{"last value is 2097154 bytes"}, false},
+		// At the sandbox's cap the pipeline's own (smaller) cap cuts it.
+		{"at the sandbox's cap", "'x'.repeat(1024 * 1024 - 2)", "", nil, true},
+		{"under every cap", "'x'.repeat(1000).length", "", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := call(t, ex, js(tc.code, "timeout_ms", noRush))
 			if out.Code != tc.errCode || out.IsError != (tc.errCode != "") {
 				t.Fatalf("code %q isError %v (%s), want %q", out.Code, out.IsError, out.Message, tc.errCode)
+			}
+			if out.Truncated != tc.cut || (out.Continuation != nil) != tc.cut {
+				t.Fatalf("truncated %v, continuation %+v; want cut %v", out.Truncated, out.Continuation, tc.cut)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(out.Message, w) {
