@@ -3,7 +3,9 @@
 // tools (echo, add, write), and hostile ones a remote server may have:
 // one that hangs, two that answer 10 MB (slowly, at once), one that
 // answers a value nested as deep as asked, one whose schema lies, names
-// that collide or are not ASCII.
+// that collide or are not ASCII; on demand, input schemas no client should
+// take whole (AddHostileSchemas) and HTTP refusals of the next calls of a
+// tool (FailNext).
 package testserver
 
 import (
@@ -155,16 +157,7 @@ func New(hostile bool) *Server {
 		InitializedHandler: func(context.Context, *sdk.InitializedRequest) { s.Sessions.Add(1) },
 	})
 	ro := &sdk.ToolAnnotations{ReadOnlyHint: true}
-	s.srv.AddTool(&sdk.Tool{Name: "echo", Description: "Echoes the message back.", InputSchema: obj(`"message":{"type":"string"}`, "message"), Annotations: ro},
-		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			s.mu.Lock()
-			s.metas["echo"] = append(s.metas["echo"], req.Params.Meta)
-			s.mu.Unlock()
-			s.count("echo")
-			var a struct{ Message string }
-			_ = json.Unmarshal(req.Params.Arguments, &a)
-			return text("Echo: " + a.Message), nil
-		})
+	s.addEcho(ro)
 	s.addGreet(ro)
 	s.srv.AddTool(&sdk.Tool{Name: "add", Description: "Adds two numbers.", InputSchema: obj(`"a":{"type":"number"},"b":{"type":"number"}`, "a", "b"), Annotations: ro,
 		OutputSchema: json.RawMessage(`{"type":"object","properties":{"sum":{"type":"number"}},"required":["sum"]}`)},
@@ -312,6 +305,20 @@ func (s *Server) Handler() http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// addEcho adds echo, which keeps the _meta of each call (Metas).
+func (s *Server) addEcho(ro *sdk.ToolAnnotations) {
+	s.srv.AddTool(&sdk.Tool{Name: "echo", Description: "Echoes the message back.", InputSchema: obj(`"message":{"type":"string"}`, "message"), Annotations: ro},
+		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			s.mu.Lock()
+			s.metas["echo"] = append(s.metas["echo"], req.Params.Meta)
+			s.mu.Unlock()
+			s.count("echo")
+			var a struct{ Message string }
+			_ = json.Unmarshal(req.Params.Arguments, &a)
+			return text("Echo: " + a.Message), nil
+		})
 }
 
 // addGreet adds greet, whose schema gives name a default: toolhost fills
