@@ -12,11 +12,14 @@ const (
 	// FaceHosted is the /v1 model endpoints (Chat Completions, Responses,
 	// Messages).
 	FaceHosted Face = "hosted"
+	// FaceREST is the tools REST API (GET /tools/builtin), whose seed
+	// examples are English.
+	FaceREST Face = "rest"
 )
 
 // DefaultLang is the face's language for a request that states no
 // preference: English for MCP, whose clients and models mostly read
-// English; Chinese for /v1, as the seed says.
+// English, and for the REST API; Chinese for /v1, as the seed says.
 func (f Face) DefaultLang() Lang {
 	if f == FaceHosted {
 		return Chinese
@@ -25,7 +28,8 @@ func (f Face) DefaultLang() Lang {
 }
 
 // RequestLang decides the language of the text a request gets back (tool
-// titles and descriptions, messages, prompts); no other code does. An
+// titles and descriptions, the descriptions inside their schemas,
+// messages, prompts); no other code does. An
 // Accept-Language header that states a preference decides by the seed's
 // rule: a value starting with "en" is English, any other Chinese. Without
 // one — no header, an empty one, or "*", which Node's fetch (so every

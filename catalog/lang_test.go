@@ -22,6 +22,10 @@ func TestRequestLang(t *testing.T) {
 		{FaceMCP, "e", Chinese},
 		{FaceMCP, "ｅｎ", Chinese}, // fullwidth letters are not "en"
 		{FaceMCP, "\u200ben", Chinese},
+		{FaceREST, "", English},
+		{FaceREST, "*", English},
+		{FaceREST, "zh-CN", Chinese},
+		{FaceREST, "en-US", English},
 		{Face("unknown"), "", English},
 	}
 	for _, tt := range tests {

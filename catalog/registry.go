@@ -21,7 +21,8 @@ func NewRegistry() *Registry {
 // Add registers a spec. A second spec with the same name is an error: a
 // registry publishes one version of each tool.
 func (r *Registry) Add(s Spec) error {
-	if err := s.Check(); err != nil {
+	s, err := Prepare(s)
+	if err != nil {
 		return err
 	}
 	r.mu.Lock()

@@ -53,12 +53,17 @@ type Annotations struct {
 
 // Spec is the contract of one tool version.
 type Spec struct {
-	Name        string          `json:"name"`
-	Version     string          `json:"version"`
-	Title       Text            `json:"title"`
-	Description Text            `json:"description"`
+	Name        string `json:"name"`
+	Version     string `json:"version"`
+	Title       Text   `json:"title"`
+	Description Text   `json:"description"`
+	// Input and Output are the schemas with their descriptions in
+	// English; InputZH and OutputZH give each description's Chinese
+	// (InputIn, OutputIn render a schema in a language).
 	Input       json.RawMessage `json:"input_schema"`
+	InputZH     SchemaZH        `json:"input_zh,omitempty"`
 	Output      json.RawMessage `json:"output_schema,omitempty"`
+	OutputZH    SchemaZH        `json:"output_zh,omitempty"`
 	Annotations Annotations     `json:"annotations"`
 	SideEffect  SideEffect      `json:"side_effect_level"`
 	// ReplaySafe says whether running the same normalized arguments again is
@@ -66,6 +71,9 @@ type Spec struct {
 	ReplaySafe bool `json:"replay_safe"`
 	// PaidUnit names what the tool bills per unit ("" for free tools).
 	PaidUnit string `json:"paid_unit,omitempty"`
+
+	// zh are the Chinese schemas Prepare rendered (nil: rendered per call).
+	zh *zhSchemas
 }
 
 var namePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
@@ -98,6 +106,12 @@ func (s Spec) Check() error {
 		if err := json.Unmarshal(s.Output, &out); err != nil {
 			return fmt.Errorf("tool %s: output schema: %w", s.Name, err)
 		}
+	}
+	if err := checkSchemaZH(s.Input, s.InputZH); err != nil {
+		return fmt.Errorf("tool %s: input schema: %w", s.Name, err)
+	}
+	if err := checkSchemaZH(s.Output, s.OutputZH); err != nil {
+		return fmt.Errorf("tool %s: output schema: %w", s.Name, err)
 	}
 	if s.Annotations.ReadOnly && s.SideEffect == SideEffectIrreversible {
 		return fmt.Errorf("tool %s: read-only hint contradicts irreversible side effects", s.Name)

@@ -42,6 +42,8 @@ var wallClockReads = map[string]string{
 	"journal/spool.go ticker":                               "how long a write has waited in the spool, paced by a timer",
 	"journal/barrier.go awaitReplicas":                      "how long the read barrier has waited for the replicas",
 	"tools/mcpremote/gateway.go listChanged":                "re-listings spaced by a timer",
+	"tools/mcpremote/retry.go left":                         "a call's deadline, a context deadline",
+	"tools/mcpremote/retry.go fits":                         "a retry's wait against a context deadline",
 	"server/conns.go Accept":                                "a write deadline on a refused connection",
 	"server/conns.go connState":                             "which connection has been idle the longest",
 	"server/conns.go bodyDeadline":                          "a read deadline on a connection",

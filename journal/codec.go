@@ -14,9 +14,12 @@ import (
 // argument bytes. Every field is length-prefixed or fixed-width, so a
 // decoder never reads past what a frame holds.
 
-// codecVersion 2 added the face after the events; a version 1 write (a
-// spool left by an older binary) held the face in the caller slot.
-const codecVersion = 2
+// codecVersion 3 added each event's kind after the face (one string per
+// event, in order); a version 2 write has none, so its events are all
+// transitions. Version 2 added the face after the events; a version 1
+// write (a spool left by an older binary) held the face in the caller
+// slot.
+const codecVersion = 3
 
 // appendWrite appends the encoding of w to b.
 func appendWrite(b []byte, w Write) []byte {
@@ -60,7 +63,11 @@ func appendWrite(b []byte, w Write) []byte {
 		b = appendTime(b, e.At)
 		b = appendBytes(b, e.Detail)
 	}
-	return appendString(b, r.Face)
+	b = appendString(b, r.Face)
+	for _, e := range w.Events {
+		b = appendString(b, e.Kind)
+	}
+	return b
 }
 
 // errCodec is wrapped by every decoding failure.
@@ -71,7 +78,7 @@ var errCodec = errors.New("journal spool: bad write encoding")
 func decodeWrite(b []byte) (Write, error) {
 	d := decoder{b: b}
 	v := d.byte()
-	if v != 1 && v != codecVersion && d.err == nil {
+	if (v < 1 || v > codecVersion) && d.err == nil {
 		return Write{}, fmt.Errorf("%w: version %d", errCodec, v)
 	}
 	var w Write
@@ -131,6 +138,11 @@ func decodeWrite(b []byte) (Write, error) {
 		}
 	} else {
 		r.Face = d.string()
+	}
+	if v >= 3 {
+		for i := range w.Events {
+			w.Events[i].Kind = d.string()
+		}
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("trailing bytes")

@@ -167,15 +167,28 @@ type Record struct {
 	Seq int
 }
 
-// Event is one state transition of a call.
+// Event is one entry of a call's trail: a state transition, or (Kind set)
+// a note of what happened inside a state without leaving it.
 type Event struct {
 	Seq   int
 	State State
-	At    time.Time
+	// Kind is empty for a transition into State. KindAttempt notes one
+	// attempt of the tool at a remote server while the call is in State
+	// (executing): the gateway's retries (§6.9).
+	Kind string
+	At   time.Time
 	// Detail is a small JSON object saying what the step produced (dialect
 	// and validator, reference clock, reason of a rejection, ...).
 	Detail json.RawMessage
 }
+
+// Event kinds besides a transition (the empty kind).
+const (
+	// KindAttempt: one try of the call at a remote server; its detail is
+	// the attempt's number, invocation id, the backoff and jitter waited
+	// before it, the deadline left and how it ended.
+	KindAttempt = "attempt"
+)
 
 // takeOutcome copies the outcome fields of o, those an update of a record
 // carries (status, states, result, error, units, timing), into r; the
@@ -185,4 +198,5 @@ func (r *Record) takeOutcome(o Record) {
 	r.Result, r.ResultText, r.ErrorCode, r.ErrorMessage = o.Result, o.ResultText, o.ErrorCode, o.ErrorMessage
 	r.Summary, r.Units, r.Truncated = o.Summary, o.Units, o.Truncated
 	r.Duration, r.FinishedAt = o.Duration, o.FinishedAt
+	r.AttemptNo = o.AttemptNo
 }

@@ -30,7 +30,7 @@ func fullWrite(t *testing.T) Write {
 		FinishedAt: at.Add(time.Second), DeliveryMode: "inline", AttemptNo: 2, RuntimeJobID: "job",
 		ReplayParentID: "parent", InstanceID: "inst", CreatedAt: at.Add(-time.Second), Seq: 7,
 	}, Events: []Event{
-		{Seq: 4, State: StateProposed, At: at, Detail: json.RawMessage(`{"x":"y"}`)},
+		{Seq: 4, State: StateExecuting, Kind: KindAttempt, At: at, Detail: json.RawMessage(`{"x":"y"}`)},
 		{Seq: -1, State: StateObserved, At: at.Add(time.Millisecond), Detail: json.RawMessage(`[]`)},
 	}}
 	for _, v := range []reflect.Value{reflect.ValueOf(w), reflect.ValueOf(w.Record), reflect.ValueOf(w.Events[0])} {
@@ -70,9 +70,12 @@ func TestCodecRoundTripsEveryField(t *testing.T) {
 func TestCodecReadsVersion1(t *testing.T) {
 	w := fullWrite(t)
 	w.Record.CallerSlot, w.Record.Face = "hosted", ""
+	for i := range w.Events {
+		w.Events[i].Kind = ""
+	}
 	b := appendWrite(nil, w)
 	b[0] = 1
-	b = b[:len(b)-1] // the empty face
+	b = b[:len(b)-1-len(w.Events)] // the empty face, the empty kinds
 	got, err := decodeWrite(b)
 	if err != nil {
 		t.Fatal(err)
@@ -80,8 +83,31 @@ func TestCodecReadsVersion1(t *testing.T) {
 	if got.Record.Face != "hosted" || got.Record.CallerSlot != "" {
 		t.Errorf("version 1 write: face %q, slot %q; want hosted and none", got.Record.Face, got.Record.CallerSlot)
 	}
-	if _, err := decodeWrite(append([]byte{3}, b[1:]...)); !errors.Is(err, errCodec) {
+	if _, err := decodeWrite(append([]byte{codecVersion + 1}, b[1:]...)); !errors.Is(err, errCodec) {
 		t.Errorf("unknown version: %v", err)
+	}
+}
+
+// A spool written by a binary before version 3 has no event kinds after
+// the face: its events decode as transitions, everything else as it was.
+func TestCodecReadsVersion2(t *testing.T) {
+	w := fullWrite(t)
+	for i := range w.Events {
+		w.Events[i].Kind = ""
+	}
+	b := appendWrite(nil, w)
+	b[0] = 2
+	b = b[:len(b)-len(w.Events)] // the kinds, one empty string each
+	got, err := decodeWrite(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, w) {
+		t.Errorf("version 2 write:\n got %+v\nwant %+v", got, w)
+	}
+	// A version 2 write followed by kinds is damaged, not version 3.
+	if _, err := decodeWrite(append(b, 0, 0)); !errors.Is(err, errCodec) {
+		t.Errorf("version 2 with trailing kinds: %v", err)
 	}
 }
 

@@ -119,6 +119,13 @@ func (t *Trail) Move(to State, detail any) error {
 	return nil
 }
 
+// Note records an event of kind (not a transition: the state stays) with
+// detail, such as one attempt of a remote call (KindAttempt).
+func (t *Trail) Note(kind string, detail any) {
+	t.pending = append(t.pending, Event{Seq: t.next, State: t.state, Kind: kind, At: t.clock(), Detail: encodeDetail(detail)})
+	t.next++
+}
+
 // Take returns the events recorded since the last Take.
 func (t *Trail) Take() []Event {
 	p := t.pending

@@ -247,8 +247,9 @@ func NewExecutor(opts Options, ts ...Tool) (*Executor, error) {
 
 // newEntry compiles a tool's input schema.
 func newEntry(t Tool) (*entry, error) {
-	spec := t.Spec()
-	if err := spec.Check(); err != nil {
+	// Prepared: its Chinese schemas are rendered once, here.
+	spec, err := catalog.Prepare(t.Spec())
+	if err != nil {
 		return nil, err
 	}
 	sch, err := compileSchema(spec.Name, spec.Input)

@@ -221,6 +221,7 @@ func (pl *pipeline) normalize(ctx context.Context) (*Outcome, error) {
 		MaxUnits: 1,
 		progress: p.Progress,
 		admitted: pl.admitted,
+		attempts: &attempts{},
 	}
 	if b, ok := ent.tool.(UnitBounder); ok {
 		inv.MaxUnits = b.MaxUnits(inv)
@@ -336,6 +337,7 @@ func (pl *pipeline) execute(ctx context.Context) (ran, toolErr bool) {
 		}
 		e.fail(out, status, te)
 	}
+	pl.c.attempted(pl.inv.takeAttempts())
 	return callErr == nil && res != nil, isToolError(callErr)
 }
 

@@ -48,6 +48,7 @@ func (*queryMemory) Spec() catalog.Spec {
 			"query": {"type": "string", "minLength": 1, "maxLength": 200, "description": "words to look for, separated by spaces"},
 			"limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10, "description": "most matches to return"}},
 			"required": ["query"], "additionalProperties": false}`),
+		InputZH:     catalog.SchemaZH{"/properties/query": "要查找的词，用空格分隔", "/properties/limit": "最多返回的匹配数"},
 		Annotations: catalog.Annotations{ReadOnly: true, Idempotent: true},
 		SideEffect:  catalog.SideEffectNone, ReplaySafe: true,
 	}

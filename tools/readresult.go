@@ -92,6 +92,20 @@ func (*readResult) Spec() catalog.Spec {
   "required": ["execution_id", "part", "content", "start_index", "returned_length", "total_length", "truncated", "complete"],
   "additionalProperties": false
 }`),
+		InputZH: catalog.SchemaZH{
+			"/properties/execution_id": "截断说明给出的 execution_id（MCP 客户端也可在结果 _meta 的 continuation 中找到）",
+			"/properties/part":         "text（默认）或 structured",
+			"/properties/start_index":  "从第几个字符开始；填上一段的 next_start_index",
+			"/properties/max_length":   "本次最多返回的字符数",
+		},
+		OutputZH: catalog.SchemaZH{
+			"/properties/content":          "从 start_index 开始的字符",
+			"/properties/returned_length":  "content 的字符数",
+			"/properties/total_length":     "整个部分的字符数",
+			"/properties/truncated":        "后面还有：从 next_start_index 继续读取",
+			"/properties/next_start_index": "截断时下一段的 start_index",
+			"/properties/complete":         "为 false 时 toolhost 只保存了工具输出的开头（tools.max_stored_result_bytes）：该部分到此为止",
+		},
 		Annotations: catalog.Annotations{ReadOnly: true, Idempotent: true},
 		SideEffect:  catalog.SideEffectNone,
 		ReplaySafe:  true,

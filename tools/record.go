@@ -232,6 +232,19 @@ func (c *callRecord) openEvents(spec catalog.Spec, deadline time.Time, timeout t
 	return c.tr.Take(), nil
 }
 
+// attempted records the attempts the tool reported, each an event of the
+// trail in the state the call is in (executing); the record's attempt_no
+// becomes the number of the last one, the attempt whose outcome the call
+// has.
+func (c *callRecord) attempted(as []Attempt) {
+	for _, a := range as {
+		c.tr.Note(journal.KindAttempt, a)
+		if a.No > 0 {
+			c.rec.AttemptNo = a.No
+		}
+	}
+}
+
 // finish records how an executed call ended. ran says the tool returned a
 // result; toolErr that it reported a failure of its own (before any
 // effect). Other failures of a tool with irreversible effects (deadline,

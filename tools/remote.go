@@ -50,6 +50,10 @@ type Remote struct {
 	AllowedSlots []string
 	// Basis of side_effect_level and allowed_slots (runtime catalog).
 	SideEffectBasis, SlotsBasis string
+	// SchemaBasis is the basis of parameter_schema: tool_declared for the
+	// schema as the server listed it, shallow_schema_projection when
+	// toolhost offers a shallow projection of it instead.
+	SchemaBasis string
 	// CatalogSource is live or cached.
 	CatalogSource string
 }
@@ -171,6 +175,10 @@ func (e *Executor) addRemote(ctx context.Context, cat *RuntimeCatalog, account, 
 		t.SideEffectLevelBasis = r.SideEffectBasis
 		t.MetadataBasisDetail["side_effect_level"] = BasisScope{r.SideEffectBasis, basisScope[r.SideEffectBasis]}
 		t.MetadataBasisDetail["allowed_slots"] = BasisScope{r.SlotsBasis, basisScope[r.SlotsBasis]}
+		if r.SchemaBasis != "" {
+			t.ParameterSchemaBasis = r.SchemaBasis
+			t.MetadataBasisDetail["parameter_schema"] = BasisScope{r.SchemaBasis, basisScope[r.SchemaBasis]}
+		}
 		src := r.CatalogSource
 		t.CatalogSource = &src
 		// A builtin or a definition of this name shadows it: the catalog

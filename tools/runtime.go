@@ -77,14 +77,19 @@ const (
 )
 
 var basisScope = map[string]string{basisDeclared: "tool", basisPlatform: "platform", basisInferred: "inference",
-	BasisAccountOverride: "account", BasisServerDefault: "server"}
+	BasisAccountOverride: "account", BasisServerDefault: "server", BasisShallowProjection: "projection"}
 
 // Bases a remote tool's governance may have besides those above.
 const (
 	BasisDeclared        = basisDeclared
 	BasisPlatform        = basisPlatform
 	BasisAccountOverride = "account_override"
-	BasisServerDefault   = "server_default"
+	// BasisServerDefault: the registered MCP server's defaults
+	// (mcpremote.Defaults) decided it.
+	BasisServerDefault = "server_default"
+	// BasisShallowProjection: the parameter schema is toolhost's shallow
+	// projection of the one the MCP server listed (mcpremote, offeredSchema).
+	BasisShallowProjection = "shallow_schema_projection"
 )
 
 // replaySafety derives the seed's replay_safety from a side-effect level.

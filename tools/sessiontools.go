@@ -79,6 +79,9 @@ func (e *Executor) sessionOf(inv *Invocation) (account, id string, err error) {
 
 var variableName = json.RawMessage(`{"type": "string", "pattern": "^[A-Za-z0-9_.:-]{1,64}$", "description": "variable name: 1–64 of A-Z a-z 0-9 _ . : -"}`)
 
+// variableNameZH is the Chinese of variableName's description.
+const variableNameZH = "变量名：1–64 个 A-Z a-z 0-9 _ . : - 字符"
+
 type characterTool struct{ e *Executor }
 
 func (*characterTool) Spec() catalog.Spec {
@@ -122,6 +125,7 @@ func (*getVariable) Spec() catalog.Spec {
 			EN: "Reads the variable name of the current session; found is false and value null when it is not set.",
 		},
 		Input:       json.RawMessage(`{"type": "object", "properties": {"name": ` + string(variableName) + `}, "required": ["name"], "additionalProperties": false}`),
+		InputZH:     catalog.SchemaZH{"/properties/name": variableNameZH},
 		Annotations: catalog.Annotations{ReadOnly: true, Idempotent: true},
 		SideEffect:  catalog.SideEffectNone, ReplaySafe: true,
 	}
@@ -178,6 +182,7 @@ func (*setVariable) Spec() catalog.Spec {
 			EN: fmt.Sprintf("Sets the variable name of the current session to any JSON value (at most %d bytes; at most %d variables per session).", session.MaxVariableBytes, session.MaxVariablesPerSession),
 		},
 		Input:       json.RawMessage(`{"type": "object", "properties": {"name": ` + string(variableName) + `, "value": {"anyOf": [{"type": "object"}, {"type": "array"}, {"type": "string"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"}], "description": "any JSON value"}}, "required": ["name", "value"], "additionalProperties": false}`),
+		InputZH:     catalog.SchemaZH{"/properties/name": variableNameZH, "/properties/value": "任意 JSON 值"},
 		Annotations: catalog.Annotations{Idempotent: true},
 		SideEffect:  catalog.SideEffectSandbox,
 	}

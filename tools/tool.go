@@ -118,6 +118,8 @@ type Invocation struct {
 	Free     bool
 	progress ProgressFunc
 	admitted any // what the limit gate admitted (authorize.go)
+	// attempts are those the tool reports (attempt.go); nil records none.
+	attempts *attempts
 }
 
 // UnitBounder is implemented by paid tools whose units per call have an

@@ -33,7 +33,7 @@ var (
 	// The update appends the new events to the record's event lines.
 	updateExec = `UPDATE tool_executions SET status = ?, lifecycle_state = ?, commit_outcome = ?, state = ?,
 		result = ?, result_text = ?, error_code = ?, error_message = ?, summary = ?, units = ?, truncated = ?,
-		duration_ms = ?, finished_at = ?, events = events || ? WHERE id = ?`
+		duration_ms = ?, finished_at = ?, attempt_no = ?, events = events || ? WHERE id = ?`
 	selectExec = `SELECT ` + strings.Join(execColumns, ", ") + ` FROM tool_executions`
 
 	// The spool's idempotent forms (journal.Store.Apply): an insert of a
@@ -45,7 +45,7 @@ var (
 		result = excluded.result, result_text = excluded.result_text, error_code = excluded.error_code,
 		error_message = excluded.error_message, summary = excluded.summary, units = excluded.units,
 		truncated = excluded.truncated, duration_ms = excluded.duration_ms, finished_at = excluded.finished_at,
-		events = excluded.events WHERE tool_executions.lifecycle_state = 'opened'`
+		attempt_no = excluded.attempt_no, events = excluded.events WHERE tool_executions.lifecycle_state = 'opened'`
 	updateOpenedExec = updateExec + ` AND lifecycle_state = 'opened'`
 )
 
@@ -53,6 +53,7 @@ var (
 type eventLine struct {
 	Seq    int             `json:"seq"`
 	State  string          `json:"state"`
+	Kind   string          `json:"kind,omitempty"`
 	At     int64           `json:"at"`
 	Detail json.RawMessage `json:"detail,omitempty"`
 }
@@ -74,6 +75,10 @@ func encodeEvents(evs []journal.Event) string {
 		b = strconv.AppendInt(b, int64(e.Seq), 10)
 		b = append(b, `,"state":`...)
 		b = appendJSONString(b, string(e.State))
+		if e.Kind != "" {
+			b = append(b, `,"kind":`...)
+			b = appendJSONString(b, e.Kind)
+		}
 		b = append(b, `,"at":`...)
 		b = strconv.AppendInt(b, e.At.UnixMilli(), 10)
 		if len(e.Detail) > 0 {
@@ -123,7 +128,7 @@ func decodeEvents(s string) ([]journal.Event, error) {
 		if err := json.Unmarshal([]byte(line), &l); err != nil {
 			return nil, fmt.Errorf("stored event: %w", err)
 		}
-		e := journal.Event{Seq: l.Seq, State: journal.State(l.State), At: time.UnixMilli(l.At).UTC()}
+		e := journal.Event{Seq: l.Seq, State: journal.State(l.State), Kind: l.Kind, At: time.UnixMilli(l.At).UTC()}
 		if len(l.Detail) > 0 {
 			e.Detail = l.Detail
 		}
@@ -222,7 +227,16 @@ func (d *DB) Apply(ctx context.Context, ws []journal.Write) ([]string, error) {
 func updateArgs(r journal.Record, events string) []any {
 	return storable([]any{string(r.Status), string(r.Lifecycle), string(r.Commit),
 		string(r.State), nullJSON(r.Result), r.ResultText, r.ErrorCode, nullStr(r.ErrorMessage), r.Summary,
-		r.Units, r.Truncated, r.Duration.Milliseconds(), ms(r.FinishedAt), events, r.ID})
+		r.Units, r.Truncated, r.Duration.Milliseconds(), ms(r.FinishedAt), attemptNo(r), events, r.ID})
+}
+
+// attemptNo is the record's attempt number as stored: 1 for a write that
+// carries none (a spool written before attempts were recorded).
+func attemptNo(r journal.Record) int {
+	if r.AttemptNo < 1 {
+		return 1
+	}
+	return r.AttemptNo
 }
 
 // Claim implements journal.Store: the key row is inserted or taken over and

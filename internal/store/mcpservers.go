@@ -19,12 +19,13 @@ type mcpConfig struct {
 	Auth        mcpremote.Auth                `json:"auth"`
 	TimeoutMS   int64                         `json:"timeout_ms,omitempty"`
 	Tools       map[string]mcpremote.Override `json:"tools,omitempty"`
+	Defaults    mcpremote.Defaults            `json:"defaults,omitzero"`
 }
 
 const mcpColumns = `id, account_id, name, url, config, secrets, enabled, created_at, updated_at`
 
 func mcpArgs(s mcpremote.Server) ([]any, error) {
-	cfg, err := json.Marshal(mcpConfig{HeaderNames: s.HeaderNames, Auth: s.Auth, TimeoutMS: s.Timeout.Milliseconds(), Tools: s.Tools})
+	cfg, err := json.Marshal(mcpConfig{HeaderNames: s.HeaderNames, Auth: s.Auth, TimeoutMS: s.Timeout.Milliseconds(), Tools: s.Tools, Defaults: s.Defaults})
 	if err != nil {
 		return nil, fmt.Errorf("encode MCP server config: %w", err)
 	}
@@ -161,6 +162,7 @@ func scanMCP(rows *sql.Rows) ([]mcpremote.Server, error) {
 			return nil, fmt.Errorf("stored config of MCP server %s: %w", s.ID, err)
 		}
 		s.HeaderNames, s.Auth, s.Timeout, s.Tools = c.HeaderNames, c.Auth, time.Duration(c.TimeoutMS)*time.Millisecond, c.Tools
+		s.Defaults = c.Defaults
 		s.CreatedAt, s.UpdatedAt = time.UnixMilli(created).UTC(), time.UnixMilli(updated).UTC()
 		out = append(out, s)
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/toolhost/toolhost/catalog"
 	"github.com/toolhost/toolhost/internal/config"
 )
 
@@ -38,9 +39,33 @@ func TestToolSpecsMatchGolden(t *testing.T) {
 				t.Fatalf("%s output schema: %v", spec.Name, err)
 			}
 		}
+		// Every description inside the schemas is in both languages:
+		// Check refuses a partial SchemaZH, this a missing one.
+		if err := spec.Check(); err != nil {
+			t.Fatal(err)
+		}
+		for _, sc := range []struct {
+			name   string
+			schema json.RawMessage
+			zh     catalog.SchemaZH
+		}{{"input", spec.Input, spec.InputZH}, {"output", spec.Output, spec.OutputZH}} {
+			if bytes.Contains(sc.schema, []byte(`"description"`)) && len(sc.zh) == 0 {
+				t.Errorf("%s: the %s schema's descriptions have no Chinese (catalog.SchemaZH)", spec.Name, sc.name)
+			}
+		}
+		var inZH, outZH any
+		if err := json.Unmarshal(spec.InputIn(catalog.Chinese), &inZH); err != nil {
+			t.Fatalf("%s Chinese input schema: %v", spec.Name, err)
+		}
+		if len(spec.Output) > 0 {
+			if err := json.Unmarshal(spec.OutputIn(catalog.Chinese), &outZH); err != nil {
+				t.Fatalf("%s Chinese output schema: %v", spec.Name, err)
+			}
+		}
 		b, err := json.MarshalIndent(map[string]any{
 			"name": spec.Name, "version": spec.Version, "title": spec.Title,
 			"description": spec.Description, "input_schema": in, "output_schema": out,
+			"input_schema_zh": inZH, "output_schema_zh": outZH,
 			"annotations": spec.Annotations, "side_effect_level": spec.SideEffect,
 			"replay_safe": spec.ReplaySafe, "paid_unit": spec.PaidUnit,
 		}, "", "  ")

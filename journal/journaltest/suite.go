@@ -107,7 +107,14 @@ func testRoundTrip(t *testing.T, s journal.Store) {
 	}
 	f := finished(r, journal.StatusSuccess, 1234*time.Millisecond)
 	f.KeyID = "must-not-change" // updates carry outcomes only
-	more := []journal.Event{{Seq: 5, State: journal.StateObserved, At: base.Add(time.Second)}}
+	f.AttemptNo = 2             // the attempt that produced the outcome
+	more := []journal.Event{
+		{Seq: 5, State: journal.StateExecuting, Kind: journal.KindAttempt, At: base.Add(time.Second),
+			Detail: json.RawMessage(`{"attempt_no":1,"invocation_id":"r1.1","outcome":"retry"}`)},
+		{Seq: 6, State: journal.StateExecuting, Kind: journal.KindAttempt, At: base.Add(time.Second),
+			Detail: json.RawMessage(`{"attempt_no":2,"backoff_ms":1000,"invocation_id":"r1.2","outcome":"ok"}`)},
+		{Seq: 7, State: journal.StateObserved, At: base.Add(time.Second)},
+	}
 	mustWrite(t, s, journal.Write{Record: f, Events: more})
 	got, err = s.Get(ctx(t), "acct", "r1")
 	if err != nil {
@@ -125,7 +132,7 @@ func testRoundTrip(t *testing.T, s journal.Store) {
 		t.Errorf("events:\n got %+v\nwant %+v", gotEvs, want)
 	}
 	last, err := s.LastEvent(ctx(t), "r1")
-	if err != nil || last.State != journal.StateObserved || last.Seq != 5 {
+	if err != nil || last.State != journal.StateObserved || last.Seq != 7 || last.Kind != "" {
 		t.Errorf("LastEvent = %+v, %v", last, err)
 	}
 	if err := s.Write(ctx(t), []journal.Write{{Record: finished(rec("nope", base), journal.StatusError, 0)}}); err == nil {

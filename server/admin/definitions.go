@@ -72,9 +72,10 @@ func (d *Definitions) builtin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data := []BuiltinTool{}
+	lang := catalog.RequestLang(catalog.FaceREST, r.Header.Get("Accept-Language"))
 	if d.Builtins != nil {
 		for _, s := range d.Builtins() {
-			data = append(data, BuiltinTool{Name: s.Name, Description: s.Description.EN, Parameters: s.Input,
+			data = append(data, BuiltinTool{Name: s.Name, Description: s.Description.In(lang), Parameters: s.InputIn(lang),
 				SideEffectLevel: string(s.SideEffect), AllowedSlots: []string{}, Source: "builtin"})
 		}
 	}

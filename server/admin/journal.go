@@ -201,9 +201,28 @@ func (j *Journal) one(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	evs, err := j.Store.Events(r.Context(), j.account(r), rec.ID)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	view := Execution(rec)
+	view.Attempts = Attempts(evs)
 	server.WriteJSON(w, http.StatusOK, struct {
 		Data ExecutionView `json:"data"`
-	}{Execution(rec)})
+	}{view})
+}
+
+// Attempts are the details of the attempt events among evs (a remote
+// call's tries, journal.KindAttempt), in order; nil when there are none.
+func Attempts(evs []journal.Event) []json.RawMessage {
+	var out []json.RawMessage
+	for _, e := range evs {
+		if e.Kind == journal.KindAttempt && len(e.Detail) > 0 {
+			out = append(out, e.Detail)
+		}
+	}
+	return out
 }
 
 func (j *Journal) events(w http.ResponseWriter, r *http.Request) {
@@ -364,11 +383,15 @@ func result(r journal.Record) any {
 // fields and ours. The fields are declared in the order encoding/json
 // writes a map's keys (sorted), the shape this route has always written.
 type ExecutionView struct {
-	AccountID       string            `json:"account_id"`
-	Args            any               `json:"args"`
-	ArgsDigest      *string           `json:"args_digest"`
-	ArgsRaw         string            `json:"args_raw"`
-	AttemptNo       int               `json:"attempt_no"`
+	AccountID  string  `json:"account_id"`
+	Args       any     `json:"args"`
+	ArgsDigest *string `json:"args_digest"`
+	ArgsRaw    string  `json:"args_raw"`
+	AttemptNo  int     `json:"attempt_no"`
+	// Attempts are the tries of a remote call (GET /tool-executions/{id}
+	// only; absent elsewhere and for calls that report none): number,
+	// invocation id, backoff, jitter, deadline left and outcome of each.
+	Attempts        []json.RawMessage `json:"attempts,omitempty"`
 	CallID          *string           `json:"call_id"`
 	CallerSlot      *string           `json:"caller_slot"`
 	CommitOutcome   journal.Commit    `json:"commit_outcome"`
@@ -453,8 +476,12 @@ func CallRecord(r journal.Record) CallRecordView {
 type EventView struct {
 	At     int64           `json:"at"`
 	Detail json.RawMessage `json:"detail"`
-	Seq    int             `json:"seq"`
-	State  journal.State   `json:"state"`
+	// Kind is absent for a transition into State, "attempt" for one try
+	// of a remote call made in State (its detail says which and how it
+	// ended).
+	Kind  string        `json:"kind,omitempty"`
+	Seq   int           `json:"seq"`
+	State journal.State `json:"state"`
 }
 
 // Event is one state event in the /tool-executions/{id}/events shape; an
@@ -464,5 +491,5 @@ func Event(e journal.Event) EventView {
 	if len(e.Detail) > 0 {
 		detail = e.Detail
 	}
-	return EventView{Seq: e.Seq, State: e.State, At: e.At.UnixMilli(), Detail: detail}
+	return EventView{Seq: e.Seq, State: e.State, Kind: e.Kind, At: e.At.UnixMilli(), Detail: detail}
 }

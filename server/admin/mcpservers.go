@@ -387,16 +387,18 @@ func (m *MCPServers) refresh(w http.ResponseWriter, r *http.Request) {
 // mcpServerView is a server in the API's shape: every secret replaced by
 // whether it is set.
 type mcpServerView struct {
-	ID        string                        `json:"id"`
-	Name      string                        `json:"name"`
-	URL       string                        `json:"url"`
-	Headers   map[string]string             `json:"headers"`
-	Auth      mcpAuthView                   `json:"auth"`
-	Enabled   bool                          `json:"enabled"`
-	Timeout   string                        `json:"timeout"`
-	Tools     map[string]mcpremote.Override `json:"tools"`
-	CreatedAt int64                         `json:"created_at"`
-	UpdatedAt int64                         `json:"updated_at"`
+	ID      string                        `json:"id"`
+	Name    string                        `json:"name"`
+	URL     string                        `json:"url"`
+	Headers map[string]string             `json:"headers"`
+	Auth    mcpAuthView                   `json:"auth"`
+	Enabled bool                          `json:"enabled"`
+	Timeout string                        `json:"timeout"`
+	Tools   map[string]mcpremote.Override `json:"tools"`
+	// Defaults are the server-level defaults of its tools ({} when none).
+	Defaults  mcpremote.Defaults `json:"defaults"`
+	CreatedAt int64              `json:"created_at"`
+	UpdatedAt int64              `json:"updated_at"`
 	// Catalog is the result of the listing this request made (create,
 	// patch, refresh), else what the snapshot says.
 	Catalog mcpCatalogView `json:"catalog"`
@@ -440,7 +442,7 @@ func (m *MCPServers) view(ctx context.Context, s mcpremote.Server, st *mcpremote
 		timeout = mcpremote.DefaultTimeout
 	}
 	v := mcpServerView{ID: s.ID, Name: s.Name, URL: s.URL, Headers: map[string]string{}, Enabled: s.Enabled,
-		Timeout: timeout.String(), Tools: s.Tools, CreatedAt: s.CreatedAt.UnixMilli(), UpdatedAt: s.UpdatedAt.UnixMilli(),
+		Timeout: timeout.String(), Tools: s.Tools, Defaults: s.Defaults, CreatedAt: s.CreatedAt.UnixMilli(), UpdatedAt: s.UpdatedAt.UnixMilli(),
 		Auth: mcpAuthView{Type: s.Auth.Type}, Catalog: mcpCatalogView{Tools: []string{}}}
 	if v.Tools == nil {
 		v.Tools = map[string]mcpremote.Override{}

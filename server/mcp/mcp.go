@@ -346,7 +346,7 @@ func sdkTool(spec catalog.Spec, lang catalog.Lang) *sdk.Tool {
 		Name:        spec.Name,
 		Title:       spec.Title.In(lang),
 		Description: spec.Description.In(lang),
-		InputSchema: spec.Input,
+		InputSchema: spec.InputIn(lang),
 		Annotations: &sdk.ToolAnnotations{
 			Title:           spec.Title.In(lang),
 			ReadOnlyHint:    spec.Annotations.ReadOnly,
@@ -357,7 +357,7 @@ func sdkTool(spec catalog.Spec, lang catalog.Lang) *sdk.Tool {
 		Meta: sdk.Meta{"toolhost/version": spec.Version, "toolhost/side_effect_level": string(spec.SideEffect)},
 	}
 	if len(spec.Output) > 0 {
-		t.OutputSchema = spec.Output
+		t.OutputSchema = spec.OutputIn(lang)
 	}
 	return t
 }
@@ -392,7 +392,7 @@ func (s *Server) localize(next sdk.MethodHandler) sdk.MethodHandler {
 		out := *lr
 		out.Tools = make([]*sdk.Tool, len(lr.Tools))
 		for i, t := range lr.Tools {
-			if spec, ok := s.exec.Catalog().Lookup(t.Name); ok {
+			if spec, ok := s.builtinSpec(t.Name); ok {
 				out.Tools[i] = sdkTool(spec, lang)
 			} else {
 				out.Tools[i] = t
@@ -400,6 +400,21 @@ func (s *Server) localize(next sdk.MethodHandler) sdk.MethodHandler {
 		}
 		return &out, nil
 	}
+}
+
+// builtinSpec is the spec of a builtin or a session builtin: the tools
+// whose text toolhost writes in both languages. Definitions and remote
+// tools keep their author's text in every language.
+func (s *Server) builtinSpec(name string) (catalog.Spec, bool) {
+	if spec, ok := s.exec.Catalog().Lookup(name); ok {
+		return spec, true
+	}
+	for _, spec := range s.exec.SessionSpecs() {
+		if spec.Name == name {
+			return spec, true
+		}
+	}
+	return catalog.Spec{}, false
 }
 
 // declaresError reports whether an output schema documents an "error"

@@ -75,6 +75,11 @@ func (*GetTime) Spec() catalog.Spec {
   "required": ["time", "unix", "timezone", "utc_offset", "utc_offset_seconds"],
   "additionalProperties": false
 }`),
+		InputZH: catalog.SchemaZH{"/properties/timezone": "IANA 时区名，如 Asia/Shanghai 或 America/New_York"},
+		OutputZH: catalog.SchemaZH{
+			"/properties/time":       "带 UTC 偏移的 ISO-8601 时间",
+			"/properties/utc_offset": "+08:00 形式的 UTC 偏移",
+		},
 		Annotations: readOnly,
 		SideEffect:  catalog.SideEffectNone,
 		ReplaySafe:  true,
@@ -156,6 +161,7 @@ func (*RollDice) Spec() catalog.Spec {
   "required": ["sides", "results", "total"],
   "additionalProperties": false
 }`),
+		InputZH:     catalog.SchemaZH{"/properties/sides": "每个骰子的面数", "/properties/count": "骰子个数"},
 		Annotations: readOnly,
 		SideEffect:  catalog.SideEffectNone,
 		ReplaySafe:  true,
@@ -230,6 +236,7 @@ func (*RandomChoice) Spec() catalog.Spec {
   "required": ["choice", "index"],
   "additionalProperties": false
 }`),
+		InputZH:     catalog.SchemaZH{"/properties/options": "可供选择的选项"},
 		Annotations: readOnly,
 		SideEffect:  catalog.SideEffectNone,
 		ReplaySafe:  true,

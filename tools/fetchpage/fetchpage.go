@@ -162,6 +162,8 @@ func (*Tool) Spec() catalog.Spec {
   ],
   "additionalProperties": false
 }`),
+		InputZH:     inputZH(),
+		OutputZH:    outputZH(),
 		Annotations: catalog.Annotations{ReadOnly: true, Idempotent: true, OpenWorld: true},
 		SideEffect:  catalog.SideEffectNone,
 		ReplaySafe:  true,

@@ -76,16 +76,36 @@ func (t *remoteTool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Re
 		defer l.progress.Delete(token)
 	}
 
+	// Every attempt is reported to the journal (§6.9): its number, its
+	// invocation id (sent in _meta), the backoff and jitter waited before
+	// it, the deadline left, and how it ended. A retry waits only when it
+	// fits in the call's one deadline.
+	var backoff, jitter time.Duration
 	for attempt := 1; ; attempt++ {
-		retry, res, err := t.attempt(ctx, l, inv, token, attempt)
+		a := tools.Attempt{No: attempt, InvocationID: invocationID(inv.ID, attempt), BackoffMS: (backoff + jitter).Milliseconds(),
+			JitterMS: jitter.Milliseconds(), DeadlineMS: left(ctx)}
+		tr := &tracker{}
+		retry, res, err := t.attempt(ctx, l, inv, token, attempt, a.InvocationID, tr)
+		seen := tr.get()
+		a.HTTPStatus = seen.status
+		if retry {
+			backoff, jitter = t.g.backoff(attempt, seen.status, seen.retryAfter)
+			retry = fits(ctx, backoff+jitter)
+		}
+		a.Outcome, a.Code = attemptOutcome(retry, err)
+		inv.Attempted(a)
 		if !retry {
 			return res, err
+		}
+		if werr := t.g.opts.Wait(ctx, backoff+jitter); werr != nil {
+			return nil, err // the caller went away while waiting: the last attempt's failure
 		}
 	}
 }
 
-// attempt makes one try; retry says to try once more on a new session.
-func (t *remoteTool) attempt(ctx context.Context, l *link, inv *tools.Invocation, token string, attempt int) (bool, *tools.Result, error) {
+// attempt makes one try; retry says another may follow (the loop above
+// decides when), and err is then why this one failed.
+func (t *remoteTool) attempt(ctx context.Context, l *link, inv *tools.Invocation, token string, attempt int, invocation string, tr *tracker) (bool, *tools.Result, error) {
 	sess, err := l.session(ctx)
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -98,8 +118,8 @@ func (t *remoteTool) attempt(ctx context.Context, l *link, inv *tools.Invocation
 	}
 	cctx, ccancel := context.WithCancel(ctx)
 	defer ccancel()
-	tr := &tracker{cancel: ccancel}
-	params := &sdk.CallToolParams{Name: t.remoteName, Arguments: json.RawMessage(inv.Args)}
+	tr.set(func(tr *tracker) { tr.cancel = ccancel })
+	params := &sdk.CallToolParams{Name: t.remoteName, Arguments: json.RawMessage(inv.Args), Meta: sdk.Meta{MetaInvocationID: invocation}}
 	if token != "" {
 		params.SetProgressToken(token)
 	}
@@ -130,12 +150,13 @@ func (t *remoteTool) attempt(ctx context.Context, l *link, inv *tools.Invocation
 		// one (its "rejected by transport"), which is not the server
 		// refusing anything.
 		l.reset(sess)
-		if attempt < 2 && ctx.Err() == nil {
-			return true, nil, nil
-		}
-		return false, nil, tools.Errorf(tools.CodeUpstreamUnavailable, "the MCP server %s cannot be reached: %s; the call was not run", t.srv.Name, describe(err))
+		return attempt < 2 && ctx.Err() == nil, nil, tools.Errorf(tools.CodeUpstreamUnavailable, "the MCP server %s cannot be reached: %s; the call was not run", t.srv.Name, describe(err))
 	case seen.status == http.StatusServiceUnavailable || seen.status == http.StatusTooManyRequests:
-		return false, nil, tools.Errorf(tools.CodeUpstreamUnavailable, "the MCP server %s answered HTTP %d (%s); the call was not run, try again later",
+		// The server refused the request before running it: a read is
+		// tried again after a backoff (the loop), a write is not (§6.9:
+		// first decide whether it may have taken effect).
+		again := t.spec.SideEffect == catalog.SideEffectNone && attempt < maxReadAttempts && ctx.Err() == nil
+		return again, nil, tools.Errorf(tools.CodeUpstreamUnavailable, "the MCP server %s answered HTTP %d (%s); the call was not run, try again later",
 			t.srv.Name, seen.status, http.StatusText(seen.status))
 	case errors.As(err, &werr) && werr.Code != codeRejectedByTransport:
 		return false, nil, &tools.Error{Code: CodeUpstreamError, Message: fmt.Sprintf("the MCP server %s refused the call: %s", t.srv.Name, quote(werr.Message)),
@@ -151,7 +172,7 @@ func (t *remoteTool) attempt(ctx context.Context, l *link, inv *tools.Invocation
 	// Lost after sending: the outcome is unknown.
 	l.reset(sess)
 	if t.spec.SideEffect == catalog.SideEffectNone && attempt < 2 {
-		return true, nil, nil
+		return true, nil, tools.Errorf(tools.CodeUpstreamUnavailable, "the connection to the MCP server %s was lost: %s", t.srv.Name, describe(err))
 	}
 	if t.spec.SideEffect == catalog.SideEffectNone {
 		return false, nil, tools.Errorf(tools.CodeUpstreamUnavailable, "the connection to the MCP server %s was lost twice: %s", t.srv.Name, describe(err))

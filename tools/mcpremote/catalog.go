@@ -315,15 +315,19 @@ func (g *Gateway) remote(srv Server, t *sdk.Tool, source string) (*tools.Remote,
 	if o.Enabled != nil && !*o.Enabled {
 		return nil, name, nil
 	}
-	side, sideBasis := sideEffect(t, o)
+	side, sideBasis := sideEffect(t, o, srv.Defaults)
 	slots, slotsBasis := []string{}, tools.BasisPlatform
-	if o.AllowedSlots != nil {
+	switch {
+	case o.AllowedSlots != nil:
 		slots, slotsBasis = *o.AllowedSlots, tools.BasisAccountOverride
+	case srv.Defaults.AllowedSlots != nil:
+		slots, slotsBasis = *srv.Defaults.AllowedSlots, tools.BasisServerDefault
 	}
-	in, err := json.Marshal(t.InputSchema)
+	listed, err := json.Marshal(t.InputSchema)
 	if err != nil || t.InputSchema == nil {
 		return nil, name, fmt.Errorf("the input schema of %q cannot be read", t.Name)
 	}
+	in, schemaBasis := offeredSchema(listed)
 	raw, _ := json.Marshal(t)
 	sum := sha256.Sum256(raw)
 	desc := t.Description
@@ -359,22 +363,27 @@ func (g *Gateway) remote(srv Server, t *sdk.Tool, source string) (*tools.Remote,
 	}
 	rt := &remoteTool{g: g, srv: srv, remoteName: t.Name, spec: spec, timeout: timeout}
 	return &tools.Remote{Tool: rt, ProviderID: "mcp:" + srv.ID, AllowedSlots: slots, SideEffectBasis: sideBasis,
-		SlotsBasis: slotsBasis, CatalogSource: source}, name, nil
+		SlotsBasis: slotsBasis, SchemaBasis: schemaBasis, CatalogSource: source}, name, nil
 }
 
 // sideEffect is the tool's side-effect level and where it came from: the
-// account's override, else the annotations (readOnlyHint: none;
-// otherwise irreversible, destructive or not, since the tool changes
-// something outside toolhost), else the protocol's defaults (not
-// read-only, destructive).
-func sideEffect(t *sdk.Tool, o Override) (catalog.SideEffect, string) {
+// account's override; else the annotations when they say anything of it
+// (readOnlyHint: none; a destructiveHint, true or false, without it:
+// irreversible, since the tool changes something outside toolhost); else
+// the server's default; else the protocol's defaults (not read-only,
+// destructive). A readOnlyHint of false is the hint's absence on the wire
+// (the go-sdk omits it), so annotations with neither hint decide nothing.
+func sideEffect(t *sdk.Tool, o Override, d Defaults) (catalog.SideEffect, string) {
+	a := t.Annotations
 	switch {
 	case o.SideEffectLevel != nil:
 		return catalog.SideEffect(*o.SideEffectLevel), tools.BasisAccountOverride
-	case t.Annotations == nil:
-		return catalog.SideEffectIrreversible, tools.BasisPlatform
-	case t.Annotations.ReadOnlyHint:
+	case a != nil && a.ReadOnlyHint:
 		return catalog.SideEffectNone, tools.BasisDeclared
+	case a != nil && a.DestructiveHint != nil:
+		return catalog.SideEffectIrreversible, tools.BasisDeclared
+	case d.SideEffectLevel != nil:
+		return catalog.SideEffect(*d.SideEffectLevel), tools.BasisServerDefault
 	}
-	return catalog.SideEffectIrreversible, tools.BasisDeclared
+	return catalog.SideEffectIrreversible, tools.BasisPlatform
 }

@@ -58,12 +58,21 @@
 // the 1000 levels a go-sdk client reads, or whose structuredContent would
 // be once relayed (depth.go: upstream_result_too_deep, never sent
 // again). Retries follow the
-// tool-call seed: a call that never reached the server (refused
+// tool-call seed (retry.go): a call that never reached the server (refused
 // connection, expired session) is sent again once on a new session; a
 // call lost after it was sent is retried once only when the tool has no
 // side effects, and otherwise fails as outcome_unknown (journaled
-// uncertain). Results are untrusted data; the remote isError and
-// structuredContent are kept.
+// uncertain); a read refused with 429 or 503 is sent again after a
+// backoff that fits the call's deadline. Every attempt is reported to the
+// journal (tools.Invocation.Attempted) with its invocation id, which the
+// request carries in _meta. Results are untrusted data; the remote
+// isError and structuredContent are kept.
+//
+// Governance (catalog.go): a tool's side-effect level and slots come from
+// the account's override, else its annotations, else the server's
+// Defaults, else the platform's; its input schema is the one listed, or
+// a shallow projection of it when no client should take it whole
+// (projection.go).
 //
 // Consent (oauth_authorization_code): Authorize runs the go-sdk's
 // AuthorizationCodeHandler against the server's 401 (discovery,

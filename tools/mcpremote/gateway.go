@@ -51,7 +51,12 @@ type Options struct {
 	Logger         *slog.Logger
 	// Now is the clock that ages listings and expires the remote
 	// servers' tokens (default time.Now).
-	Now     func() time.Time
+	Now func() time.Time
+	// Wait waits d before a retry of a remote call, or until ctx ends
+	// (default: a timer); Jitter picks the random part of a backoff in
+	// [0, max) (default: uniform). Tests make both deterministic.
+	Wait    func(ctx context.Context, d time.Duration) error
+	Jitter  func(max time.Duration) time.Duration
 	Version string
 }
 
@@ -106,6 +111,12 @@ func New(opts Options) *Gateway {
 	}
 	if opts.Version == "" {
 		opts.Version = "dev"
+	}
+	if opts.Wait == nil {
+		opts.Wait = wait
+	}
+	if opts.Jitter == nil {
+		opts.Jitter = jitter
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.Proxy = nil

@@ -24,6 +24,8 @@ type Input struct {
 	Enabled *bool                `json:"enabled"`
 	Timeout *string              `json:"timeout"`
 	Tools   *map[string]Override `json:"tools"`
+	// Defaults replace the server's defaults whole.
+	Defaults *Defaults `json:"defaults"`
 }
 
 // AuthInput is the "auth" object of Input.
@@ -39,7 +41,7 @@ type AuthInput struct {
 // Empty reports a PATCH with nothing to change.
 func (in Input) Empty() bool {
 	return in.Name == nil && in.URL == nil && in.Headers == nil && in.Auth == nil && in.Enabled == nil &&
-		in.Timeout == nil && in.Tools == nil
+		in.Timeout == nil && in.Tools == nil && in.Defaults == nil
 }
 
 // FieldError is a validation failure of one field.
@@ -158,18 +160,37 @@ func (r Rules) Apply(s *Server, sec *Secrets, in Input, create bool) error {
 			if name == "" || len(name) > 128 {
 				return fieldErr("tools", "a tool name must be 1 to 128 bytes")
 			}
-			if o.SideEffectLevel != nil && !slices.Contains([]string{"none", "sandbox", "irreversible"}, *o.SideEffectLevel) {
-				return fieldErr("tools", "%s: side_effect_level must be none, sandbox or irreversible", clip.Echo(name))
-			}
-			if o.AllowedSlots != nil {
-				for _, sl := range *o.AllowedSlots {
-					if !slices.Contains(r.Slots, sl) {
-						return fieldErr("tools", "%s: allowed_slots: %q is not a slot; the slots are %v", clip.Echo(name), clip.Echo(sl), r.Slots)
-					}
-				}
+			if err := r.governance("tools", clip.Echo(name)+": ", o.SideEffectLevel, o.AllowedSlots); err != nil {
+				return err
 			}
 		}
 		s.Tools = t
+	}
+	if in.Defaults != nil {
+		if err := r.governance("defaults", "", in.Defaults.SideEffectLevel, in.Defaults.AllowedSlots); err != nil {
+			return err
+		}
+		s.Defaults = *in.Defaults
+	}
+	return nil
+}
+
+// governance checks a side-effect level and slots of an override or of
+// the server's defaults.
+func (r Rules) governance(field, prefix string, side *string, slots *[]string) error {
+	if side != nil && !slices.Contains([]string{"none", "sandbox", "irreversible"}, *side) {
+		return fieldErr(field, "%sside_effect_level must be none, sandbox or irreversible", prefix)
+	}
+	if slots == nil {
+		return nil
+	}
+	if len(*slots) > len(r.Slots) {
+		return fieldErr(field, "%sallowed_slots: at most %d slots (the slots are %v)", prefix, len(r.Slots), r.Slots)
+	}
+	for _, sl := range *slots {
+		if !slices.Contains(r.Slots, sl) {
+			return fieldErr(field, "%sallowed_slots: %q is not a slot; the slots are %v", prefix, clip.Echo(sl), r.Slots)
+		}
 	}
 	return nil
 }

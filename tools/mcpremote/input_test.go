@@ -2,6 +2,7 @@ package mcpremote_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -57,6 +58,18 @@ func TestApplyRefusesBadRegistrations(t *testing.T) {
 		{"unknown slot", func(in *mcpremote.Input) {
 			in.Tools = ptr(map[string]mcpremote.Override{"x": {AllowedSlots: ptr([]string{"god"})}})
 		}, "tools", ""},
+		{"default side effect unknown", func(in *mcpremote.Input) {
+			in.Defaults = &mcpremote.Defaults{SideEffectLevel: ptr("harmless")}
+		}, "defaults", ""},
+		{"default side effect in another case", func(in *mcpremote.Input) {
+			in.Defaults = &mcpremote.Defaults{SideEffectLevel: ptr("None")}
+		}, "defaults", ""},
+		{"default slot unknown", func(in *mcpremote.Input) {
+			in.Defaults = &mcpremote.Defaults{AllowedSlots: ptr([]string{"narrator", "narrator\u0000"})}
+		}, "defaults", ""},
+		{"default slots more than there are", func(in *mcpremote.Input) {
+			in.Defaults = &mcpremote.Defaults{AllowedSlots: ptr(slices.Repeat([]string{"narrator"}, 1000))}
+		}, "defaults", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -181,6 +181,10 @@ func clone(s Server) Server {
 	s.HeaderNames = slices.Clone(s.HeaderNames)
 	s.Auth.Scopes = slices.Clone(s.Auth.Scopes)
 	s.Sealed = slices.Clone(s.Sealed)
+	if s.Defaults.AllowedSlots != nil {
+		slots := slices.Clone(*s.Defaults.AllowedSlots)
+		s.Defaults.AllowedSlots = &slots
+	}
 	if s.Tools != nil {
 		t := make(map[string]Override, len(s.Tools))
 		for k, v := range s.Tools {

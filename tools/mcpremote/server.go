@@ -37,6 +37,10 @@ type Server struct {
 	Timeout time.Duration
 	// Tools are the account's overrides by remote tool name.
 	Tools map[string]Override
+	// Defaults are the server's own governance of its tools: what a tool
+	// gets when neither its override nor its annotations decide
+	// (basis server_default in the runtime catalog).
+	Defaults Defaults
 	// Sealed is the sealed Secrets.
 	Sealed    []byte
 	CreatedAt time.Time
@@ -81,6 +85,16 @@ type Override struct {
 	SideEffectLevel *string   `json:"side_effect_level,omitempty"`
 	AllowedSlots    *[]string `json:"allowed_slots,omitempty"`
 	Enabled         *bool     `json:"enabled,omitempty"`
+}
+
+// Defaults are a server-level default of every tool of the server. The
+// side-effect level applies to a tool without an override whose
+// annotations say neither readOnlyHint nor destructiveHint; the slots to
+// a tool without an allowed_slots override. nil fields leave the
+// platform's defaults (irreversible; any slot).
+type Defaults struct {
+	SideEffectLevel *string   `json:"side_effect_level,omitempty"`
+	AllowedSlots    *[]string `json:"allowed_slots,omitempty"`
 }
 
 // Secrets are the values that are sealed at rest.

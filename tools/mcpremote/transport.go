@@ -23,11 +23,13 @@ var errTooLarge = errors.New("the MCP server's response is larger than toolhost 
 // request never left (a failed dial), the status, a body cut off for its
 // size or its nesting.
 type tracker struct {
-	mu       sync.Mutex
-	notSent  bool
-	status   int
-	tooLarge bool
-	tooDeep  bool
+	mu      sync.Mutex
+	notSent bool
+	status  int
+	// retryAfter is the Retry-After header of the answer, as it came.
+	retryAfter string
+	tooLarge   bool
+	tooDeep    bool
 	// cancel ends the call at once when its answer is cut off (the SDK
 	// would otherwise try to resume the stream until the deadline).
 	cancel context.CancelFunc
@@ -42,7 +44,7 @@ func (t *tracker) set(f func(*tracker)) {
 func (t *tracker) get() tracker {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return tracker{notSent: t.notSent, status: t.status, tooLarge: t.tooLarge, tooDeep: t.tooDeep}
+	return tracker{notSent: t.notSent, status: t.status, retryAfter: t.retryAfter, tooLarge: t.tooLarge, tooDeep: t.tooDeep}
 }
 
 type trackerKey struct{}
@@ -121,7 +123,8 @@ func (a *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if t != nil {
-		t.set(func(t *tracker) { t.status = resp.StatusCode })
+		ra := resp.Header.Get("Retry-After")
+		t.set(func(t *tracker) { t.status, t.retryAfter = resp.StatusCode, ra })
 	}
 	d.answered()
 	if a.maxBody > 0 || d != nil {

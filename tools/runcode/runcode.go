@@ -117,6 +117,18 @@ func (t *Tool) Spec() catalog.Spec {
   "required": ["language", "exit_code", "stdout", "stderr", "stdout_truncated", "stderr_truncated", "result", "duration_ms", "timed_out", "memory_exceeded", "files"],
   "additionalProperties": false
 }`),
+		InputZH: catalog.SchemaZH{
+			"/properties/code":                        "程序（最多 100 KB）；Python 作为脚本运行，JavaScript 作为全局脚本运行，可以在顶层使用 await",
+			"/properties/stdin":                       "程序从标准输入读取的文本（最多 1 MiB；仅 Python）",
+			"/properties/timeout_ms":                  "运行的挂钟时间上限",
+			"/properties/files":                       "放在工作目录中的输入文件（最多 20 个，共 10 MiB）；JavaScript 把它们看作全局对象 files（文件名 -> 文本）",
+			"/properties/files/items/properties/name": "相对路径，如 data.csv 或 in/a.txt",
+		},
+		OutputZH: catalog.SchemaZH{
+			"/properties/exit_code":                        "成功为 0；未捕获的异常之后为 1；被截止时间停止时为 -1",
+			"/properties/result":                           "JavaScript：最后一个表达式的值，以 JSON 表示（undefined、函数或 symbol 为 null；JSON 无法表示时（如 BigInt 或循环引用）为 null，并在 stderr 中说明；JSON 超过 1 MiB 时为错误 result_too_large）；Python：null",
+			"/properties/files/items/properties/truncated": "content 只包含文件的前若干字节（或没有内容）",
+		},
 		Annotations: catalog.Annotations{ReadOnly: true, OpenWorld: false, Idempotent: false},
 		SideEffect:  catalog.SideEffectSandbox,
 		ReplaySafe:  true,

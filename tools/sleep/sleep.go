@@ -80,6 +80,10 @@ func (*Tool) spec() catalog.Spec {
   "required": ["slept_ms", "in_flight", "started_unix_us", "ended_unix_us"],
   "additionalProperties": false
 }`),
+		OutputZH: catalog.SchemaZH{
+			"/properties/in_flight":       "这次调用开始时正在运行的 sleep 调用数，包括它自己",
+			"/properties/started_unix_us": "开始时的挂钟时间，用于测量跨进程的重叠",
+		},
 		Annotations: catalog.Annotations{ReadOnly: true, Idempotent: true},
 		SideEffect:  catalog.SideEffectNone,
 		ReplaySafe:  true,

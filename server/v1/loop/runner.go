@@ -171,7 +171,7 @@ func DefinitionsFrom(cat Catalog, names []string, lang catalog.Lang) ([]Function
 		if !ok {
 			return nil, fmt.Errorf("hosted tool %q is not published", n)
 		}
-		out = append(out, Function{Name: s.Name, Description: s.Description.In(lang), Parameters: s.Input})
+		out = append(out, Function{Name: s.Name, Description: s.Description.In(lang), Parameters: s.InputIn(lang)})
 	}
 	return out, nil
 }

@@ -24,7 +24,8 @@ func Run(t *testing.T, st mcpremote.Store) {
 	a := mcpremote.Server{ID: "mcpsrv_a", AccountID: "acct_1", Name: "github", URL: "https://example.com/mcp",
 		HeaderNames: []string{"X-Api-Key"}, Auth: mcpremote.Auth{Type: mcpremote.AuthBearer}, Enabled: true,
 		Timeout: 1500 * time.Millisecond, Tools: map[string]mcpremote.Override{"delete": {Enabled: &off}, "get": {SideEffectLevel: &level}},
-		Sealed: []byte{1, 2, 3, 0, 255}}
+		Defaults: mcpremote.Defaults{SideEffectLevel: &level, AllowedSlots: &[]string{"narrator"}},
+		Sealed:   []byte{1, 2, 3, 0, 255}}
 	a.Touch(time.Now()) // nanoseconds and a monotonic reading: Touch makes it what a store keeps
 	now := a.UpdatedAt
 	if err := st.CreateMCPServer(ctx, a, 0); err != nil {

@@ -3,6 +3,7 @@ package testserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -84,4 +85,52 @@ func (s *Server) addDeep(ro *sdk.ToolAnnotations) {
 			}
 			return res, nil
 		})
+}
+
+// DeepSchema is an input schema whose property x nests objects levels
+// schema levels deep (two JSON levels each: the schema and its
+// properties).
+func DeepSchema(levels int) json.RawMessage {
+	return json.RawMessage(`{"type":"object","properties":{"x":` + strings.Repeat(`{"type":"object","properties":{"x":`, levels-1) +
+		`{"type":"string"}` + strings.Repeat(`}}`, levels-1) + `},"required":["x"]}`)
+}
+
+// HugeSchema is an input schema of n string properties p00000…, each
+// with a description of about 40 bytes.
+func HugeSchema(n int) json.RawMessage {
+	var b strings.Builder
+	b.WriteString(`{"type":"object","additionalProperties":false,"required":["p00000"],"properties":{`)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"p%05d":{"type":"string","description":"parameter number %d of a huge schema"}`, i, i)
+	}
+	b.WriteString("}}")
+	return json.RawMessage(b.String())
+}
+
+// CyclicSchema has $refs that only point at each other (a → b → a) and
+// a recursive tree (node → children → node); its top-level properties
+// name both.
+const CyclicSchema = `{"type":"object","$defs":{` +
+	`"a":{"$ref":"#/$defs/b","description":"a loop"},"b":{"$ref":"#/$defs/a"},` +
+	`"node":{"type":"object","description":"a tree node","properties":{"children":{"type":"array","items":{"$ref":"#/$defs/node"}}}}},` +
+	`"properties":{"loop":{"$ref":"#/$defs/a"},"tree":{"$ref":"#/$defs/node"},"name":{"type":"string","enum":["x","y"],"description":"a name"}},` +
+	`"required":["name","tree","missing"],"additionalProperties":false}`
+
+// AddHostileSchemas adds tools whose input schemas no client should take
+// whole: deepschema (nested 490 schema levels, 980 JSON levels: within
+// what a Go MCP client reads of the listing), hugeschema (20 000
+// properties, about 1.2 MB) and cyclic (CyclicSchema). A call of any
+// answers its arguments.
+func (s *Server) AddHostileSchemas() {
+	for name, schema := range map[string]json.RawMessage{"deepschema": DeepSchema(490), "hugeschema": HugeSchema(20000),
+		"cyclic": json.RawMessage(CyclicSchema)} {
+		s.srv.AddTool(&sdk.Tool{Name: name, Description: "A hostile input schema.", InputSchema: schema, Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
+			func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				s.count(name)
+				return text("took " + string(req.Params.Arguments)), nil
+			})
+	}
 }

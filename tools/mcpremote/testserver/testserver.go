@@ -3,7 +3,9 @@
 // tools (echo, add, write), and hostile ones a remote server may have:
 // one that hangs, two that answer 10 MB (slowly, at once), one that
 // answers a value nested as deep as asked, one whose schema lies, names
-// that collide or are not ASCII.
+// that collide or are not ASCII; on demand, input schemas no client should
+// take whole (AddHostileSchemas) and HTTP refusals of the next calls of a
+// tool (FailNext).
 package testserver
 
 import (
@@ -34,6 +36,58 @@ type Server struct {
 	// Auth, when set, is the Authorization header every request must carry.
 	Auth    string
 	hostile bool
+	// fails are the HTTP failures armed by FailNext, by tool name.
+	fails map[string][]armedFailure
+	// metas are the _meta of the calls that reached a tool, by tool name.
+	metas map[string][]map[string]any
+}
+
+// armedFailure is one armed HTTP answer to a tools/call.
+type armedFailure struct {
+	status     int
+	retryAfter string
+}
+
+// FailNext makes the next tools/call of tool be answered with the HTTP
+// status (and Retry-After, when not empty) before it reaches the tool;
+// calls it several times to fail several calls in a row.
+func (s *Server) FailNext(tool string, status int, retryAfter string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fails[tool] = append(s.fails[tool], armedFailure{status: status, retryAfter: retryAfter})
+}
+
+// Refused returns how many tools/call of tool were answered by FailNext.
+func (s *Server) Refused(tool string) int { return s.Calls(tool + ":refused") }
+
+// Metas returns the _meta of the calls of tool that reached it, in order.
+func (s *Server) Metas(tool string) []map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]map[string]any(nil), s.metas[tool]...)
+}
+
+// takeFailure pops the failure armed for tool, if any.
+func (s *Server) takeFailure(tool string) (armedFailure, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.fails[tool]
+	if len(f) == 0 {
+		return armedFailure{}, false
+	}
+	s.fails[tool] = f[1:]
+	return f[0], true
+}
+
+func (s *Server) armed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, f := range s.fails {
+		if len(f) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Calls returns how many calls of tool reached the server.
@@ -98,18 +152,12 @@ func text(s string) *sdk.CallToolResult {
 
 // New returns the server. Hostile adds the tools that misbehave.
 func New(hostile bool) *Server {
-	s := &Server{calls: map[string]int{}, hostile: hostile}
+	s := &Server{calls: map[string]int{}, hostile: hostile, fails: map[string][]armedFailure{}, metas: map[string][]map[string]any{}}
 	s.srv = sdk.NewServer(&sdk.Implementation{Name: "toolhost-testserver", Version: "1.0.0"}, &sdk.ServerOptions{
 		InitializedHandler: func(context.Context, *sdk.InitializedRequest) { s.Sessions.Add(1) },
 	})
 	ro := &sdk.ToolAnnotations{ReadOnlyHint: true}
-	s.srv.AddTool(&sdk.Tool{Name: "echo", Description: "Echoes the message back.", InputSchema: obj(`"message":{"type":"string"}`, "message"), Annotations: ro},
-		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			s.count("echo")
-			var a struct{ Message string }
-			_ = json.Unmarshal(req.Params.Arguments, &a)
-			return text("Echo: " + a.Message), nil
-		})
+	s.addEcho(ro)
 	s.addGreet(ro)
 	s.srv.AddTool(&sdk.Tool{Name: "add", Description: "Adds two numbers.", InputSchema: obj(`"a":{"type":"number"},"b":{"type":"number"}`, "a", "b"), Annotations: ro,
 		OutputSchema: json.RawMessage(`{"type":"object","properties":{"sum":{"type":"number"}},"required":["sum"]}`)},
@@ -215,7 +263,7 @@ func (s *Server) Handler() http.Handler {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
-		if r.Method == http.MethodPost && s.hostile {
+		if r.Method == http.MethodPost && (s.hostile || s.armed()) {
 			body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 			if err != nil {
 				http.Error(w, err.Error(), http.StatusBadRequest)
@@ -228,7 +276,17 @@ func (s *Server) Handler() http.Handler {
 					Name string `json:"name"`
 				} `json:"params"`
 			}
-			if json.Unmarshal(body, &msg) == nil && msg.Method == "tools/call" && msg.Params.Name == "flood" {
+			if json.Unmarshal(body, &msg) == nil && msg.Method == "tools/call" {
+				if f, ok := s.takeFailure(msg.Params.Name); ok {
+					s.count(msg.Params.Name + ":refused")
+					if f.retryAfter != "" {
+						w.Header().Set("Retry-After", f.retryAfter)
+					}
+					http.Error(w, http.StatusText(f.status), f.status)
+					return
+				}
+			}
+			if s.hostile && msg.Method == "tools/call" && msg.Params.Name == "flood" {
 				// The SDK takes seconds to encode 10 MB; a hostile server
 				// sends them at once, as one JSON answer.
 				s.count("flood")
@@ -247,6 +305,20 @@ func (s *Server) Handler() http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// addEcho adds echo, which keeps the _meta of each call (Metas).
+func (s *Server) addEcho(ro *sdk.ToolAnnotations) {
+	s.srv.AddTool(&sdk.Tool{Name: "echo", Description: "Echoes the message back.", InputSchema: obj(`"message":{"type":"string"}`, "message"), Annotations: ro},
+		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			s.mu.Lock()
+			s.metas["echo"] = append(s.metas["echo"], req.Params.Meta)
+			s.mu.Unlock()
+			s.count("echo")
+			var a struct{ Message string }
+			_ = json.Unmarshal(req.Params.Arguments, &a)
+			return text("Echo: " + a.Message), nil
+		})
 }
 
 // addGreet adds greet, whose schema gives name a default: toolhost fills
