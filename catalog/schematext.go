@@ -92,7 +92,7 @@ func checkSchemaZH(schema json.RawMessage, zh SchemaZH) error {
 	}
 	for p := range zh {
 		if !have[p] {
-			return fmt.Errorf("Chinese for %q, which has no description", p)
+			return fmt.Errorf("a Chinese description for %q, which has no English one", p)
 		}
 	}
 	if len(missing) > 0 {

@@ -27,9 +27,9 @@ func TestCheckWantsChineseForEveryDescription(t *testing.T) {
 		{"none at all (a definition's or a remote tool's)", nil, ""},
 		{"one missing", SchemaZH{"": "顶层", "/properties/a": "一个 a"}, "no Chinese for the descriptions at /properties/a~1b~0c/items/properties/x"},
 		{"an empty one", SchemaZH{"": "", "/properties/a": "一个 a", "/properties/a~1b~0c/items/properties/x": "一个 x"}, `no Chinese for the descriptions at `},
-		{"one for a schema without a description", merge(full, SchemaZH{"/properties/d": "数据"}), `Chinese for "/properties/d", which has no description`},
-		{"one inside a default", merge(full, SchemaZH{"/properties/d/default": "数据"}), `which has no description`},
-		{"a pointer that is not one", merge(full, SchemaZH{"properties/a": "一个 a"}), `which has no description`},
+		{"one for a schema without a description", merge(full, SchemaZH{"/properties/d": "数据"}), `a Chinese description for "/properties/d", which has no English one`},
+		{"one inside a default", merge(full, SchemaZH{"/properties/d/default": "数据"}), `which has no English one`},
+		{"a pointer that is not one", merge(full, SchemaZH{"properties/a": "一个 a"}), `which has no English one`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,7 +96,7 @@ func TestRegistryPreparesSpecs(t *testing.T) {
 	}
 	bad := spec(`{"type":"object","properties":{"a":{"description":"an a"}}}`, SchemaZH{"/properties/b": "b"})
 	bad.Name = "u"
-	if err := r.Add(bad); err == nil || !strings.Contains(err.Error(), "no description") {
+	if err := r.Add(bad); err == nil || !strings.Contains(err.Error(), "no English one") {
 		t.Fatal("a spec with a wrong SchemaZH was registered")
 	}
 }

@@ -57,7 +57,7 @@ func TestRemoteSeedFields(t *testing.T) {
 			}
 			gw := mcpremote.New(mcpremote.Options{Store: db, Sealer: seal, Dial: dial, ProbeTimeout: 2 * time.Second,
 				Wait:   func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
-				Jitter: func(max time.Duration) time.Duration { return min(max, 37*time.Millisecond) }})
+				Jitter: func(upTo time.Duration) time.Duration { return min(upTo, 37*time.Millisecond) }})
 			t.Cleanup(gw.Close)
 			jr := journal.New(db, journal.Options{InstanceID: "seed"})
 			t.Cleanup(jr.Close)

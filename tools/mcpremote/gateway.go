@@ -56,7 +56,7 @@ type Options struct {
 	// (default: a timer); Jitter picks the random part of a backoff in
 	// [0, max) (default: uniform). Tests make both deterministic.
 	Wait    func(ctx context.Context, d time.Duration) error
-	Jitter  func(max time.Duration) time.Duration
+	Jitter  func(upTo time.Duration) time.Duration
 	Version string
 }
 

@@ -76,9 +76,10 @@ func jsonDepth(b []byte) int {
 		case escape:
 			escape = false
 		case inString:
-			if c == '\\' {
+			switch c {
+			case '\\':
 				escape = true
-			} else if c == '"' {
+			case '"':
 				inString = false
 			}
 		case c == '"':

@@ -133,10 +133,10 @@ func wait(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// jitter is Options.Jitter's default: uniform in [0, max).
-func jitter(max time.Duration) time.Duration {
-	if max <= 0 {
+// jitter is Options.Jitter's default: uniform in [0, upTo).
+func jitter(upTo time.Duration) time.Duration {
+	if upTo <= 0 {
 		return 0
 	}
-	return rand.N(max)
+	return rand.N(upTo)
 }

@@ -110,8 +110,8 @@ func TestRetriesOfARefusedReadAreEachInTheJournal(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			up := startUpstream(t, false)
 			w := &waits{}
-			r := newRig(t, mcpremote.Options{Wait: w.wait, Jitter: func(max time.Duration) time.Duration {
-				if max <= 0 {
+			r := newRig(t, mcpremote.Options{Wait: w.wait, Jitter: func(upTo time.Duration) time.Duration {
+				if upTo <= 0 {
 					return 0
 				}
 				return 37 * time.Millisecond
