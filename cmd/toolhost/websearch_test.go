@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/toolhost/toolhost/tools"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -105,8 +106,11 @@ func TestCallWebSearchTwiceIsServedFromTheCache(t *testing.T) {
 	if !second.StructuredContent.Cached || len(second.StructuredContent.Results) != 5 || second.Units != 0 || hits.Load() != 1 {
 		t.Fatalf("second call: cached %v results %d units %v fixture hits %d", second.StructuredContent.Cached, len(second.StructuredContent.Results), second.Units, hits.Load())
 	}
-	if second.Content[0].Text != first.Content[0].Text {
-		t.Errorf("cached rendering differs:\n%s\n---\n%s", first.Content[0].Text, second.Content[0].Text)
+	// Each rendering has its own fence boundary; what is inside is the same.
+	firstText, ok1 := tools.Unfence(first.Content[0].Text)
+	secondText, ok2 := tools.Unfence(second.Content[0].Text)
+	if !ok1 || !ok2 || secondText != firstText {
+		t.Errorf("cached rendering differs (fenced %v %v):\n%s\n---\n%s", ok1, ok2, first.Content[0].Text, second.Content[0].Text)
 	}
 }
 

@@ -15,7 +15,11 @@ type callNames struct {
 	visible []string // hosted and caller names, sorted (tools.Proposal.Visible)
 }
 
-func newCallNames(hosted map[string]bool, callerFns []Function) callNames {
+func newCallNames(defs, callerFns []Function) callNames {
+	hosted := make(map[string]bool, len(defs))
+	for _, d := range defs {
+		hosted[d.Name] = true
+	}
 	n := callNames{hosted: hosted, caller: make(map[string]bool, len(callerFns))}
 	for _, f := range callerFns {
 		n.caller[f.Name] = true

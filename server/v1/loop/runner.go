@@ -190,11 +190,8 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	hosted := make(map[string]bool, len(defs))
-	for _, d := range defs {
-		hosted[d.Name] = true
-	}
-	names := newCallNames(hosted, run.Request.Tools)
+	names := newCallNames(defs, run.Request.Tools)
+	hosted := names.hosted
 	res := &Result{RunID: "run_" + uuid.Must(uuid.NewV7()).String(), Definitions: defs}
 	emit := func(ev Event) error {
 		if run.Sink == nil {
