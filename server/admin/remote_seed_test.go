@@ -55,7 +55,7 @@ func TestRemoteSeedFields(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			gw := mcpremote.New(mcpremote.Options{Store: db, Sealer: seal, Dial: dial, ProbeTimeout: 2 * time.Second,
+			gw := mcpremote.New(mcpremote.Options{Store: db, Sealer: seal, Dial: dial, ProbeTimeout: 2 * time.Minute, // the hostile schemas take seconds under -race
 				Wait:   func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
 				Jitter: func(upTo time.Duration) time.Duration { return min(upTo, 37*time.Millisecond) }})
 			t.Cleanup(gw.Close)

@@ -3,6 +3,7 @@ package mcpremote_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolhost/toolhost/internal/identity"
 	"github.com/toolhost/toolhost/tools"
@@ -18,7 +19,10 @@ import (
 func TestRemoteBasesFollowWhatDecided(t *testing.T) {
 	up := startUpstream(t, false)
 	up.ts.AddHostileSchemas()
-	r := newRig(t, mcpremote.Options{})
+	// Listing the hostile schemas (1.2 MB, 1000 deep) takes seconds under
+	// the race detector on a busy machine: the probe gets a bound no
+	// listing here comes near, not the rig's one second.
+	r := newRig(t, mcpremote.Options{ProbeTimeout: 2 * time.Minute})
 	r.register("acct_a", "demo", up.url(), func(s *mcpremote.Server, _ *mcpremote.Secrets) {
 		s.Defaults = mcpremote.Defaults{SideEffectLevel: ptr("sandbox"), AllowedSlots: &[]string{"narrator", "director"}}
 		s.Tools = map[string]mcpremote.Override{"add": {SideEffectLevel: ptr("irreversible"), AllowedSlots: &[]string{"memory"}}}
