@@ -35,7 +35,7 @@ func overJSON(s string) string {
 // site serves case i as /case/i.txt (text/plain), /case/i.json (a JSON
 // document holding it) and /case/i.html (an article holding it escaped,
 // so the converter writes the tags back, and raw, so the parser meets
-// them), and fencetest.GuessedToken-free PDF lines at /doc.pdf.
+// them), and the battery's printable ASCII tags as a PDF at /doc.pdf.
 type battery struct {
 	cases []fencetest.Case
 	site  *httptest.Server
