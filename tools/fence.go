@@ -157,6 +157,12 @@ func isToken(s string) bool {
 	return true
 }
 
+// FoldForToken is s as the fence's token check reads it (see
+// foldForToken): a test that asserts a text carries a boundary token only
+// in its two markers counts the token in this, so that it finds every
+// form the check would have refused.
+func FoldForToken(s string) string { return foldForToken(s) }
+
 // foldForToken is s as the token check reads it: NFKC (full-width and
 // other compatibility forms become ASCII), lower case, control and format
 // characters dropped (so a zero width joiner or a NUL inside a token does
