@@ -21,6 +21,10 @@ after(async () => {
 
 builtinChecks(() => client);
 
+// withoutDescriptions is a JSON Schema with every "description" left out.
+const withoutDescriptions = (schema) =>
+  JSON.parse(JSON.stringify(schema ?? null, (key, value) => (key === "description" ? undefined : value)));
+
 test("tools/list follows Accept-Language: zh gives Chinese, en English, none English", async (t) => {
   const list = async (headers) => {
     const c = await connectHTTP(server.mcpURL, { headers });
@@ -38,9 +42,15 @@ test("tools/list follows Accept-Language: zh gives Chinese, en English, none Eng
     assert.doesNotMatch(en.get(name).description, han, `${name} en description`);
     assert.doesNotMatch(en.get(name).title, han, `${name} en title`);
     assert.equal(none.get(name).description, en.get(name).description, `${name} without preference`);
-    // Only the text changes with the language, never the contract.
-    assert.deepEqual(zh.get(name).inputSchema, en.get(name).inputSchema);
-    assert.deepEqual(zh.get(name).outputSchema, en.get(name).outputSchema);
+    // Only the text changes with the language, never the contract: the
+    // schemas are the same once their descriptions are set aside, and the
+    // parameters' descriptions are in the caller's language too.
+    assert.deepEqual(withoutDescriptions(zh.get(name).inputSchema), withoutDescriptions(en.get(name).inputSchema));
+    assert.deepEqual(withoutDescriptions(zh.get(name).outputSchema), withoutDescriptions(en.get(name).outputSchema));
+    for (const [param, schema] of Object.entries(zh.get(name).inputSchema.properties)) {
+      assert.match(schema.description, han, `${name}.${param} zh description`);
+      assert.doesNotMatch(en.get(name).inputSchema.properties[param].description, han, `${name}.${param} en description`);
+    }
   }
 });
 

@@ -3,7 +3,7 @@
 // routes the model to the scripted fake upstream (server/v1/fakeupstream); a
 // script definition created over REST (a name with capitals and a dash,
 // declared on the wire exactly as defined) is called by the model, runs
-// in the sandbox, and is journaled provider_type custom, face hosted; the
+// in the sandbox, and is journaled provider_type preset (a definition), face hosted; the
 // session's slot deny list denies it, and both journals say denied.
 //
 // The fake upstream program comes from $FAKEUPSTREAM_BIN, or is built here
@@ -114,7 +114,7 @@ test("the model calls the script tool; it runs and is journaled as a custom tool
   assert.deepEqual(ext.tool_calls.map((c) => [c.id, c.name, c.status]), [["call_npc", "Lookup-NPC", "done"]]);
   const [rec] = await executions(ext.request_id);
   assert.equal(rec.tool_name, "Lookup-NPC");
-  assert.equal(rec.provider_type, "custom");
+  assert.equal(rec.provider_type, "preset");
   assert.equal(rec.face, "hosted");
   assert.equal(rec.caller_slot, "narrator");
   assert.equal(rec.session_id, "sess_hosted");
@@ -130,7 +130,7 @@ test("the session's slot deny list denies it: the model gets a failed result, bo
   const [rec] = await executions(ext.request_id);
   assert.equal(rec.status, "denied");
   assert.equal(rec.caller_slot, "verifier");
-  assert.equal(rec.provider_type, "custom");
+  assert.equal(rec.provider_type, "preset");
   assert.equal(rec.face, "hosted");
   assert.match(rec.error_message, /deny list of slot verifier/);
   const legacy = await api("GET", `/tools/call-records?floor_id=${encodeURIComponent(ext.request_id)}`);

@@ -89,7 +89,7 @@ test("a slot deny list denies the call; both journals say denied", async () => {
   assert.ok(rec, JSON.stringify(execs.body));
   assert.equal(rec.caller_slot, "verifier");
   assert.equal(rec.face, "mcp");
-  assert.equal(rec.provider_type, "custom");
+  assert.equal(rec.provider_type, "preset");
   const legacy = await api(server.base, "GET", `/tools/call-records?floor_id=${rec.floor_id}`);
   assert.equal(legacy.body.data[0].status, "denied");
   const ok = await client.callTool({ name: "lookup_npc", arguments: { name: "Cy" }, _meta: { "toolhost/slot": "director" } });
