@@ -75,6 +75,25 @@ const (
 	MinClientTTL             = time.Hour
 )
 
+// The largest budgets hosted.budgets accepts: past them a bound bounds
+// nothing a request could reach (a thousand model calls, a hundred
+// thousand tool calls, a GiB of results, a day), and a number that large
+// is more likely a typo than a wish. MaxCostBudget is the largest integer
+// a JSON number carries exactly.
+const (
+	MaxModelCallBudget   = 1000
+	MaxToolCallBudget    = 100_000
+	MaxResultBytesBudget = 1 << 30
+	MaxCostBudget        = 1 << 53
+	MaxWallClockBudget   = 24 * time.Hour
+	MaxFinalGrace        = 10 * time.Minute
+)
+
+// budget is a bound of hosted.budgets: 0 turns it off.
+func budget[T int | int64](key string, v T, hi int64) bound {
+	return bound{key: key, v: int64(v), max: hi, want: fmt.Sprintf("0 (no bound) to %d", hi)}
+}
+
 // maxMiB is the largest count of MiB that still fits in an int64 of bytes
 // (the sections shift MiB by 20 bits).
 const maxMiB = math.MaxInt64 >> 20
@@ -236,6 +255,13 @@ func (c *Config) hostedBounds() []bound {
 		count("hosted.count_tokens_max_bytes", h.CountTokensMaxBytes, "the default, 4 MiB"),
 		count("hosted.idempotency_max_bytes", h.IdempotencyMaxBytes, "the default, 256 MiB"),
 		count("hosted.idempotency_account_bytes", h.IdempotencyAccountBytes, "the default, 64 MiB"),
+		budget("hosted.budgets.model_calls", h.Budgets.ModelCalls, MaxModelCallBudget),
+		budget("hosted.budgets.tool_calls", h.Budgets.ToolCalls, MaxToolCallBudget),
+		budget("hosted.budgets.result_bytes", h.Budgets.ResultBytes, MaxResultBytesBudget),
+		budget("hosted.budgets.cost", h.Budgets.Cost, MaxCostBudget),
+		{key: "hosted.budgets.wall_clock", v: int64(h.Budgets.WallClock), max: int64(MaxWallClockBudget), dur: true,
+			want: fmt.Sprintf("from \"0s\" (no bound) to %q", MaxWallClockBudget.String())},
+		waitUpTo("hosted.budgets.final_grace", h.Budgets.FinalGrace, MaxFinalGrace, "the default, 30s"),
 	}
 	for i, r := range h.Routes {
 		p := fmt.Sprintf("hosted.routes[%d].", i)

@@ -51,6 +51,8 @@ type Config struct {
 		// (64 MiB).
 		IdempotencyMaxBytes     int64 `json:"idempotency_max_bytes"`
 		IdempotencyAccountBytes int64 `json:"idempotency_account_bytes"`
+		// Budgets bound every hosted loop (a key's own may lower them).
+		Budgets Budgets `json:"budgets"`
 		// Routes are the upstream model APIs, tried in order.
 		Routes []Route `json:"routes"`
 	} `json:"hosted"`
@@ -128,6 +130,24 @@ type Config struct {
 	Sandbox sandbox.Config `json:"sandbox"`
 }
 
+// Budgets is hosted.budgets: the bounds of one hosted /v1 loop
+// (loop.Budgets). A key left out keeps its default (Default); 0 turns a
+// bound off, except final_grace, whose "0s" is the default 30s.
+type Budgets struct {
+	ModelCalls  int               `json:"model_calls"`
+	ToolCalls   int               `json:"tool_calls"`
+	ResultBytes int64             `json:"result_bytes"`
+	WallClock   duration.Duration `json:"wall_clock"`
+	Cost        int64             `json:"cost"`
+	FinalGrace  duration.Duration `json:"final_grace"`
+}
+
+// Loop is b as the loop takes it.
+func (b Budgets) Loop() loop.Budgets {
+	return loop.Budgets{ModelCalls: b.ModelCalls, ToolCalls: b.ToolCalls, ResultBytes: b.ResultBytes,
+		WallClock: b.WallClock.D(), Cost: b.Cost, FinalGrace: b.FinalGrace.D()}
+}
+
 // Server is the "server" section of the config file.
 type Server struct {
 	ReadHeaderTimeout   duration.Duration `json:"read_header_timeout"`
@@ -148,6 +168,8 @@ func Default() Config {
 	// The values are the packages' own defaults, named once there: the
 	// file and a package used without it behave the same.
 	c.Hosted.Label = v1.DefaultLabel
+	c.Hosted.Budgets = Budgets{ToolCalls: loop.DefaultToolCallBudget, ResultBytes: loop.DefaultResultBytesBudget,
+		WallClock: duration.Duration(loop.DefaultWallClockBudget), FinalGrace: duration.Duration(loop.DefaultFinalGrace)}
 	c.MCP.SessionTimeout = duration.Duration(mcp.DefaultSessionTimeout)
 	c.Tools.DefaultTimeout = duration.Duration(tools.DefaultTimeout)
 	c.Tools.MaxResultBytes = tools.DefaultMaxResultBytes

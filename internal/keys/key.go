@@ -40,12 +40,40 @@ type Limits struct {
 	CallsPerMinute  int     `json:"calls_per_minute"`
 	ConcurrentCalls int     `json:"concurrent_calls"`
 	MonthlyUnitsCap float64 `json:"monthly_units_cap"`
+	// Hosted bounds each hosted /v1 loop run with the key.
+	Hosted HostedBudgets `json:"hosted"`
 }
 
-// Validate rejects negative limits.
+// HostedBudgets are a key's bounds of one hosted /v1 loop. Zero leaves the
+// server's (hosted.budgets); a key's bound applies where it is lower than
+// the server's or the server sets none, so a key can only tighten them.
+type HostedBudgets struct {
+	ModelCalls  int   `json:"model_calls"`
+	ToolCalls   int   `json:"tool_calls"`
+	ResultBytes int64 `json:"result_bytes"`
+	WallClockMS int64 `json:"wall_clock_ms"`
+	Cost        int64 `json:"cost"`
+}
+
+// MaxHostedBudget is the largest value of any HostedBudgets field: the
+// largest integer a JSON number carries exactly.
+const MaxHostedBudget = 1 << 53
+
+// Validate rejects negative limits and budgets, and budgets over
+// MaxHostedBudget.
 func (l Limits) Validate() error {
 	if l.CallsPerMinute < 0 || l.ConcurrentCalls < 0 || l.MonthlyUnitsCap < 0 {
 		return fmt.Errorf("%w: limits must be zero (unlimited) or positive", ErrInvalidInput)
+	}
+	h := l.Hosted
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"model_calls", int64(h.ModelCalls)}, {"tool_calls", int64(h.ToolCalls)}, {"result_bytes", h.ResultBytes},
+		{"wall_clock_ms", h.WallClockMS}, {"cost", h.Cost}} {
+		if f.v < 0 || f.v > MaxHostedBudget {
+			return fmt.Errorf("%w: hosted.%s %d: want 0 (the server's bound) to %d", ErrInvalidInput, f.name, f.v, int64(MaxHostedBudget))
+		}
 	}
 	return nil
 }

@@ -411,6 +411,12 @@ func (s *Service) Revoke(ctx context.Context, id string) error {
 	return nil
 }
 
+// KeyByID returns a key by id, from the cache for at most CacheTTL (so a
+// change of its limits reaches every replica within it).
+func (s *Service) KeyByID(ctx context.Context, id string) (*Key, error) {
+	return s.lookup(ctx, "id:"+id)
+}
+
 // SetLimits replaces a key's limits.
 func (s *Service) SetLimits(ctx context.Context, id string, l Limits) error {
 	if err := l.Validate(); err != nil {

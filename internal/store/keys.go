@@ -51,10 +51,13 @@ func (d *DB) Account(ctx context.Context, id string) (*keys.Account, error) {
 // CreateKey inserts a key (its hash, never its secret).
 func (d *DB) CreateKey(ctx context.Context, k keys.Key) error {
 	_, err := d.db.ExecContext(ctx, d.q(`INSERT INTO api_keys
-		(id, account_id, name, prefix, hash, scopes, calls_per_minute, concurrent_calls, monthly_units_cap, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		(id, account_id, name, prefix, hash, scopes, calls_per_minute, concurrent_calls, monthly_units_cap,
+		 hosted_model_calls, hosted_tool_calls, hosted_result_bytes, hosted_wall_clock_ms, hosted_cost, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 		k.ID, k.AccountID, k.Name, k.Prefix, k.Hash, strings.Join(k.Scopes, " "),
-		k.Limits.CallsPerMinute, k.Limits.ConcurrentCalls, k.Limits.MonthlyUnitsCap, msOf(k.CreatedAt))
+		k.Limits.CallsPerMinute, k.Limits.ConcurrentCalls, k.Limits.MonthlyUnitsCap,
+		k.Limits.Hosted.ModelCalls, k.Limits.Hosted.ToolCalls, k.Limits.Hosted.ResultBytes, k.Limits.Hosted.WallClockMS, k.Limits.Hosted.Cost,
+		msOf(k.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("insert key: %w", err)
 	}
@@ -62,7 +65,8 @@ func (d *DB) CreateKey(ctx context.Context, k keys.Key) error {
 }
 
 const keyColumns = `id, account_id, name, prefix, hash, scopes, calls_per_minute, concurrent_calls,
-	monthly_units_cap, created_at, last_used_at, revoked_at`
+	monthly_units_cap, hosted_model_calls, hosted_tool_calls, hosted_result_bytes, hosted_wall_clock_ms, hosted_cost,
+	created_at, last_used_at, revoked_at`
 
 func scanKey(row interface{ Scan(...any) error }) (*keys.Key, error) {
 	var k keys.Key
@@ -71,6 +75,7 @@ func scanKey(row interface{ Scan(...any) error }) (*keys.Key, error) {
 	var used, revoked sql.NullInt64
 	if err := row.Scan(&k.ID, &k.AccountID, &k.Name, &k.Prefix, &k.Hash, &scopes,
 		&k.Limits.CallsPerMinute, &k.Limits.ConcurrentCalls, &k.Limits.MonthlyUnitsCap,
+		&k.Limits.Hosted.ModelCalls, &k.Limits.Hosted.ToolCalls, &k.Limits.Hosted.ResultBytes, &k.Limits.Hosted.WallClockMS, &k.Limits.Hosted.Cost,
 		&created, &used, &revoked); err != nil {
 		return nil, err
 	}
@@ -153,8 +158,10 @@ func (d *DB) RevokeKey(ctx context.Context, id string, at time.Time) error {
 
 // SetLimits replaces a key's limits.
 func (d *DB) SetLimits(ctx context.Context, id string, l keys.Limits) error {
-	return d.updateKey(ctx, id, `calls_per_minute = ?, concurrent_calls = ?, monthly_units_cap = ?`,
-		l.CallsPerMinute, l.ConcurrentCalls, l.MonthlyUnitsCap)
+	return d.updateKey(ctx, id, `calls_per_minute = ?, concurrent_calls = ?, monthly_units_cap = ?,
+		hosted_model_calls = ?, hosted_tool_calls = ?, hosted_result_bytes = ?, hosted_wall_clock_ms = ?, hosted_cost = ?`,
+		l.CallsPerMinute, l.ConcurrentCalls, l.MonthlyUnitsCap,
+		l.Hosted.ModelCalls, l.Hosted.ToolCalls, l.Hosted.ResultBytes, l.Hosted.WallClockMS, l.Hosted.Cost)
 }
 
 // TouchKey records a key's last use.

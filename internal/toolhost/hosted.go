@@ -1,9 +1,13 @@
 package toolhost
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
+
+	"github.com/toolhost/toolhost/internal/keys"
 
 	v1 "github.com/toolhost/toolhost/server/v1"
 	"github.com/toolhost/toolhost/server/v1/loop"
@@ -17,7 +21,7 @@ import (
 // a function reporting the routes' state for /healthz. A route whose API key
 // variable is not set is a warning, not a failure (as a search provider's
 // is): it stays configured, is marked unavailable and is never picked.
-func hostedRoutes(o *Options, exec *tools.Executor, logger *slog.Logger) (map[string]http.Handler, func() any, error) {
+func hostedRoutes(o *Options, exec *tools.Executor, ks *keys.Service, logger *slog.Logger) (map[string]http.Handler, func() any, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -90,6 +94,8 @@ func hostedRoutes(o *Options, exec *tools.Executor, logger *slog.Logger) (map[st
 		Router:               router,
 		DefaultMaxToolRounds: o.Config.Hosted.MaxToolRounds,
 		MaxToolRoundsLimit:   o.Config.Hosted.MaxToolRoundsLimit,
+		Budgets:              o.Config.Hosted.Budgets.Loop(),
+		KeyBudgets:           keyBudgets(ks),
 		Rounds:               rounds,
 		MaxBodyBytes:         o.Config.Hosted.MaxBodyBytes,
 		MaxEstimateBytes:     o.Config.Hosted.CountTokensMaxBytes,
@@ -97,6 +103,23 @@ func hostedRoutes(o *Options, exec *tools.Executor, logger *slog.Logger) (map[st
 		Logger:               logger,
 	})
 	return h.Routes(), func() any { return hostedStatus{Routes: router.Status()} }, nil
+}
+
+// keyBudgets reads an API key's hosted budgets (cached by the service);
+// nil without keys (--dev).
+func keyBudgets(ks *keys.Service) func(ctx context.Context, keyID string) (loop.Budgets, error) {
+	if ks == nil {
+		return nil
+	}
+	return func(ctx context.Context, keyID string) (loop.Budgets, error) {
+		k, err := ks.KeyByID(ctx, keyID)
+		if err != nil {
+			return loop.Budgets{}, err
+		}
+		h := k.Limits.Hosted
+		return loop.Budgets{ModelCalls: h.ModelCalls, ToolCalls: h.ToolCalls, ResultBytes: h.ResultBytes,
+			WallClock: time.Duration(h.WallClockMS) * time.Millisecond, Cost: h.Cost}, nil
+	}
 }
 
 // hostedStatus is the hosted routes' state, under "hosted" in /healthz.

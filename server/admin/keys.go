@@ -114,13 +114,15 @@ func (k *Keys) patch(w http.ResponseWriter, r *http.Request) {
 		CallsPerMinute  *int     `json:"calls_per_minute"`
 		ConcurrentCalls *int     `json:"concurrent_calls"`
 		MonthlyUnitsCap *float64 `json:"monthly_units_cap"`
+		// Hosted replaces the key's hosted budgets whole.
+		Hosted *keys.HostedBudgets `json:"hosted"`
 	}
 	if err := decodeStrict(r, &in); err != nil {
 		server.WriteError(w, http.StatusBadRequest, "validation_error", err.Error())
 		return
 	}
-	if in.CallsPerMinute == nil && in.ConcurrentCalls == nil && in.MonthlyUnitsCap == nil {
-		server.WriteError(w, http.StatusBadRequest, "validation_error", "nothing to update: send calls_per_minute, concurrent_calls or monthly_units_cap")
+	if in.CallsPerMinute == nil && in.ConcurrentCalls == nil && in.MonthlyUnitsCap == nil && in.Hosted == nil {
+		server.WriteError(w, http.StatusBadRequest, "validation_error", "nothing to update: send calls_per_minute, concurrent_calls, monthly_units_cap or hosted")
 		return
 	}
 	cur, err := k.Service.Store().KeyByID(r.Context(), id)
@@ -137,6 +139,9 @@ func (k *Keys) patch(w http.ResponseWriter, r *http.Request) {
 	}
 	if in.MonthlyUnitsCap != nil {
 		l.MonthlyUnitsCap = *in.MonthlyUnitsCap
+	}
+	if in.Hosted != nil {
+		l.Hosted = *in.Hosted
 	}
 	if err := k.Service.SetLimits(r.Context(), id, l); err != nil {
 		k.fail(w, err)

@@ -100,12 +100,18 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, f face, body []b
 		return
 	}
 	id, _ := identity.FromContext(ctx)
+	budgets, err := h.budgets(ctx, id.KeyID)
+	if err != nil {
+		f.writeError(w, h.runError(ctx, err))
+		return
+	}
 	run := &loop.Run{
 		Request: c.loop,
 		Hosted:  c.hosted,
 		Route:   route,
 		Catalog: h.runCatalog(),
 		Lang:    lang(r),
+		Budgets: budgets,
 		Caller: loop.Caller{
 			RequestID:      requestID(ctx),
 			SessionID:      sessionID(r, c.metadata),
@@ -157,8 +163,11 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, f face, body []b
 
 // extension is the extension field of a response (named by the label).
 type extension struct {
-	CostQuota  int64         `json:"cost_quota"`
-	RequestID  string        `json:"request_id"`
+	CostQuota int64  `json:"cost_quota"`
+	RequestID string `json:"request_id"`
+	// StoppedBy names the budget that made the last call the final one
+	// (loop.StopReason); absent when the model answered on its own.
+	StoppedBy  string        `json:"stopped_by,omitempty"`
 	ToolCalls  *[]hostedCall `json:"tool_calls,omitempty"`
 	ToolRounds *int          `json:"tool_rounds,omitempty"`
 }
@@ -190,6 +199,7 @@ func (h *Handler) extension(declared bool, run *loop.Run, res *loop.Result) exte
 		}
 		rounds := res.ToolRounds()
 		ext.ToolCalls, ext.ToolRounds = &calls, &rounds
+		ext.StoppedBy = string(res.StoppedBy)
 	}
 	return ext
 }

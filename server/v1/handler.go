@@ -33,6 +33,10 @@ type Options struct {
 	// request may set (default 32).
 	DefaultMaxToolRounds int
 	MaxToolRoundsLimit   int
+	// Budgets bound every hosted run (hosted.budgets); KeyBudgets gives the
+	// caller's API key's own, applied where tighter (nil: keys have none).
+	Budgets    loop.Budgets
+	KeyBudgets func(ctx context.Context, keyID string) (loop.Budgets, error)
 	// Rounds stores round records for GET /v1/tool-rounds; nil disables it.
 	Rounds *RoundStore
 	// Idempotency stores whole responses by Idempotency-Key; nil makes one
@@ -81,6 +85,20 @@ func New(opts Options) *Handler {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Handler{opts: opts}
+}
+
+// budgets are the bounds of a run by the caller's key: the server's, each
+// lowered by the key's where the key's is lower.
+func (h *Handler) budgets(ctx context.Context, keyID string) (loop.Budgets, error) {
+	b := h.opts.Budgets
+	if h.opts.KeyBudgets == nil || keyID == "" {
+		return b, nil
+	}
+	kb, err := h.opts.KeyBudgets(ctx, keyID)
+	if err != nil {
+		return b, fmt.Errorf("budgets of key %s: %w", keyID, err)
+	}
+	return b.Tighter(kb), nil
 }
 
 // Routes are the patterns to mount (server.Options.Routes).

@@ -131,9 +131,11 @@ func modelBlocks(resp *loop.UpstreamResponse, msg loop.Message) []json.RawMessag
 // hostedRoundBlocks: the round's blocks with its hosted tool_use blocks as
 // mcp_tool_use.
 func (h *Handler) hostedRoundBlocks(rr loop.RoundResult) []json.RawMessage {
-	hosted := map[string]bool{}
+	// Calls skipped for a budget are left out, as in the last round.
+	hosted, skipped := map[string]bool{}, map[string]bool{}
 	for _, c := range rr.Calls {
 		hosted[c.ID] = true
+		skipped[c.ID] = c.Status == loop.StatusSkipped
 	}
 	var out []json.RawMessage
 	for _, b := range modelBlocks(rr.Response, rr.Response.Message) {
@@ -143,7 +145,10 @@ func (h *Handler) hostedRoundBlocks(rr loop.RoundResult) []json.RawMessage {
 			Name  string          `json:"name"`
 			Input json.RawMessage `json:"input"`
 		}
-		if json.Unmarshal(b, &u) == nil && u.Type == "tool_use" && hosted[u.ID] {
+		if json.Unmarshal(b, &u) == nil && u.Type == "tool_use" && skipped[u.ID] {
+			continue
+		}
+		if u.Type == "tool_use" && hosted[u.ID] {
 			b = h.mcpToolUse(u.ID, u.Name, u.Input)
 		}
 		out = append(out, b)
@@ -203,7 +208,9 @@ func resultBlock(c loop.Call) json.RawMessage {
 func resultBlocks(calls []loop.Call) []json.RawMessage {
 	out := make([]json.RawMessage, 0, len(calls))
 	for _, c := range calls {
-		out = append(out, resultBlock(c))
+		if c.Status != loop.StatusSkipped {
+			out = append(out, resultBlock(c))
+		}
 	}
 	return out
 }

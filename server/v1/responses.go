@@ -129,7 +129,9 @@ func responsesOutput(label string, res *loop.Result) []any {
 			out = append(out, newMessageItem(roundItemID(base, rr.Round), t, "completed"))
 		}
 		for _, c := range rr.Calls {
-			out = append(out, newMCPCallItem(label, c, true))
+			if c.Status != loop.StatusSkipped { // skipped for a budget
+				out = append(out, newMCPCallItem(label, c, true))
+			}
 		}
 	}
 	last := res.Rounds[len(res.Rounds)-1]

@@ -124,6 +124,9 @@ type Call struct {
 	// Continued says the result was cut and its rest is kept: read_result
 	// reads it (and is offered to the model from the next round).
 	Continued bool
+	// Withheld says the result went over the run's result-byte budget: the
+	// model read a note instead (the caller still gets Result).
+	Withheld bool
 }
 
 // MS is the call's duration in whole milliseconds.

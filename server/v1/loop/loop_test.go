@@ -293,7 +293,7 @@ func TestRunnerBudgetEndsLoopEarly(t *testing.T) {
 				Request: userRequest("go", false),
 				Hosted:  loop.Hosted{Tools: []string{"sleep"}, MaxToolRounds: 8},
 				Route:   route,
-				MaxCost: tc.maxCost,
+				Budgets: loop.Budgets{Cost: tc.maxCost},
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -32,7 +32,11 @@ type RoundLog struct {
 	CostQuota    int64             `json:"cost_quota"`
 	UpstreamMS   int64             `json:"upstream_ms"`
 	ToolsMS      int64             `json:"tools_ms"`
-	ToolCalls    []RoundLogCall    `json:"tool_calls"`
+	// ResultBytes are the bytes of the round's tool results fed to the
+	// model; StoppedBy, on a final round, the bound that made it final.
+	ResultBytes int64          `json:"result_bytes"`
+	StoppedBy   StopReason     `json:"stopped_by,omitempty"`
+	ToolCalls   []RoundLogCall `json:"tool_calls"`
 }
 
 // RoundLogCall is one hosted call in a round record.
@@ -67,6 +71,8 @@ func (r *Runner) record(ctx context.Context, run *Run, res *Result, rr RoundResu
 		CostQuota:    rr.Cost,
 		UpstreamMS:   rr.Upstream.Milliseconds(),
 		ToolsMS:      rr.Tools.Milliseconds(),
+		ResultBytes:  rr.ResultBytes,
+		StoppedBy:    rr.StoppedBy,
 		ToolCalls:    make([]RoundLogCall, 0, len(rr.Calls)),
 	}
 	md := make(map[string]string, len(run.Caller.Metadata)+1)
@@ -83,7 +89,7 @@ func (r *Runner) record(ctx context.Context, run *Run, res *Result, rr RoundResu
 	}
 	r.logger.InfoContext(ctx, "hosted round", "kind", RoundTag, "request_id", rec.RequestID, "run_id", rec.RunID, "round", rec.Round,
 		"final", rec.Final, "route", rec.Route, "model", rec.Model, "calls", len(rec.ToolCalls), "cost_quota", rec.CostQuota,
-		"upstream_ms", rec.UpstreamMS, "tools_ms", rec.ToolsMS)
+		"upstream_ms", rec.UpstreamMS, "tools_ms", rec.ToolsMS, "result_bytes", rec.ResultBytes, "stopped_by", rec.StoppedBy)
 	if r.rounds != nil {
 		r.rounds.RecordRound(ctx, rec)
 	}

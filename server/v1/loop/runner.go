@@ -107,9 +107,9 @@ type Run struct {
 	Catalog Catalog
 	Lang    catalog.Lang
 	Caller  Caller
-	// MaxCost ends the loop early (the final call with tool choice none)
-	// once the rounds so far cost this much quota; 0 means no budget.
-	MaxCost int64
+	// Budgets bound the run (budget.go); the zero value bounds nothing but
+	// the rounds.
+	Budgets Budgets
 	// Sink receives events; nil for non-streaming callers.
 	Sink Sink
 }
@@ -138,6 +138,11 @@ type Result struct {
 	Calls []Call
 	// Definitions are the hosted function definitions given to the model.
 	Definitions []Function
+	// StoppedBy is the bound that made the last call the final one (tool
+	// choice none), "" when the model answered on its own.
+	StoppedBy StopReason
+	// ResultBytes are the bytes of tool results fed to the model.
+	ResultBytes int64
 }
 
 // RoundResult is one upstream call of a run.
@@ -152,6 +157,10 @@ type RoundResult struct {
 	Calls    []Call
 	Upstream time.Duration
 	Tools    time.Duration
+	// ResultBytes are the bytes of the round's results fed to the model;
+	// StoppedBy is set on the final round of a run a bound ended.
+	ResultBytes int64
+	StoppedBy   StopReason
 }
 
 // ToolRounds is the number of upstream calls the run made.
@@ -201,27 +210,37 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 	}
 
 	req := run.Request
-	msgs := append([]Message(nil), req.Messages...)
-	fns := append(append([]Function(nil), req.Tools...), defs...)
-	choice := req.ToolChoice
-	hostedRounds := 0
-	maxRounds := r.maxRounds(ctx, run)
-
+	st := &runState{
+		msgs:   append([]Message(nil), req.Messages...),
+		fns:    append(append([]Function(nil), req.Tools...), defs...),
+		choice: req.ToolChoice,
+		spend:  newSpending(run.Budgets, r.maxRounds(ctx, run), time.Now()),
+	}
+	st.names = &names
 	for round := 0; ; round++ {
-		final := len(hosted) > 0 && (hostedRounds >= maxRounds || (run.MaxCost > 0 && res.Cost >= run.MaxCost))
-		tc := choice
+		stop := StopReason("")
+		if len(hosted) > 0 {
+			stop = st.spend.stop(res.Cost)
+		}
+		final := stop != ""
+		tc := st.choice
+		callCtx, cancel := ctx, context.CancelFunc(func() {})
 		if final {
 			tc = ToolChoice{Mode: ToolChoiceNone}
+			callCtx, cancel = st.spend.finalContext(ctx)
 		}
 		if err := emit(Event{Kind: EventRoundStart, Round: round, Final: final}); err != nil {
+			cancel()
 			return nil, err
 		}
 		upStart := time.Now()
 		filter := newStreamFilter(round, final, names, emit)
-		resp, err := run.Route.Upstream.Call(ctx, upstreamRequest(&req, msgs, fns, tc), filter.delta)
+		resp, err := run.Route.Upstream.Call(callCtx, upstreamRequest(&req, st.msgs, st.fns, tc), filter.delta)
+		cancel()
 		if err != nil {
 			return nil, err
 		}
+		st.spend.modelCalls++
 		if round == 0 {
 			res.First = resp.Meta
 		}
@@ -230,7 +249,7 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 				return nil, err
 			}
 		}
-		rr := RoundResult{Round: round, Final: final, Response: resp, Usage: resp.Usage, Upstream: time.Since(upStart)}
+		rr := RoundResult{Round: round, Final: final, Response: resp, Usage: resp.Usage, Upstream: time.Since(upStart), StoppedBy: stop}
 		rr.Cost = run.Route.Cost(req.Model, resp.Usage)
 		res.Usage = res.Usage.Add(resp.Usage)
 		res.Cost += rr.Cost
@@ -241,31 +260,22 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 			// not executed, invented names go back to the caller with the
 			// rest of the answer, as they would without hosted tools (the
 			// stream filter sent them on as the round turned out to end).
+			res.StoppedBy = stop
 			return r.end(ctx, run, res, rr, hosted, onlyHosted(hostedCalls, hosted), emit)
 		}
-
-		// Rule 2: run the hosted calls, results in the model's order.
-		if err := emit(Event{Kind: EventHostedCallsProposed, Round: round, Calls: cloneCalls(hostedCalls)}); err != nil {
+		if err := r.hostedRound(ctx, run, res, st, &rr, hostedCalls, emit); err != nil {
 			return nil, err
 		}
-		toolStart := time.Now()
-		if err := r.execute(ctx, run, res.RunID, names.visible, hostedCalls, emit); err != nil {
-			return nil, err
-		}
-		rr.Tools = time.Since(toolStart)
-		if err := emit(Event{Kind: EventHostedCallsDone, Round: round, Calls: cloneCalls(hostedCalls)}); err != nil {
-			return nil, err
-		}
-		msgs = appendRound(msgs, resp.Message, calls, idsAdded, hostedCalls)
+		st.msgs = appendRound(st.msgs, resp.Message, calls, idsAdded, hostedCalls, run.Lang)
 		if d, ok := offerReadResult(cat, run, hosted, hostedCalls); ok {
-			fns = append(fns, d)
+			st.fns = append(st.fns, d)
 			names.host(d.Name)
 			res.Definitions = append(res.Definitions, d)
 		}
-		hostedRounds++
+		st.spend.rounds++
 		// Rule 4: a forced choice is relaxed once hosted tools have run.
-		if choice.Mode == ToolChoiceRequired || choice.Mode == ToolChoiceFunction {
-			choice = ToolChoice{Mode: ToolChoiceAuto}
+		if st.choice.Mode == ToolChoiceRequired || st.choice.Mode == ToolChoiceFunction {
+			st.choice = ToolChoice{Mode: ToolChoiceAuto}
 		}
 		rr.Calls = hostedCalls
 		res.Calls = append(res.Calls, hostedCalls...)
@@ -275,6 +285,39 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 			return nil, err
 		}
 	}
+}
+
+// runState is what a run carries from round to round.
+type runState struct {
+	msgs   []Message
+	fns    []Function
+	choice ToolChoice
+	spend  *spending
+	// names are the run's hosted, caller and visible names.
+	names *callNames
+}
+
+// hostedRound runs a round's hosted calls (rule 2) within the budgets: the
+// ones over the tool-call budget, or all once the wall clock has run out,
+// are skipped; the results are counted against the byte budget.
+func (r *Runner) hostedRound(ctx context.Context, run *Run, res *Result, st *runState, rr *RoundResult, hostedCalls []Call, emit Sink) error {
+	ran := st.spend.admit(hostedCalls, run.Lang)
+	if len(ran) > 0 {
+		if err := emit(Event{Kind: EventHostedCallsProposed, Round: rr.Round, Calls: cloneCalls(ran)}); err != nil {
+			return err
+		}
+		toolStart := time.Now()
+		if err := r.execute(ctx, run, res.RunID, st.names.visible, st.spend, ran, emit); err != nil {
+			return err
+		}
+		rr.Tools = time.Since(toolStart)
+	}
+	rr.ResultBytes = st.spend.feed(ran)
+	res.ResultBytes += rr.ResultBytes
+	if len(ran) == 0 {
+		return nil
+	}
+	return emit(Event{Kind: EventHostedCallsDone, Round: rr.Round, Calls: cloneCalls(ran)})
 }
 
 // maxRounds is the number of hosted rounds a run may make: the request's
@@ -313,7 +356,7 @@ func upstreamRequest(req *Request, msgs []Message, fns []Function, tc ToolChoice
 func (r *Runner) end(ctx context.Context, run *Run, res *Result, rr RoundResult, hosted map[string]bool, hostedCalls []Call, emit Sink) (*Result, error) {
 	for i := range hostedCalls {
 		hostedCalls[i].Status = StatusSkipped
-		hostedCalls[i].Summary = skippedSummary(run.Lang, rr.Final)
+		hostedCalls[i].Summary = budgetSummary(run.Lang, rr.StoppedBy)
 	}
 	rr.Calls = hostedCalls
 	res.Calls = append(res.Calls, hostedCalls...)
@@ -330,7 +373,7 @@ func (r *Runner) end(ctx context.Context, run *Run, res *Result, rr RoundResult,
 // appendRound adds a hosted round to the conversation: the assistant
 // message with every call (ids filled in) and one tool message per hosted
 // result, in the model's order.
-func appendRound(msgs []Message, assistant Message, calls []ToolCall, idsAdded bool, hostedCalls []Call) []Message {
+func appendRound(msgs []Message, assistant Message, calls []ToolCall, idsAdded bool, hostedCalls []Call, lang catalog.Lang) []Message {
 	assistant.ToolCalls = calls
 	if idsAdded {
 		// The raw message lacks the ids the results refer to.
@@ -341,7 +384,14 @@ func appendRound(msgs []Message, assistant Message, calls []ToolCall, idsAdded b
 	}
 	msgs = append(msgs, assistant)
 	for _, c := range hostedCalls {
-		msgs = append(msgs, Message{Role: RoleTool, ToolCallID: c.ID, Text: c.Result, IsError: c.IsError})
+		switch {
+		case c.Status == StatusSkipped:
+			msgs = append(msgs, Message{Role: RoleTool, ToolCallID: c.ID, Text: c.Summary, IsError: true})
+		case c.Withheld:
+			msgs = append(msgs, Message{Role: RoleTool, ToolCallID: c.ID, Text: withheldNote(lang, c), IsError: true})
+		default:
+			msgs = append(msgs, Message{Role: RoleTool, ToolCallID: c.ID, Text: c.Result, IsError: c.IsError})
+		}
 	}
 	return msgs
 }
@@ -349,7 +399,7 @@ func appendRound(msgs []Message, assistant Message, calls []ToolCall, idsAdded b
 // execute runs calls through the executor, at most MaxParallel at a time,
 // filling each Call in place. An error of the runtime, or of the sink,
 // cancels the others and is returned.
-func (r *Runner) execute(ctx context.Context, run *Run, runID string, visible []string, calls []Call, emit Sink) error {
+func (r *Runner) execute(ctx context.Context, run *Run, runID string, visible []string, spend *spending, calls []Call, emit Sink) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(MaxParallel)
 	var emitMu sync.Mutex
@@ -368,7 +418,7 @@ func (r *Runner) execute(ctx context.Context, run *Run, runID string, visible []
 			if err := <-started; err != nil {
 				return err
 			}
-			if err := r.executeOne(gctx, run, runID, visible, c); err != nil {
+			if err := r.executeOne(gctx, run, runID, visible, spend, c); err != nil {
 				return err
 			}
 			cc := *c
@@ -391,13 +441,20 @@ func (r *Runner) execute(ctx context.Context, run *Run, runID string, visible []
 }
 
 // executeOne runs one hosted call through the executor, which looks its
-// name up among the visible ones only.
-func (r *Runner) executeOne(ctx context.Context, run *Run, runID string, visible []string, c *Call) error {
+// name up among the visible ones only, until the run's wall clock: a call
+// still running then is cancelled, one that would start after it does not.
+func (r *Runner) executeOne(ctx context.Context, run *Run, runID string, visible []string, spend *spending, c *Call) error {
+	if spend.expired() {
+		overrun(run.Lang, c)
+		return nil
+	}
+	callCtx, cancel := spend.deadlineContext(ctx)
+	defer cancel()
 	key := ""
 	if run.Caller.IdempotencyKey != "" {
 		key = run.Caller.IdempotencyKey + "/" + strconv.Itoa(c.Round) + "/" + c.ID
 	}
-	out, err := r.exec.Execute(ctx, tools.Proposal{
+	out, err := r.exec.Execute(callCtx, tools.Proposal{
 		Tool:   c.Name,
 		Args:   c.Args,
 		CallID: c.ID,
@@ -416,10 +473,16 @@ func (r *Runner) executeOne(ctx context.Context, run *Run, runID string, visible
 		Lang:           run.Lang,
 		Visible:        visible,
 	})
-	if err != nil {
+	if err != nil && (ctx.Err() != nil || callCtx.Err() == nil) {
 		return fmt.Errorf("%w: hosted call %s (%s): %w", ErrInternal, c.ID, c.Name, err)
 	}
-	fillCall(c, out, run.Lang)
+	if err == nil {
+		fillCall(c, out, run.Lang)
+	}
+	if callCtx.Err() != nil && ctx.Err() == nil && (err != nil || out.IsError) {
+		// The wall clock, not the caller, ended it.
+		overrun(run.Lang, c)
+	}
 	return nil
 }
 
