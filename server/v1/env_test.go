@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"github.com/toolhost/toolhost/internal/identity"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -146,9 +147,20 @@ func newEnvScript(t *testing.T, label string, script fakeupstream.Script, opts .
 	o.Runner = loop.NewRunner(rec, loop.RunnerOptions{Rounds: store})
 	h := v1.New(o)
 	srv := server.New(server.Options{Routes: h.Routes()})
-	hs := httptest.NewServer(pinnedRequestIDs(srv.Handler()))
+	hs := httptest.NewServer(testKey(pinnedRequestIDs(srv.Handler())))
 	t.Cleanup(hs.Close)
 	return &env{t: t, label: label, url: hs.URL, fake: fake, exec: rec, sleep: sl, rounds: store}
+}
+
+// testKey gives a request whose X-Test-Key header names an API key the
+// identity authentication would give it (the key's own account).
+func testKey(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if k := r.Header.Get("X-Test-Key"); k != "" {
+			r = r.WithContext(identity.NewContext(r.Context(), identity.Identity{KeyID: k}))
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 type response struct {

@@ -102,7 +102,10 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, f face, body []b
 	id, _ := identity.FromContext(ctx)
 	budgets, err := h.budgets(ctx, id.KeyID)
 	if err != nil {
-		f.writeError(w, h.runError(ctx, err))
+		// Not run unbounded: the caller retries once the keys answer.
+		h.opts.Logger.WarnContext(ctx, "hosted budgets unavailable", "request_id", requestID(ctx), "err", err)
+		f.writeError(w, &requestError{status: http.StatusServiceUnavailable, code: "limits_unavailable", reason: "limits_unavailable",
+			message: "the API key's hosted budgets could not be read; retry shortly (request id " + requestID(ctx) + ")"})
 		return
 	}
 	run := &loop.Run{
