@@ -22,6 +22,10 @@ type keyFlags struct {
 	cpm, conc                    *int
 	capUnits                     *float64
 	asJSON                       *bool
+	// hosted budgets: model calls, tool calls, result bytes, cost.
+	hModel, hTools *int
+	hBytes, hCost  *int64
+	hWall          *time.Duration
 }
 
 func (f *keyFlags) register(fs *flag.FlagSet, sub string) {
@@ -41,6 +45,11 @@ func (f *keyFlags) register(fs *flag.FlagSet, sub string) {
 		f.cpm = fs.Int("calls-per-minute", -1, "MCP calls per minute, `N` (0 = unlimited; -1 keeps the current value)")
 		f.conc = fs.Int("concurrent-calls", -1, "MCP calls at once, `N` (0 = unlimited; -1 keeps the current value)")
 		f.capUnits = fs.Float64("monthly-units-cap", -1, "monthly cap of priced paid `UNITS` (0 = unlimited; -1 keeps the current value)")
+		f.hModel = fs.Int("hosted-model-calls", -1, "model calls of one hosted /v1 loop, `N` (0 = the server's; -1 keeps the current value)")
+		f.hTools = fs.Int("hosted-tool-calls", -1, "hosted tool calls of one /v1 loop, `N` (0 = the server's; -1 keeps the current value)")
+		f.hBytes = fs.Int64("hosted-result-bytes", -1, "tool-result `BYTES` fed to the model in one /v1 loop (0 = the server's; -1 keeps the current value)")
+		f.hCost = fs.Int64("hosted-cost", -1, "cost_quota `UNITS` of one /v1 loop (0 = the server's; -1 keeps the current value)")
+		f.hWall = fs.Duration("hosted-wall-clock", -1, "wall clock of one /v1 loop, a `DURATION` such as 2m (0 = the server's; -1ns keeps the current value)")
 	case "list", "usage":
 		f.asJSON = fs.Bool("json", false, "print JSON")
 	}
@@ -59,6 +68,21 @@ func (f *keyFlags) limits(base keys.Limits) keys.Limits {
 	}
 	if *f.capUnits >= 0 {
 		base.MonthlyUnitsCap = *f.capUnits
+	}
+	if *f.hModel >= 0 {
+		base.Hosted.ModelCalls = *f.hModel
+	}
+	if *f.hTools >= 0 {
+		base.Hosted.ToolCalls = *f.hTools
+	}
+	if *f.hBytes >= 0 {
+		base.Hosted.ResultBytes = *f.hBytes
+	}
+	if *f.hCost >= 0 {
+		base.Hosted.Cost = *f.hCost
+	}
+	if *f.hWall >= 0 {
+		base.Hosted.WallClockMS = f.hWall.Milliseconds()
 	}
 	return base
 }

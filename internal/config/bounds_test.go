@@ -5,8 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolhost/toolhost/internal/config"
+	"github.com/toolhost/toolhost/internal/config/duration"
 )
 
 func loadFile(t *testing.T, file string) (config.Config, error) {
@@ -248,5 +250,63 @@ func TestLoadRefusesARefreshTokenShorterThanTheAccessToken(t *testing.T) {
 		if _, err := loadFile(t, file); err != nil {
 			t.Errorf("Load(%s) = %v, want no error", file, err)
 		}
+	}
+}
+
+// hosted.budgets: a key left out keeps its default, 0 turns a bound off,
+// and a negative, a huge value or a wrong type is refused at load with the
+// key's path and what it wants.
+func TestLoadHostedBudgets(t *testing.T) {
+	refused := []struct{ file, want string }{
+		{`{"hosted": {"budgets": {"tool_calls": -1}}}`, `hosted.budgets.tool_calls -1: want 0 (no bound) to 100000`},
+		{`{"hosted": {"budgets": {"tool_calls": 100001}}}`, `hosted.budgets.tool_calls 100001`},
+		{`{"hosted": {"budgets": {"model_calls": -5}}}`, `hosted.budgets.model_calls -5: want 0 (no bound) to 1000`},
+		{`{"hosted": {"budgets": {"model_calls": 9223372036854775807}}}`, `hosted.budgets.model_calls 9223372036854775807`},
+		{`{"hosted": {"budgets": {"result_bytes": -262144}}}`, `hosted.budgets.result_bytes -262144: want 0 (no bound) to 1073741824`},
+		{`{"hosted": {"budgets": {"result_bytes": 1073741825}}}`, `hosted.budgets.result_bytes 1073741825`},
+		{`{"hosted": {"budgets": {"cost": -1}}}`, `hosted.budgets.cost -1: want 0 (no bound) to 9007199254740992`},
+		{`{"hosted": {"budgets": {"wall_clock": "-1s"}}}`, `hosted.budgets.wall_clock "-1s": want from "0s" (no bound) to "24h0m0s"`},
+		{`{"hosted": {"budgets": {"wall_clock": "2562047h"}}}`, `hosted.budgets.wall_clock "2562047h0m0s"`},
+		{`{"hosted": {"budgets": {"final_grace": "11m"}}}`, `hosted.budgets.final_grace "11m0s": want from "0s" (the default, 30s) to "10m0s"`},
+		// Wrong types: the decoder names the field.
+		{`{"hosted": {"budgets": {"tool_calls": "10"}}}`, `hosted.budgets.tool_calls of type int`},
+		{`{"hosted": {"budgets": {"tool_calls": 1.5}}}`, `hosted.budgets.tool_calls of type int`},
+		{`{"hosted": {"budgets": {"wall_clock": 300}}}`, `wall_clock`},
+		{`{"hosted": {"budgets": {"result_bytes": 1e999}}}`, `result_bytes`},
+		{`{"hosted": {"budgets": {"tool_call": 10}}}`, `unknown field "tool_call"`},
+		{`{"hosted": {"budgets": [10]}}`, `hosted.budgets of type config.Budgets`},
+	}
+	for _, tt := range refused {
+		t.Run(tt.want, func(t *testing.T) {
+			_, err := loadFile(t, tt.file)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Load(%s) = %v, want an error containing %q", tt.file, err, tt.want)
+			}
+		})
+	}
+	def := config.Default().Hosted.Budgets
+	loaded := []struct {
+		file string
+		want config.Budgets
+	}{
+		{`{}`, def},
+		{`{"hosted": {"budgets": {}}}`, def},
+		{`{"hosted": {"budgets": {"tool_calls": 10}}}`, config.Budgets{ToolCalls: 10, ResultBytes: def.ResultBytes, WallClock: def.WallClock, FinalGrace: def.FinalGrace}},
+		{`{"hosted": {"budgets": {"tool_calls": 0, "result_bytes": 0, "wall_clock": "0s"}}}`, config.Budgets{FinalGrace: def.FinalGrace}},
+		{`{"hosted": {"budgets": {"model_calls": 1000, "tool_calls": 100000, "result_bytes": 1073741824, "cost": 9007199254740992, "wall_clock": "24h", "final_grace": "10m"}}}`,
+			config.Budgets{ModelCalls: 1000, ToolCalls: 100000, ResultBytes: 1 << 30, Cost: 1 << 53, WallClock: duration.Duration(24 * time.Hour), FinalGrace: duration.Duration(10 * time.Minute)}},
+	}
+	for _, tt := range loaded {
+		c, err := loadFile(t, tt.file)
+		if err != nil {
+			t.Errorf("Load(%s) = %v", tt.file, err)
+			continue
+		}
+		if c.Hosted.Budgets != tt.want {
+			t.Errorf("Load(%s) budgets %+v, want %+v", tt.file, c.Hosted.Budgets, tt.want)
+		}
+	}
+	if def.ToolCalls != 128 || def.ResultBytes != 4<<20 || def.WallClock.D() != 10*time.Minute || def.ModelCalls != 0 || def.Cost != 0 {
+		t.Errorf("defaults %+v", def)
 	}
 }
