@@ -62,7 +62,9 @@ var wallClockReads = map[string]string{
 	"tools/websearch/websearch.go Call":                     "the search's duration (took_ms)",
 	"tools/websearch/hedge.go race":                         "a provider's latency",
 	"tools/sleep/sleep.go Call":                             "the test tool reports how long it slept",
-	"server/v1/loop/runner.go Run":                          "the upstream's and the tools' durations in a round",
+	"server/v1/loop/runner.go Run":                          "the upstream's and the tools' durations in a round; a run's wall-clock budget, a context deadline",
+	"server/v1/loop/runner.go hostedRound":                  "the tools' duration in a round",
+	"server/v1/loop/budget.go expired":                      "a run's wall-clock budget, a context deadline",
 	"cmd/toolhost/main.go cmdServe":                         "how long the server ran, for the log",
 	"tools/fetchpage/pdftext/internal/pdfeval/main.go best": "how long an evaluation took",
 
