@@ -35,6 +35,14 @@
 //   - after MaxToolRounds hosted rounds one last call with tool choice none
 //     is made; hosted calls it still asks for are skipped, invented ones go
 //     back to the caller;
+//   - the run's Budgets (budget.go: model calls, tool calls, result bytes
+//     fed to the model, wall clock, cost) end the loop the same way once
+//     one is spent, Result.StoppedBy naming it; calls over the tool-call
+//     budget in a round are skipped (the first ones in the model's order
+//     run), results over the byte budget are withheld from the model (a
+//     note instead), and at the wall clock running calls are cancelled;
+//     a call skipped for a budget is reported but never proposed, started
+//     or rendered as content;
 //   - a tool failure is a result for the model (status failed; its text
 //     starts with the machine code), never an error of the request; an error of the runtime itself cancels the
 //     round's other calls and fails the request.
