@@ -178,10 +178,24 @@ func TestSessionPermissionsFollowTheSeed(t *testing.T) {
 				`{"enabled":true,"enabled":false}`,
 				`{"slot_deny_list":{"narrator":["get time"]}}`,
 				`{"tool_permissions":{}}`,
+				`{"require_approval":"sometimes"}`,
+				`{"require_approval":"Always"}`,
+				`{"require_approval":"always\u200b"}`,
+				`{"require_approval":true}`,
+				`{"require_approval":["always"]}`,
 			} {
 				do(t, srv, call{method: "PATCH", path: "/sessions/sess_001/tool-permissions", body: bad, status: 400, code: "validation_error"})
 			}
 			do(t, srv, call{method: "PUT", path: "/sessions/nope/tool-permissions", body: `{}`, status: 404, code: "not_found"})
+			// require_approval is kept, and cleared by null.
+			ra := do(t, srv, call{method: "PATCH", path: "/sessions/sess_001/tool-permissions", body: `{"require_approval":"always"}`, status: 200})
+			if ra["require_approval"] != "always" {
+				t.Errorf("require_approval after PATCH: %v", ra["require_approval"])
+			}
+			ra = do(t, srv, call{method: "PATCH", path: "/sessions/sess_001/tool-permissions", body: `{"require_approval":null}`, status: 200})
+			if _, ok := ra["require_approval"]; ok {
+				t.Errorf("require_approval after null: %v", ra["require_approval"])
+			}
 			// PUT resets what it does not name.
 			reset := do(t, srv, call{method: "PUT", path: "/sessions/sess_001/tool-permissions", body: `{"enabled":false}`, status: 200})
 			if b, _ := json.Marshal(reset); string(b) != `{"allow_irreversible":true,"enabled":false,"max_calls_per_turn":null,"max_steps_per_generation":null,"slot_allow_list":{},"slot_deny_list":{}}` {

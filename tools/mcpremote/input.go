@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/clip"
+	"github.com/toolhost/toolhost/tools/approval"
 )
 
 // Input is the body of POST and PATCH /mcp-servers: every field optional
@@ -163,6 +164,9 @@ func (r Rules) Apply(s *Server, sec *Secrets, in Input, create bool) error {
 			if err := r.governance("tools", clip.Echo(name)+": ", o.SideEffectLevel, o.AllowedSlots); err != nil {
 				return err
 			}
+			if err := checkPolicy("tools", clip.Echo(name)+": ", o.RequireApproval); err != nil {
+				return err
+			}
 		}
 		s.Tools = t
 	}
@@ -170,7 +174,22 @@ func (r Rules) Apply(s *Server, sec *Secrets, in Input, create bool) error {
 		if err := r.governance("defaults", "", in.Defaults.SideEffectLevel, in.Defaults.AllowedSlots); err != nil {
 			return err
 		}
+		if err := checkPolicy("defaults", "", in.Defaults.RequireApproval); err != nil {
+			return err
+		}
 		s.Defaults = *in.Defaults
+	}
+	return nil
+}
+
+// checkPolicy checks the require_approval of an override or of the
+// server's defaults.
+func checkPolicy(field, prefix string, p *string) error {
+	if p == nil {
+		return nil
+	}
+	if _, err := approval.ParsePolicy(*p); err != nil {
+		return fieldErr(field, "%srequire_approval %s", prefix, err)
 	}
 	return nil
 }
