@@ -142,7 +142,7 @@ func testDecide(t *testing.T, s approval.Store) {
 	}{
 		{"ApprovePending", nil, yes, time.Minute, approval.Approved, ""},
 		{"DeclinePending", nil, no, time.Minute, approval.Declined, ""},
-		{"ApproveAtTheLastInstant", nil, yes, 15*time.Minute - time.Nanosecond*1000, approval.Approved, ""},
+		{"ApproveAtTheLastInstant", nil, yes, 15*time.Minute - time.Millisecond, approval.Approved, ""},
 		{"ApproveExpired", nil, yes, 15 * time.Minute, "", approval.Expired},
 		{"ApproveApproved", &yes, yes, time.Minute, "", approval.Approved},
 		{"DeclineApproved", &yes, no, time.Minute, "", approval.Approved},
