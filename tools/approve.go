@@ -253,3 +253,7 @@ func (e *Executor) DecideApproval(ctx context.Context, account, id string, d app
 	d.Reason = clipReason(d.Reason)
 	return e.opts.Approvals.DecideApproval(ctx, account, id, d, e.opts.Clock())
 }
+
+// Clock is the executor's clock (Options.Clock), the one approvals expire
+// on.
+func (e *Executor) Clock() func() time.Time { return e.opts.Clock }
