@@ -179,6 +179,7 @@ func (e *Executor) addRemote(ctx context.Context, cat *RuntimeCatalog, account, 
 		spec := r.Tool.Spec()
 		t := runtimeTool(spec, r.ProviderID, journal.ProviderMCP, "mcp", slices.Clone(r.AllowedSlots), r.SlotsBasis, basisInferred)
 		t.SideEffectLevelBasis = r.SideEffectBasis
+		t.RequireApproval, t.RequireApprovalBasis = string(r.RequireApproval), r.ApprovalBasis
 		t.MetadataBasisDetail["side_effect_level"] = BasisScope{r.SideEffectBasis, basisScope[r.SideEffectBasis]}
 		t.MetadataBasisDetail["allowed_slots"] = BasisScope{r.SlotsBasis, basisScope[r.SlotsBasis]}
 		if r.SchemaBasis != "" {

@@ -261,7 +261,8 @@ func TestRuntimeCatalogRoute(t *testing.T) {
 			}
 			want := []string{"name", "provider_id", "provider_type", "source", "side_effect_level", "allowed_slots", "availability",
 				"availability_reason", "async_capability", "default_delivery_mode", "catalog_source", "replay_safety", "result_visibility",
-				"side_effect_level_basis", "allowed_slots_basis", "parameter_schema_basis", "replay_safety_basis", "metadata_basis_detail"}
+				"side_effect_level_basis", "allowed_slots_basis", "parameter_schema_basis", "replay_safety_basis", "metadata_basis_detail",
+				"require_approval", "require_approval_basis"}
 			for _, f := range want {
 				if _, ok := npc[f]; !ok {
 					t.Errorf("field %s missing", f)
