@@ -33,11 +33,7 @@ func confirmer(approve bool, stdin io.Reader, stderr io.Writer) tools.Confirmer 
 
 func isTerminalReader(r io.Reader) bool {
 	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return ok && isTTY(f)
 }
 
 // askTerminal shows the call (tool, what it does, its normalized

@@ -87,6 +87,30 @@ func TestTerminalPromptAnswers(t *testing.T) {
 	}
 }
 
+// /dev/null and pipes are not terminals, though /dev/null is a character
+// device: a call fed from them is not asked.
+func TestOnlyATerminalIsAsked(t *testing.T) {
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	for name, in := range map[string]io.Reader{"dev/null": null, "pipe": r, "reader": strings.NewReader("y\n")} {
+		if confirmer(false, in, io.Discard) != nil {
+			t.Errorf("%s is taken for a terminal", name)
+		}
+	}
+	if confirmer(true, null, io.Discard) == nil {
+		t.Error("--approve gives no confirmer")
+	}
+}
+
 func TestTerminalPromptEndsWhenTheCallerGoesAway(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r, w := io.Pipe() // never written: the user has not answered

@@ -161,20 +161,14 @@ func (r Rules) Apply(s *Server, sec *Secrets, in Input, create bool) error {
 			if name == "" || len(name) > 128 {
 				return fieldErr("tools", "a tool name must be 1 to 128 bytes")
 			}
-			if err := r.governance("tools", clip.Echo(name)+": ", o.SideEffectLevel, o.AllowedSlots); err != nil {
-				return err
-			}
-			if err := checkPolicy("tools", clip.Echo(name)+": ", o.RequireApproval); err != nil {
+			if err := r.governance("tools", clip.Echo(name)+": ", o.SideEffectLevel, o.AllowedSlots, o.RequireApproval); err != nil {
 				return err
 			}
 		}
 		s.Tools = t
 	}
 	if in.Defaults != nil {
-		if err := r.governance("defaults", "", in.Defaults.SideEffectLevel, in.Defaults.AllowedSlots); err != nil {
-			return err
-		}
-		if err := checkPolicy("defaults", "", in.Defaults.RequireApproval); err != nil {
+		if err := r.governance("defaults", "", in.Defaults.SideEffectLevel, in.Defaults.AllowedSlots, in.Defaults.RequireApproval); err != nil {
 			return err
 		}
 		s.Defaults = *in.Defaults
@@ -182,21 +176,14 @@ func (r Rules) Apply(s *Server, sec *Secrets, in Input, create bool) error {
 	return nil
 }
 
-// checkPolicy checks the require_approval of an override or of the
-// server's defaults.
-func checkPolicy(field, prefix string, p *string) error {
-	if p == nil {
-		return nil
+// governance checks a side-effect level, slots and an approval policy of
+// an override or of the server's defaults.
+func (r Rules) governance(field, prefix string, side *string, slots *[]string, policy *string) error {
+	if policy != nil {
+		if _, err := approval.ParsePolicy(*policy); err != nil {
+			return fieldErr(field, "%srequire_approval %s", prefix, err)
+		}
 	}
-	if _, err := approval.ParsePolicy(*p); err != nil {
-		return fieldErr(field, "%srequire_approval %s", prefix, err)
-	}
-	return nil
-}
-
-// governance checks a side-effect level and slots of an override or of
-// the server's defaults.
-func (r Rules) governance(field, prefix string, side *string, slots *[]string) error {
 	if side != nil && !slices.Contains([]string{"none", "sandbox", "irreversible"}, *side) {
 		return fieldErr(field, "%sside_effect_level must be none, sandbox or irreversible", prefix)
 	}
