@@ -568,3 +568,33 @@ func (j *Journal) Start(ctx context.Context) (int, error) {
 	}
 	return n, nil
 }
+
+// Await makes a new opened record durable in the store itself, not in the
+// spool: a call that waits for its user's approval
+// (StateAwaitingApproval) is visible while it waits, whatever its
+// side-effect level.
+func (j *Journal) Await(ctx context.Context, r Record, evs []Event) error {
+	r.InstanceID = j.opts.InstanceID
+	j.track(r.ID, &run{done: make(chan struct{})})
+	if err := j.durable(ctx, Write{Insert: true, Record: r, Events: evs}); err != nil {
+		j.untrack(r.ID)
+		return err
+	}
+	return nil
+}
+
+// Progress makes durable the events of an opened record (Await) that goes
+// on running, before it runs: in the store itself, as Await wrote it.
+func (j *Journal) Progress(ctx context.Context, r Record, evs []Event) error {
+	r.InstanceID = j.opts.InstanceID
+	return j.durable(ctx, Write{Record: r, Events: evs})
+}
+
+// durable writes w to the store now: through group commit without a
+// spool, at once beside it with one.
+func (j *Journal) durable(ctx context.Context, w Write) error {
+	if j.spool.Load() == nil {
+		return j.write(ctx, w)
+	}
+	return j.writeNow(ctx, w)
+}

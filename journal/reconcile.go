@@ -76,6 +76,13 @@ func reconciled(r Record, last Event, clock func() time.Time) (Write, error) {
 		}
 		r.Status, r.Commit = StatusTimeout, CommitDiscarded
 		r.ErrorCode, r.ErrorMessage = "timeout", "the server stopped while this call ran; it did not finish"
+	case last.State == StateAwaitingApproval:
+		// Nothing ran: the call waited for its user when the process ended.
+		if err := tr.Move(StateCancelledBeforeCommit, detail); err != nil {
+			return Write{}, fmt.Errorf("reconcile %s: %w", r.ID, err)
+		}
+		r.Status, r.Commit = StatusError, CommitDiscarded
+		r.ErrorCode, r.ErrorMessage = "cancelled", "the server stopped while this call waited for its approval; it did not run"
 	default:
 		return Write{}, fmt.Errorf("reconcile %s: unexpected open state %s", r.ID, last.State)
 	}

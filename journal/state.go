@@ -32,17 +32,24 @@ const (
 	// without executing again.
 	StateIdempotencyRejected State = "idempotency_rejected"
 	StateDeduplicated        State = "deduplicated"
+
+	// Ours, for approvals (§6.6, §6.11): the call waits for its user's
+	// confirmation of its exact invocation digest. It leaves for
+	// authorized (approved), authorization_rejected (declined) or
+	// cancelled_before_commit (the caller went away while it waited).
+	StateAwaitingApproval State = "awaiting_approval"
 )
 
 // transitions are the allowed edges. A state without an entry is terminal.
 var transitions = map[State][]State{
 	// A call over its key's rate or concurrency limit is refused before
 	// its arguments are parsed.
-	StateProposed:   {StateParsed, StateParseRejected, StateAuthorizationRejected},
-	StateParsed:     {StateValidated, StateValidationRejected},
-	StateValidated:  {StateAuthorized, StateAuthorizationRejected},
-	StateAuthorized: {StatePrepared, StateExecuting, StateIdempotencyRejected, StateDeduplicated},
-	StatePrepared:   {StateExecuting, StateCancelledBeforeCommit, StateFailedBeforeCommit},
+	StateProposed:         {StateParsed, StateParseRejected, StateAuthorizationRejected},
+	StateParsed:           {StateValidated, StateValidationRejected},
+	StateValidated:        {StateAuthorized, StateAuthorizationRejected, StateAwaitingApproval},
+	StateAwaitingApproval: {StateAuthorized, StateAuthorizationRejected, StateCancelledBeforeCommit},
+	StateAuthorized:       {StatePrepared, StateExecuting, StateIdempotencyRejected, StateDeduplicated},
+	StatePrepared:         {StateExecuting, StateCancelledBeforeCommit, StateFailedBeforeCommit},
 	StateExecuting: {StateCommitted, StateObserved, StateCancelledBeforeCommit,
 		StateFailedBeforeCommit, StateOutcomeUnknown},
 	StateCommitted: {StateObserved, StateFailedAfterCommit, StateOutcomeUnknown},
@@ -53,7 +60,8 @@ var transitions = map[State][]State{
 var States = []State{StateProposed, StateParsed, StateValidated, StateAuthorized, StatePrepared,
 	StateExecuting, StateCommitted, StateObserved, StateParseRejected, StateValidationRejected,
 	StateAuthorizationRejected, StateCancelledBeforeCommit, StateFailedBeforeCommit,
-	StateOutcomeUnknown, StateFailedAfterCommit, StateIdempotencyRejected, StateDeduplicated}
+	StateOutcomeUnknown, StateFailedAfterCommit, StateIdempotencyRejected, StateDeduplicated,
+	StateAwaitingApproval}
 
 // CanMove reports whether a call may move from one state to the other.
 func CanMove(from, to State) bool {

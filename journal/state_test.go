@@ -27,6 +27,9 @@ func TestTransitionRules(t *testing.T) {
 		{StateExecuting, StateCommitted}, {StateExecuting, StateObserved}, {StateExecuting, StateCancelledBeforeCommit},
 		{StateExecuting, StateFailedBeforeCommit}, {StateExecuting, StateOutcomeUnknown},
 		{StateCommitted, StateObserved}, {StateCommitted, StateFailedAfterCommit}, {StateCommitted, StateOutcomeUnknown},
+		// the wait for a user's approval
+		{StateValidated, StateAwaitingApproval}, {StateAwaitingApproval, StateAuthorized},
+		{StateAwaitingApproval, StateAuthorizationRejected}, {StateAwaitingApproval, StateCancelledBeforeCommit},
 	}
 	if len(want) != len(allowed) {
 		t.Fatalf("transition table has %d edges, the rules list %d", len(allowed), len(want))

@@ -43,6 +43,14 @@ type preparedDetail struct {
 	SideEffectLevel string `json:"side_effect_level"`
 }
 
+// confirmedDetail is the prepared event of a call that runs under its
+// user's approval.
+type confirmedDetail struct {
+	ArgsDigest      string              `json:"args_digest"`
+	Confirmation    *confirmationDetail `json:"confirmation"`
+	SideEffectLevel string              `json:"side_effect_level"`
+}
+
 type executingDetail struct {
 	Attempt   int    `json:"attempt"`
 	Deadline  string `json:"deadline"`

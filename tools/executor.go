@@ -18,6 +18,7 @@ import (
 	"github.com/toolhost/toolhost/internal/clip"
 	"github.com/toolhost/toolhost/internal/wire"
 	"github.com/toolhost/toolhost/journal"
+	"github.com/toolhost/toolhost/tools/approval"
 	"github.com/toolhost/toolhost/tools/session"
 	"github.com/toolhost/toolhost/tools/tooldef"
 )
@@ -151,6 +152,15 @@ type Options struct {
 	// Fencer fences the text of untrusted results (fence.go); the zero
 	// value draws its boundaries from crypto/rand.
 	Fencer Fencer
+	// Approvals keeps the confirmation records of calls whose approval
+	// policy asks (approve.go); nil means an in-memory store.
+	// ApprovalTTL is how long one lives (DefaultApprovalTTL).
+	Approvals   approval.Store
+	ApprovalTTL time.Duration
+	// Policies are the operator's approval policies of tools by name (the
+	// config file's tools.require_approval): builtins and tools no account
+	// governs. An account's own override of a remote tool wins.
+	Policies map[string]approval.Policy
 }
 
 type entry struct {
@@ -194,6 +204,12 @@ func NewExecutor(opts Options, ts ...Tool) (*Executor, error) {
 	}
 	if opts.MaxTimeout <= 0 {
 		opts.MaxTimeout = DefaultMaxTimeout
+	}
+	if opts.Approvals == nil {
+		opts.Approvals = approval.NewMemory()
+	}
+	if opts.ApprovalTTL <= 0 {
+		opts.ApprovalTTL = DefaultApprovalTTL
 	}
 	if opts.MaxResultBytes <= 0 {
 		opts.MaxResultBytes = DefaultMaxResultBytes

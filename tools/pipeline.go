@@ -14,6 +14,7 @@ import (
 	"github.com/toolhost/toolhost/internal/clip"
 	"github.com/toolhost/toolhost/internal/wire"
 	"github.com/toolhost/toolhost/journal"
+	"github.com/toolhost/toolhost/tools/approval"
 )
 
 // pipeline is one call on its way through Execute's steps. Each step either
@@ -30,8 +31,10 @@ type pipeline struct {
 	custom *customEntry
 	remote *Remote
 	args   wire.Object
-	ref    Reference
-	inv    *Invocation
+	// sessionPolicy is the session's require_approval ("" when none).
+	sessionPolicy approval.Policy
+	ref           Reference
+	inv           *Invocation
 }
 
 // Execute runs one proposal through the whole pipeline and records every
@@ -234,7 +237,8 @@ func (pl *pipeline) normalize(ctx context.Context) (*Outcome, error) {
 }
 
 // authorize checks the session's permissions, then the key's limits (a
-// call the session refuses reserves nothing). The release function, when
+// call the session refuses reserves nothing), then whether the call needs
+// its user's approval and has it (confirm, approve.go). The release function, when
 // non-nil, must be called with the final outcome once the call ends.
 func (pl *pipeline) authorize(ctx context.Context) (release func(Outcome), _ *Outcome, _ error) {
 	e, p, c := pl.e, pl.p, pl.c
@@ -251,7 +255,7 @@ func (pl *pipeline) authorize(ctx context.Context) (release func(Outcome), _ *Ou
 			return pl.deny(ctx, denial(d))
 		}
 	}
-	te, err := e.checkSession(ctx, c.rec.AccountID, pl.inv)
+	te, err := e.checkSession(ctx, c.rec.AccountID, pl.inv, &pl.sessionPolicy)
 	if err != nil {
 		e.opts.Logger.ErrorContext(ctx, "session check failed", "tool", p.Tool, "execution_id", c.rec.ID, "err", err)
 		o, err := c.reject(ctx, journal.StateAuthorizationRejected, StatusError, Errorf(CodeSessionUnavailable,
@@ -268,6 +272,9 @@ func (pl *pipeline) authorize(ctx context.Context) (release func(Outcome), _ *Ou
 			return nil, o, err
 		}
 		release = rel
+	}
+	if o, err := pl.confirm(ctx); o != nil || err != nil {
+		return release, o, err
 	}
 	return release, nil, c.move(journal.StateAuthorized, authorizedDetail{
 		AccountID: c.rec.AccountID, KeyID: p.Caller.KeyID, Scopes: p.Caller.Scopes,
@@ -294,6 +301,13 @@ func (pl *pipeline) open(ctx context.Context) (*Outcome, error) {
 	evs, err := pl.c.openEvents(pl.ent.spec, pl.inv.Deadline, pl.timeout)
 	if err != nil {
 		return nil, err
+	}
+	if pl.c.opened {
+		// Written when it began to wait for its approval (approve.go).
+		if err := pl.e.journal.Progress(context.WithoutCancel(ctx), pl.c.rec, evs); err != nil {
+			return nil, fmt.Errorf("record the start of %s: %w", pl.p.Tool, err)
+		}
+		return nil, nil
 	}
 	// A caller that has just gone away must not turn the call into a
 	// runtime failure with no record: the open record is written

@@ -99,6 +99,10 @@ type callRecord struct {
 	tr    *journal.Trail
 	out   *Outcome
 	start time.Time
+	// confirmation is the approval the call runs under (approve.go);
+	// opened says its record was written when it began to wait for it.
+	confirmation *confirmationDetail
+	opened       bool
 }
 
 // Account is the account whose journal a caller's calls land in: its own,
@@ -221,8 +225,12 @@ func (c *callRecord) reject(ctx context.Context, state journal.State, status Sta
 // openEvents moves the trail to EXECUTING (through PREPARED for tools with
 // side effects) and returns the events not yet written.
 func (c *callRecord) openEvents(spec catalog.Spec, deadline time.Time, timeout time.Duration) ([]journal.Event, error) {
-	if spec.SideEffect != catalog.SideEffectNone {
-		if err := c.move(journal.StatePrepared, preparedDetail{SideEffectLevel: string(spec.SideEffect), ArgsDigest: c.rec.ArgsDigest}.raw()); err != nil {
+	if spec.SideEffect != catalog.SideEffectNone || c.confirmation != nil {
+		var detail any = preparedDetail{SideEffectLevel: string(spec.SideEffect), ArgsDigest: c.rec.ArgsDigest}.raw()
+		if c.confirmation != nil {
+			detail = confirmedDetail{ArgsDigest: c.rec.ArgsDigest, Confirmation: c.confirmation, SideEffectLevel: string(spec.SideEffect)}
+		}
+		if err := c.move(journal.StatePrepared, detail); err != nil {
 			return nil, err
 		}
 	}
@@ -304,7 +312,7 @@ func (e *Executor) claim(ctx context.Context, c *callRecord, spec catalog.Spec, 
 	// attempt can claim it; more than that means churn, not a bug.
 	for attempt := 0; attempt < 3; attempt++ {
 		fork := c.tr.Fork()
-		open := &callRecord{e: e, rec: c.rec, tr: fork, out: c.out, start: c.start}
+		open := &callRecord{e: e, rec: c.rec, tr: fork, out: c.out, start: c.start, confirmation: c.confirmation}
 		deadline := time.Now().Add(timeout)
 		evs, err := open.openEvents(spec, deadline, timeout)
 		if err != nil {

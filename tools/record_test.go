@@ -22,6 +22,7 @@ import (
 	"github.com/toolhost/toolhost/internal/store"
 	"github.com/toolhost/toolhost/journal"
 	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/approval"
 	"github.com/toolhost/toolhost/tools/session"
 )
 
@@ -129,6 +130,10 @@ func newExec(t *testing.T, s journal.Store, opts tools.Options, ts ...tools.Tool
 	j := journal.New(s, journal.Options{InstanceID: uuid.NewString(), PollInterval: 10 * time.Millisecond})
 	t.Cleanup(j.Close)
 	opts.Journal = j
+	if opts.Policies == nil {
+		// These tests are about recording; the approvals' are in approve_test.go.
+		opts.Policies = map[string]approval.Policy{"effect": approval.Never}
+	}
 	exec, err := tools.NewExecutor(opts, ts...)
 	if err != nil {
 		t.Fatal(err)
@@ -423,7 +428,7 @@ func TestOpenedRecordIsDurableBeforeAToolWithEffectsRuns(t *testing.T) {
 				stored, err = s.Opened(ctx)
 				return &tools.Result{Structured: map[string]any{"ok": true}}, err
 			}}
-			exec, err := tools.NewExecutor(tools.Options{Journal: j}, tool)
+			exec, err := tools.NewExecutor(tools.Options{Journal: j, Policies: map[string]approval.Policy{"effect": approval.Never}}, tool)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/toolhost/toolhost/catalog"
 	"github.com/toolhost/toolhost/journal"
+	"github.com/toolhost/toolhost/tools/approval"
 )
 
 // Codes of tools on remote MCP servers (mcpremote).
@@ -54,6 +55,11 @@ type Remote struct {
 	// schema as the server listed it, shallow_schema_projection when
 	// toolhost offers a shallow projection of it instead.
 	SchemaBasis string
+	// RequireApproval is the account's approval policy of the tool (its
+	// override, else the server's default; "" when neither sets one) and
+	// ApprovalBasis where it came from.
+	RequireApproval approval.Policy
+	ApprovalBasis   string
 	// CatalogSource is live or cached.
 	CatalogSource string
 }
@@ -173,6 +179,7 @@ func (e *Executor) addRemote(ctx context.Context, cat *RuntimeCatalog, account, 
 		spec := r.Tool.Spec()
 		t := runtimeTool(spec, r.ProviderID, journal.ProviderMCP, "mcp", slices.Clone(r.AllowedSlots), r.SlotsBasis, basisInferred)
 		t.SideEffectLevelBasis = r.SideEffectBasis
+		t.RequireApproval, t.RequireApprovalBasis = string(r.RequireApproval), r.ApprovalBasis
 		t.MetadataBasisDetail["side_effect_level"] = BasisScope{r.SideEffectBasis, basisScope[r.SideEffectBasis]}
 		t.MetadataBasisDetail["allowed_slots"] = BasisScope{r.SlotsBasis, basisScope[r.SlotsBasis]}
 		if r.SchemaBasis != "" {

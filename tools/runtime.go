@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolhost/toolhost/catalog"
 	"github.com/toolhost/toolhost/journal"
+	"github.com/toolhost/toolhost/tools/approval"
 	"github.com/toolhost/toolhost/tools/session"
 	"github.com/toolhost/toolhost/tools/tooldef"
 )
@@ -45,6 +46,11 @@ type RuntimeTool struct {
 	ParameterSchemaBasis string                `json:"parameter_schema_basis"`
 	ReplaySafetyBasis    string                `json:"replay_safety_basis"`
 	MetadataBasisDetail  map[string]BasisScope `json:"metadata_basis_detail"`
+	// RequireApproval is the call's approval policy in this session
+	// (never, always, side_effect; approve.go) and RequireApprovalBasis
+	// where it came from.
+	RequireApproval      string `json:"require_approval"`
+	RequireApprovalBasis string `json:"require_approval_basis"`
 }
 
 // BasisScope is one entry of metadata_basis_detail.
@@ -77,7 +83,8 @@ const (
 )
 
 var basisScope = map[string]string{basisDeclared: "tool", basisPlatform: "platform", basisInferred: "inference",
-	BasisAccountOverride: "account", BasisServerDefault: "server", BasisShallowProjection: "projection"}
+	BasisAccountOverride: "account", BasisServerDefault: "server", BasisShallowProjection: "projection",
+	approval.BasisSession: "session", approval.BasisConfig: "platform"}
 
 // Bases a remote tool's governance may have besides those above.
 const (
@@ -149,7 +156,23 @@ func (e *Executor) Runtime(ctx context.Context, account, sessionID, slot string)
 		return cat, err
 	}
 	perms := s.Permissions
+	var sessionPolicy approval.Policy
+	if perms.RequireApproval != nil {
+		sessionPolicy = approval.Policy(*perms.RequireApproval)
+	}
 	common := func(t *RuntimeTool) {
+		// The same policy the confirm step resolves (approve.go).
+		var p approval.Policy
+		basis := ""
+		if op, ok := e.opts.Policies[t.Name]; ok {
+			p, basis = op, approval.BasisConfig
+		}
+		if t.RequireApproval != "" {
+			p, basis = approval.Policy(t.RequireApproval), t.RequireApprovalBasis
+		}
+		p, basis = approval.Resolve(p, basis, sessionPolicy)
+		t.RequireApproval, t.RequireApprovalBasis = string(p), basis
+		t.MetadataBasisDetail["require_approval"] = BasisScope{basis, basisScope[basis]}
 		if t.Availability != Available {
 			return
 		}

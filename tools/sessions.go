@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/clip"
+	"github.com/toolhost/toolhost/tools/approval"
 	"github.com/toolhost/toolhost/tools/session"
 )
 
@@ -40,7 +41,9 @@ func (e *Executor) Sessions() session.Store { return e.opts.Sessions }
 // checkSession is the session part of the authorize step: the call's
 // session is created when new, and its base permissions are applied. A
 // call without a session id has no permissions to apply.
-func (e *Executor) checkSession(ctx context.Context, account string, inv *Invocation) (*Error, error) {
+//
+// The session's require_approval, when it sets one, is stored in policy.
+func (e *Executor) checkSession(ctx context.Context, account string, inv *Invocation, policy *approval.Policy) (*Error, error) {
 	sid := inv.Caller.SessionID
 	if e.opts.Sessions == nil || sid == "" {
 		return nil, nil
@@ -50,6 +53,9 @@ func (e *Executor) checkSession(ctx context.Context, account string, inv *Invoca
 		return nil, fmt.Errorf("session %s: %w", sid, err)
 	}
 	p := s.Permissions
+	if p.RequireApproval != nil {
+		*policy = approval.Policy(*p.RequireApproval)
+	}
 	if d := p.Allows(inv.Spec.Name, inv.Caller.Slot, string(inv.Spec.SideEffect)); d != nil {
 		return denial(d), nil
 	}

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"fmt"
+	"github.com/toolhost/toolhost/tools/approval"
 	"testing"
 	"time"
 
@@ -42,7 +43,8 @@ func BenchmarkSessionCheck(b *testing.B) {
 		if i%64 == 0 {
 			inv.Caller.FloorID = fmt.Sprint("f", i)
 		}
-		te, err := e.checkSession(ctx, LocalAccount, inv)
+		var pol approval.Policy
+		te, err := e.checkSession(ctx, LocalAccount, inv, &pol)
 		if err != nil || te != nil {
 			b.Fatalf("%v %v", err, te)
 		}

@@ -93,6 +93,10 @@ type Proposal struct {
 	// this request's set), and the refusal lists them; there is no
 	// near-name matching. nil means no restriction (the MCP face).
 	Visible []string
+	// Confirm, when set, is how this call's face asks its user for an
+	// approval the call needs (approve.go); nil ends such a call with
+	// approval_required and a pending approval to decide by id.
+	Confirm Confirmer
 }
 
 // Invocation is a call the runtime has parsed, validated, normalized and is

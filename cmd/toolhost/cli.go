@@ -40,8 +40,8 @@ func commands() []command {
 				return exitCodeOf(cmdStdio(ctx, args, stderr), stderr, "stdio")
 			}},
 		{name: "call", args: "TOOL ['JSON']", summary: "one call through the pipeline, printed as JSON; exit 0 success, 1 tool error, 2 usage error, 3 toolhost could not start what the call needs",
-			run: func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-				return cmdCall(ctx, args, stdout, stderr)
+			run: func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+				return cmdCall(ctx, args, stdin, stdout, stderr)
 			}},
 		{name: "mcp-config", summary: "prints a ready MCP client configuration for this binary (absolute paths); --install writes it into Claude Desktop's config",
 			run: func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {

@@ -280,7 +280,7 @@ func cmdStdio(ctx context.Context, args []string, stderr io.Writer) error {
 	return nil
 }
 
-func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func cmdCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("call")
 	var c common
 	c.register(fs)
@@ -288,6 +288,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	idem := fs.String("idempotency-key", "", "idempotency `KEY` for this call: a repeat with the same key and arguments returns the stored result")
 	slot := fs.String("slot", "", "caller `SLOT` this call declares (narrator, director, verifier, memory, or tools.slots of the config)")
 	sess := fs.String("session", "", "session `ID` the call belongs to: its tool permissions apply, and it is created when new")
+	approve := fs.Bool("approve", false, "approve the call if its approval policy asks (else a terminal on stdin is asked, y/N; without one the call ends approval_required, exit 1)")
 	if err := parseFlags(ctx, fs, args, &c); err != nil {
 		return exitCodeOf(err, stderr, "call")
 	}
@@ -340,6 +341,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Caller:         tools.Caller{Face: "cli", Slot: *slot, SessionID: *sess},
 		IdempotencyKey: *idem,
 		Lang:           catalog.Lang(*lang),
+		Confirm:        confirmer(*approve, stdin, stderr),
 		Progress: func(p, total float64, msg string) {
 			fmt.Fprintf(stderr, "progress: %s\n", progressText(p, total, msg))
 		},

@@ -21,6 +21,7 @@ import (
 	v1 "github.com/toolhost/toolhost/server/v1"
 	"github.com/toolhost/toolhost/server/v1/loop"
 	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/approval"
 	"github.com/toolhost/toolhost/tools/fetchpage"
 	"github.com/toolhost/toolhost/tools/mcpremote"
 	"github.com/toolhost/toolhost/tools/tooldef"
@@ -97,6 +98,13 @@ type Config struct {
 		// the API. Each takes the fields of POST /tools/definitions
 		// except source and source_id.
 		Presets []tooldef.Input `json:"presets"`
+		// ApprovalTTL is how long an approval waits for its decision, and
+		// an approved one for its call (15m; docs/approvals.md).
+		ApprovalTTL duration.Duration `json:"approval_ttl"`
+		// RequireApproval is the approval policy (never, always,
+		// side_effect) of tools by name: builtins and presets. A remote
+		// tool's is its server's (mcp-servers overrides and defaults).
+		RequireApproval map[string]string `json:"require_approval"`
 	} `json:"tools"`
 	// Search configures web_search: the ordered provider list and the cache.
 	Search websearch.Config `json:"search"`
@@ -174,6 +182,7 @@ func Default() Config {
 	c.Tools.DefaultTimeout = duration.Duration(tools.DefaultTimeout)
 	c.Tools.MaxResultBytes = tools.DefaultMaxResultBytes
 	c.Tools.MaxStoredResultBytes = tools.DefaultMaxStoredResultBytes
+	c.Tools.ApprovalTTL = duration.Duration(tools.DefaultApprovalTTL)
 	c.Tools.MaxDefinitionsPerAccount = tooldef.DefaultMaxPerAccount
 	c.MCPServers.MaxPerAccount = mcpremote.DefaultMaxPerAccount
 	c.ShutdownTimeout = duration.Duration(server.DefaultShutdownTimeout)
@@ -220,6 +229,14 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("tools.slots: %q is not a slot name (1 to 32 of a-z 0-9 _ -, starting with a letter, once each)", s)
 		}
 		seen[s] = true
+	}
+	for name, p := range c.Tools.RequireApproval {
+		if _, err := approval.ParsePolicy(p); err != nil {
+			return fmt.Errorf("tools.require_approval.%s: %w", name, err)
+		}
+	}
+	if d := c.Tools.ApprovalTTL.D(); d < time.Second || d > 7*24*time.Hour {
+		return fmt.Errorf("tools.approval_ttl %q: want from \"1s\" to \"168h\" (the default, 15m)", d.String())
 	}
 	if s := c.Log.Sample(); s < 0 || s > 1 {
 		return fmt.Errorf("log.call_sample %g: want a fraction from 0 to 1", s)

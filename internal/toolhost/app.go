@@ -16,6 +16,7 @@ import (
 	"github.com/toolhost/toolhost/internal/store"
 	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/approval"
 	"github.com/toolhost/toolhost/tools/mcpremote"
 	"github.com/toolhost/toolhost/tools/session"
 	"github.com/toolhost/toolhost/tools/tooldef"
@@ -192,11 +193,23 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		Scripts:              scriptRunner(a.sandbox),
 		ScriptsEnabled:       scriptsEnabled(o),
 		Remote:               a.gateway,
+		Approvals:            a.db,
+		ApprovalTTL:          o.Config.Tools.ApprovalTTL.D(),
+		Policies:             policies(o.Config.Tools.RequireApproval),
 	}, kit.tools...)
 	if err != nil {
 		return nil, fmt.Errorf("tools: %w", err)
 	}
 	return a, nil
+}
+
+// policies are the config's approval policies (checked by Validate).
+func policies(m map[string]string) map[string]approval.Policy {
+	out := make(map[string]approval.Policy, len(m))
+	for name, p := range m {
+		out[name] = approval.Policy(p)
+	}
+	return out
 }
 
 // Executor is the app's executor: every call of every face runs through it.

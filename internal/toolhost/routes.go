@@ -76,6 +76,7 @@ func (a *App) routes(ctx context.Context, mcpSrv *mcpface.Server, listen net.Add
 	}
 	rt.add(access{scope: keys.ScopeHosted, xAPIKey: true}, withSlotCheck(v1, a.exec.Slots()))
 	rt.add(access{writeScope: keys.ScopeTools}, journalRoutes(a.exec))
+	rt.add(access{scope: keys.ScopeTools}, approvalRoutes(a.exec))
 	rt.add(access{writeScope: keys.ScopeTools}, definitionRoutes(o, a.defs, a.exec, mcpSrv.DefinitionsChanged))
 	mcpServers, mcpCallback := mcpServerRoutes(o, a, mcpSrv.DefinitionsChanged, publicBase(o.Config.Auth.OAuth.PublicURL, listen), logger)
 	rt.add(access{scope: keys.ScopeTools}, mcpServers)

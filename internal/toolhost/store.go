@@ -177,6 +177,13 @@ func definitionRoutes(o *Options, defs tooldef.Store, exec *tools.Executor, chan
 	return d.Routes()
 }
 
+// approvalRoutes are /approvals: the account's approvals, read and
+// decided (docs/approvals.md).
+func approvalRoutes(exec *tools.Executor) map[string]http.Handler {
+	ap := &admin.Approvals{Store: exec.Approvals(), Decide: exec.DecideApproval, Clock: exec.Clock()}
+	return ap.Routes()
+}
+
 // journalRoutes are the journal's REST routes and the sessions'.
 func journalRoutes(exec *tools.Executor) map[string]http.Handler {
 	routes := map[string]http.Handler{}

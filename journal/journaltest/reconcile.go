@@ -46,12 +46,13 @@ func testReconcile(t *testing.T, s journal.Store) {
 		mk("sb", dead, "sandbox", append(pre, journal.StatePrepared, journal.StateExecuting)...),
 		mk("ir", dead, "irreversible", append(pre, journal.StatePrepared, journal.StateExecuting)...),
 		mk("alive", live, "none", append(pre, journal.StateExecuting)...),
+		mk("wait", dead, "irreversible", journal.StateProposed, journal.StateParsed, journal.StateValidated, journal.StateAwaitingApproval),
 	)
 	j := journal.New(s, journal.Options{InstanceID: uuid.NewString(), Clock: func() time.Time { return base.Add(time.Minute) }})
 	defer j.Close()
 	n, err := j.Start(c)
-	if err != nil || n != 3 {
-		t.Fatalf("Start reconciled %d, %v; want 3", n, err)
+	if err != nil || n != 4 {
+		t.Fatalf("Start reconciled %d, %v; want 4", n, err)
 	}
 	want := map[string]struct {
 		status journal.Status
@@ -62,6 +63,8 @@ func testReconcile(t *testing.T, s journal.Store) {
 		"sb":    {journal.StatusUncertain, journal.CommitUncertain, journal.StateOutcomeUnknown},
 		"ir":    {journal.StatusUncertain, journal.CommitUncertain, journal.StateOutcomeUnknown},
 		"alive": {journal.StatusRunning, journal.CommitPending, journal.StateExecuting},
+		// waiting for its user's approval: nothing ran
+		"wait": {journal.StatusError, journal.CommitDiscarded, journal.StateCancelledBeforeCommit},
 	}
 	for id, w := range want {
 		r, err := s.Get(c, "acct", id)

@@ -178,10 +178,24 @@ func TestSessionPermissionsFollowTheSeed(t *testing.T) {
 				`{"enabled":true,"enabled":false}`,
 				`{"slot_deny_list":{"narrator":["get time"]}}`,
 				`{"tool_permissions":{}}`,
+				`{"require_approval":"sometimes"}`,
+				`{"require_approval":"Always"}`,
+				`{"require_approval":"always\u200b"}`,
+				`{"require_approval":true}`,
+				`{"require_approval":["always"]}`,
 			} {
 				do(t, srv, call{method: "PATCH", path: "/sessions/sess_001/tool-permissions", body: bad, status: 400, code: "validation_error"})
 			}
 			do(t, srv, call{method: "PUT", path: "/sessions/nope/tool-permissions", body: `{}`, status: 404, code: "not_found"})
+			// require_approval is kept, and cleared by null.
+			ra := do(t, srv, call{method: "PATCH", path: "/sessions/sess_001/tool-permissions", body: `{"require_approval":"always"}`, status: 200})
+			if ra["require_approval"] != "always" {
+				t.Errorf("require_approval after PATCH: %v", ra["require_approval"])
+			}
+			ra = do(t, srv, call{method: "PATCH", path: "/sessions/sess_001/tool-permissions", body: `{"require_approval":null}`, status: 200})
+			if _, ok := ra["require_approval"]; ok {
+				t.Errorf("require_approval after null: %v", ra["require_approval"])
+			}
 			// PUT resets what it does not name.
 			reset := do(t, srv, call{method: "PUT", path: "/sessions/sess_001/tool-permissions", body: `{"enabled":false}`, status: 200})
 			if b, _ := json.Marshal(reset); string(b) != `{"allow_irreversible":true,"enabled":false,"max_calls_per_turn":null,"max_steps_per_generation":null,"slot_allow_list":{},"slot_deny_list":{}}` {
@@ -247,7 +261,8 @@ func TestRuntimeCatalogRoute(t *testing.T) {
 			}
 			want := []string{"name", "provider_id", "provider_type", "source", "side_effect_level", "allowed_slots", "availability",
 				"availability_reason", "async_capability", "default_delivery_mode", "catalog_source", "replay_safety", "result_visibility",
-				"side_effect_level_basis", "allowed_slots_basis", "parameter_schema_basis", "replay_safety_basis", "metadata_basis_detail"}
+				"side_effect_level_basis", "allowed_slots_basis", "parameter_schema_basis", "replay_safety_basis", "metadata_basis_detail",
+				"require_approval", "require_approval_basis"}
 			for _, f := range want {
 				if _, ok := npc[f]; !ok {
 					t.Errorf("field %s missing", f)

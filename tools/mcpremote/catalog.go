@@ -16,6 +16,7 @@ import (
 	"github.com/toolhost/toolhost/catalog"
 	"github.com/toolhost/toolhost/internal/egress"
 	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/approval"
 )
 
 // Catalog sources.
@@ -362,7 +363,9 @@ func (g *Gateway) remote(srv Server, t *sdk.Tool, source string) (*tools.Remote,
 		timeout = DefaultTimeout
 	}
 	rt := &remoteTool{g: g, srv: srv, remoteName: t.Name, spec: spec, timeout: timeout}
+	pol, polBasis := requireApproval(o, srv.Defaults)
 	return &tools.Remote{Tool: rt, ProviderID: "mcp:" + srv.ID, AllowedSlots: slots, SideEffectBasis: sideBasis,
+		RequireApproval: pol, ApprovalBasis: polBasis,
 		SlotsBasis: slotsBasis, SchemaBasis: schemaBasis, CatalogSource: source}, name, nil
 }
 
@@ -373,6 +376,18 @@ func (g *Gateway) remote(srv Server, t *sdk.Tool, source string) (*tools.Remote,
 // the server's default; else the protocol's defaults (not read-only,
 // destructive). A readOnlyHint of false is the hint's absence on the wire
 // (the go-sdk omits it), so annotations with neither hint decide nothing.
+// requireApproval is a tool's approval policy: the account's override,
+// else the server's default, else none ("": the platform's side_effect).
+func requireApproval(o Override, d Defaults) (approval.Policy, string) {
+	switch {
+	case o.RequireApproval != nil:
+		return approval.Policy(*o.RequireApproval), approval.BasisAccountOverride
+	case d.RequireApproval != nil:
+		return approval.Policy(*d.RequireApproval), approval.BasisServerDefault
+	}
+	return "", ""
+}
+
 func sideEffect(t *sdk.Tool, o Override, d Defaults) (catalog.SideEffect, string) {
 	a := t.Annotations
 	switch {

@@ -127,6 +127,13 @@ func newRigOn(t testing.TB, opts mcpremote.Options, st mcpremote.Store) *rig {
 	return &rig{t: t, store: st, seal: seal, gw: gw, exec: exec, now: opts.Now}
 }
 
+// neverAsk registers a server whose tools run without approval: for the
+// tests of other things than approvals.
+func neverAsk(s *mcpremote.Server, _ *mcpremote.Secrets) {
+	never := "never"
+	s.Defaults.RequireApproval = &never
+}
+
 func (r *rig) register(account, name, url string, mod func(*mcpremote.Server, *mcpremote.Secrets)) mcpremote.Server {
 	r.t.Helper()
 	now := time.Now()
@@ -271,7 +278,7 @@ func TestLiveThenCachedThenUnavailableThenLiveAgain(t *testing.T) {
 func TestExpiredSessionIsReinitialisedAndTheCallSentOnce(t *testing.T) {
 	up := startUpstream(t, false)
 	r := newRig(t, mcpremote.Options{})
-	r.register("acct_a", "demo", up.url(), nil)
+	r.register("acct_a", "demo", up.url(), neverAsk)
 	if out := r.call("acct_a", "demo__write", `{"note":"one"}`); out.IsError {
 		t.Fatal(out)
 	}
@@ -290,7 +297,7 @@ func TestHostileServer(t *testing.T) {
 	}
 	up := startUpstream(t, true)
 	r := newRig(t, mcpremote.Options{MaxResultBytes: 1 << 20})
-	r.register("acct_a", "evil", up.url(), func(s *mcpremote.Server, _ *mcpremote.Secrets) { s.Timeout = 2 * time.Second })
+	r.register("acct_a", "evil", up.url(), func(s *mcpremote.Server, sec *mcpremote.Secrets) { s.Timeout = 2 * time.Second; neverAsk(s, sec) })
 	cat := r.runtime("acct_a")
 
 	conflicts := map[string]string{}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/clip"
+	"github.com/toolhost/toolhost/tools/approval"
 )
 
 // Input is the body of POST and PATCH /mcp-servers: every field optional
@@ -160,14 +161,14 @@ func (r Rules) Apply(s *Server, sec *Secrets, in Input, create bool) error {
 			if name == "" || len(name) > 128 {
 				return fieldErr("tools", "a tool name must be 1 to 128 bytes")
 			}
-			if err := r.governance("tools", clip.Echo(name)+": ", o.SideEffectLevel, o.AllowedSlots); err != nil {
+			if err := r.governance("tools", clip.Echo(name)+": ", o.SideEffectLevel, o.AllowedSlots, o.RequireApproval); err != nil {
 				return err
 			}
 		}
 		s.Tools = t
 	}
 	if in.Defaults != nil {
-		if err := r.governance("defaults", "", in.Defaults.SideEffectLevel, in.Defaults.AllowedSlots); err != nil {
+		if err := r.governance("defaults", "", in.Defaults.SideEffectLevel, in.Defaults.AllowedSlots, in.Defaults.RequireApproval); err != nil {
 			return err
 		}
 		s.Defaults = *in.Defaults
@@ -175,9 +176,14 @@ func (r Rules) Apply(s *Server, sec *Secrets, in Input, create bool) error {
 	return nil
 }
 
-// governance checks a side-effect level and slots of an override or of
-// the server's defaults.
-func (r Rules) governance(field, prefix string, side *string, slots *[]string) error {
+// governance checks a side-effect level, slots and an approval policy of
+// an override or of the server's defaults.
+func (r Rules) governance(field, prefix string, side *string, slots *[]string, policy *string) error {
+	if policy != nil {
+		if _, err := approval.ParsePolicy(*policy); err != nil {
+			return fieldErr(field, "%srequire_approval %s", prefix, err)
+		}
+	}
 	if side != nil && !slices.Contains([]string{"none", "sandbox", "irreversible"}, *side) {
 		return fieldErr(field, "%sside_effect_level must be none, sandbox or irreversible", prefix)
 	}

@@ -116,8 +116,8 @@ func TestRetriesOfARefusedReadAreEachInTheJournal(t *testing.T) {
 				}
 				return 37 * time.Millisecond
 			}})
-			r.register("acct_a", "demo", up.url(), nil)
-			r.runtime("acct_a") // listed: the session is open
+			r.register("acct_a", "demo", up.url(), neverAsk) // retries, not approvals, are tested here
+			r.runtime("acct_a")                              // listed: the session is open
 			for _, f := range tt.fails {
 				up.ts.FailNext(tt.tool, f.status, f.retryAfter)
 			}

@@ -85,6 +85,9 @@ type Override struct {
 	SideEffectLevel *string   `json:"side_effect_level,omitempty"`
 	AllowedSlots    *[]string `json:"allowed_slots,omitempty"`
 	Enabled         *bool     `json:"enabled,omitempty"`
+	// RequireApproval is the tool's approval policy (never, always,
+	// side_effect); nil keeps the server's default.
+	RequireApproval *string `json:"require_approval,omitempty"`
 }
 
 // Defaults are a server-level default of every tool of the server. The
@@ -95,6 +98,9 @@ type Override struct {
 type Defaults struct {
 	SideEffectLevel *string   `json:"side_effect_level,omitempty"`
 	AllowedSlots    *[]string `json:"allowed_slots,omitempty"`
+	// RequireApproval is the approval policy of a tool without its own;
+	// nil leaves the platform's (side_effect: irreversible tools ask).
+	RequireApproval *string `json:"require_approval,omitempty"`
 }
 
 // Secrets are the values that are sealed at rest.

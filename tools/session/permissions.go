@@ -22,6 +22,10 @@ type Permissions struct {
 	AllowIrreversible     bool                `json:"allow_irreversible"`
 	SlotAllowList         map[string][]string `json:"slot_allow_list"`
 	SlotDenyList          map[string][]string `json:"slot_deny_list"`
+	// RequireApproval is the session's approval policy (never, always,
+	// side_effect), nil when it sets none. It makes a tool's policy
+	// stricter, never looser (approval.Resolve).
+	RequireApproval *string `json:"require_approval,omitempty"`
 }
 
 // Default is what a session that never set permissions may do: everything.
@@ -39,6 +43,8 @@ type Patch struct {
 	AllowIrreversible     *bool               `json:"allow_irreversible"`
 	SlotAllowList         map[string][]string `json:"slot_allow_list"`
 	SlotDenyList          map[string][]string `json:"slot_deny_list"`
+	// RequireApproval: absent keeps, null clears.
+	RequireApproval json.RawMessage `json:"require_approval"`
 }
 
 // MaxListEntries bounds the tool names of one slot's list, and MaxLimit the
@@ -95,6 +101,13 @@ func (p Permissions) Apply(patch Patch, merge bool) (Permissions, error) {
 	if out.MaxStepsPerGeneration, err = limit(patch.MaxStepsPerGeneration, out.MaxStepsPerGeneration, "max_steps_per_generation"); err != nil {
 		return p, err
 	}
+	if patch.RequireApproval != nil {
+		if out.RequireApproval, err = policy(patch.RequireApproval); err != nil {
+			return p, err
+		}
+	} else if !merge {
+		out.RequireApproval = nil
+	}
 	out.SlotAllowList = mergeLists(out.SlotAllowList, patch.SlotAllowList, merge)
 	out.SlotDenyList = mergeLists(out.SlotDenyList, patch.SlotDenyList, merge)
 	return out, nil
@@ -113,6 +126,22 @@ func limit(raw json.RawMessage, cur *int, name string) (*int, error) {
 		return nil, fmt.Errorf("%s must be an integer or null, not %s", name, clipID(string(raw)))
 	}
 	return &n, nil
+}
+
+// Policies are the values of require_approval (approval.Policies; the
+// session package does not import tools).
+var Policies = []string{"never", "always", "side_effect"}
+
+// policy reads require_approval: null clears it.
+func policy(raw json.RawMessage) (*string, error) {
+	if string(raw) == "null" {
+		return nil, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil || !slices.Contains(Policies, s) {
+		return nil, fmt.Errorf("require_approval must be never, always, side_effect or null, not %s", clipID(string(raw)))
+	}
+	return &s, nil
 }
 
 func mergeLists(cur, patch map[string][]string, merge bool) map[string][]string {
@@ -146,6 +175,10 @@ func (p Permissions) clone() Permissions {
 	out := p
 	out.SlotAllowList = maps.Clone(p.SlotAllowList)
 	out.SlotDenyList = maps.Clone(p.SlotDenyList)
+	if p.RequireApproval != nil {
+		v := *p.RequireApproval
+		out.RequireApproval = &v
+	}
 	if out.SlotAllowList == nil {
 		out.SlotAllowList = map[string][]string{}
 	}
