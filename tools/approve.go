@@ -164,8 +164,7 @@ func (pl *pipeline) await(ctx context.Context, a approval.Approval, pol approval
 		d.By = "user"
 	}
 	now := e.opts.Clock()
-	dec, err := e.opts.Approvals.DecideApproval(context.WithoutCancel(ctx), a.AccountID, a.ID, d, now)
-	if err != nil {
+	if _, err := e.opts.Approvals.DecideApproval(context.WithoutCancel(ctx), a.AccountID, a.ID, d, now); err != nil {
 		var se *approval.StateError
 		if !errors.As(err, &se) {
 			e.opts.Logger.ErrorContext(ctx, "approval store failed", "tool", pl.p.Tool, "execution_id", c.rec.ID, "err", err)
@@ -174,7 +173,6 @@ func (pl *pipeline) await(ctx context.Context, a approval.Approval, pol approval
 		}
 		// Decided elsewhere meanwhile (REST) or expired while asking.
 		d.Approve = false
-		dec = a
 	}
 	if !d.Approve {
 		msg := fmt.Sprintf("the user declined %s (approval %s); it did not run", pl.p.Tool, a.ID)
@@ -185,7 +183,7 @@ func (pl *pipeline) await(ctx context.Context, a approval.Approval, pol approval
 			&Error{Code: CodeApprovalDeclined, Message: msg, Details: pl.approvalDetails(a, pol)})
 	}
 	// Approved for this call: consume it, so it never runs another.
-	dec, err = e.opts.Approvals.ConsumeApproval(context.WithoutCancel(ctx), a.AccountID, a.Digest, c.rec.ID, now)
+	dec, err := e.opts.Approvals.ConsumeApproval(context.WithoutCancel(ctx), a.AccountID, a.Digest, c.rec.ID, now)
 	if err != nil {
 		e.opts.Logger.ErrorContext(ctx, "approval consume failed", "tool", pl.p.Tool, "execution_id", c.rec.ID, "err", err)
 		return pl.endWait(ctx, journal.StateAuthorizationRejected, StatusError, Errorf(CodeApprovalUnavailable,
