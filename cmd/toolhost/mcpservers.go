@@ -41,6 +41,7 @@ func cmdMCPServers(ctx context.Context, args []string, stdout, stderr io.Writer)
 	clientID := fs.String("client-id", "", "with --oauth, the pre-registered client `ID` (else toolhost registers itself dynamically)")
 	clientSecretEnv := fs.String("client-secret-env", "", "with --oauth and --client-id, the client secret from the environment `VARIABLE`")
 	timeout := fs.Duration("timeout", 30*time.Second, "the call's `TIMEOUT`")
+	approve := fs.Bool("approve", false, "approve the --call if its approval policy asks (without it such a call ends approval_required, exit 1)")
 	if err := parseFlags(ctx, fs, args[1:], &c); err != nil {
 		return exitCodeOf(err, stderr, "mcp-servers probe")
 	}
@@ -105,7 +106,8 @@ func cmdMCPServers(ctx context.Context, args []string, stdout, stderr io.Writer)
 			return exitUsage
 		}
 		res, err := exec.Execute(ctx, tools.Proposal{Tool: name, Args: json.RawMessage(*callArgs), Timeout: *timeout,
-			Caller: tools.Caller{Face: "cli", Identity: identity.Identity{AccountID: tools.LocalAccount}}})
+			Caller:  tools.Caller{Face: "cli", Identity: identity.Identity{AccountID: tools.LocalAccount}},
+			Confirm: confirmer(*approve, nil, stderr)})
 		if err != nil {
 			fmt.Fprintf(stderr, "toolhost mcp-servers probe: %v\n", err)
 			return exitStartup

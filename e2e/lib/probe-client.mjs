@@ -11,8 +11,10 @@ const url = process.argv.at(-1);
 const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? "";
 const calls = {
   initialize: [],
-  tools_call: ["--call", "add_numbers", "--args", JSON.stringify({ a: 5, b: 3 })],
-  "sse-retry": ["--call", "test_reconnection"],
+  // The suite's tools declare no readOnlyHint, so they ask for approval
+  // (irreversible by default): the operator's probe approves its call.
+  tools_call: ["--call", "add_numbers", "--args", JSON.stringify({ a: 5, b: 3 }), "--approve"],
+  "sse-retry": ["--call", "test_reconnection", "--approve"],
 };
 // auth/* scenarios: the oauth_authorization_code flow; the suite's
 // authorization servers approve without a user, so the probe follows the
