@@ -22,14 +22,20 @@ import (
 // lists the tools as the catalog would offer them and, with --call, calls
 // one through the pipeline. The MCP conformance suite's client scenarios
 // run it (e2e/mcp-client-conformance.test.mjs).
+// mcpServersUsage answers a command line that names no probe: the usage
+// when asked for, else a usage error.
+func mcpServersUsage(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		writeCommandUsage(stdout, newFlagSet("mcp-servers"))
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "toolhost mcp-servers: the one subcommand is probe URL\n")
+	return exitUsage
+}
+
 func cmdMCPServers(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "probe" {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-			writeCommandUsage(stdout, newFlagSet("mcp-servers"))
-			return exitOK
-		}
-		fmt.Fprintf(stderr, "toolhost mcp-servers: the one subcommand is probe URL\n")
-		return exitUsage
+		return mcpServersUsage(args, stdout, stderr)
 	}
 	fs := newFlagSet("mcp-servers probe")
 	var c common
