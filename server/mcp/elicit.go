@@ -44,11 +44,10 @@ var approvalForm = map[string]any{
 	"required": []string{ApproveField},
 }
 
-// canElicit reports whether the session's client declared form
-// elicitation on a protocol version where the server may ask in the
+// canElicit reports whether a client that initialized with ip declared
+// form elicitation on a protocol version where the server may ask in the
 // middle of a tools/call.
-func canElicit(ss *sdk.ServerSession) bool {
-	ip := ss.InitializeParams()
+func canElicit(ip *sdk.InitializeParams) bool {
 	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil {
 		return false
 	}

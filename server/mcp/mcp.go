@@ -480,7 +480,7 @@ func (s *Server) handler(name string, structuredErrors bool) sdk.ToolHandler {
 		}
 		// A client that declared elicitation is asked when the call needs
 		// its user's approval; without it the call ends approval_required.
-		if req.Session != nil && canElicit(req.Session) {
+		if req.Session != nil && canElicit(req.Session.InitializeParams()) {
 			p.Confirm = elicitConfirmer(req.Session, p.Caller.Identity, p.Progress)
 		}
 		out, err := s.exec.Execute(ctx, p)
