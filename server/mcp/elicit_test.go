@@ -104,8 +104,8 @@ func (e remoteEnv) events(t *testing.T, id string) (states []journal.State, prep
 // A client that declared elicitation is asked, in form mode, whenever a
 // call needs approval: accept with approve true runs exactly that call
 // (journaled awaiting_approval, then prepared under the approval decided
-// via mcp_elicitation by the caller's key); decline, cancel and an accept
-// without approve end approval_declined with nothing run; every call,
+// via mcp_elicitation by the caller's key); decline, cancel, an accept
+// without approve and a failed elicitation end approval_declined with nothing run; every call,
 // the same or with another argument, asks again.
 func TestMCPElicitationAsksForApproval(t *testing.T) {
 	e := startRemote(t)
@@ -117,6 +117,9 @@ func TestMCPElicitationAsksForApproval(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			asked = append(asked, req.Params)
+			if answer == nil {
+				return nil, errors.New("the client's form broke")
+			}
 			return answer, nil
 		},
 	})
@@ -165,6 +168,7 @@ func TestMCPElicitationAsksForApproval(t *testing.T) {
 		{"decline", &sdk.ElicitResult{Action: "decline"}},
 		{"cancel", &sdk.ElicitResult{Action: "cancel"}},
 		{"accept without approve", &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": false}}},
+		{"elicitation error", nil},
 	}
 	for _, tt := range declines {
 		t.Run(tt.name, func(t *testing.T) {
@@ -184,7 +188,7 @@ func TestMCPElicitationAsksForApproval(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(asked) != 6 || !strings.Contains(asked[5].Message, "wire more money") {
+	if len(asked) != 7 || !strings.Contains(asked[len(asked)-1].Message, "wire more money") {
 		t.Fatalf("asked %d times; last %q", len(asked), asked[len(asked)-1].Message)
 	}
 }
