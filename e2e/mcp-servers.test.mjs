@@ -3,7 +3,9 @@
 // a go-sdk server (bin/mcp-testserver). An account registers them; their
 // tools appear in its runtime catalog (live) and in its MCP tools/list,
 // and only its own; the official TypeScript SDK calls them through
-// toolhost. The go-sdk server is stopped: the catalog falls back to the
+// toolhost. A client that declared elicitation is asked to approve the
+// go-sdk server's irreversible write: accepted it runs, declined it ends
+// approval_declined. The go-sdk server is stopped: the catalog falls back to the
 // snapshot (cached) and calls fail with upstream_unavailable; another
 // account that registers it now has no snapshot (unavailable); the server
 // comes back and both are live again. In a hosted /v1 loop (the openai
@@ -28,6 +30,9 @@ import { after, before, test } from "node:test";
 import OpenAI from "openai";
 import { startServer, freePort, node22Bin, tempDir, toolhostBin } from "./lib/server.mjs";
 import { connectHTTP, textOf } from "./lib/mcp.mjs";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
 let server;
 let configDir;
@@ -233,6 +238,40 @@ test("live: runtime catalog and MCP tools/list of that account only; calls throu
   assert.ok(!JSON.stringify(j.body).includes("e2e-bearer-secret"));
   // Not in beta's tools/list, so beta's MCP server does not know it.
   await assert.rejects(beta.callTool({ name: "gotest__add", arguments: { a: 2, b: 3 } }), /unknown tool "gotest__add"/);
+});
+
+test("elicitation: a client that declared it is asked to approve an irreversible remote call; accept runs it once, decline does not", async () => {
+  const client = new Client({ name: "toolhost-e2e-elicit", version: "1.0.0" }, { capabilities: { elicitation: { form: {} } } });
+  const asked = [];
+  let answer;
+  client.setRequestHandler(ElicitRequestSchema, async (req) => {
+    asked.push(req.params);
+    return answer;
+  });
+  await client.connect(new StreamableHTTPClientTransport(new URL(server.mcpURL), { requestInit: { headers: { Authorization: `Bearer ${keys.alpha}` } } }));
+  clients.push(client);
+
+  answer = { action: "accept", content: { approve: true } };
+  let res = await client.callTool({ name: "gotest__write", arguments: { note: "e2e \u202e note" } });
+  assert.equal(res.isError ?? false, false, textOf(res));
+  assert.equal(asked.length, 1);
+  assert.equal(asked[0].mode, "form");
+  assert.match(asked[0].message, /gotest__write/);
+  assert.match(asked[0].message, /apr_/);
+  assert.ok(asked[0].message.includes("\\u202e") && !asked[0].message.includes("\u202e"), asked[0].message);
+  assert.deepEqual(asked[0].requestedSchema.required, ["approve"]);
+
+  answer = { action: "decline" };
+  res = await client.callTool({ name: "gotest__write", arguments: { note: "e2e \u202e note" } });
+  assert.equal(res.isError, true);
+  assert.equal(errorCode(res), "approval_declined");
+  assert.equal(asked.length, 2);
+
+  // The journal: the accepted call ran under an approval decided through elicitation.
+  const sid = client.transport.sessionId;
+  const j = await api("GET", `/tool-executions?session_id=${encodeURIComponent(sid)}&sort_order=asc`, keys.alpha);
+  assert.equal(j.status, 200, JSON.stringify(j.body));
+  assert.deepEqual(j.body.data.map((r) => [r.tool_name, r.status]), [["gotest__write", "success"], ["gotest__write", "denied"]]);
 });
 
 test("hosted /v1 loop: the model calls the account's remote tools through the openai client; another account cannot declare them", async () => {

@@ -4,7 +4,9 @@
 // Every tools/call goes through tools.Executor.Execute, exactly as hosted calls
 // do; this package only translates: the MCP request into a Proposal (raw
 // argument bytes, session and call identity, progress token, idempotency key
-// from _meta) and the Outcome into a CallToolResult (text content, structured
+// from _meta, and, when the client declared elicitation, a Confirmer that
+// asks its user to approve a call that needs it: elicit.go) and the
+// Outcome into a CallToolResult (text content, structured
 // content, isError). tools/list is generated from the catalog in the caller's
 // language. Beside the tools it serves a few prompts that put them to work
 // (prompts.go) and the caller's own executions as resources
@@ -475,6 +477,11 @@ func (s *Server) handler(name string, structuredErrors bool) sdk.ToolHandler {
 					ProgressToken: token, Progress: progress, Total: total, Message: message,
 				})
 			}
+		}
+		// A client that declared elicitation is asked when the call needs
+		// its user's approval; without it the call ends approval_required.
+		if req.Session != nil && canElicit(req.Session.InitializeParams()) {
+			p.Confirm = elicitConfirmer(req.Session, p.Caller.Identity, p.Progress)
 		}
 		out, err := s.exec.Execute(ctx, p)
 		if err != nil {
