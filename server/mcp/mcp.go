@@ -470,13 +470,13 @@ func (s *Server) handler(name string, structuredErrors bool) sdk.ToolHandler {
 		}
 		if token := req.Params.GetProgressToken(); token != nil {
 			session := req.Session
-			p.Progress = func(progress, total float64, message string) {
+			p.Progress = increasing(func(progress, total float64, message string) {
 				// A failed notification must not fail the call: the client
 				// may have gone, and the journal still wants the outcome.
 				_ = session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{
 					ProgressToken: token, Progress: progress, Total: total, Message: message,
 				})
-			}
+			})
 		}
 		// A client that declared elicitation is asked when the call needs
 		// its user's approval; without it the call ends approval_required.
