@@ -428,26 +428,13 @@ func callOutput(out *tools.Outcome) callResult {
 	return r
 }
 
-// tuneGC sets serve's collector: GOGC fixed at serveGOGC and a soft memory
-// limit. Every tools/call leaves a few hundred KiB of short-lived JSON (the
-// MCP SDK decodes each message with a fresh decoder); at Go's default
-// GOGC=100 the collector's share made toolhost 16 % slower at 8 MCP
-// clients than at 400, under the 2x of the reference server
-// (docs/performance.md). GOGC=400 lets the heap grow to five times what is
-// live before a collection, so a burst of garbage (a large page's
-// extraction, thousands of refused initialize bodies) could take RSS to
-// gigabytes; the soft memory limit (limitMiB, server.memory_limit_mib) caps
-// that: near it the collector runs as often as it must (at most half the
-// CPU, Go's GC limiter), and it never fails an allocation. run_code's
-// linear memories are mapped outside the Go heap and do not count against
-// it. GOGC and GOMEMLIMIT in the environment win. Both are set once, when
-// serve starts.
+// tuneGC sets serve's soft memory limit (limitMiB,
+// server.memory_limit_mib); GOGC stays Go's default. Near the limit the
+// collector runs as often as it must (at most half the CPU, Go's GC
+// limiter), and it never fails an allocation. run_code's linear memories
+// are mapped outside the Go heap and do not count against it. GOMEMLIMIT
+// in the environment wins. Set once, when serve starts.
 func tuneGC(logger *slog.Logger, limitMiB int64) error {
-	if v, set := os.LookupEnv("GOGC"); set {
-		logger.Info("GOGC from the environment", "GOGC", v)
-	} else {
-		debug.SetGCPercent(serveGOGC)
-	}
 	if v, set := os.LookupEnv("GOMEMLIMIT"); set {
 		logger.Info("memory limit from GOMEMLIMIT", "GOMEMLIMIT", v)
 		return nil
@@ -476,7 +463,6 @@ func tuneGC(logger *slog.Logger, limitMiB int64) error {
 // 150 KiB) needs a higher one. minMemoryLimitMiB refuses limits the idle
 // server alone would exceed, where the collector would run without pause.
 const (
-	serveGOGC             = 400
 	defaultMemoryLimitMiB = 384
 	minMemoryLimitMiB     = config.MinMemoryLimitMiB
 )
