@@ -1,26 +1,17 @@
 package mcp_test
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolhost/toolhost/internal/egress"
-	"github.com/toolhost/toolhost/internal/identity"
 	"github.com/toolhost/toolhost/journal"
-	"github.com/toolhost/toolhost/server"
 	"github.com/toolhost/toolhost/server/admin"
-	mcpface "github.com/toolhost/toolhost/server/mcp"
 	"github.com/toolhost/toolhost/tools"
-	"github.com/toolhost/toolhost/tools/mcpremote"
-	"github.com/toolhost/toolhost/tools/mcpremote/testserver"
-	"github.com/toolhost/toolhost/tools/session"
 )
 
 // A client without elicitation calls an irreversible remote tool (write:
@@ -31,50 +22,8 @@ import (
 // with another argument, each need a new approval.
 func TestMCPClientWithoutElicitationGoesThroughRESTApproval(t *testing.T) {
 	ctx := context.Background()
-	ts := testserver.New(false)
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", ts.Handler())
-	up := httptest.NewServer(mux)
-	t.Cleanup(up.Close)
-
-	st := mcpremote.NewMemStore()
-	seal, err := mcpremote.NewSealer(bytes.Repeat([]byte{7}, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	srv := mcpremote.Server{ID: "mcpsrv_demo", AccountID: "acct_a", Name: "demo", URL: up.URL + "/mcp", Enabled: true,
-		Auth: mcpremote.Auth{Type: mcpremote.AuthNone}, CreatedAt: now, UpdatedAt: now}
-	if srv.Sealed, err = seal.Seal(srv.AccountID, srv.ID, mcpremote.Secrets{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.CreateMCPServer(ctx, srv, 0); err != nil {
-		t.Fatal(err)
-	}
-	dial, err := egress.DialContext([]string{"127.0.0.1"}, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := mcpremote.New(mcpremote.Options{Store: st, Sealer: seal, Dial: dial, ProbeTimeout: time.Second})
-	t.Cleanup(gw.Close)
-	if _, err := gw.Refresh(ctx, srv); err != nil {
-		t.Fatal(err)
-	}
-	js := journal.NewMemStore()
-	jr := journal.New(js, journal.Options{})
-	t.Cleanup(jr.Close)
-	exec, err := tools.NewExecutor(tools.Options{Sessions: session.NewMemStore(), Remote: gw, Journal: jr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	face := mcpface.New(exec, mcpface.Options{
-		AccountOf: func(r *http.Request) string { return r.Header.Get("X-Account") },
-		Identify: func(_ context.Context, extra *sdk.RequestExtra) identity.Identity {
-			return identity.Identity{AccountID: extra.Header.Get("X-Account")}
-		},
-	})
-	hs := httptest.NewServer(server.New(server.Options{MCP: face.Handler()}).Handler())
-	t.Cleanup(hs.Close)
+	env := startRemote(t)
+	ts, js, jr, exec := env.ts, env.js, env.jr, env.exec
 	rest := http.NewServeMux()
 	for p, h := range (&admin.Approvals{Store: exec.Approvals(), Decide: exec.DecideApproval,
 		Account: func(r *http.Request) string { return r.Header.Get("X-Account") }}).Routes() {
@@ -83,7 +32,7 @@ func TestMCPClientWithoutElicitationGoesThroughRESTApproval(t *testing.T) {
 	restSrv := httptest.NewServer(rest)
 	t.Cleanup(restSrv.Close)
 
-	cs := connect(t, hs.URL+"/mcp", http.Header{"X-Account": {"acct_a"}}, nil)
+	cs := connect(t, env.url, http.Header{"X-Account": {"acct_a"}}, nil)
 	call := func(args map[string]any) *sdk.CallToolResult {
 		t.Helper()
 		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "demo__write", Arguments: args})
@@ -156,13 +105,7 @@ func TestMCPClientWithoutElicitationGoesThroughRESTApproval(t *testing.T) {
 			continue
 		}
 		ran++
-		evs, _ := js.Events(ctx, "acct_a", r.ID)
-		var prepared string
-		for _, e := range evs {
-			if e.State == journal.StatePrepared {
-				prepared = string(e.Detail)
-			}
-		}
+		_, prepared := env.events(t, r.ID)
 		if !strings.Contains(prepared, `"approval_id":"`+id+`"`) || !strings.Contains(prepared, `"decided_via":"rest"`) {
 			t.Errorf("prepared event %s", prepared)
 		}

@@ -29,10 +29,11 @@ import (
 // (the go-sdk test server, registered as "demo") offers the irreversible
 // demo__write.
 type remoteEnv struct {
-	url string
-	ts  *testserver.Server
-	js  *journal.MemStore
-	jr  *journal.Journal
+	url  string
+	ts   *testserver.Server
+	js   *journal.MemStore
+	jr   *journal.Journal
+	exec *tools.Executor
 }
 
 func startRemote(t *testing.T) remoteEnv {
@@ -81,7 +82,7 @@ func startRemote(t *testing.T) remoteEnv {
 	})
 	hs := httptest.NewServer(server.New(server.Options{MCP: face.Handler()}).Handler())
 	t.Cleanup(hs.Close)
-	return remoteEnv{url: hs.URL + "/mcp", ts: ts, js: js, jr: jr}
+	return remoteEnv{url: hs.URL + "/mcp", ts: ts, js: js, jr: jr, exec: exec}
 }
 
 // events is the states of an execution's events and its prepared event's
