@@ -144,7 +144,7 @@ func (s *spoolFiles) write(frames []byte, last uint64) error {
 	}
 	_, err := s.f.Write(frames)
 	if err == nil && s.sync {
-		err = syscall.Fdatasync(int(s.f.Fd()))
+		err = datasync(s.f)
 	}
 	if err != nil {
 		if terr := s.f.Truncate(s.size); terr != nil {
