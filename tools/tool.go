@@ -97,6 +97,11 @@ type Proposal struct {
 	// approval the call needs (approve.go); nil ends such a call with
 	// approval_required and a pending approval to decide by id.
 	Confirm Confirmer
+	// Answer, when set, is the user's decision on the approval an earlier
+	// request of this call asked for (Confirm returned ErrAskLater), as
+	// the client carried it back (answer.go): the call runs only when it
+	// names a pending approval of this very invocation and approves it.
+	Answer *Answer
 }
 
 // Invocation is a call the runtime has parsed, validated, normalized and is
