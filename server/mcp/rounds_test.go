@@ -1,10 +1,16 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -381,5 +387,96 @@ func TestMCPInputRequiredCancelledWhileWaiting(t *testing.T) {
 	aps, _, err := e.exec.Approvals().ListApprovals(context.Background(), approval.Query{AccountID: "acct_a", Now: time.Now()})
 	if err != nil || len(aps) != 1 || aps[0].Status != approval.Pending || aps[0].ExecutionID != r.ID {
 		t.Fatalf("approvals %+v, %v", aps, err)
+	}
+}
+
+// teeTransport keeps a copy of every response body it reads.
+type teeTransport struct {
+	mu     sync.Mutex
+	bodies []*bytes.Buffer
+}
+
+func (tt *teeTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("X-Account", "acct_a")
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	buf := &bytes.Buffer{}
+	tt.mu.Lock()
+	tt.bodies = append(tt.bodies, buf)
+	tt.mu.Unlock()
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.TeeReader(resp.Body, buf), resp.Body}
+	return resp, nil
+}
+
+// The input-required result on the wire, golden (ids and times
+// normalized): the form under toolhost/approval, the approval id as
+// request state, the execution id in _meta, no content.
+func TestMCPInputRequiredResultGolden(t *testing.T) {
+	e := startRemoteWith(t, remoteOptions{stateless: true})
+	tee := &teeTransport{}
+	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, &sdk.ClientOptions{
+		MultiRoundTrip: &sdk.MultiRoundTripOptions{Disabled: true},
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			return nil, errors.New("not asked this way")
+		},
+	})
+	cs, err := client.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: e.url, HTTPClient: &http.Client{Transport: tee}},
+		&sdk.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	tee.mu.Lock()
+	tee.bodies = nil
+	tee.mu.Unlock()
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "demo__write", Arguments: map[string]any{"note": "wire \u202e the money"}})
+	if err != nil || !res.NeedsInput() {
+		t.Fatalf("%+v %v", res, err)
+	}
+	tee.mu.Lock()
+	defer tee.mu.Unlock()
+	var raw []byte
+	for _, b := range tee.bodies {
+		for _, line := range strings.Split(b.String(), "\n") {
+			line = strings.TrimPrefix(line, "data: ")
+			if strings.Contains(line, `"inputRequests"`) {
+				raw = []byte(line)
+			}
+		}
+	}
+	if raw == nil {
+		t.Fatal("no input-required result on the wire")
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.MarshalIndent(v, "", "  ")
+	for re, with := range map[*regexp.Regexp]string{
+		regexp.MustCompile(`apr_[0-9a-f]{24}`):                                             "apr_ID",
+		regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`): "EXECUTION_ID",
+		regexp.MustCompile(`expires \d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ`):                      "expires TIME",
+	} {
+		got = re.ReplaceAll(got, []byte(with))
+	}
+	got = append(got, '\n')
+	path := filepath.Join("testdata", "input-required.golden")
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update once)", err)
+	}
+	if !bytes.Equal(want, got) {
+		t.Fatalf("the input-required result changed; if on purpose run go test ./server/mcp -run TestMCPInputRequiredResultGolden -update\n%s", got)
 	}
 }
