@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,5 +96,48 @@ func TestAnAnswerCarriedByALaterCallDecidesItsApproval(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Of eight requests carrying the same answer at once (a client's retry
+// replayed, or raced on two replicas), one runs the call; the others end
+// approval_invalid.
+func TestConcurrentAnswersRunTheCallOnce(t *testing.T) {
+	r := newApprovalRig(t, catalog.SideEffectIrreversible, tools.Options{})
+	later := func(context.Context, tools.ApprovalRequest) (approval.Decision, error) {
+		return approval.Decision{}, tools.ErrAskLater
+	}
+	p := tools.Proposal{Tool: "effect", Args: json.RawMessage(`{"n":5}`),
+		Caller: tools.Caller{Identity: identity.Identity{AccountID: "acct"}, Face: "mcp"}, Confirm: later}
+	first, err := r.exec.Execute(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Answer = &tools.Answer{ApprovalID: approvalID(t, first), Decision: approval.Decision{Approve: true, By: "k", Via: approval.ViaElicitation}}
+	const n = 8
+	codes := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			out, err := r.exec.Execute(context.Background(), p)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			codes[i] = out.Code
+		})
+	}
+	wg.Wait()
+	ran, invalid := 0, 0
+	for _, c := range codes {
+		switch c {
+		case "":
+			ran++
+		case tools.CodeApprovalInvalid:
+			invalid++
+		}
+	}
+	if ran != 1 || invalid != n-1 || r.tool.runs.Load() != 1 {
+		t.Fatalf("%d ran, %d invalid (%v), tool ran %d times", ran, invalid, codes, r.tool.runs.Load())
 	}
 }
