@@ -84,6 +84,11 @@ type Proposal struct {
 	IdempotencyKey string
 	Lang           catalog.Lang
 	Progress       ProgressFunc
+	// Answer, when set, is the user's decision on the approval an earlier
+	// request of this call asked for (Confirm returned ErrAskLater), as
+	// the client carried it back (answer.go): the call runs only when it
+	// names a pending approval of this very invocation and approves it.
+	Answer *Answer
 	// Timeout overrides the executor's default deadline when positive.
 	Timeout time.Duration
 	// Visible are the tool names the model was given in this request (a
@@ -97,11 +102,6 @@ type Proposal struct {
 	// approval the call needs (approve.go); nil ends such a call with
 	// approval_required and a pending approval to decide by id.
 	Confirm Confirmer
-	// Answer, when set, is the user's decision on the approval an earlier
-	// request of this call asked for (Confirm returned ErrAskLater), as
-	// the client carried it back (answer.go): the call runs only when it
-	// names a pending approval of this very invocation and approves it.
-	Answer *Answer
 }
 
 // Invocation is a call the runtime has parsed, validated, normalized and is
