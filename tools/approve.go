@@ -107,6 +107,9 @@ func (pl *pipeline) confirm(ctx context.Context) (*Outcome, error) {
 	if !pol.Confirms(string(pl.ent.spec.SideEffect)) {
 		return nil, nil
 	}
+	if pl.p.Answer != nil {
+		return pl.answered(ctx, pol)
+	}
 	store := e.opts.Approvals
 	now := e.opts.Clock()
 	a, err := store.ConsumeApproval(ctx, c.rec.AccountID, c.rec.ArgsDigest, c.rec.ID, now)
@@ -127,10 +130,7 @@ func (pl *pipeline) confirm(ctx context.Context) (*Outcome, error) {
 		return pl.approvalUnavailable(ctx, err)
 	}
 	if pl.p.Confirm == nil {
-		return c.reject(ctx, journal.StateAuthorizationRejected, StatusDenied, &Error{Code: CodeApprovalRequired,
-			Message: fmt.Sprintf("%s needs the user's approval before it runs (approval %s, require_approval %s); once it is approved, make the same call again before %s",
-				pl.p.Tool, a.ID, pol, a.ExpiresAt.UTC().Format(time.RFC3339)),
-			Details: pl.approvalDetails(a, pol)})
+		return c.reject(ctx, journal.StateAuthorizationRejected, StatusDenied, pl.required(a, pol))
 	}
 	return pl.await(ctx, a, pol, basis)
 }
@@ -156,6 +156,9 @@ func (pl *pipeline) await(ctx context.Context, a approval.Approval, pol approval
 		return pl.endWait(ctx, journal.StateCancelledBeforeCommit, StatusError,
 			Errorf(CodeCancelled, "%s was cancelled by the caller while it waited for its approval (%s)", pl.p.Tool, a.ID))
 	}
+	if errors.Is(askErr, ErrAskLater) {
+		return pl.endWait(ctx, journal.StateAuthorizationRejected, StatusDenied, pl.required(a, pol))
+	}
 	if askErr != nil {
 		d = approval.Decision{By: "", Via: "", Reason: clipReason(askErr.Error())}
 	}
@@ -175,12 +178,7 @@ func (pl *pipeline) await(ctx context.Context, a approval.Approval, pol approval
 		d.Approve = false
 	}
 	if !d.Approve {
-		msg := fmt.Sprintf("the user declined %s (approval %s); it did not run", pl.p.Tool, a.ID)
-		if d.Reason != "" {
-			msg += ": " + d.Reason
-		}
-		return pl.endWait(ctx, journal.StateAuthorizationRejected, StatusDenied,
-			&Error{Code: CodeApprovalDeclined, Message: msg, Details: pl.approvalDetails(a, pol)})
+		return pl.endWait(ctx, journal.StateAuthorizationRejected, StatusDenied, pl.declined(a, pol, d.Reason))
 	}
 	// Approved for this call: consume it, so it never runs another.
 	dec, err := e.opts.Approvals.ConsumeApproval(context.WithoutCancel(ctx), a.AccountID, a.Digest, c.rec.ID, now)

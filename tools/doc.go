@@ -41,7 +41,12 @@
 //     approval is stored, the call waits in awaiting_approval (its record
 //     written and visible), and the face asks: accept consumes it and runs,
 //     decline or a failed ask ends approval_declined (authorization_rejected),
-//     a caller gone meanwhile ends cancelled_before_commit;
+//     a caller gone meanwhile ends cancelled_before_commit; a face whose
+//     user answers in a later request (its Confirmer returns ErrAskLater)
+//     ends the call approval_required, and the later call carries the
+//     answer (Proposal.Answer), which runs it only for a pending approval
+//     of its own account, session and digest, decided and consumed then
+//     (answer.go), else approval_invalid;
 //   - (c) else a pending approval is stored and the call ends with the tool
 //     error approval_required (authorization_rejected), whose details carry
 //     approval_id, tool, arguments (normalized) and expires_at. Whoever may

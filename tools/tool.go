@@ -84,6 +84,11 @@ type Proposal struct {
 	IdempotencyKey string
 	Lang           catalog.Lang
 	Progress       ProgressFunc
+	// Answer, when set, is the user's decision on the approval an earlier
+	// request of this call asked for (Confirm returned ErrAskLater), as
+	// the client carried it back (answer.go): the call runs only when it
+	// names a pending approval of this very invocation and approves it.
+	Answer *Answer
 	// Timeout overrides the executor's default deadline when positive.
 	Timeout time.Duration
 	// Visible are the tool names the model was given in this request (a

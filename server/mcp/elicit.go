@@ -25,8 +25,7 @@ const maxShownArgs = 2000
 
 // multiRoundTripVersion is the first protocol version on which a server
 // may not send requests while it serves one (SEP-2322): elicitation there
-// is an input-required result, which this face does not send yet, so such
-// a client gets approval_required like a client without elicitation.
+// is an input-required result (rounds.go).
 const multiRoundTripVersion = "2026-07-28"
 
 // approvalForm is the requested schema of an approval elicitation: one
@@ -48,15 +47,52 @@ var approvalForm = map[string]any{
 // form elicitation on a protocol version where the server may ask in the
 // middle of a tools/call.
 func canElicit(ip *sdk.InitializeParams) bool {
+	return elicitsForm(ip) && ip.ProtocolVersion < multiRoundTripVersion
+}
+
+// asksInRounds reports whether a client that initialized with ip declared
+// form elicitation on a protocol version where the server asks through an
+// input-required result (rounds.go).
+func asksInRounds(ip *sdk.InitializeParams) bool {
+	return elicitsForm(ip) && ip.ProtocolVersion >= multiRoundTripVersion
+}
+
+// elicitsForm reports whether the client declared form elicitation.
+func elicitsForm(ip *sdk.InitializeParams) bool {
 	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil {
-		return false
-	}
-	if ip.ProtocolVersion >= multiRoundTripVersion {
 		return false
 	}
 	el := ip.Capabilities.Elicitation
 	// Neither form nor url declared means form (the capability before modes).
 	return el.Form != nil || el.URL == nil
+}
+
+// approvalParams is the form elicitation that asks the user about req.
+func approvalParams(req tools.ApprovalRequest) *sdk.ElicitParams {
+	return &sdk.ElicitParams{Mode: "form", Message: approvalMessage(req), RequestedSchema: approvalForm}
+}
+
+// decision is the user's answer to an approval form, decided by the
+// caller (its API key, else its account) through elicitation: accept
+// with approve true approves; anything else (no answer at all included)
+// declines, with the action as reason.
+func decision(caller identity.Identity, res *sdk.ElicitResult) approval.Decision {
+	by := caller.KeyID
+	if by == "" {
+		by = caller.AccountID
+	}
+	d := approval.Decision{By: by, Via: approval.ViaElicitation}
+	switch {
+	case res == nil:
+		d.Reason = "the call carried no answer to the approval form"
+	case res.Action == "accept" && res.Content[ApproveField] == true:
+		d.Approve = true
+	case res.Action == "accept":
+		d.Reason = "accepted without approve: true"
+	default:
+		d.Reason = "the user chose " + safeText(clip.Echo(res.Action)) + " in the elicitation"
+	}
+	return d
 }
 
 // elicitConfirmer asks the session's user through elicitation/create
@@ -72,28 +108,11 @@ func elicitConfirmer(ss *sdk.ServerSession, caller identity.Identity, progress f
 		if progress != nil {
 			progress(0, 0, fmt.Sprintf("waiting for the user's approval of %s (%s)", safeText(a.Tool), a.ID))
 		}
-		res, err := ss.Elicit(ctx, &sdk.ElicitParams{
-			Mode:            "form",
-			Message:         approvalMessage(req),
-			RequestedSchema: approvalForm,
-		})
+		res, err := ss.Elicit(ctx, approvalParams(req))
 		if err != nil {
 			return approval.Decision{}, fmt.Errorf("elicitation failed: %w", err)
 		}
-		by := caller.KeyID
-		if by == "" {
-			by = caller.AccountID
-		}
-		d := approval.Decision{By: by, Via: approval.ViaElicitation}
-		switch {
-		case res.Action == "accept" && res.Content[ApproveField] == true:
-			d.Approve = true
-		case res.Action == "accept":
-			d.Reason = "accepted without approve: true"
-		default:
-			d.Reason = "the user chose " + safeText(clip.Echo(res.Action)) + " in the elicitation"
-		}
-		return d, nil
+		return decision(caller, res), nil
 	}
 }
 

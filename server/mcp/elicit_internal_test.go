@@ -12,28 +12,36 @@ import (
 )
 
 // Only a client that declared form elicitation (or elicitation without
-// modes) on a protocol that lets a server ask mid-call is asked.
+// modes) is asked: mid-call before 2026-07-28 (canElicit), through
+// input-required results since (asksInRounds).
 func TestCanElicit(t *testing.T) {
 	caps := func(el *sdk.ElicitationCapabilities) *sdk.ClientCapabilities {
 		return &sdk.ClientCapabilities{Elicitation: el}
 	}
+	form := &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}}
 	tests := []struct {
-		name string
-		ip   *sdk.InitializeParams
-		want bool
+		name              string
+		ip                *sdk.InitializeParams
+		midCall, inRounds bool
 	}{
-		{"no initialize", nil, false},
-		{"no capabilities", &sdk.InitializeParams{ProtocolVersion: "2025-06-18"}, false},
-		{"no elicitation", &sdk.InitializeParams{ProtocolVersion: "2025-06-18", Capabilities: caps(nil)}, false},
-		{"elicitation without modes", &sdk.InitializeParams{ProtocolVersion: "2025-06-18", Capabilities: caps(&sdk.ElicitationCapabilities{})}, true},
-		{"form", &sdk.InitializeParams{ProtocolVersion: "2025-11-25", Capabilities: caps(&sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}})}, true},
-		{"url only", &sdk.InitializeParams{ProtocolVersion: "2025-11-25", Capabilities: caps(&sdk.ElicitationCapabilities{URL: &sdk.URLElicitationCapabilities{}})}, false},
-		{"multi round trip protocol", &sdk.InitializeParams{ProtocolVersion: "2026-07-28", Capabilities: caps(&sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}})}, false},
+		{"no initialize", nil, false, false},
+		{"no capabilities", &sdk.InitializeParams{ProtocolVersion: "2025-06-18"}, false, false},
+		{"no elicitation", &sdk.InitializeParams{ProtocolVersion: "2025-06-18", Capabilities: caps(nil)}, false, false},
+		{"elicitation without modes", &sdk.InitializeParams{ProtocolVersion: "2025-06-18", Capabilities: caps(&sdk.ElicitationCapabilities{})}, true, false},
+		{"form", &sdk.InitializeParams{ProtocolVersion: "2025-11-25", Capabilities: caps(form)}, true, false},
+		{"url only", &sdk.InitializeParams{ProtocolVersion: "2025-11-25", Capabilities: caps(&sdk.ElicitationCapabilities{URL: &sdk.URLElicitationCapabilities{}})}, false, false},
+		{"multi round trip protocol", &sdk.InitializeParams{ProtocolVersion: "2026-07-28", Capabilities: caps(form)}, false, true},
+		{"multi round trip without modes", &sdk.InitializeParams{ProtocolVersion: "2026-07-28", Capabilities: caps(&sdk.ElicitationCapabilities{})}, false, true},
+		{"multi round trip url only", &sdk.InitializeParams{ProtocolVersion: "2026-07-28", Capabilities: caps(&sdk.ElicitationCapabilities{URL: &sdk.URLElicitationCapabilities{}})}, false, false},
+		{"multi round trip without elicitation", &sdk.InitializeParams{ProtocolVersion: "2026-07-28", Capabilities: caps(nil)}, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := canElicit(tt.ip); got != tt.want {
-				t.Fatalf("canElicit = %v, want %v", got, tt.want)
+			if got := canElicit(tt.ip); got != tt.midCall {
+				t.Errorf("canElicit = %v, want %v", got, tt.midCall)
+			}
+			if got := asksInRounds(tt.ip); got != tt.inRounds {
+				t.Errorf("asksInRounds = %v, want %v", got, tt.inRounds)
 			}
 		})
 	}

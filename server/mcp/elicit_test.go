@@ -31,15 +31,35 @@ import (
 type remoteEnv struct {
 	url  string
 	ts   *testserver.Server
-	js   *journal.MemStore
+	js   journal.Store
 	jr   *journal.Journal
 	exec *tools.Executor
 }
 
 func startRemote(t *testing.T) remoteEnv {
 	t.Helper()
+	return startRemoteWith(t, remoteOptions{})
+}
+
+// remoteOptions vary startRemote: the stores the journal and the
+// approvals live in (memory without), and the go-sdk stateless mode, in
+// which a client negotiates protocol 2026-07-28.
+type remoteOptions struct {
+	journal   journal.Store
+	approvals approval.Store
+	stateless bool
+	// upstream, when set, is another env's remote server to register
+	// (a second replica of the same deployment).
+	upstream *testserver.Server
+}
+
+func startRemoteWith(t *testing.T, o remoteOptions) remoteEnv {
+	t.Helper()
 	ctx := context.Background()
-	ts := testserver.New(false)
+	ts := o.upstream
+	if ts == nil {
+		ts = testserver.New(false)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", ts.Handler())
 	up := httptest.NewServer(mux)
@@ -49,32 +69,40 @@ func startRemote(t *testing.T) remoteEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Now()
-	srv := mcpremote.Server{ID: "mcpsrv_demo", AccountID: "acct_a", Name: "demo", URL: up.URL + "/mcp", Enabled: true,
-		Auth: mcpremote.Auth{Type: mcpremote.AuthNone}, CreatedAt: now, UpdatedAt: now}
-	if srv.Sealed, err = seal.Seal(srv.AccountID, srv.ID, mcpremote.Secrets{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.CreateMCPServer(ctx, srv, 0); err != nil {
-		t.Fatal(err)
-	}
 	dial, err := egress.DialContext([]string{"127.0.0.1"}, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	gw := mcpremote.New(mcpremote.Options{Store: st, Sealer: seal, Dial: dial, ProbeTimeout: time.Second})
 	t.Cleanup(gw.Close)
-	if _, err := gw.Refresh(ctx, srv); err != nil {
-		t.Fatal(err)
+	// Both accounts register the server as "demo": their demo__write
+	// calls are the same tool, in two tenants.
+	now := time.Now()
+	for _, account := range []string{"acct_a", "acct_b"} {
+		srv := mcpremote.Server{ID: "mcpsrv_demo_" + account, AccountID: account, Name: "demo", URL: up.URL + "/mcp", Enabled: true,
+			Auth: mcpremote.Auth{Type: mcpremote.AuthNone}, CreatedAt: now, UpdatedAt: now}
+		if srv.Sealed, err = seal.Seal(srv.AccountID, srv.ID, mcpremote.Secrets{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.CreateMCPServer(ctx, srv, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := gw.Refresh(ctx, srv); err != nil {
+			t.Fatal(err)
+		}
 	}
-	js := journal.NewMemStore()
-	jr := journal.New(js, journal.Options{})
+	js := o.journal
+	if js == nil {
+		js = journal.NewMemStore()
+	}
+	jr := journal.New(js, journal.Options{InstanceID: "mcp-test-" + approval.NewID()})
 	t.Cleanup(jr.Close)
-	exec, err := tools.NewExecutor(tools.Options{Sessions: session.NewMemStore(), Remote: gw, Journal: jr})
+	exec, err := tools.NewExecutor(tools.Options{Sessions: session.NewMemStore(), Remote: gw, Journal: jr, Approvals: o.approvals})
 	if err != nil {
 		t.Fatal(err)
 	}
 	face := mcpface.New(exec, mcpface.Options{
+		Stateless: o.stateless,
 		AccountOf: func(r *http.Request) string { return r.Header.Get("X-Account") },
 		Identify: func(_ context.Context, extra *sdk.RequestExtra) identity.Identity {
 			return identity.Identity{AccountID: extra.Header.Get("X-Account"), KeyID: extra.Header.Get("X-Key")}

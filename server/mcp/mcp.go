@@ -5,7 +5,9 @@
 // do; this package only translates: the MCP request into a Proposal (raw
 // argument bytes, session and call identity, progress token, idempotency key
 // from _meta, and, when the client declared elicitation, a Confirmer that
-// asks its user to approve a call that needs it: elicit.go) and the
+// asks its user to approve a call that needs it: elicit.go, and rounds.go
+// on protocol 2026-07-28, where the question is an input-required result
+// and the retried call carries the answer) and the
 // Outcome into a CallToolResult (text content, structured
 // content, isError). tools/list is generated from the catalog in the caller's
 // language. Beside the tools it serves a few prompts that put them to work
@@ -479,14 +481,26 @@ func (s *Server) handler(name string, structuredErrors bool) sdk.ToolHandler {
 			})
 		}
 		// A client that declared elicitation is asked when the call needs
-		// its user's approval; without it the call ends approval_required.
-		if req.Session != nil && canElicit(req.Session.InitializeParams()) {
-			p.Confirm = elicitConfirmer(req.Session, p.Caller.Identity, p.Progress)
+		// its user's approval (elicitation/create before 2026-07-28, an
+		// input-required result since); without it the call ends
+		// approval_required.
+		var r rounds
+		if req.Session != nil {
+			switch ip := req.Session.InitializeParams(); {
+			case canElicit(ip):
+				p.Confirm = elicitConfirmer(req.Session, p.Caller.Identity, p.Progress)
+			case asksInRounds(ip):
+				p.Confirm = r.confirmer(p.Progress)
+				p.Answer = answerOf(req.Params, p.Caller.Identity)
+			}
 		}
 		out, err := s.exec.Execute(ctx, p)
 		if err != nil {
 			s.opts.Logger.ErrorContext(ctx, "tools/call failed inside the runtime", "tool", name, "err", err)
 			return nil, err
+		}
+		if res := r.result(out); res != nil {
+			return res, nil
 		}
 		return render(out, structuredErrors), nil
 	}
