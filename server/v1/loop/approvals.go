@@ -260,6 +260,7 @@ func declinedNote(lang catalog.Lang, a answered) string {
 // id and the normalized arguments it is bound to.
 func pending(c *Call, out *tools.Outcome, lang catalog.Lang) {
 	c.Status = StatusApprovalRequired
+	c.Result = out.Code + ": " + out.Text
 	c.Summary = "awaits approval"
 	if lang != catalog.English {
 		c.Summary = "等待批准"
