@@ -10,9 +10,9 @@ import (
 
 	"github.com/toolhost/toolhost/internal/wire"
 	"github.com/toolhost/toolhost/server/v1/loop"
-	"github.com/toolhost/toolhost/tools/approval"
 	"github.com/toolhost/toolhost/server/v1/upstream/openai"
 	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/approval"
 )
 
 // chatRequest is a checked Chat Completions request.

@@ -10,8 +10,8 @@ import (
 
 	"github.com/toolhost/toolhost/internal/wire"
 	"github.com/toolhost/toolhost/server/v1/loop"
-	"github.com/toolhost/toolhost/tools/approval"
 	"github.com/toolhost/toolhost/server/v1/upstream/anthropic"
+	"github.com/toolhost/toolhost/tools/approval"
 )
 
 // MCPBeta is the anthropic-beta value that declares the MCP connector

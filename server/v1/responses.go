@@ -198,14 +198,14 @@ func newFunctionCallItem(callID, name, args, status string) functionCallItem {
 // (status completed or failed, with output or error).
 func newMCPCallItem(label string, c loop.Call, done bool) mcpCallItem {
 	it := mcpCallItem{ID: c.ID, Type: "mcp_call", ServerLabel: label, Name: c.Name, Status: "in_progress"}
-	if !done {
-		return it
-	}
-	it.Arguments = string(c.Args)
 	if c.ApprovalID != "" {
 		id := c.ApprovalID
 		it.ApprovalRequestID = &id
 	}
+	if !done {
+		return it
+	}
+	it.Arguments = string(c.Args)
 	result := c.Result
 	if c.Status == loop.StatusFailed {
 		it.Status, it.Error = "failed", &result

@@ -282,4 +282,3 @@ func outputText(raw json.RawMessage) (string, error) {
 	}
 	return sb.String(), nil
 }
-

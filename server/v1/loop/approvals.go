@@ -250,8 +250,12 @@ func declinedNote(lang catalog.Lang, a answered) string {
 	if lang != catalog.English {
 		msg = fmt.Sprintf("%s：用户拒绝了 %s（批准 %s），未执行", tools.CodeApprovalDeclined, a.a.Tool, a.ID)
 	}
-	if a.Reason != "" {
+	switch {
+	case a.Reason == "":
+	case lang == catalog.English:
 		msg += ": " + a.Reason
+	default:
+		msg += "：" + a.Reason
 	}
 	return msg
 }
@@ -333,11 +337,11 @@ func clipArgs(b []byte) string {
 }
 
 // resumeRun carries out the request's approval answers (resume); in a
-// stream their events are held back until the first upstream id is known
-// (emit is wrapped).
-func (r *Runner) resumeRun(ctx context.Context, run *Run, res *Result, st *runState, emit *Sink) error {
+// stream their events are held back until the first upstream id is known:
+// it returns the sink the run goes on with.
+func (r *Runner) resumeRun(ctx context.Context, run *Run, res *Result, st *runState, emit Sink) (Sink, error) {
 	if len(run.Request.Approvals) == 0 {
-		return nil
+		return emit, nil
 	}
 	var held []Event
 	collect := func(ev Event) error {
@@ -346,14 +350,25 @@ func (r *Runner) resumeRun(ctx context.Context, run *Run, res *Result, st *runSt
 	}
 	calls, err := r.resume(ctx, run, st, res.RunID, collect)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	res.Resumed = calls
 	res.Calls = append(res.Calls, calls...)
 	if len(held) > 0 {
-		*emit = queueUntilMeta(*emit, held)
+		return queueUntilMeta(emit, held), nil
 	}
-	return nil
+	return emit, nil
+}
+
+// awaits reports whether a call of the round waits for its user's
+// approval: then the run pauses, and the caller's answer continues it.
+func awaits(calls []Call) bool {
+	for _, c := range calls {
+		if c.Status == StatusApprovalRequired {
+			return true
+		}
+	}
+	return false
 }
 
 // pause ends a run whose round has calls waiting for an approval: the

@@ -194,10 +194,7 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 	if run.Route == nil || run.Route.Upstream == nil {
 		return nil, errors.New("loop: run without a route")
 	}
-	cat := run.Catalog
-	if cat == nil {
-		cat = r.exec.Catalog()
-	}
+	cat := r.catalogOf(run)
 	defs, err := DefinitionsFrom(cat, run.Hosted.Tools, run.Lang)
 	if err != nil {
 		return nil, err
@@ -205,22 +202,19 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 	names := newCallNames(defs, run.Request.Tools)
 	hosted := names.hosted
 	res := &Result{RunID: "run_" + uuid.Must(uuid.NewV7()).String(), Definitions: defs}
-	var emit Sink = func(ev Event) error {
-		if run.Sink == nil {
-			return nil
-		}
-		return run.Sink(ev)
+	emit := Sink(func(Event) error { return nil })
+	if run.Sink != nil {
+		emit = run.Sink
 	}
-
 	req := run.Request
 	st := &runState{
 		msgs:   append([]Message(nil), req.Messages...),
 		fns:    append(append([]Function(nil), req.Tools...), defs...),
 		choice: req.ToolChoice,
 		spend:  newSpending(run.Budgets, r.maxRounds(ctx, run), time.Now()),
+		names:  &names,
 	}
-	st.names = &names
-	if err := r.resumeRun(ctx, run, res, st, &emit); err != nil {
+	if emit, err = r.resumeRun(ctx, run, res, st, emit); err != nil {
 		return nil, err
 	}
 	for round := 0; ; round++ {
@@ -272,9 +266,7 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 		if err := r.hostedRound(ctx, run, res, st, &rr, hostedCalls, emit); err != nil {
 			return nil, err
 		}
-		if slices.ContainsFunc(hostedCalls, func(c Call) bool { return c.Status == StatusApprovalRequired }) {
-			// A call waits for its user's approval: the run pauses; the
-			// caller's answer continues it (approvals.go).
+		if awaits(hostedCalls) {
 			return r.pause(ctx, run, res, rr, hosted, hostedCalls, emit)
 		}
 		st.msgs = appendRound(st.msgs, resp.Message, calls, idsAdded, hostedCalls, run.Lang)
@@ -296,6 +288,14 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 			return nil, err
 		}
 	}
+}
+
+// catalogOf is where the run's hosted tools are looked up.
+func (r *Runner) catalogOf(run *Run) Catalog {
+	if run.Catalog == nil {
+		return r.exec.Catalog()
+	}
+	return run.Catalog
 }
 
 // runState is what a run carries from round to round.
