@@ -339,3 +339,109 @@ func lastToolResult(t *testing.T, e *env) string {
 	}
 	return ""
 }
+
+// The filter forms of require_approval: a tool under never runs, one under
+// always or named in neither list asks (OpenAI's default for unnamed
+// tools), a name in both asks; and "never" does not loosen a tool whose
+// own policy asks. One round asks for both tools: the one that may run
+// runs, the run pauses for the other.
+func TestRequireApprovalForms(t *testing.T) {
+	two := fakeupstream.Script{Conversations: []fakeupstream.Conversation{{Rounds: []fakeupstream.Round{
+		{ToolCalls: []fakeupstream.ToolCall{call("call_a", "random_choice", `{"options":["red"]}`), call("call_t", "get_time", `{"timezone":"UTC"}`)}},
+		{Content: "Done."},
+	}}}}
+	cases := []struct {
+		name     string
+		policy   string
+		policies map[string]approval.Policy
+		asks     []string // tools that ask, in the model's order
+	}{
+		{"never_names", `{"never":{"tool_names":["get_time"]}}`, nil, []string{"random_choice"}},
+		{"always_names", `{"always":{"tool_names":["random_choice"]},"never":{"tool_names":["get_time"]}}`, nil, []string{"random_choice"}},
+		{"both_lists", `{"always":{"tool_names":["get_time"]},"never":{"tool_names":["get_time","random_choice"]}}`, nil, []string{"get_time"}},
+		{"read_only", `{"never":{"read_only":true}}`, nil, nil},
+		{"always_string", `"always"`, nil, []string{"random_choice", "get_time"}},
+		{"never_does_not_loosen", `"never"`, map[string]approval.Policy{"get_time": approval.Always}, []string{"get_time"}},
+		{"absent_does_not_loosen", ``, map[string]approval.Policy{"get_time": approval.Always}, []string{"get_time"}},
+	}
+	for _, tc := range cases {
+		for _, stream := range []bool{false, true} {
+			t.Run(tc.name+"/"+modeName(stream), func(t *testing.T) {
+				e := newExecEnv(t, "toolhost", loop.DialectOpenAI, two, tools.Options{Policies: tc.policies})
+				decl := `{"type":"mcp","server_label":"LABEL","allowed_tools":["random_choice","get_time"]}`
+				if tc.policy != "" {
+					decl = strings.TrimSuffix(decl, "}") + `,"require_approval":` + tc.policy + `}`
+				}
+				body := `{"model":"fake-1","input":"both","tools":[` + decl + `]}`
+				if stream {
+					body = withStream(body)
+				}
+				resp := e.postTo("/v1/responses", body, nil)
+				if resp.status != http.StatusOK {
+					t.Fatalf("status %d: %s", resp.status, resp.body)
+				}
+				var asked []string
+				for _, tl := range []string{"random_choice", "get_time"} {
+					if strings.Contains(string(resp.body), `"name":"`+tl+`","server_label":"toolhost","type":"mcp_approval_request"`) {
+						asked = append(asked, tl)
+					}
+				}
+				if strings.Join(asked, ",") != strings.Join(tc.asks, ",") {
+					t.Errorf("asked for %v, want %v: %s", asked, tc.asks, resp.body)
+				}
+				wantCalls := 1
+				if len(tc.asks) == 0 {
+					wantCalls = 2 // nothing paused: the model answered
+				}
+				if n := len(e.fake.Requests()); n != wantCalls {
+					t.Errorf("%d model calls, want %d", n, wantCalls)
+				}
+				ran := 0
+				e.exec.mu.Lock()
+				defer e.exec.mu.Unlock()
+				for _, o := range e.exec.outcomes {
+					if !o.IsError {
+						ran++
+					}
+				}
+				if ran != 2-len(tc.asks) {
+					t.Errorf("%d calls ran, want %d", ran, 2-len(tc.asks))
+				}
+			})
+		}
+	}
+}
+
+// Hostile answers: too many, a huge reason (kept to the store's bound),
+// ids with Unicode tricks (unknown, quoted safely).
+func TestApprovalAnswersHostile(t *testing.T) {
+	e := newExecEnv(t, "toolhost", loop.DialectOpenAI, approvalScript, tools.Options{})
+	f := approvalFormats[1]
+	var many []string
+	for i := range 65 {
+		many = append(many, fmt.Sprintf(`{"approval_request_id":"apr_%024x","approve":true}`, i))
+	}
+	body := strings.Replace(f.first, `"tools"`, `"LABEL":{"approvals":[`+strings.Join(many, ",")+`]},"tools"`, 1)
+	resp := e.postTo(f.path, body, nil)
+	if resp.status != http.StatusBadRequest || !strings.Contains(string(resp.body), "at most 64") {
+		t.Errorf("65 answers: %d %s", resp.status, resp.body)
+	}
+	for _, id := range []string{"apr_\u202e000000000000000000000", strings.Repeat("apr_", 5000), "APR_000000000000000000000000"} {
+		b, _ := json.Marshal(id)
+		body := strings.Replace(f.first, `"tools"`, `"LABEL":{"approvals":[{"approval_request_id":`+string(b)+`,"approve":true}]},"tools"`, 1)
+		resp := e.postTo(f.path, body, nil)
+		if resp.status != http.StatusBadRequest || !strings.Contains(string(resp.body), "approval_request_unknown") || len(resp.body) > 4096 {
+			t.Errorf("id %.20q: %d %.300s", id, resp.status, resp.body)
+		}
+	}
+	resp = e.postTo(f.path, f.first, nil)
+	id := approvalIDs.FindString(string(resp.body))
+	long := strings.Repeat("因为", 3000)
+	body = strings.Replace(f.answer(id, "", false), `"reason":"ok"`, `"reason":"`+long+`"`, 1)
+	if resp := e.postTo(f.path, body, nil); resp.status != http.StatusOK {
+		t.Fatalf("long reason: %d %s", resp.status, resp.body)
+	}
+	if a := getApproval(t, e, id); a.Status != approval.Declined || len(a.Reason) > approval.MaxReasonBytes {
+		t.Errorf("declined with a %d-byte reason: %s", len(a.Reason), a.Status)
+	}
+}
