@@ -18,8 +18,10 @@ import (
 // renders a run as Responses output items: an mcp_list_tools item, then for
 // each round the model's text as a message item and each executed hosted
 // call as an mcp_call item, then the last round's message and function_call
-// items. Responses are not stored: a continuation sends the previous output
-// back as input (mcp_call items become function call round trips).
+// items (mcp_approval_request for a call waiting for its approval).
+// Responses are not stored: a continuation sends the previous output back
+// as input (mcp_call items become function call round trips; approval
+// items answer a paused run, responses_approvals.go).
 type responsesFace struct{ h *Handler }
 
 func (f responsesFace) parse(_ *http.Request, body []byte) (request, error) {

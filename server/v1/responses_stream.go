@@ -13,8 +13,9 @@ import (
 //
 // The whole loop is one response: response.created and
 // response.in_progress once, then the mcp_list_tools item, then each
-// round's message item (text deltas as they come) and its hosted calls as
-// mcp_call items, and only at the end the terminal event, whose response
+// round's message item (text deltas as they come) and, once they have all
+// ended, its hosted calls as mcp_call items (an mcp_approval_request for a
+// call waiting for its approval), and only at the end the terminal event, whose response
 // holds every item sent. output_index numbers items in sending order;
 // sequence_number increases over the whole stream.
 type responsesStream struct {
