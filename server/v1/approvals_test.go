@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/toolhost/toolhost/internal/store/storetest"
@@ -232,36 +233,68 @@ func TestApprovalDeclinedOrTamperedRunsNothing(t *testing.T) {
 }
 
 // Conversation history that holds the mcp_call an approval ran runs
-// nothing again: the approval items are history.
-func TestApprovalHistoryDoesNotRunAgain(t *testing.T) {
-	e := newExecEnv(t, "toolhost", loop.DialectOpenAI, approvalScript, tools.Options{})
+// nothing again: the approval items are history. Two identical answers
+// sent at once run the call once. On every approval store.
+func TestApprovalRunsOnceOnEveryStore(t *testing.T) {
 	f := approvalFormats[0]
-	resp := e.postTo(f.path, f.first, nil)
-	id := approvalIDs.FindString(string(resp.body))
-	args := string(getApproval(t, e, id).Args)
-	resp = e.postTo(f.path, f.answer(id, args, true), nil)
-	var out struct {
-		Output []json.RawMessage `json:"output"`
+	for name, st := range approvalStoresOf(t) {
+		t.Run(name, func(t *testing.T) {
+			e := newExecEnv(t, "toolhost", loop.DialectOpenAI, approvalScript, tools.Options{Approvals: st})
+			resp := e.postTo(f.path, f.first, nil)
+			id := approvalIDs.FindString(string(resp.body))
+			args := string(getApproval(t, e, id).Args)
+			answer := f.answer(id, args, true)
+			var wg sync.WaitGroup
+			results := make([]response, 2)
+			for i := range results {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					results[i] = e.postTo(f.path, answer, nil)
+				}()
+			}
+			wg.Wait()
+			checkRan(t, e, 1)
+			var done response
+			for _, r := range results {
+				switch {
+				case r.status == http.StatusOK && strings.Contains(string(r.body), `"approval_request_id":"`+id+`"`):
+					done = r
+				case r.status == http.StatusConflict, r.status == http.StatusOK:
+					// Lost the race: refused, or paused again for a new approval.
+				default:
+					t.Errorf("answer: %d %s", r.status, r.body)
+				}
+			}
+			if done.body == nil {
+				t.Fatalf("no answer ran the call: %d %s / %d %s", results[0].status, results[0].body, results[1].status, results[1].body)
+			}
+			var out struct {
+				Output []json.RawMessage `json:"output"`
+			}
+			if err := json.Unmarshal(done.body, &out); err != nil {
+				t.Fatal(err)
+			}
+			var req map[string]any
+			if err := json.Unmarshal([]byte(strings.ReplaceAll(answer, "LABEL", "toolhost")), &req); err != nil {
+				t.Fatal(err)
+			}
+			input := req["input"].([]any)
+			for _, it := range out.Output {
+				input = append(input, json.RawMessage(it))
+			}
+			req["input"] = append(input, map[string]any{"role": "user", "content": "and again?"})
+			body, _ := json.Marshal(req)
+			resp = e.postTo(f.path, string(body), nil)
+			if resp.status != http.StatusOK {
+				t.Fatalf("history: %d %s", resp.status, resp.body)
+			}
+			checkRan(t, e, 1)
+			if a := getApproval(t, e, id); a.Status != approval.Consumed {
+				t.Errorf("approval %+v", a)
+			}
+		})
 	}
-	if err := json.Unmarshal(resp.body, &out); err != nil || resp.status != http.StatusOK {
-		t.Fatalf("%d %s", resp.status, resp.body)
-	}
-	answer := f.answer(id, args, true)
-	var req map[string]any
-	if err := json.Unmarshal([]byte(strings.ReplaceAll(answer, "LABEL", "toolhost")), &req); err != nil {
-		t.Fatal(err)
-	}
-	input := req["input"].([]any)
-	for _, it := range out.Output {
-		input = append(input, json.RawMessage(it))
-	}
-	req["input"] = append(input, map[string]any{"role": "user", "content": "and again?"})
-	body, _ := json.Marshal(req)
-	resp = e.postTo(f.path, string(body), nil)
-	if resp.status != http.StatusOK {
-		t.Fatalf("history: %d %s", resp.status, resp.body)
-	}
-	checkRan(t, e, 1)
 }
 
 // checkRan: random_choice ran n times (successfully) in e.
