@@ -478,3 +478,40 @@ func TestApprovalAnswersHostile(t *testing.T) {
 		t.Errorf("declined with a %d-byte reason: %s", len(a.Reason), a.Status)
 	}
 }
+
+// count_tokens counts the calls approval answers add, as the loop would put
+// them, deciding nothing; an unknown approval is the same 400.
+func TestCountTokensWithApprovalAnswers(t *testing.T) {
+	for _, p := range protocols {
+		t.Run(string(p), func(t *testing.T) {
+			f := approvalFormats[2]
+			e := newExecEnv(t, "toolhost", p, approvalScript, tools.Options{Policies: f.policies})
+			resp := e.postTo(f.path, f.first, nil)
+			id := approvalIDs.FindString(string(resp.body))
+			count := func(body string) (int, response) {
+				t.Helper()
+				r := e.postTo("/v1/messages/count_tokens", body, nil)
+				var got struct {
+					InputTokens int `json:"input_tokens"`
+				}
+				_ = json.Unmarshal(r.body, &got)
+				return got.InputTokens, r
+			}
+			without, r := count(f.first)
+			if r.status != http.StatusOK {
+				t.Fatalf("%d %s", r.status, r.body)
+			}
+			with, r := count(f.answer(id, "", true))
+			if r.status != http.StatusOK || with <= without {
+				t.Errorf("with the answer: %d tokens (without %d): %d %s", with, without, r.status, r.body)
+			}
+			if _, r := count(strings.ReplaceAll(f.answer(id, "", true), id, "apr_00000000000000000000000f")); r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "approval_request_unknown") {
+				t.Errorf("unknown approval: %d %s", r.status, r.body)
+			}
+			if a := getApproval(t, e, id); a.Status != approval.Pending {
+				t.Errorf("count_tokens decided the approval: %+v", a)
+			}
+			checkRan(t, e, 0)
+		})
+	}
+}

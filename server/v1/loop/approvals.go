@@ -386,3 +386,32 @@ func (r *Runner) pause(ctx context.Context, run *Run, res *Result, rr RoundResul
 	}
 	return res, nil
 }
+
+// PreviewApprovals fills in the calls of answers in msgs as the run would
+// before its first upstream call, without deciding or running anything:
+// the approvals' tools and arguments, an empty result for an approved call
+// and the declined note for a declined one (count_tokens counts this). An
+// unknown approval is the ApprovalError a run would give.
+func (r *Runner) PreviewApprovals(ctx context.Context, account string, msgs []Message, answers []ApprovalAnswer, lang catalog.Lang) ([]Message, error) {
+	ap, ok := r.exec.(approver)
+	if !ok || len(answers) == 0 {
+		return msgs, nil
+	}
+	checked := make([]answered, 0, len(answers))
+	var calls []Call
+	for _, ans := range answers {
+		a, err := ap.GetApproval(ctx, account, ans.ID)
+		if errors.Is(err, approval.ErrNotFound) {
+			return nil, &ApprovalError{Status: http.StatusBadRequest, Reason: ReasonApprovalUnknown, Param: ans.Param,
+				Message: fmt.Sprintf("no approval request %q was made to this account", clipID(ans.ID))}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: read approval %s: %w", ErrInternal, ans.ID, err)
+		}
+		checked = append(checked, answered{ApprovalAnswer: ans, a: a, run: ans.Approve})
+		if ans.Approve {
+			calls = append(calls, Call{ApprovalID: ans.ID})
+		}
+	}
+	return fillApprovals(msgs, checked, calls, lang), nil
+}
