@@ -135,11 +135,14 @@ func addPolicy(into *loop.ApprovalPolicy, p declPolicy, names []string) {
 	}
 	for _, n := range names {
 		pol, ok := p.tools[n]
-		if !ok && p.asks {
+		switch {
+		case ok:
+		case p.asks:
 			pol = approval.Always
-		}
-		if pol == "" {
-			continue
+		default:
+			// Named, so that another declaration's default does not
+			// apply; never tightens nothing.
+			pol = approval.Never
 		}
 		if cur := into.Tools[n]; cur != approval.Always {
 			into.Tools[n] = pol

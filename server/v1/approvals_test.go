@@ -396,13 +396,20 @@ func TestRequireApprovalForms(t *testing.T) {
 		{"always_string", `"always"`, nil, []string{"random_choice", "get_time"}},
 		{"never_does_not_loosen", `"never"`, map[string]approval.Policy{"get_time": approval.Always}, []string{"get_time"}},
 		{"absent_does_not_loosen", ``, map[string]approval.Policy{"get_time": approval.Always}, []string{"get_time"}},
+		// Two declarations: each one's policy holds for its own tools.
+		{"two_declarations", `TWO`, nil, []string{"random_choice"}},
 	}
 	for _, tc := range cases {
 		for _, stream := range []bool{false, true} {
 			t.Run(tc.name+"/"+modeName(stream), func(t *testing.T) {
 				e := newExecEnv(t, "toolhost", loop.DialectOpenAI, two, tools.Options{Policies: tc.policies})
 				decl := `{"type":"mcp","server_label":"LABEL","allowed_tools":["random_choice","get_time"]}`
-				if tc.policy != "" {
+				switch tc.policy {
+				case "":
+				case "TWO":
+					decl = `{"type":"mcp","server_label":"LABEL","allowed_tools":["get_time"],"require_approval":"never"},` +
+						`{"type":"mcp","server_label":"LABEL","allowed_tools":["random_choice"],"require_approval":"always"}`
+				default:
 					decl = strings.TrimSuffix(decl, "}") + `,"require_approval":` + tc.policy + `}`
 				}
 				body := `{"model":"fake-1","input":"both","tools":[` + decl + `]}`
