@@ -92,7 +92,8 @@ func (pl *pipeline) policy() (approval.Policy, string) {
 	if pl.remote != nil && pl.remote.RequireApproval != "" {
 		p, basis = pl.remote.RequireApproval, pl.remote.ApprovalBasis
 	}
-	return approval.Resolve(p, basis, pl.sessionPolicy)
+	p, basis = approval.Resolve(p, basis, pl.sessionPolicy)
+	return approval.Tighten(p, basis, pl.p.RequireApproval, approval.BasisRequest)
 }
 
 // confirm is the confirmation part of the authorize step, after the
@@ -242,12 +243,36 @@ func (e *Executor) ApprovalTTL() time.Duration { return e.opts.ApprovalTTL }
 // calls (REST now). d.By is the deciding identity, d.Via the face.
 // Errors: approval.ErrNotFound (not the account's), a *approval.StateError
 // (no longer pending: decided, consumed or expired).
+// An empty account is the executor's own (Options.AccountID), as for a
+// call whose Caller names none.
 func (e *Executor) DecideApproval(ctx context.Context, account, id string, d approval.Decision) (approval.Approval, error) {
 	if !approval.ValidID(id) {
 		return approval.Approval{}, approval.ErrNotFound
 	}
 	d.Reason = clipReason(d.Reason)
-	return e.opts.Approvals.DecideApproval(ctx, account, id, d, e.opts.Clock())
+	return e.opts.Approvals.DecideApproval(ctx, e.account(account), id, d, e.opts.Clock())
+}
+
+// GetApproval returns one approval of the account (the executor's own
+// when empty) with its status at the executor's clock (expired once its
+// expiry has come); approval.ErrNotFound when it is not the account's.
+func (e *Executor) GetApproval(ctx context.Context, account, id string) (approval.Approval, error) {
+	if !approval.ValidID(id) {
+		return approval.Approval{}, approval.ErrNotFound
+	}
+	a, err := e.opts.Approvals.GetApproval(ctx, e.account(account), id)
+	if err != nil {
+		return approval.Approval{}, err
+	}
+	a.Status = a.Effective(e.opts.Clock())
+	return a, nil
+}
+
+func (e *Executor) account(a string) string {
+	if a == "" {
+		return e.opts.AccountID
+	}
+	return a
 }
 
 // Clock is the executor's clock (Options.Clock), the one approvals expire

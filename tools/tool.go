@@ -12,6 +12,7 @@ import (
 	"github.com/toolhost/toolhost/catalog"
 	"github.com/toolhost/toolhost/internal/identity"
 	"github.com/toolhost/toolhost/internal/wire"
+	"github.com/toolhost/toolhost/tools/approval"
 )
 
 // Tool is one callable tool. Spec is static data; Call does the work.
@@ -102,6 +103,10 @@ type Proposal struct {
 	// approval the call needs (approve.go); nil ends such a call with
 	// approval_required and a pending approval to decide by id.
 	Confirm Confirmer
+	// RequireApproval is the face's own policy for this call (a /v1
+	// request's require_approval): like a session's, it makes the tool's
+	// policy stricter, never looser; "" changes nothing.
+	RequireApproval approval.Policy
 }
 
 // Invocation is a call the runtime has parsed, validated, normalized and is

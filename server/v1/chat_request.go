@@ -12,6 +12,7 @@ import (
 	"github.com/toolhost/toolhost/server/v1/loop"
 	"github.com/toolhost/toolhost/server/v1/upstream/openai"
 	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/approval"
 )
 
 // chatRequest is a checked Chat Completions request.
@@ -96,9 +97,11 @@ func (h *Handler) parseChat(body []byte) (*chatRequest, error) {
 	}
 	// Publishing order, whatever order the declarations named them in.
 	if err := h.applyHosted(&cr.hosted, cr.declared, enabledSet, cr.loop.Tools, top[label], label,
-		fmt.Sprintf("a tools item {\"type\":\"mcp\",\"server_label\":%q}", label), "function", "rename it or leave the hosted tool out of allowed_tools"); err != nil {
+		fmt.Sprintf("a tools item {\"type\":\"mcp\",\"server_label\":%q}", label), "function", "rename it or leave the hosted tool out of allowed_tools", &cr.loop.Approvals); err != nil {
 		return nil, err
 	}
+	cr.loop.Messages = placeAnswers(cr.loop.Messages, cr.loop.Approvals)
+	cr.loop.ApprovalVia = approval.ViaV1Chat
 	if cr.declared {
 		if n, ok := top["n"]; ok {
 			var v int
@@ -156,10 +159,11 @@ func (h *Handler) parseChatTools(t json.RawMessage, cr *chatRequest) (map[string
 			})
 			continue
 		}
-		names, err := h.parseDeclaration(item, fmt.Sprintf("tools[%d]", i))
+		names, pol, err := h.parseDeclaration(item, fmt.Sprintf("tools[%d]", i))
 		if err != nil {
 			return nil, err
 		}
+		addPolicy(&cr.hosted.Approval, pol, names)
 		cr.declared = true
 		for _, n := range names {
 			enabledSet[n] = true
@@ -169,12 +173,26 @@ func (h *Handler) parseChatTools(t json.RawMessage, cr *chatRequest) (map[string
 }
 
 // parseDeclaration checks one {"type":"mcp",...} tools item and returns the
-// hosted tools it enables.
-func (h *Handler) parseDeclaration(item json.RawMessage, param string) ([]string, error) {
+// hosted tools it enables and its require_approval (approvals.go).
+func (h *Handler) parseDeclaration(item json.RawMessage, param string) ([]string, declPolicy, error) {
+	names, err := h.declaredNames(item, param)
+	if err != nil {
+		return nil, declPolicy{}, err
+	}
 	var d struct {
-		ServerLabel     string          `json:"server_label"`
-		AllowedTools    json.RawMessage `json:"allowed_tools"`
 		RequireApproval json.RawMessage `json:"require_approval"`
+	}
+	_ = json.Unmarshal(item, &d) // declaredNames decoded it
+	pol, err := h.parseRequireApproval(d.RequireApproval, names, param+".require_approval")
+	return names, pol, err
+}
+
+// declaredNames checks one {"type":"mcp",...} tools item and returns the
+// hosted tools it enables.
+func (h *Handler) declaredNames(item json.RawMessage, param string) ([]string, error) {
+	var d struct {
+		ServerLabel  string          `json:"server_label"`
+		AllowedTools json.RawMessage `json:"allowed_tools"`
 	}
 	if err := json.Unmarshal(item, &d); err != nil {
 		return nil, badRequest(ReasonInvalidRequest, param, "mcp tool: "+err.Error())
@@ -184,9 +202,6 @@ func (h *Handler) parseDeclaration(item json.RawMessage, param string) ([]string
 	}
 	if !h.opts.Enabled {
 		return nil, badRequest(ReasonHostedDisabled, param, "hosted tools are not enabled in this deployment")
-	}
-	if len(d.RequireApproval) > 0 && string(d.RequireApproval) != "null" && string(d.RequireApproval) != `"never"` {
-		return nil, badRequest(ReasonApprovalUnsupported, param+".require_approval", `hosted tools run without approval; require_approval must be "never" or absent`)
 	}
 	published := h.published()
 	if len(d.AllowedTools) == 0 || string(d.AllowedTools) == "null" {
@@ -209,16 +224,8 @@ func (h *Handler) parseDeclaration(item json.RawMessage, param string) ([]string
 	if len(names) == 0 {
 		return nil, badRequest(ReasonNoHostedToolEnabled, param+".allowed_tools", "allowed_tools is empty: name at least one hosted tool, or leave allowed_tools out to enable all")
 	}
-	var unknown []string
-	for _, n := range names {
-		if _, ok := published.Lookup(n); !ok {
-			unknown = append(unknown, n)
-		}
-	}
-	if len(unknown) > 0 {
-		e := badRequest(ReasonUnknownHostedTool, param+".allowed_tools", fmt.Sprintf("no hosted tool named %s; available: %s", strings.Join(quoteAll(unknown), ", "), strings.Join(h.publishedNames(), ", ")))
-		e.names = unknown
-		return nil, e
+	if err := h.checkNames(names, param+".allowed_tools"); err != nil {
+		return nil, err
 	}
 	return names, nil
 }
@@ -237,29 +244,58 @@ func (h *Handler) publishedNames() []string {
 	return out
 }
 
-// parseExtension checks the top-level extension field: an object whose only
-// key is max_tool_rounds.
-func (h *Handler) parseExtension(raw json.RawMessage) (rounds int, has bool, err error) {
+// extensionFields are the members of the request's extension field.
+type extensionFields struct {
+	rounds    int
+	hasRounds bool
+	// approvals are the answers to a paused response's approval_requests
+	// (Chat Completions and Messages only).
+	approvals []loop.ApprovalAnswer
+}
+
+// parseExtension checks the top-level extension field: an object whose
+// keys are max_tool_rounds and, where withApprovals, approvals.
+func (h *Handler) parseExtension(raw json.RawMessage, withApprovals bool) (extensionFields, error) {
+	var out extensionFields
 	label := h.opts.Label
 	if len(raw) == 0 || string(raw) == "null" {
-		return 0, false, nil
+		return out, nil
 	}
 	var ext map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &ext); err != nil {
-		return 0, false, badRequest(ReasonInvalidExtension, label, fmt.Sprintf("%s must be an object such as {\"max_tool_rounds\": 6}", label))
+		return out, badRequest(ReasonInvalidExtension, label, fmt.Sprintf("%s must be an object such as {\"max_tool_rounds\": 6}", label))
+	}
+	accepted := "max_tool_rounds"
+	if withApprovals {
+		accepted = "max_tool_rounds and approvals"
 	}
 	var unknown []string
 	for k := range ext {
-		if k != "max_tool_rounds" {
+		if k != "max_tool_rounds" && (k != "approvals" || !withApprovals) {
 			unknown = append(unknown, k)
 		}
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		e := badRequest(ReasonUnknownExtensionKey, label+"."+unknown[0], fmt.Sprintf("%s accepts only max_tool_rounds; unknown key %s", label, strings.Join(quoteAll(unknown), ", ")))
+		e := badRequest(ReasonUnknownExtensionKey, label+"."+unknown[0], fmt.Sprintf("%s accepts only %s; unknown key %s", label, accepted, strings.Join(quoteAll(unknown), ", ")))
 		e.keys = unknown
-		return 0, false, e
+		return out, e
 	}
+	if a, ok := ext["approvals"]; ok {
+		answers, err := parseApprovalAnswers(a, label+".approvals")
+		if err != nil {
+			return out, err
+		}
+		out.approvals = answers
+	}
+	rounds, has, err := h.parseRounds(ext)
+	out.rounds, out.hasRounds = rounds, has
+	return out, err
+}
+
+// parseRounds reads the extension field's max_tool_rounds.
+func (h *Handler) parseRounds(ext map[string]json.RawMessage) (rounds int, has bool, err error) {
+	label := h.opts.Label
 	v, ok := ext["max_tool_rounds"]
 	if !ok {
 		return 0, false, nil
@@ -381,9 +417,11 @@ func sessionID(r *http.Request, md map[string]string) string {
 // read: the enabled hosted tools in catalog order, max_tool_rounds from the
 // extension field (refused without a declaration; declareHint says how this
 // format declares), and the refusal of a caller tool named like an enabled
-// hosted tool (renameHint says how to avoid it in this format).
+// hosted tool (renameHint says how to avoid it in this format). Where
+// answers is not nil, the extension field may carry approval answers,
+// which go there.
 func (h *Handler) applyHosted(hosted *loop.Hosted, declared bool, enabledSet map[string]bool, callerTools []loop.Function,
-	ext json.RawMessage, label, declareHint, noun, renameHint string) error {
+	ext json.RawMessage, label, declareHint, noun, renameHint string, answers *[]loop.ApprovalAnswer) error {
 	if declared {
 		for _, s := range h.published().List() {
 			if enabledSet[s.Name] {
@@ -391,9 +429,16 @@ func (h *Handler) applyHosted(hosted *loop.Hosted, declared bool, enabledSet map
 			}
 		}
 	}
-	rounds, hasRounds, err := h.parseExtension(ext)
+	fields, err := h.parseExtension(ext, answers != nil)
 	if err != nil {
 		return err
+	}
+	rounds, hasRounds := fields.rounds, fields.hasRounds
+	if len(fields.approvals) > 0 {
+		if !declared {
+			return badRequest(ReasonApprovalsWithoutHosted, label+".approvals", fmt.Sprintf("%s.approvals answers approval requests of hosted tools, but the request declares none (%s)", label, declareHint))
+		}
+		*answers = fields.approvals
 	}
 	if hasRounds && !declared {
 		return badRequest(ReasonRoundsWithoutHosted, label+".max_tool_rounds", fmt.Sprintf("%s.max_tool_rounds is set but the request declares no hosted tools (%s)", label, declareHint))

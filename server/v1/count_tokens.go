@@ -15,6 +15,7 @@ import (
 	tiktoken "github.com/pkoukk/tiktoken-go"
 
 	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/internal/identity"
 	"github.com/toolhost/toolhost/internal/wire"
 	"github.com/toolhost/toolhost/server"
 	"github.com/toolhost/toolhost/server/v1/loop"
@@ -44,6 +45,14 @@ func (h *Handler) countTokens(w http.ResponseWriter, r *http.Request) {
 		}
 		writeMessagesError(w, re)
 		return
+	}
+	if len(mr.loop.Approvals) > 0 {
+		// The calls the answers decide, as the loop would put them.
+		id, _ := identity.FromContext(ctx)
+		if mr.loop.Messages, err = h.opts.Runner.PreviewApprovals(ctx, id.AccountID, mr.loop.Messages, mr.loop.Approvals, lang(r)); err != nil {
+			writeMessagesError(w, h.runError(ctx, err))
+			return
+		}
 	}
 	req, err := h.countRequest(mr, lang(r))
 	if err != nil {

@@ -20,4 +20,13 @@
 // upstream sent that we do not interpret and the extension field (named by
 // the label) travel as Extra through wire.Marshal, which writes keys in
 // sorted order — so the bytes are those the golden files pin.
+//
+// Approvals (approvals.go, responses_approvals.go): a declaration's
+// require_approval becomes the run's loop.ApprovalPolicy, which only
+// tightens the tools' own policies. A paused run is rendered in each
+// format's shapes (mcp_approval_request items; the extension field's
+// approval_requests, with Messages' pause_turn), and a continuation's
+// answers (mcp_approval_response items; the extension field's approvals)
+// become loop.Request.Approvals with the decided calls placed in the
+// conversation for the loop to fill in.
 package v1

@@ -23,7 +23,6 @@ const (
 	ReasonToolChoiceNotEnabled   = "tool_choice_not_enabled"
 	ReasonUnknownHostedTool      = "unknown_hosted_tool"
 	ReasonNoHostedToolEnabled    = "no_hosted_tool_enabled"
-	ReasonApprovalUnsupported    = "require_approval_unsupported"
 	ReasonMultipleChoices        = "n_unsupported_with_hosted_tools"
 	ReasonIdempotencyKeyReused   = "idempotency_key_reused"
 	ReasonIdempotencyKeyInFlight = "idempotency_key_in_progress"

@@ -166,8 +166,11 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, f face, body []b
 
 // extension is the extension field of a response (named by the label).
 type extension struct {
-	CostQuota int64  `json:"cost_quota"`
-	RequestID string `json:"request_id"`
+	// ApprovalRequests are the calls a paused run waits for approvals of
+	// (approvals.go); absent when none waits.
+	ApprovalRequests *[]approvalRequest `json:"approval_requests,omitempty"`
+	CostQuota        int64              `json:"cost_quota"`
+	RequestID        string             `json:"request_id"`
 	// StoppedBy names the budget that made the last call the final one
 	// (loop.StopReason); absent when the model answered on its own.
 	StoppedBy  string        `json:"stopped_by,omitempty"`
@@ -203,6 +206,7 @@ func (h *Handler) extension(declared bool, run *loop.Run, res *loop.Result) exte
 		rounds := res.ToolRounds()
 		ext.ToolCalls, ext.ToolRounds = &calls, &rounds
 		ext.StoppedBy = string(res.StoppedBy)
+		ext.ApprovalRequests = h.approvalRequests(res)
 	}
 	return ext
 }

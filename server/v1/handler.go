@@ -153,7 +153,10 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *req
 // runError turns a failed run into the caller's error.
 func (h *Handler) runError(ctx context.Context, err error) *requestError {
 	var ue *loop.UpstreamError
+	var ae *loop.ApprovalError
 	switch {
+	case errors.As(err, &ae):
+		return approvalError(ae)
 	case errors.Is(err, loop.ErrModelUnavailable):
 		return &requestError{status: http.StatusServiceUnavailable, code: "model_unavailable", reason: "model_unavailable", message: err.Error()}
 	case errors.As(err, &ue) && ue.Status >= 400 && ue.Status < 500:

@@ -60,11 +60,20 @@ func (h *Handler) messagesResponse(mr *messagesRequest, run *loop.Run, res *loop
 		extra = res.Final.Extra
 	}
 	content := []json.RawMessage{}
-	for _, rr := range res.Rounds[:len(res.Rounds)-1] {
+	for _, c := range res.Resumed {
+		content = append(content, h.mcpToolUse(c.ID, c.Name, c.Args), resultBlock(c))
+	}
+	paused := len(res.Awaiting()) > 0
+	for n, rr := range res.Rounds {
+		if n == len(res.Rounds)-1 && !paused {
+			break
+		}
 		content = append(content, h.hostedRoundBlocks(rr)...)
 		content = append(content, resultBlocks(rr.Calls)...)
 	}
-	content = append(content, finalBlocks(res)...)
+	if !paused {
+		content = append(content, finalBlocks(res)...)
+	}
 	stopReason, stopSeq := messagesStop(res)
 	return message{
 		ID:           messageID(res.First.ID),
@@ -90,6 +99,11 @@ func messageID(id string) string {
 // messagesStop is the stop reason and stop sequence (JSON) of the run.
 func messagesStop(res *loop.Result) (string, json.RawMessage) {
 	null := json.RawMessage("null")
+	if len(res.Awaiting()) > 0 {
+		// The turn is paused until the caller answers the approval
+		// requests (the extension field's approval_requests).
+		return "pause_turn", null
+	}
 	if res.Final.Dialect == loop.DialectAnthropic && !(res.HostedRemoved && res.FinishReason == loop.FinishStop) {
 		var s string
 		if json.Unmarshal(res.Final.Extra["stop_reason"], &s) == nil && s != "" {

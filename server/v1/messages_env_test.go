@@ -29,13 +29,20 @@ var protocols = []loop.Dialect{loop.DialectOpenAI, loop.DialectAnthropic}
 // protocol (the fake serves both wire formats on one port).
 func newProtocolEnv(t *testing.T, label string, protocol loop.Dialect, script fakeupstream.Script, opts ...envOption) *env {
 	t.Helper()
+	return newExecEnv(t, label, protocol, script, tools.Options{}, opts...)
+}
+
+// newExecEnv is newProtocolEnv with the executor's options (its approval
+// store, its policies).
+func newExecEnv(t *testing.T, label string, protocol loop.Dialect, script fakeupstream.Script, eo tools.Options, opts ...envOption) *env {
+	t.Helper()
 	fake, err := fakeupstream.Start(script)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = fake.Close() })
 	sl := sleep.New()
-	ex, err := tools.NewExecutor(tools.Options{}, envTools(sl)...)
+	ex, err := tools.NewExecutor(eo, envTools(sl)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +67,7 @@ func newProtocolEnv(t *testing.T, label string, protocol loop.Dialect, script fa
 	o.Runner = loop.NewRunner(rec, loop.RunnerOptions{Rounds: store})
 	h := v1.New(o)
 	srv := server.New(server.Options{Routes: h.Routes()})
-	hs := httptest.NewServer(pinnedRequestIDs(srv.Handler()))
+	hs := httptest.NewServer(testKey(pinnedRequestIDs(srv.Handler())))
 	t.Cleanup(hs.Close)
 	return &env{t: t, label: label, url: hs.URL, fake: fake, exec: rec, sleep: sl, rounds: store}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/toolhost/toolhost/internal/wire"
 	"github.com/toolhost/toolhost/server/v1/loop"
 	"github.com/toolhost/toolhost/server/v1/upstream/anthropic"
+	"github.com/toolhost/toolhost/tools/approval"
 )
 
 // MCPBeta is the anthropic-beta value that declares the MCP connector
@@ -98,7 +99,7 @@ func (h *Handler) parseMessages(r *http.Request, body []byte) (*messagesRequest,
 		}
 	}
 	if err := h.applyHosted(&mr.hosted, mr.declared, enabledSet, mr.loop.Tools, top[label], label,
-		fmt.Sprintf("mcp_servers with %q and its mcp_toolset", label), "tool", "rename it or disable the hosted tool in the mcp_toolset configs"); err != nil {
+		fmt.Sprintf("mcp_servers with %q and its mcp_toolset", label), "tool", "rename it or disable the hosted tool in the mcp_toolset configs", &mr.loop.Approvals); err != nil {
 		return nil, err
 	}
 
@@ -129,6 +130,8 @@ func (h *Handler) parseMessages(r *http.Request, body []byte) (*messagesRequest,
 			mr.loop.Messages = append(mr.loop.Messages, ms...)
 		}
 	}
+	mr.loop.Messages = placeAnswers(mr.loop.Messages, mr.loop.Approvals)
+	mr.loop.ApprovalVia = approval.ViaV1Messages
 
 	if tc := in.ToolChoice; present(tc) {
 		choice, err := messagesToolChoice(tc)

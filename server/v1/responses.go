@@ -18,8 +18,10 @@ import (
 // renders a run as Responses output items: an mcp_list_tools item, then for
 // each round the model's text as a message item and each executed hosted
 // call as an mcp_call item, then the last round's message and function_call
-// items. Responses are not stored: a continuation sends the previous output
-// back as input (mcp_call items become function call round trips).
+// items (mcp_approval_request for a call waiting for its approval).
+// Responses are not stored: a continuation sends the previous output back
+// as input (mcp_call items become function call round trips; approval
+// items answer a paused run, responses_approvals.go).
 type responsesFace struct{ h *Handler }
 
 func (f responsesFace) parse(_ *http.Request, body []byte) (request, error) {
@@ -118,34 +120,52 @@ func (h *Handler) listToolsItem(run *loop.Run) (*listToolsItem, error) {
 	return &listToolsItem{ID: "mcpl_" + run.Caller.RequestID, Type: "mcp_list_tools", ServerLabel: h.opts.Label, Tools: list}, nil
 }
 
-// responsesOutput renders the rounds of a run after mcp_list_tools: each
-// hosted round's text and executed calls, then the last round's text and
-// caller function calls (skipped hosted calls are left out).
+// responsesOutput renders the calls answered approvals ran, then the
+// rounds of a run after mcp_list_tools: each round's text and executed
+// calls (mcp_call; mcp_approval_request for a call waiting for its
+// approval), then the last round's caller function calls (skipped hosted
+// calls are left out).
 func responsesOutput(label string, res *loop.Result) []any {
 	var out []any
+	for _, c := range res.Resumed {
+		out = append(out, newMCPCallItem(label, c, true))
+	}
 	base := trimID(res.First.ID)
-	for _, rr := range res.Rounds[:len(res.Rounds)-1] {
-		if t := rr.Response.Message.Text; t != "" {
-			out = append(out, newMessageItem(roundItemID(base, rr.Round), t, "completed"))
-		}
-		for _, c := range rr.Calls {
-			if c.Status != loop.StatusSkipped { // skipped for a budget
-				out = append(out, newMCPCallItem(label, c, true))
+	last := len(res.Rounds) - 1
+	for n, rr := range res.Rounds {
+		text, status := rr.Response.Message.Text, "completed"
+		if n == last {
+			text = res.Message.Text
+			if responseStatus(res.FinishReason) == "incomplete" {
+				status = "incomplete"
 			}
 		}
-	}
-	last := res.Rounds[len(res.Rounds)-1]
-	status := "completed"
-	if responseStatus(res.FinishReason) == "incomplete" {
-		status = "incomplete"
-	}
-	if res.Message.Text != "" {
-		out = append(out, newMessageItem(roundItemID(base, last.Round), res.Message.Text, status))
+		if text != "" {
+			out = append(out, newMessageItem(roundItemID(base, rr.Round), text, status))
+		}
+		for _, c := range rr.Calls {
+			if item := hostedItem(label, c); item != nil {
+				out = append(out, item)
+			}
+		}
 	}
 	for _, c := range res.Message.ToolCalls {
 		out = append(out, newFunctionCallItem(c.ID, c.Name, string(c.Args), "completed"))
 	}
 	return out
+}
+
+// hostedItem is the output item of a finished hosted call: nil for a
+// skipped one, mcp_approval_request for one waiting for its approval, else
+// mcp_call.
+func hostedItem(label string, c loop.Call) any {
+	switch c.Status {
+	case loop.StatusSkipped:
+		return nil
+	case loop.StatusApprovalRequired:
+		return newApprovalRequestItem(label, c)
+	}
+	return newMCPCallItem(label, c, true)
 }
 
 // trimID is an upstream id without the prefix of its own format, the stem
@@ -180,6 +200,10 @@ func newFunctionCallItem(callID, name, args, status string) functionCallItem {
 // (status completed or failed, with output or error).
 func newMCPCallItem(label string, c loop.Call, done bool) mcpCallItem {
 	it := mcpCallItem{ID: c.ID, Type: "mcp_call", ServerLabel: label, Name: c.Name, Status: "in_progress"}
+	if c.ApprovalID != "" {
+		id := c.ApprovalID
+		it.ApprovalRequestID = &id
+	}
 	if !done {
 		return it
 	}

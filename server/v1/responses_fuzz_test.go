@@ -23,6 +23,7 @@ func FuzzParseResponses(f *testing.F) {
 	f.Add([]byte(`{"model":"m","instructions":"i","input":[{"role":"user","content":[{"type":"input_text","text":"x"},{"type":"input_image","image_url":"data:image/png;base64,AA=="}]},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"a"}]},{"type":"mcp_list_tools","server_label":"toolhost","tools":[]},{"type":"mcp_call","id":"c1","server_label":"toolhost","name":"get_time","arguments":"{}","output":"t","error":null},{"type":"function_call","call_id":"c2","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c2","output":"o"}],"tools":[{"type":"function","name":"f"}],"text":{"format":{"type":"json_schema","name":"n","schema":{}}},"reasoning":{"effort":"low"}}`))
 	f.Add([]byte(`{"model":"m","input":[],"toolhost":{"x":1}}`))
 	f.Add([]byte(`{"model":"m","input":[{"type":"reasoning","summary":[]}]}`))
+	f.Add([]byte(`{"model":"m","input":[{"role":"user","content":"x"},{"type":"mcp_approval_request","id":"apr_000000000000000000000000","server_label":"toolhost","name":"get_time","arguments":"{}"},{"type":"mcp_approval_response","approval_request_id":"apr_000000000000000000000000","approve":true,"reason":"r"},{"type":"mcp_call","id":"c1","server_label":"toolhost","name":"get_time","arguments":"{}","output":"t","approval_request_id":"apr_1"}],"tools":[{"type":"mcp","server_label":"toolhost","require_approval":{"never":{"tool_names":["get_time"],"read_only":true},"always":{"tool_names":[]}}}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		rq, err := h.parseResponses(body)
 		if err != nil {
@@ -34,6 +35,23 @@ func FuzzParseResponses(f *testing.F) {
 		}
 		if rq.loop.Model == "" || len(rq.loop.Messages) == 0 {
 			t.Fatalf("accepted a request without model or conversation: %s", body)
+		}
+		// Every answer has its placeholder call and result, once.
+		for _, a := range rq.loop.Approvals {
+			calls, results := 0, 0
+			for _, m := range rq.loop.Messages {
+				if m.ApprovalID == a.ID {
+					results++
+				}
+				for _, c := range m.ToolCalls {
+					if c.ApprovalID == a.ID {
+						calls++
+					}
+				}
+			}
+			if calls != 1 || results != 1 {
+				t.Fatalf("answer %q placed %d calls and %d results: %s", a.ID, calls, results, body)
+			}
 		}
 		for _, f := range rq.loop.Tools {
 			for _, n := range rq.hosted.Tools {

@@ -13,8 +13,9 @@ import (
 //
 // The whole loop is one response: response.created and
 // response.in_progress once, then the mcp_list_tools item, then each
-// round's message item (text deltas as they come) and its hosted calls as
-// mcp_call items, and only at the end the terminal event, whose response
+// round's message item (text deltas as they come) and, once they have all
+// ended, its hosted calls as mcp_call items (an mcp_approval_request for a
+// call waiting for its approval), and only at the end the terminal event, whose response
 // holds every item sent. output_index numbers items in sending order;
 // sequence_number increases over the whole stream.
 type responsesStream struct {
@@ -35,8 +36,6 @@ type responsesStream struct {
 	msgText  strings.Builder
 	// Caller function calls of the round being streamed, by caller index.
 	fcalls []*streamedCall
-	// mcp_call output indexes of the round, by call id.
-	mcpIndex map[string]int
 }
 
 type streamedCall struct {
@@ -162,8 +161,6 @@ func (s *responsesStream) event(ev loop.Event) error {
 		if !s.startedResponse() {
 			return s.begin(loop.Meta{ID: ev.ID, Created: ev.Created, Model: ev.Model})
 		}
-	case loop.EventRoundStart:
-		s.mcpIndex = map[string]int{}
 	case loop.EventTextDelta:
 		if err := s.openMessage(ev.Round); err != nil {
 			return err
@@ -175,30 +172,57 @@ func (s *responsesStream) event(ev loop.Event) error {
 	case loop.EventCallerCallDelta:
 		return s.callerCall(ev)
 	case loop.EventHostedCallsProposed:
-		return s.proposeCalls(ev.Calls)
-	case loop.EventHostedCallStarted:
-		i, ok := s.mcpIndex[ev.Call.ID]
-		if !ok {
-			return nil
-		}
-		return s.send("response.mcp_call.in_progress", at(i, ev.Call.ID))
+		return s.closeMessage("completed")
 	case loop.EventHostedCallsDone:
 		// In the model's order, the order the results go to the model.
 		for _, c := range ev.Calls {
-			i := s.mcpIndex[c.ID]
-			typ := "response.mcp_call.completed"
-			if c.Status == loop.StatusFailed {
-				typ = "response.mcp_call.failed"
-			}
-			if err := s.send(typ, at(i, c.ID)); err != nil {
-				return err
-			}
-			if err := s.itemDone(i, newMCPCallItem(s.h.opts.Label, c, true)); err != nil {
+			if err := s.hostedCall(c); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// hostedCall sends a finished hosted call's item. Items are sent once the
+// round's calls have ended, since a call may end waiting for its approval
+// (an mcp_approval_request item) instead of running (an mcp_call item).
+func (s *responsesStream) hostedCall(c loop.Call) error {
+	label := s.h.opts.Label
+	i := s.add(nil)
+	added := at(i, "")
+	if c.Status == loop.StatusApprovalRequired {
+		added.Item = newApprovalRequestItem(label, c)
+		if err := s.send("response.output_item.added", added); err != nil {
+			return err
+		}
+		return s.itemDone(i, newApprovalRequestItem(label, c))
+	}
+	added.Item = newMCPCallItem(label, c, false)
+	if err := s.send("response.output_item.added", added); err != nil {
+		return err
+	}
+	d := at(i, c.ID)
+	d.Delta = ref(string(c.Args))
+	if err := s.send("response.mcp_call_arguments.delta", d); err != nil {
+		return err
+	}
+	done := at(i, c.ID)
+	done.Arguments = ref(string(c.Args))
+	if err := s.send("response.mcp_call_arguments.done", done); err != nil {
+		return err
+	}
+	if err := s.send("response.mcp_call.in_progress", at(i, c.ID)); err != nil {
+		return err
+	}
+	typ := "response.mcp_call.completed"
+	if c.Status == loop.StatusFailed {
+		typ = "response.mcp_call.failed"
+	}
+	if err := s.send(typ, at(i, c.ID)); err != nil {
+		return err
+	}
+	return s.itemDone(i, newMCPCallItem(label, c, true))
 }
 
 // callerCall streams a piece of a call to one of the caller's functions.
@@ -225,33 +249,6 @@ func (s *responsesStream) callerCall(ev loop.Event) error {
 	d := at(c.index, c.itemID)
 	d.Delta = ref(ev.ArgsDelta)
 	return s.send("response.function_call_arguments.delta", d)
-}
-
-// proposeCalls opens an mcp_call item for each hosted call of the round.
-func (s *responsesStream) proposeCalls(calls []loop.Call) error {
-	if err := s.closeMessage("completed"); err != nil {
-		return err
-	}
-	for _, c := range calls {
-		i := s.add(nil)
-		s.mcpIndex[c.ID] = i
-		added := at(i, "")
-		added.Item = newMCPCallItem(s.h.opts.Label, c, false)
-		if err := s.send("response.output_item.added", added); err != nil {
-			return err
-		}
-		d := at(i, c.ID)
-		d.Delta = ref(string(c.Args))
-		if err := s.send("response.mcp_call_arguments.delta", d); err != nil {
-			return err
-		}
-		done := at(i, c.ID)
-		done.Arguments = ref(string(c.Args))
-		if err := s.send("response.mcp_call_arguments.done", done); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func (s *responsesStream) startedResponse() bool { return s.seq > 0 }

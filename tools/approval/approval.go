@@ -85,6 +85,7 @@ const (
 	BasisServerDefault   = "server_default"   // the remote MCP server's default
 	BasisSession         = "session_override" // the session's tool-permissions
 	BasisConfig          = "server_config"    // the config file's tools.require_approval
+	BasisRequest         = "request"          // the /v1 request's require_approval
 )
 
 // Resolve is the effective policy of a tool: the account's (tool, with
@@ -100,6 +101,16 @@ func Resolve(account Policy, accountBasis string, session Policy) (Policy, strin
 		return session, BasisSession
 	}
 	return account, accountBasis
+}
+
+// Tighten is p (with its basis) made stricter by by (with byBasis) when
+// by asks more; "" by changes nothing. What a session does to a tool's
+// policy (Resolve), a /v1 request's require_approval does to the result.
+func Tighten(p Policy, basis string, by Policy, byBasis string) (Policy, string) {
+	if by != "" && by.strictness() > p.strictness() {
+		return by, byBasis
+	}
+	return p, basis
 }
 
 // Status is an approval's state.
@@ -123,6 +134,11 @@ const (
 	ViaREST        = "rest"
 	ViaTerminal    = "terminal"
 	ViaElicitation = "mcp_elicitation"
+	// The /v1 faces: an mcp_approval_response item of /v1/responses, the
+	// extension field's approvals on /v1/chat/completions and /v1/messages.
+	ViaV1Responses = "v1_responses"
+	ViaV1Chat      = "v1_chat_completions"
+	ViaV1Messages  = "v1_messages"
 )
 
 // Approval is one confirmation record.

@@ -49,6 +49,9 @@ type Message struct {
 	ToolCallID string
 	// IsError marks a failed tool result (Anthropic is_error).
 	IsError bool
+	// ApprovalID marks the RoleTool result of a call decided by one of
+	// Request.Approvals: the loop fills in Text and IsError.
+	ApprovalID string
 
 	Dialect Dialect
 	Raw     json.RawMessage
@@ -67,6 +70,9 @@ type ToolCall struct {
 	Name string
 	// Args are the argument bytes exactly as the model produced them.
 	Args json.RawMessage
+	// ApprovalID marks the call of one of Request.Approvals: the loop
+	// fills in Name and Args from the approval.
+	ApprovalID string
 }
 
 // Function is a function definition offered to the model.
@@ -116,6 +122,12 @@ type Request struct {
 	OptionsDialect Dialect
 	// Stream asks the upstream for a stream so text deltas can be relayed.
 	Stream bool
+	// Approvals are the caller's decisions on the approvals an earlier
+	// response asked for (approvals.go), carried out before the first
+	// upstream call; ApprovalVia is the face that carried them
+	// (approval.Decision.Via).
+	Approvals   []ApprovalAnswer
+	ApprovalVia string
 }
 
 // Hosted says which hosted tools a request enabled and how the loop may
@@ -126,6 +138,8 @@ type Hosted struct {
 	// MaxToolRounds is how many rounds may run hosted tools before the final
 	// call with tool choice none.
 	MaxToolRounds int
+	// Approval is the request's require_approval (approvals.go).
+	Approval ApprovalPolicy
 }
 
 // Caller is who sent the request; it becomes the tools.Caller of every

@@ -43,6 +43,16 @@
 //     note instead), and at the wall clock running calls are cancelled;
 //     a call skipped for a budget is reported but never proposed, started
 //     or rendered as content;
+//   - a hosted call the pipeline ends approval_required (its policy,
+//     made stricter by the request's Hosted.Approval, asks and no approval
+//     was given) pauses the run after its round: the round's other calls
+//     ran, no further upstream call is made, Result.Awaiting lists the
+//     calls waiting; Request.Approvals, the caller's answers, are checked
+//     (all before any is decided), decided and carried out before the
+//     first upstream call: an approved call runs exactly the approval's
+//     invocation under it (Result.Resumed), a declined one is told to the
+//     model; their events go out right after the first upstream id
+//     (approvals.go);
 //   - a tool failure is a result for the model (status failed; its text
 //     starts with the machine code), never an error of the request; an error of the runtime itself cancels the
 //     round's other calls and fails the request.

@@ -127,6 +127,10 @@ type Call struct {
 	// Withheld says the result went over the run's result-byte budget: the
 	// model read a note instead (the caller still gets Result).
 	Withheld bool
+	// ApprovalID is the approval a call runs under (one of
+	// Request.Approvals) or, with StatusApprovalRequired, waits for; Args
+	// are then the normalized arguments the approval is bound to.
+	ApprovalID string
 }
 
 // MS is the call's duration in whole milliseconds.

@@ -11,13 +11,13 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/toolhost/toolhost/catalog"
 	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/approval"
 )
 
 // MaxParallel is how many hosted calls of one round run at once (seed rule 2).
@@ -143,6 +143,9 @@ type Result struct {
 	StoppedBy StopReason
 	// ResultBytes are the bytes of tool results fed to the model.
 	ResultBytes int64
+	// Resumed are the calls Request.Approvals approved, run before the
+	// first upstream call (also in Calls).
+	Resumed []Call
 }
 
 // RoundResult is one upstream call of a run.
@@ -191,10 +194,7 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 	if run.Route == nil || run.Route.Upstream == nil {
 		return nil, errors.New("loop: run without a route")
 	}
-	cat := run.Catalog
-	if cat == nil {
-		cat = r.exec.Catalog()
-	}
+	cat := r.catalogOf(run)
 	defs, err := DefinitionsFrom(cat, run.Hosted.Tools, run.Lang)
 	if err != nil {
 		return nil, err
@@ -202,21 +202,21 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 	names := newCallNames(defs, run.Request.Tools)
 	hosted := names.hosted
 	res := &Result{RunID: "run_" + uuid.Must(uuid.NewV7()).String(), Definitions: defs}
-	emit := func(ev Event) error {
-		if run.Sink == nil {
-			return nil
-		}
-		return run.Sink(ev)
+	emit := Sink(func(Event) error { return nil })
+	if run.Sink != nil {
+		emit = run.Sink
 	}
-
 	req := run.Request
 	st := &runState{
 		msgs:   append([]Message(nil), req.Messages...),
 		fns:    append(append([]Function(nil), req.Tools...), defs...),
 		choice: req.ToolChoice,
 		spend:  newSpending(run.Budgets, r.maxRounds(ctx, run), time.Now()),
+		names:  &names,
 	}
-	st.names = &names
+	if emit, err = r.resumeRun(ctx, run, res, st, emit); err != nil {
+		return nil, err
+	}
 	for round := 0; ; round++ {
 		stop := StopReason("")
 		if len(hosted) > 0 {
@@ -266,6 +266,9 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 		if err := r.hostedRound(ctx, run, res, st, &rr, hostedCalls, emit); err != nil {
 			return nil, err
 		}
+		if awaits(hostedCalls) {
+			return r.pause(ctx, run, res, rr, hosted, hostedCalls, emit)
+		}
 		st.msgs = appendRound(st.msgs, resp.Message, calls, idsAdded, hostedCalls, run.Lang)
 		if d, ok := offerReadResult(cat, run, hosted, hostedCalls); ok {
 			st.fns = append(st.fns, d)
@@ -285,6 +288,14 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 			return nil, err
 		}
 	}
+}
+
+// catalogOf is where the run's hosted tools are looked up.
+func (r *Runner) catalogOf(run *Run) Catalog {
+	if run.Catalog == nil {
+		return r.exec.Catalog()
+	}
+	return run.Catalog
 }
 
 // runState is what a run carries from round to round.
@@ -454,6 +465,11 @@ func (r *Runner) executeOne(ctx context.Context, run *Run, runID string, visible
 	if run.Caller.IdempotencyKey != "" {
 		key = run.Caller.IdempotencyKey + "/" + strconv.Itoa(c.Round) + "/" + c.ID
 	}
+	policy := run.Hosted.Approval.For(c.Name)
+	if c.ApprovalID != "" {
+		// A call the caller approved runs under that approval only.
+		policy = approval.Always
+	}
 	out, err := r.exec.Execute(callCtx, tools.Proposal{
 		Tool:   c.Name,
 		Args:   c.Args,
@@ -469,9 +485,10 @@ func (r *Runner) executeOne(ctx context.Context, run *Run, runID string, visible
 			TraceID:   run.Caller.TraceID,
 			Identity:  run.Caller.Identity,
 		},
-		IdempotencyKey: key,
-		Lang:           run.Lang,
-		Visible:        visible,
+		IdempotencyKey:  key,
+		Lang:            run.Lang,
+		Visible:         visible,
+		RequireApproval: policy,
 	})
 	if err != nil && (ctx.Err() != nil || callCtx.Err() == nil) {
 		return fmt.Errorf("%w: hosted call %s (%s): %w", ErrInternal, c.ID, c.Name, err)
@@ -484,30 +501,6 @@ func (r *Runner) executeOne(ctx context.Context, run *Run, runID string, visible
 		overrun(run.Lang, c)
 	}
 	return nil
-}
-
-func fillCall(c *Call, out *tools.Outcome, lang catalog.Lang) {
-	c.ExecutionID = out.ExecutionID
-	c.Duration = out.Duration
-	c.Units = out.Units
-	c.Result = out.Text
-	c.IsError = out.IsError
-	c.Code = out.Code
-	c.Continued = out.Continuation != nil
-	if out.IsError {
-		// The model gets the machine code before the message, as an MCP
-		// client gets it in structuredContent: it can tell a server that
-		// is down (upstream_unavailable) from arguments it should fix.
-		if out.Code != "" {
-			c.Result = out.Code + ": " + out.Text
-		}
-		c.Status = StatusFailed
-		c.Summary = failedSummary(lang, out)
-		return
-	}
-	c.Status = StatusDone
-	c.Summary = out.Summary
-	c.Structured = out.Structured
 }
 
 // offerReadResult is read_result's definition when a call of the round
@@ -526,33 +519,6 @@ func offerReadResult(cat Catalog, run *Run, hosted map[string]bool, calls []Call
 		return Function{}, false
 	}
 	return defs[0], true
-}
-
-func failedSummary(lang catalog.Lang, out *tools.Outcome) string {
-	msg := out.Message
-	if msg == "" {
-		msg = out.Code
-	}
-	if utf8.RuneCountInString(msg) > 120 {
-		msg = string([]rune(msg)[:119]) + "…"
-	}
-	if lang == catalog.English {
-		return out.Tool + " failed: " + msg
-	}
-	return out.Tool + " 失败：" + msg
-}
-
-func skippedSummary(lang catalog.Lang, final bool) string {
-	switch {
-	case final && lang == catalog.English:
-		return "not run: tool round limit reached"
-	case final:
-		return "未执行：已达工具轮数上限"
-	case lang == catalog.English:
-		return "not run: the same round called the caller's function"
-	default:
-		return "未执行：同一轮请求了调用方的函数"
-	}
 }
 
 // withoutHosted returns the final message without hosted calls and the
