@@ -36,7 +36,7 @@ const MCP_BETA = "mcp-client-2025-11-20";
 // model asks for one call, then answers. A Messages continuation that
 // sends the paused turn back reaches the third round.
 const keys = [
-  "r-approve", "r-decline", "r-tamper", "r-stream", "r-names",
+  "r-approve", "r-decline", "r-tamper", "r-stream", "r-names", "r-typed",
   "c-approve", "c-decline", "c-stream",
   "m-approve", "m-decline", "m-stream",
 ];
@@ -160,6 +160,24 @@ async function checkApproved(key, ext, approvalID, tool, via) {
 }
 
 const responsesTools = (policy = "always") => [{ type: "mcp", server_label: label, allowed_tools: ["random_choice", "get_time"], require_approval: policy }];
+
+describe("openai client's own types, /v1/responses", () => {
+  test("the approval round trip compiles without casts under tsc --strict and runs", async () => {
+    const typed = join(here, "typed");
+    const out = join(typed, "build");
+    await rm(out, { recursive: true, force: true });
+    const tsc = join(here, "node_modules", "typescript", "bin", "tsc");
+    await promisify(execFile)(process.execPath, [tsc, "-p", join(typed, "tsconfig.json"), "--outDir", out])
+      .catch((err) => assert.fail(`tsc: ${err.stdout}${err.stderr}`));
+    const { askThenApprove } = await import(join(out, "responses-approval.js"));
+    const got = await askThenApprove(openai, "fake-1", "[r-typed] pick a drink", label, "random_choice");
+    assert.match(got.requestID, /^apr_[0-9a-f]{24}$/);
+    assert.deepEqual([got.call.approval_request_id, got.call.name, got.call.status], [got.requestID, "random_choice", "completed"]);
+    assert.equal(got.text, ANSWER);
+    const a = await approvalOf(got.requestID);
+    assert.deepEqual([a.status, a.decided_via, a.reason], ["consumed", "v1_responses", "typed and approved"]);
+  });
+});
 
 describe("openai client, /v1/responses", () => {
   const first = (key, extra = {}) => openai.responses.create({ model: "fake-1", input: `[${key}] pick a drink`, tools: responsesTools(), ...extra });
