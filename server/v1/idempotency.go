@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/toolhost/toolhost/internal/idempotency"
@@ -128,31 +129,66 @@ func (s *IdempotencyStore) end(ctx context.Context, c idempotency.Claim, keep bo
 	return err
 }
 
-// recorder passes a response through and keeps a copy.
+// recorder keeps a copy of a response. A whole response (not a stream)
+// is held back until it is stored, so a client that has an answer will
+// have it replayed on any replica; a stream passes through as it is
+// written (its copy is stored when it ends).
 type recorder struct {
 	http.ResponseWriter
-	status int
-	buf    bytes.Buffer
-	failed bool
+	status  int
+	buf     bytes.Buffer
+	failed  bool
+	held    bool // decided at the first write
+	decided bool
+}
+
+func (r *recorder) decide() {
+	if !r.decided {
+		r.decided = true
+		r.held = !strings.HasPrefix(r.Header().Get("Content-Type"), "text/event-stream")
+	}
 }
 
 func (r *recorder) WriteHeader(code int) {
 	if r.status == 0 {
 		r.status = code
 	}
-	r.ResponseWriter.WriteHeader(code)
+	r.decide()
+	if !r.held {
+		r.ResponseWriter.WriteHeader(code)
+	}
 }
 
 func (r *recorder) Write(b []byte) (int, error) {
 	if r.status == 0 {
 		r.status = http.StatusOK
 	}
+	r.decide()
 	r.buf.Write(b)
+	if r.held {
+		return len(b), nil
+	}
 	n, err := r.ResponseWriter.Write(b)
 	if err != nil {
 		r.failed = true
 	}
 	return n, err
+}
+
+// Flush sends what a stream wrote so far; a held response waits.
+func (r *recorder) Flush() {
+	if r.decided && !r.held {
+		_ = http.NewResponseController(r.ResponseWriter).Flush()
+	}
+}
+
+// release sends a held response.
+func (r *recorder) release() {
+	if !r.held || r.status == 0 {
+		return
+	}
+	r.ResponseWriter.WriteHeader(r.status)
+	_, _ = r.ResponseWriter.Write(r.buf.Bytes())
 }
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
@@ -212,6 +248,7 @@ func (h *Handler) withIdempotency(w http.ResponseWriter, r *http.Request, body [
 		if err := s.end(r.Context(), c, keep, idempotency.Response{Status: rec.status, Header: hdr, Body: rec.buf.Bytes()}); err != nil {
 			h.opts.Logger.WarnContext(r.Context(), "idempotency record not stored", "request_id", requestID(r.Context()), "error", err)
 		}
+		rec.release()
 	}()
 	serve(rec)
 	completed = true

@@ -122,3 +122,53 @@ func TestIdempotencyStoreDownRefusesKeyedRequests(t *testing.T) {
 		t.Fatalf("store down: %d %v %s", w.Code, w.Header(), w.Body)
 	}
 }
+
+// checkingWriter runs check when the first bytes of a response reach the
+// client.
+type checkingWriter struct {
+	*httptest.ResponseRecorder
+	check   func()
+	checked bool
+}
+
+func (w *checkingWriter) Write(b []byte) (int, error) {
+	if !w.checked {
+		w.checked = true
+		w.check()
+	}
+	return w.ResponseRecorder.Write(b)
+}
+
+// A whole (not streamed) answer is stored before the client gets a byte of
+// it: a client that has the answer finds it replayed on any replica, however
+// soon it retries. A stream goes out as it is written.
+func TestIdempotencyWholeAnswerIsStoredBeforeItIsSent(t *testing.T) {
+	mem := idempotency.NewMemory(idempotency.Limits{})
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	h := idemHandler(NewSharedIdempotencyStore(mem, 0, func() time.Time { return now }))
+	for _, tc := range []struct {
+		name, contentType string
+		storedFirst       bool
+	}{
+		{"json", "application/json", true},
+		{"stream", "text/event-stream", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stored := false
+			w := &checkingWriter{ResponseRecorder: httptest.NewRecorder(), check: func() {
+				c := idempotency.Claim{Key: "\x00/v1/chat/completions\x00" + tc.name, Digest: sha256.Sum256([]byte("{}")), Owner: "probe"}
+				r, err := mem.Claim(context.Background(), c, now, time.Second)
+				stored = err == nil && r.Outcome == idempotency.Replay
+			}}
+			h.withIdempotency(w, idemRequest(tc.name, "{}"), []byte("{}"), func(w http.ResponseWriter) {
+				w.Header().Set("Content-Type", tc.contentType)
+				w.WriteHeader(200)
+				_, _ = w.Write([]byte("data"))
+				http.NewResponseController(w).Flush()
+			})
+			if stored != tc.storedFirst || w.Body.String() != "data" || w.Code != 200 {
+				t.Fatalf("stored before the first byte: %v (want %v); sent %d %q", stored, tc.storedFirst, w.Code, w.Body)
+			}
+		})
+	}
+}
