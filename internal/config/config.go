@@ -335,7 +335,7 @@ type Keys struct {
 	// second). Unlisted tools cost 1 per unit. The monthly cap is in these
 	// priced units.
 	Prices map[string]float64 `json:"prices"`
-	// Redis holds the per-key limit state shared by replicas
+	// Redis holds the per-key limit state and web_search's cache shared by replicas
 	// ("redis://127.0.0.1:6379/0"); --redis / TOOLHOST_REDIS override it. Empty:
 	// the state is kept in process memory, right for one process only.
 	Redis string `json:"redis"`
