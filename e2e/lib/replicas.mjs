@@ -57,8 +57,9 @@ export async function createKey(stores, dataDir, args) {
 }
 
 /** Starts one replica (not --dev: API keys and limits are on) on the stores. */
-export function startReplica(stores, config, extra = []) {
+export function startReplica(stores, config, extra = [], opts = {}) {
   return startServer({
+    ...opts,
     dev: false,
     args: ["--postgres", stores.postgres, "--redis", stores.redis, "--stateless", "--config", config, ...extra],
   });
@@ -75,6 +76,8 @@ export function haproxyConfig(port, backends) {
     "  timeout client 120s",
     "  timeout server 120s",
     "  option forwardfor",
+    "  option redispatch",
+    "  retries 3",
     "frontend toolhost",
     `  bind 127.0.0.1:${port}`,
     "  default_backend replicas",
