@@ -256,8 +256,16 @@ type Journal struct {
 	// ("24h" by default). Within it, the same key and arguments get the
 	// stored result and other arguments are refused; after it, the key is
 	// free and a call with it runs as a new call. Expired keys are purged at
-	// start-up; journal records are never deleted.
+	// start-up and by the retention job.
 	IdempotencyRetention duration.Duration `json:"idempotency_retention"`
+	// Retention deletes finished records older than this (with their whole
+	// results, the idempotency keys naming them and the /v1 round records
+	// of the time): "0s", the default, keeps them for ever; else from 1 day
+	// ("90d") and at least idempotency_retention. MaxRows keeps at most this
+	// many records (0: no cap), the oldest finished going first. An hourly
+	// job of serve prunes, one replica at a time.
+	Retention duration.Duration `json:"retention"`
+	MaxRows   int64             `json:"max_rows"`
 	// MaxArgsBytes and MaxResultBytes bound what one record keeps of a
 	// call's arguments (64 KiB) and result (256 KiB); more is cut and
 	// marked "…[truncated by the journal: N bytes in all]".

@@ -42,6 +42,7 @@ func (a *App) Server(ctx context.Context, addr string, listen net.Addr) (*Server
 			return serveHealth{Hosted: hostedHealth(), RunCode: a.sandbox.Status()}
 		},
 	})
+	a.startRetention()
 	_, oauth := rt.authn.(server.TokenAuthenticator)
 	return &Server{Server: srv, OAuth: oauth}, nil
 }
