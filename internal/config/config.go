@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"regexp"
 	"time"
@@ -167,6 +168,10 @@ type Server struct {
 	// MemoryLimitMiB is serve's soft memory limit (Go's GOMEMLIMIT): 0
 	// takes the default (384 MiB), -1 sets none.
 	MemoryLimitMiB int64 `json:"memory_limit_mib"`
+	// TrustedProxies are the load balancers (addresses or CIDR ranges)
+	// whose X-Forwarded-For names the client for per-address limits, and
+	// which max_connections_per_ip does not cap. Empty: none.
+	TrustedProxies []string `json:"trusted_proxies"`
 }
 
 // Default is the configuration without a file: every default of every
@@ -245,7 +250,22 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("journal.read_only_open_delay %q: want from \"0s\" (spool a read-only call's opened record before its tool runs) to %q",
 			d.D().String(), MaxReadOnlyOpenDelay.String())
 	}
+	for _, p := range c.Server.TrustedProxies {
+		if _, err := netip.ParsePrefix(p); err != nil {
+			if _, err := netip.ParseAddr(p); err != nil {
+				return fmt.Errorf("server.trusted_proxies %q: want an IP address or a CIDR range such as 10.0.0.0/8", clipKey(p))
+			}
+		}
+	}
 	return c.checkBounds()
+}
+
+// clipKey shortens a value echoed in an error.
+func clipKey(s string) string {
+	if r := []rune(s); len(r) > 64 {
+		return string(r[:64]) + "…"
+	}
+	return s
 }
 
 var slotPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)

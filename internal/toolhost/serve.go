@@ -62,10 +62,13 @@ func (a *App) Stdio(lang catalog.Lang) *mcpface.Server {
 	return srv
 }
 
-// serverLimits are the listener's limits from the config's server section.
+// serverLimits are the listener's limits from the config's server section
+// (its trusted proxies checked by config.Validate).
 func serverLimits(s config.Server) server.Limits {
+	trusted, _ := server.ParseTrustedProxies(s.TrustedProxies)
 	return server.Limits{
 		ReadHeaderTimeout: s.ReadHeaderTimeout.D(), IdleTimeout: s.IdleTimeout.D(), BodyTimeout: s.BodyTimeout.D(),
 		MaxHeaderBytes: s.MaxHeaderBytes, MaxConns: s.MaxConnections, MaxConnsPerIP: s.MaxConnectionsPerIP,
+		TrustedProxies: trusted,
 	}
 }
