@@ -114,7 +114,7 @@ func (s *Idempotency) Release(ctx context.Context, key, owner string) error {
 }
 
 // Complete implements idempotency.Store. The caps are kept right after:
-// answers past the TTL go, then the account's oldest while it is over its
+// answers past the TTL (and claims abandoned as long ago) go, then the account's oldest while it is over its
 // share, then anyone's oldest while the store is over its bytes or entries.
 func (s *Idempotency) Complete(ctx context.Context, key, owner string, resp idempotency.Response, now time.Time) (bool, error) {
 	size := idempotency.Size(key, resp)
@@ -143,8 +143,11 @@ func (s *Idempotency) Complete(ctx context.Context, key, owner string, resp idem
 
 // keepCaps evicts answers until the caps hold (see Complete).
 func (s *Idempotency) keepCaps(ctx context.Context, kh string, now time.Time) error {
-	if _, err := s.d.db.ExecContext(ctx, s.d.q(`DELETE FROM v1_idempotency WHERE done AND stored_at < ?`),
-		now.Add(-s.lim.TTL).UnixMilli()); err != nil {
+	// Answers past the TTL, and claims whose holder died a TTL ago and
+	// were never retried.
+	expired := now.Add(-s.lim.TTL).UnixMilli()
+	if _, err := s.d.db.ExecContext(ctx, s.d.q(`DELETE FROM v1_idempotency WHERE (done AND stored_at < ?) OR (NOT done AND lease_until < ?)`),
+		expired, expired); err != nil {
 		return fmt.Errorf("expire idempotency keys: %w", err)
 	}
 	var ah string
