@@ -133,7 +133,7 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 	}()
 	o, logger := &a.o, opts.Logger
 	// The Redis the replicas share (serve only): limits and the
-	// web_search cache.
+	// web_search and fetch_page caches.
 	var rdb *redis.Client
 	if o.Keys {
 		if rdb, err = openRedis(o); err != nil {
@@ -143,7 +143,8 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 			a.onClose(func() { rdb.Close() })
 		}
 	}
-	kit, err := toolset(o, logger, toolsetOptions{skipRunCode: o.SkipRunCode, preload: o.Preload, shared: sharedSearchCache(o, rdb)})
+	kit, err := toolset(o, logger, toolsetOptions{skipRunCode: o.SkipRunCode, preload: o.Preload,
+		shared: sharedSearchCache(o, rdb), sharedFetch: sharedFetchCache(o, rdb)})
 	if err != nil {
 		return nil, err
 	}

@@ -29,8 +29,10 @@ type toolsetOptions struct {
 	skipRunCode bool
 	// preload starts loading run_code's runtimes at once (servers).
 	preload bool
-	// shared is the web_search cache the replicas share (nil: none).
-	shared websearch.SharedCache
+	// shared and sharedFetch are the web_search and fetch_page caches the
+	// replicas share (nil: none).
+	shared      websearch.SharedCache
+	sharedFetch fetchpage.SharedCache
 }
 
 // toolset builds every tool this deployment publishes, in publishing order.
@@ -42,7 +44,11 @@ func toolset(o *Options, logger *slog.Logger, to toolsetOptions) (*toolkit, erro
 		return nil, err
 	}
 	ts = append(ts, ws)
-	fp, err := fetchpage.New(o.Config.Fetch, fetchpage.WithLogger(logger))
+	fopts := []fetchpage.Option{fetchpage.WithLogger(logger)}
+	if to.sharedFetch != nil {
+		fopts = append(fopts, fetchpage.WithShared(to.sharedFetch))
+	}
+	fp, err := fetchpage.New(o.Config.Fetch, fopts...)
 	if err != nil {
 		return nil, err
 	}

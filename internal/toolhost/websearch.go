@@ -5,10 +5,6 @@ import (
 	"log/slog"
 	"path/filepath"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/toolhost/toolhost/internal/sharedcache"
-
 	"github.com/toolhost/toolhost/tools/websearch"
 )
 
@@ -35,14 +31,4 @@ func newWebSearch(o *Options, logger *slog.Logger, shared websearch.SharedCache)
 		return nil, fmt.Errorf("web_search: %w", err)
 	}
 	return ws, nil
-}
-
-// sharedSearchCache is web_search's cache in the replicas' Redis, bounded
-// like its local cache (search.cache.max_entries, default 1000; -1: none);
-// nil without Redis.
-func sharedSearchCache(o *Options, rdb *redis.Client) websearch.SharedCache {
-	if rdb == nil || o.Config.Search.Cache.MaxEntries < 0 {
-		return nil
-	}
-	return sharedcache.New(rdb, redisPrefix(o)+"websearch:", sharedcache.Options{Entries: o.Config.Search.Cache.MaxEntries})
 }
