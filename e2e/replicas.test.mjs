@@ -4,7 +4,8 @@
 // Idempotency-Key, /v1/tool-rounds read from either replica, a key's calls
 // per minute counted across both, MCP clients on protocol 2026-07-28
 // (@modelcontextprotocol/client) and 2025-11-25 (@modelcontextprotocol/sdk)
-// alternating between replicas, and web_search's cache shared through Redis.
+// alternating between replicas, and the web tools' caches shared through
+// Redis.
 //
 // The replicas run in the replica mode (--stateless); the load balancer has
 // no affinity of any kind.
@@ -41,7 +42,7 @@ const script = {
 };
 
 describe("two replicas behind HAProxy", { skip: skip || false }, () => {
-  let work, stores, fake, fakeURL, engine, engineHits = 0, replicas = [], lb, key, limitedKey;
+  let work, stores, fake, fakeURL, engine, engineHits = 0, pageHits = 0, replicas = [], lb, key, limitedKey;
 
   before(async () => {
     work = await tempDir("toolhost-replicas-");
@@ -56,6 +57,15 @@ describe("two replicas behind HAProxy", { skip: skip || false }, () => {
     [fakeURL] = await once(createInterface({ input: fake.stdout }), "line");
     // A SearXNG-format engine on loopback, counting the searches it answers.
     engine = createServer((req, res) => {
+      if (req.url.startsWith("/page")) {
+        pageHits++;
+        res.writeHead(200, { "Content-Type": "text/plain" }).end("A page about gopher burrows.");
+        return;
+      }
+      if (!req.url.startsWith("/search")) {
+        res.writeHead(404).end(); // robots.txt: none
+        return;
+      }
       engineHits++;
       res.writeHead(200, { "Content-Type": "application/json" });
       res.end(JSON.stringify({ results: [1, 2, 3].map((i) => ({ url: `https://example.org/${i}`, title: `Burrow ${i}`, content: `Gophers dig burrow ${i}.` })) }));
@@ -208,21 +218,29 @@ describe("two replicas behind HAProxy", { skip: skip || false }, () => {
     }
   });
 
-  test("a web_search answered on one replica is a free cache hit on the other", async () => {
-    const outputs = [];
+  test("a web_search answered and a page fetched on one replica are cache hits on the other", async () => {
+    const searches = [];
+    const pages = [];
+    const pageURL = `http://127.0.0.1:${engine.address().port}/page-${process.pid}`;
     for (const r of replicas) {
       const c = new LegacyClient({ name: "search", version: "1.0.0" });
       await c.connect(new LegacyTransport(r.mcpURL, { requestInit: { headers: auth() } }));
       try {
         const res = await c.callTool({ name: "web_search", arguments: { query: `gopher burrows ${process.pid}` } });
         assert.ok(!res.isError, JSON.stringify(res));
-        outputs.push(res.structuredContent);
+        searches.push(res.structuredContent);
+        const page = await c.callTool({ name: "fetch_page", arguments: { url: pageURL } });
+        assert.ok(!page.isError, JSON.stringify(page));
+        pages.push(page.structuredContent);
       } finally {
         await c.close();
       }
     }
-    assert.deepEqual(outputs.map((o) => o.cached), [false, true]);
-    assert.deepEqual(outputs[1].results, outputs[0].results);
+    assert.deepEqual(searches.map((o) => o.cached), [false, true]);
+    assert.deepEqual(searches[1].results, searches[0].results);
     assert.equal(engineHits, 1);
+    assert.deepEqual(pages.map((o) => o.cached ?? false), [false, true]);
+    assert.equal(pages[1].content, pages[0].content);
+    assert.equal(pageHits, 1);
   });
 });
