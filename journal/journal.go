@@ -480,38 +480,6 @@ func (j *Journal) Claim(ctx context.Context, k, digest string, r Record, evs []E
 	return res, nil
 }
 
-// Wait returns the record id of account once it is finished, or ctx's error.
-func (j *Journal) Wait(ctx context.Context, accountID, id string) (Record, error) {
-	j.mu.Lock()
-	rn := j.running[id]
-	j.mu.Unlock()
-	if rn != nil {
-		select {
-		case <-rn.done:
-		case <-ctx.Done():
-			return Record{}, ctx.Err()
-		}
-	}
-	t := time.NewTicker(j.opts.PollInterval)
-	defer t.Stop()
-	for {
-		// Through Store: an outcome this process has spooled is applied
-		// first.
-		r, err := j.Store().Get(ctx, accountID, id)
-		if err != nil {
-			return Record{}, err
-		}
-		if r.Lifecycle == Finished {
-			return r, nil
-		}
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return Record{}, ctx.Err()
-		}
-	}
-}
-
 // inFlight is the number of calls of this process with an open record.
 func (j *Journal) inFlight() int {
 	j.mu.Lock()

@@ -36,6 +36,9 @@ type Limits struct {
 	// 503 and closed at once, before any request is read.
 	MaxConns      int
 	MaxConnsPerIP int
+	// TrustedProxies are exempt from MaxConnsPerIP (they carry many
+	// clients), and their X-Forwarded-For names the client (ClientAddr).
+	TrustedProxies TrustedProxies
 }
 
 // Defaults of Limits.
@@ -75,6 +78,7 @@ func (l Limits) withDefaults() Limits {
 type connLimiter struct {
 	net.Listener
 	total, perIP int // <0: no cap
+	trusted      TrustedProxies
 
 	mu    sync.Mutex
 	open  int
@@ -83,8 +87,8 @@ type connLimiter struct {
 	onRef func()                     // test hook: a connection was refused
 }
 
-func limitConns(ln net.Listener, total, perIP int) *connLimiter {
-	return &connLimiter{Listener: ln, total: total, perIP: perIP, byIP: map[string]int{}, idle: map[*countedConn]time.Time{}}
+func limitConns(ln net.Listener, total, perIP int, trusted TrustedProxies) *connLimiter {
+	return &connLimiter{Listener: ln, total: total, perIP: perIP, trusted: trusted, byIP: map[string]int{}, idle: map[*countedConn]time.Time{}}
 }
 
 // refusal is written to a connection over a cap: a complete HTTP answer,
@@ -123,7 +127,7 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 				evict.released = true
 			}
 		}
-		over := (l.total >= 0 && l.open >= l.total) || (l.perIP >= 0 && l.byIP[ip] >= l.perIP)
+		over := (l.total >= 0 && l.open >= l.total) || (l.perIP >= 0 && l.byIP[ip] >= l.perIP && !l.trusted.trusts(remoteAddr(ip)))
 		if !over {
 			l.open++
 			l.byIP[ip]++

@@ -75,7 +75,7 @@ func New(opts Options) *Server {
 		WriteError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
 	})
 	opts.Limits = opts.Limits.withDefaults()
-	return &Server{opts: opts, handler: bodyDeadline(opts.Limits.BodyTimeout, RequestID(mux))}
+	return &Server{opts: opts, handler: bodyDeadline(opts.Limits.BodyTimeout, RequestID(withClientAddr(opts.Limits.TrustedProxies, mux)))}
 }
 
 // Handler returns the whole chain, for tests that use httptest.
@@ -96,7 +96,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
 		ErrorLog:          slog.NewLogLogger(s.opts.Logger.Handler(), slog.LevelWarn),
 	}
-	cl := limitConns(ln, lim.MaxConns, lim.MaxConnsPerIP)
+	cl := limitConns(ln, lim.MaxConns, lim.MaxConnsPerIP, lim.TrustedProxies)
 	hs.ConnState = cl.connState
 	ln = cl
 	errc := make(chan error, 1)

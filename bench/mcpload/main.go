@@ -59,6 +59,8 @@ type config struct {
 	// set, keeps the rows whose name holds it.
 	sustained bool
 	only      string
+	// postgres and redis are what the replica targets share.
+	postgres, redis string
 }
 
 func main() {
@@ -78,6 +80,8 @@ func main() {
 	)
 	flag.StringVar(&cfg.runtimes, "runtimes", "runtimes", "with -runcode: folder holding python.wasm and quickjs.wasm")
 	flag.StringVar(&cfg.toolhost, "toolhost", "bin/toolhost", "toolhost binary")
+	flag.StringVar(&cfg.postgres, "postgres", os.Getenv("TOOLHOST_TEST_POSTGRES"), "with the replicas-1 and replicas-2 targets: the PostgreSQL they share")
+	flag.StringVar(&cfg.redis, "redis", os.Getenv("TOOLHOST_TEST_REDIS"), "with the replicas-1 and replicas-2 targets: the Redis they share")
 	flag.StringVar(&cfg.e2e, "e2e", "e2e", "directory of the e2e package (its node_modules holds server-everything and Node 22)")
 	flag.DurationVar(&cfg.warmup, "warmup", 2*time.Second, "warm-up time per measurement (not counted)")
 	flag.DurationVar(&cfg.duration, "duration", 10*time.Second, "measured time per measurement")
@@ -175,12 +179,14 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		"toolhost":   toolhostTarget(cfg),
 		"everything": everythingTarget(cfg),
 		"go-sdk":     floorTarget(),
+		"replicas-1": replicasTarget(cfg, 1),
+		"replicas-2": replicasTarget(cfg, 2),
 	}
 	var results []result
 	for _, name := range cfg.targets {
 		t, ok := all[strings.TrimSpace(name)]
 		if !ok {
-			return fmt.Errorf("unknown target %q (want toolhost, everything, go-sdk)", name)
+			return fmt.Errorf("unknown target %q (want toolhost, everything, go-sdk, replicas-1, replicas-2)", name)
 		}
 		rs, err := measureTarget(ctx, cfg, t)
 		if err != nil {

@@ -15,6 +15,10 @@ func TestCheckRefusesANumberOutOfRange(t *testing.T) {
 	tests := []struct{ file, want string }{
 		{`{"journal": {"commit_delay": "-1s"}}`, `journal.commit_delay "-1s": want from "0s" (never waits) to "1s"`},
 		{`{"journal": {"apply_interval": "-1ms"}}`, `journal.apply_interval "-1ms"`},
+		{`{"journal": {"retention": "1h"}}`, `journal.retention "1h0m0s": want "0s" (the default: records are kept) or from "24h0m0s"`},
+		{`{"journal": {"retention": "2d", "idempotency_retention": "72h"}}`, `journal.retention "48h0m0s"`},
+		{`{"journal": {"max_rows": -1}}`, `journal.max_rows -1: want 0`},
+		{`{"server": {"trusted_proxies": ["10.0.0.1", "example.com"]}}`, `server.trusted_proxies "example.com": want an IP address or a CIDR range`},
 		{`{"fetch": {"max_redirects": -1}}`, `fetch.max_redirects -1: want 0 (follow none) or more (the default is 5)`},
 		{`{"sandbox": {"memory_limit_mib": 1048576}}`, `sandbox.memory_limit_mib 1048576: want 0 (the default, 256) to 4096`},
 		{`{"server": {"memory_limit_mib": 64}}`, `server.memory_limit_mib 64`},

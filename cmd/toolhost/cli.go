@@ -47,8 +47,11 @@ func commands() []command {
 			run: func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 				return cmdMCPConfig(ctx, args, stdout, stderr)
 			}},
-		{name: "journal", summary: "lists recent executions from the journal (read-only)",
+		{name: "journal", summary: "lists recent executions from the journal (read-only); journal prune --before DATE deletes older ones",
 			run: func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+				if len(args) > 0 && args[0] == "prune" {
+					return cmdJournalPrune(ctx, args[1:], stdout, stderr)
+				}
 				return cmdJournal(ctx, args, stdout, stderr)
 			}},
 		{name: "keys", args: "SUBCOMMAND", summary: "API keys, limits and usage in the store the server uses",

@@ -100,7 +100,7 @@ func (c *common) register(fs *flag.FlagSet) {
 	c.registerStore(fs)
 	fs.BoolVar(&c.testTools, "test-tools", false, "also publish the test-only sleep tools (tests and load runs only)")
 	fs.StringVar(&c.runtimes, "runtimes", "", "`DIR` holding run_code's runtimes (python.wasm, quickjs.wasm); default: searched next to the binary, in <data>/runtimes, the user cache and ./runtimes")
-	fs.String("redis", "", "Redis `URL` for per-key limit state shared by replicas (default: in process memory); overrides keys.redis")
+	fs.String("redis", "", "Redis `URL` the replicas share: per-key limit state and the web tools' caches (default: limits in process memory); overrides keys.redis")
 }
 
 // registerStore defines the flags that locate the store and the config.

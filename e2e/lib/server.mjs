@@ -63,11 +63,13 @@ export function tempDir(prefix = "toolhost-e2e-") {
  * @param {boolean} [opts.testTools=true] pass --test-tools (publishes `sleep`)
  * @param {number} [opts.startTimeoutMs=20000]
  * @param {number} [opts.killAfterMs=10000]
+ * @param {string} [opts.dataDir] use this data directory (a restart on the
+ *   same volume) instead of a fresh one; stop() then leaves it in place
  */
 export async function startServer(opts = {}) {
   const { args = [], env = {}, dev = true, testTools = true, startTimeoutMs = 20000, killAfterMs = 10000 } = opts;
   const port = await freePort();
-  const dataDir = await tempDir();
+  const dataDir = opts.dataDir ?? (await tempDir());
   const argv = ["serve", "--addr", `127.0.0.1:${port}`, "--data", dataDir];
   if (dev) argv.push("--dev");
   if (testTools) argv.push("--test-tools");
@@ -99,7 +101,7 @@ export async function startServer(opts = {}) {
       await exited;
       clearTimeout(timer);
     }
-    await rm(dataDir, { recursive: true, force: true });
+    if (!opts.dataDir) await rm(dataDir, { recursive: true, force: true });
   };
 
   const deadline = Date.now() + startTimeoutMs;

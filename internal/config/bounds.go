@@ -57,6 +57,13 @@ const (
 	DefaultRefreshTokenTTL = 30 * 24 * time.Hour
 )
 
+// MinRetention and MaxRetention bound journal.retention: a window shorter
+// than a day prunes the records a caller still reads; ten years is "keep".
+const (
+	MinRetention = 24 * time.Hour
+	MaxRetention = 3650 * 24 * time.Hour
+)
+
 // MaxIdempotencyRetention bounds journal.idempotency_retention (30 days):
 // a retry comes within minutes or hours; keys kept longer only hold rows.
 const MaxIdempotencyRetention = 30 * 24 * time.Hour
@@ -312,6 +319,13 @@ func (c *Config) journalBounds() []bound {
 		count("journal.max_batch", j.MaxBatch, "the default, 256"),
 		waitUpTo("journal.apply_interval", j.ApplyInterval, MaxApplyInterval, "the default, 200ms"),
 	}
+	ret := bound{key: "journal.retention", v: int64(j.Retention), max: int64(MaxRetention), dur: true,
+		want: fmt.Sprintf("\"0s\" (the default: records are kept) or from %q (and at least journal.idempotency_retention) to %q", MinRetention.String(), MaxRetention.String())}
+	if j.Retention != 0 {
+		ret.min = int64(max(MinRetention, j.IdempotencyRetention.D()))
+	}
+	bs = append(bs, ret, bound{key: "journal.max_rows", v: j.MaxRows, max: 1 << 50,
+		want: "0 (the default: no cap) or a number of records"})
 	if j.CommitDelay != nil {
 		bs = append(bs, bound{key: "journal.commit_delay", v: int64(*j.CommitDelay), max: int64(MaxCommitDelay), dur: true,
 			want: fmt.Sprintf("from \"0s\" (never waits) to %q", MaxCommitDelay.String())})

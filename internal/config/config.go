@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"regexp"
 	"time"
@@ -167,6 +168,10 @@ type Server struct {
 	// MemoryLimitMiB is serve's soft memory limit (Go's GOMEMLIMIT): 0
 	// takes the default (384 MiB), -1 sets none.
 	MemoryLimitMiB int64 `json:"memory_limit_mib"`
+	// TrustedProxies are the load balancers (addresses or CIDR ranges)
+	// whose X-Forwarded-For names the client for per-address limits, and
+	// which max_connections_per_ip does not cap. Empty: none.
+	TrustedProxies []string `json:"trusted_proxies"`
 }
 
 // Default is the configuration without a file: every default of every
@@ -245,7 +250,22 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("journal.read_only_open_delay %q: want from \"0s\" (spool a read-only call's opened record before its tool runs) to %q",
 			d.D().String(), MaxReadOnlyOpenDelay.String())
 	}
+	for _, p := range c.Server.TrustedProxies {
+		if _, err := netip.ParsePrefix(p); err != nil {
+			if _, err := netip.ParseAddr(p); err != nil {
+				return fmt.Errorf("server.trusted_proxies %q: want an IP address or a CIDR range such as 10.0.0.0/8", clipKey(p))
+			}
+		}
+	}
 	return c.checkBounds()
+}
+
+// clipKey shortens a value echoed in an error.
+func clipKey(s string) string {
+	if r := []rune(s); len(r) > 64 {
+		return string(r[:64]) + "…"
+	}
+	return s
 }
 
 var slotPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
@@ -256,8 +276,16 @@ type Journal struct {
 	// ("24h" by default). Within it, the same key and arguments get the
 	// stored result and other arguments are refused; after it, the key is
 	// free and a call with it runs as a new call. Expired keys are purged at
-	// start-up; journal records are never deleted.
+	// start-up and by the retention job.
 	IdempotencyRetention duration.Duration `json:"idempotency_retention"`
+	// Retention deletes finished records older than this (with their whole
+	// results, the idempotency keys naming them and the /v1 round records
+	// of the time): "0s", the default, keeps them for ever; else from 1 day
+	// ("90d") and at least idempotency_retention. MaxRows keeps at most this
+	// many records (0: no cap), the oldest finished going first. An hourly
+	// job of serve prunes, one replica at a time.
+	Retention duration.Duration `json:"retention"`
+	MaxRows   int64             `json:"max_rows"`
 	// MaxArgsBytes and MaxResultBytes bound what one record keeps of a
 	// call's arguments (64 KiB) and result (256 KiB); more is cut and
 	// marked "…[truncated by the journal: N bytes in all]".
@@ -335,7 +363,7 @@ type Keys struct {
 	// second). Unlisted tools cost 1 per unit. The monthly cap is in these
 	// priced units.
 	Prices map[string]float64 `json:"prices"`
-	// Redis holds the per-key limit state shared by replicas
+	// Redis holds the per-key limit state and web_search's cache shared by replicas
 	// ("redis://127.0.0.1:6379/0"); --redis / TOOLHOST_REDIS override it. Empty:
 	// the state is kept in process memory, right for one process only.
 	Redis string `json:"redis"`

@@ -23,6 +23,9 @@ type Limiter interface {
 	// Acquire takes one of limit concurrency slots for lease until ttl passes
 	// (so a crashed replica's slots come back by themselves).
 	Acquire(ctx context.Context, keyID, lease string, limit int, ttl time.Duration) (bool, error)
+	// Renew extends a slot the lease holds to ttl from now; false when it
+	// holds none (its slot ran out).
+	Renew(ctx context.Context, keyID, lease string, ttl time.Duration) (bool, error)
 	// Release gives the slot back.
 	Release(ctx context.Context, keyID, lease string) error
 }
@@ -81,6 +84,18 @@ func (m *MemoryLimiter) Acquire(_ context.Context, keyID, lease string, limit in
 		return false, nil
 	}
 	ls[lease] = now.Add(ttl)
+	return true, nil
+}
+
+func (m *MemoryLimiter) Renew(_ context.Context, keyID, lease string, ttl time.Duration) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	exp, ok := m.leases[keyID][lease]
+	if !ok || !exp.After(now) {
+		return false, nil
+	}
+	m.leases[keyID][lease] = now.Add(ttl)
 	return true, nil
 }
 

@@ -178,3 +178,31 @@ func TestLeasesExpireSoACrashedHolderFreesItsSlot(t *testing.T) {
 		t.Fatal("expired lease still held the slot")
 	}
 }
+
+// Renew extends a live slot only: not one that ran out, nor one released,
+// nor another lease's; on both limiters.
+func TestRenewExtendsOnlyALiveSlot(t *testing.T) {
+	ctx := context.Background()
+	for name, l := range limiters(t, nil) {
+		t.Run(name, func(t *testing.T) {
+			if ok, err := l.Acquire(ctx, "k-renew", "a", 1, time.Minute); err != nil || !ok {
+				t.Fatalf("acquire: %v %v", ok, err)
+			}
+			if ok, err := l.Renew(ctx, "k-renew", "a", time.Minute); err != nil || !ok {
+				t.Fatalf("renew a live slot: %v %v", ok, err)
+			}
+			if ok, _ := l.Renew(ctx, "k-renew", "b", time.Minute); ok {
+				t.Fatal("renewed a lease that holds no slot")
+			}
+			if ok, _ := l.Acquire(ctx, "k-renew", "b", 1, time.Minute); ok {
+				t.Fatal("a renewal freed the slot")
+			}
+			if err := l.Release(ctx, "k-renew", "a"); err != nil {
+				t.Fatal(err)
+			}
+			if ok, _ := l.Renew(ctx, "k-renew", "a", time.Minute); ok {
+				t.Fatal("renewed a released slot")
+			}
+		})
+	}
+}

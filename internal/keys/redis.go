@@ -75,6 +75,26 @@ func (r *RedisLimiter) Acquire(ctx context.Context, keyID, lease string, limit i
 	return v == 1, nil
 }
 
+// renew: KEYS[1] the sorted set of leases; ARGV[1] lease, ARGV[2] ttl ms.
+// Returns 1 when the lease held a live slot, now extended.
+var renew = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local exp = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not exp or tonumber(exp) <= now then return 0 end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 1
+`)
+
+func (r *RedisLimiter) Renew(ctx context.Context, keyID, lease string, ttl time.Duration) (bool, error) {
+	v, err := renew.Run(ctx, r.rdb, []string{r.prefix + "conc:" + keyID}, lease, strconv.FormatInt(ttl.Milliseconds(), 10)).Int64()
+	if err != nil {
+		return false, fmt.Errorf("concurrency state: %w", err)
+	}
+	return v == 1, nil
+}
+
 func (r *RedisLimiter) Release(ctx context.Context, keyID, lease string) error {
 	if err := r.rdb.ZRem(ctx, r.prefix+"conc:"+keyID, lease).Err(); err != nil {
 		return fmt.Errorf("concurrency state: %w", err)

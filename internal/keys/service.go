@@ -185,7 +185,15 @@ type Ticket struct {
 	held     bool // Reserve succeeded: Done settles the usage
 	slot     bool
 	once     sync.Once
+	// stopRenew ends the renewal of the slot's lease and waits for it.
+	stopRenew func()
 }
+
+// SlotLease is how long a concurrency slot outlives its last renewal: a
+// call renews its slot every third of it while it runs, so a replica that
+// dies mid-call gives its slots back within SlotLease, not at the end of
+// the call's deadline.
+const SlotLease = 6 * time.Second
 
 // Admit checks the caller's limits in order — scope, calls per minute and
 // concurrent calls (MCP only), monthly cap (paid tools, both faces) — and
@@ -246,8 +254,7 @@ func (s *Service) Limit(ctx context.Context, a Admission) (*Ticket, error) {
 			}
 		}
 		if n := k.Limits.ConcurrentCalls; n > 0 {
-			ttl := a.Timeout + 30*time.Second
-			ok, err := s.opts.Limiter.Acquire(ctx, k.ID, a.Lease, n, ttl)
+			ok, err := s.opts.Limiter.Acquire(ctx, k.ID, a.Lease, n, SlotLease)
 			if err != nil {
 				return nil, s.unavailable(err)
 			}
@@ -257,9 +264,33 @@ func (s *Service) Limit(ctx context.Context, a Admission) (*Ticket, error) {
 					Message: fmt.Sprintf("this API key allows %d concurrent calls and all are in use; retry after %d ms", n, retry.Milliseconds())}
 			}
 			t.slot = true
+			t.stopRenew = t.renewSlot()
 		}
 	}
 	return t, nil
+}
+
+// renewSlot renews the slot's lease every third of SlotLease until the
+// returned function is called, which waits for it to stop.
+func (t *Ticket) renewSlot() func() {
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(SlotLease / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				ctx, cancel := context.WithTimeout(context.Background(), SlotLease/3)
+				// A renewal that fails is tried again at the next tick.
+				_, _ = t.s.opts.Limiter.Renew(ctx, t.key.ID, t.a.Lease, SlotLease)
+				cancel()
+			}
+		}
+	}()
+	return func() { close(stop); <-done }
 }
 
 // Reserve holds the most a paid call can cost against the key's monthly
@@ -333,6 +364,7 @@ func (t *Ticket) releaseSlot() {
 	if !t.slot {
 		return
 	}
+	t.stopRenew()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := t.s.opts.Limiter.Release(ctx, t.key.ID, t.a.Lease); err != nil {

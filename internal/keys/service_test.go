@@ -153,3 +153,56 @@ func TestCallIsBilledInTheMonthItBegan(t *testing.T) {
 		}
 	}
 }
+
+// A running call keeps its concurrency slot however long it runs (its
+// ticket renews the slot's short lease); a slot whose holder died (no
+// renewals) comes back SlotLease later, not at the end of a call deadline.
+func TestConcurrencySlotIsRenewedWhileHeldAndFreedSoonAfterItsHolderDies(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		db, err := store.Open(ctx, filepath.Join(t.TempDir(), "toolhost.db"), store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		lim := keys.NewMemoryLimiter(nil)
+		svc := keys.New(keys.Options{Store: db, Limiter: lim, CacheTTL: time.Hour})
+		defer svc.Close()
+		k, _, err := svc.CreateKey(ctx, "acme", "ci", []string{keys.ScopeMCP}, keys.Limits{ConcurrentCalls: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		admit := func(lease string) (*keys.Ticket, error) {
+			return svc.Limit(ctx, keys.Admission{KeyID: k.ID, Face: "mcp", Tool: "sleep", Lease: lease, Timeout: 5 * time.Minute})
+		}
+		long, err := admit("long")
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Minute) // ten leases: only renewals keep the slot
+		if _, err := admit("other"); err == nil {
+			t.Fatal("a second call got the slot of a call still running")
+		}
+		long.Done(0)
+		synctest.Wait()
+		next, err := admit("next")
+		if err != nil {
+			t.Fatalf("after Done: %v", err)
+		}
+		next.Done(0)
+		// A replica that died holding a slot renews nothing.
+		if ok, _ := lim.Acquire(ctx, k.ID, "dead", 1, keys.SlotLease); !ok {
+			t.Fatal("the dead holder's acquire")
+		}
+		time.Sleep(keys.SlotLease - time.Second)
+		if _, err := admit("early"); err == nil {
+			t.Fatal("the dead holder's slot came back before its lease ran out")
+		}
+		time.Sleep(time.Second)
+		late, err := admit("late")
+		if err != nil {
+			t.Fatalf("the dead holder's slot after its lease: %v", err)
+		}
+		late.Done(0)
+	})
+}

@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/toolhost/toolhost/internal/config"
 	"github.com/toolhost/toolhost/internal/keys"
 	"github.com/toolhost/toolhost/internal/store"
@@ -130,7 +132,19 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		}
 	}()
 	o, logger := &a.o, opts.Logger
-	kit, err := toolset(o, logger, toolsetOptions{skipRunCode: o.SkipRunCode, preload: o.Preload})
+	// The Redis the replicas share (serve only): limits and the
+	// web_search and fetch_page caches.
+	var rdb *redis.Client
+	if o.Keys {
+		if rdb, err = openRedis(o); err != nil {
+			return nil, err
+		}
+		if rdb != nil {
+			a.onClose(func() { rdb.Close() })
+		}
+	}
+	kit, err := toolset(o, logger, toolsetOptions{skipRunCode: o.SkipRunCode, preload: o.Preload,
+		shared: sharedSearchCache(o, rdb), sharedFetch: sharedFetchCache(o, rdb)})
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +160,7 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 	})
 	var authorizer tools.Authorizer
 	if o.Keys {
-		ks, closeKeys, err := setupKeys(ctx, o, a.db, logger)
+		ks, closeKeys, err := setupKeys(ctx, o, a.db, rdb, logger)
 		if err != nil {
 			return nil, err
 		}

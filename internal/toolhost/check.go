@@ -36,7 +36,7 @@ func Check(o Options) (*Checked, error) {
 	if err != nil {
 		return nil, ConfigError{err}
 	}
-	_, health, err := hostedRoutes(&o, exec, nil, logger)
+	_, health, err := hostedRoutes(&o, exec, nil, nil, logger)
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/toolhost/toolhost/internal/idempotency"
 	"github.com/toolhost/toolhost/internal/keys"
+	"github.com/toolhost/toolhost/internal/store"
 
 	v1 "github.com/toolhost/toolhost/server/v1"
 	"github.com/toolhost/toolhost/server/v1/loop"
@@ -21,7 +23,11 @@ import (
 // a function reporting the routes' state for /healthz. A route whose API key
 // variable is not set is a warning, not a failure (as a search provider's
 // is): it stays configured, is marked unavailable and is never picked.
-func hostedRoutes(o *Options, exec *tools.Executor, ks *keys.Service, logger *slog.Logger) (map[string]http.Handler, func() any, error) {
+//
+// With a store (serve), the Idempotency-Key records and the round records
+// are kept in it, so every replica on one PostgreSQL answers a retry or a
+// look-up made on another; without (check), in memory.
+func hostedRoutes(o *Options, exec *tools.Executor, ks *keys.Service, db *store.DB, logger *slog.Logger) (map[string]http.Handler, func() any, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -85,6 +91,12 @@ func hostedRoutes(o *Options, exec *tools.Executor, ks *keys.Service, logger *sl
 		return nil, nil, ConfigError{fmt.Errorf("hosted.routes: %w", err)}
 	}
 	rounds := v1.NewRoundStore(0)
+	idem := v1.NewIdempotencyStoreBytes(0, 0, o.Config.Hosted.IdempotencyMaxBytes, o.Config.Hosted.IdempotencyAccountBytes)
+	if db != nil {
+		rounds = v1.NewSharedRoundStore(db, 0, nil, logger)
+		idem = v1.NewSharedIdempotencyStore(db.Idempotency(idempotency.Limits{
+			MaxBytes: o.Config.Hosted.IdempotencyMaxBytes, AccountBytes: o.Config.Hosted.IdempotencyAccountBytes}), 0, nil)
+	}
 	runner := loop.NewRunner(exec, loop.RunnerOptions{Rounds: rounds, Logger: logger})
 	enabled := o.Config.Hosted.Enabled == nil || *o.Config.Hosted.Enabled
 	h := v1.New(v1.Options{
@@ -99,7 +111,7 @@ func hostedRoutes(o *Options, exec *tools.Executor, ks *keys.Service, logger *sl
 		Rounds:               rounds,
 		MaxBodyBytes:         o.Config.Hosted.MaxBodyBytes,
 		MaxEstimateBytes:     o.Config.Hosted.CountTokensMaxBytes,
-		Idempotency:          v1.NewIdempotencyStoreBytes(0, 0, o.Config.Hosted.IdempotencyMaxBytes, o.Config.Hosted.IdempotencyAccountBytes),
+		Idempotency:          idem,
 		Logger:               logger,
 	})
 	return h.Routes(), func() any { return hostedStatus{Routes: router.Status()} }, nil

@@ -27,7 +27,7 @@ func TestHostedRoutesConfigErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := &Options{Config: config.Default()}
 			o.Config.Hosted.Routes = tc.routes
-			_, _, err := hostedRoutes(o, nil, nil, nil)
+			_, _, err := hostedRoutes(o, nil, nil, nil, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want it to say %q", err, tc.want)
 			}
@@ -48,7 +48,7 @@ func TestHostedRouteWithoutKeyIsUnavailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	routes, health, err := hostedRoutes(o, exec, nil, nil)
+	routes, health, err := hostedRoutes(o, exec, nil, nil, nil)
 	if err != nil {
 		t.Fatalf("a missing key must not be fatal: %v", err)
 	}

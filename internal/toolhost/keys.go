@@ -18,35 +18,44 @@ import (
 	v1 "github.com/toolhost/toolhost/server/v1"
 )
 
+// openRedis connects to the Redis the replicas share (keys.redis,
+// --redis): the per-key limit state and the web_search cache. nil when
+// none is configured.
+func openRedis(o *Options) (*redis.Client, error) {
+	url := o.Config.Keys.Redis
+	if url == "" {
+		return nil, nil
+	}
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, ConfigError{fmt.Errorf("redis URL: %w", err)}
+	}
+	rdb := redis.NewClient(opt)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("redis at %s: %w", opt.Addr, err)
+	}
+	return rdb, nil
+}
+
+// redisPrefix is the namespace of every key toolhost keeps in Redis.
+func redisPrefix(o *Options) string {
+	if p := o.Config.Keys.RedisPrefix; p != "" {
+		return p
+	}
+	return "toolhost:"
+}
+
 // newKeys builds the key service on an open store: Redis limit state when
 // configured (replicas), process memory otherwise.
-func newKeys(o *Options, db *store.DB, logger *slog.Logger) (*keys.Service, func(), error) {
+func newKeys(o *Options, db *store.DB, rdb *redis.Client, logger *slog.Logger) *keys.Service {
 	var limiter keys.Limiter
-	cleanup := func() {}
-	url := o.Config.Keys.Redis
-	if url != "" {
-		opt, err := redis.ParseURL(url)
-		if err != nil {
-			return nil, nil, ConfigError{fmt.Errorf("redis URL: %w", err)}
-		}
-		rdb := redis.NewClient(opt)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := rdb.Ping(ctx).Err(); err != nil {
-			rdb.Close()
-			return nil, nil, fmt.Errorf("redis at %s: %w", opt.Addr, err)
-		}
-		prefix := o.Config.Keys.RedisPrefix
-		if prefix == "" {
-			prefix = "toolhost:"
-		}
-		limiter = keys.NewRedisLimiter(rdb, prefix)
-		cleanup = func() { rdb.Close() }
+	if rdb != nil {
+		limiter = keys.NewRedisLimiter(rdb, redisPrefix(o))
 	}
-	svc := keys.New(keys.Options{Store: db, Limiter: limiter, Prices: o.Config.Keys.Prices, Logger: logger})
-	closeRedis := cleanup
-	cleanup = func() { svc.Close(); closeRedis() }
-	return svc, cleanup, nil
+	return keys.New(keys.Options{Store: db, Limiter: limiter, Prices: o.Config.Keys.Prices, Logger: logger})
 }
 
 // keyRoutes are the admin routes of key management.
@@ -56,11 +65,9 @@ func keyRoutes(svc *keys.Service) map[string]http.Handler {
 
 // setupKeys builds the key service for serve on the store. Outside Dev, a store with no
 // key at all gets a first admin key, whose secret goes to o.FirstAdminKey to be shown once.
-func setupKeys(ctx context.Context, o *Options, db *store.DB, logger *slog.Logger) (*keys.Service, func(), error) {
-	svc, cleanup, err := newKeys(o, db, logger)
-	if err != nil {
-		return nil, nil, err
-	}
+func setupKeys(ctx context.Context, o *Options, db *store.DB, rdb *redis.Client, logger *slog.Logger) (*keys.Service, func(), error) {
+	svc := newKeys(o, db, rdb, logger)
+	cleanup := svc.Close
 	if !o.Dev {
 		secret, created, err := svc.Bootstrap(ctx)
 		if err != nil {

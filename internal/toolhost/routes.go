@@ -70,7 +70,7 @@ func (a *App) routes(ctx context.Context, mcpSrv *mcpface.Server, listen net.Add
 			return nil, nil, err
 		}
 	}
-	v1, health, err := hostedRoutes(o, a.exec, a.keys, logger)
+	v1, health, err := hostedRoutes(o, a.exec, a.keys, a.db, logger)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -42,6 +42,7 @@ func (a *App) Server(ctx context.Context, addr string, listen net.Addr) (*Server
 			return serveHealth{Hosted: hostedHealth(), RunCode: a.sandbox.Status()}
 		},
 	})
+	a.startRetention()
 	_, oauth := rt.authn.(server.TokenAuthenticator)
 	return &Server{Server: srv, OAuth: oauth}, nil
 }
@@ -61,10 +62,13 @@ func (a *App) Stdio(lang catalog.Lang) *mcpface.Server {
 	return srv
 }
 
-// serverLimits are the listener's limits from the config's server section.
+// serverLimits are the listener's limits from the config's server section
+// (its trusted proxies checked by config.Validate).
 func serverLimits(s config.Server) server.Limits {
+	trusted, _ := server.ParseTrustedProxies(s.TrustedProxies)
 	return server.Limits{
 		ReadHeaderTimeout: s.ReadHeaderTimeout.D(), IdleTimeout: s.IdleTimeout.D(), BodyTimeout: s.BodyTimeout.D(),
 		MaxHeaderBytes: s.MaxHeaderBytes, MaxConns: s.MaxConnections, MaxConnsPerIP: s.MaxConnectionsPerIP,
+		TrustedProxies: trusted,
 	}
 }

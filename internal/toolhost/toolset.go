@@ -11,6 +11,7 @@ import (
 	"github.com/toolhost/toolhost/tools/fetchpage"
 	"github.com/toolhost/toolhost/tools/runcode"
 	"github.com/toolhost/toolhost/tools/sleep"
+	"github.com/toolhost/toolhost/tools/websearch"
 )
 
 // toolkit is what toolset built: the tools in publishing order, run_code's
@@ -28,18 +29,26 @@ type toolsetOptions struct {
 	skipRunCode bool
 	// preload starts loading run_code's runtimes at once (servers).
 	preload bool
+	// shared and sharedFetch are the web_search and fetch_page caches the
+	// replicas share (nil: none).
+	shared      websearch.SharedCache
+	sharedFetch fetchpage.SharedCache
 }
 
 // toolset builds every tool this deployment publishes, in publishing order.
 // Each tool is one constructor call with its config section.
 func toolset(o *Options, logger *slog.Logger, to toolsetOptions) (*toolkit, error) {
 	ts := builtin.All()
-	ws, err := newWebSearch(o, logger)
+	ws, err := newWebSearch(o, logger, to.shared)
 	if err != nil {
 		return nil, err
 	}
 	ts = append(ts, ws)
-	fp, err := fetchpage.New(o.Config.Fetch, fetchpage.WithLogger(logger))
+	fopts := []fetchpage.Option{fetchpage.WithLogger(logger)}
+	if to.sharedFetch != nil {
+		fopts = append(fopts, fetchpage.WithShared(to.sharedFetch))
+	}
+	fp, err := fetchpage.New(o.Config.Fetch, fopts...)
 	if err != nil {
 		return nil, err
 	}

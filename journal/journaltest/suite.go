@@ -29,6 +29,7 @@ func Run(t *testing.T, open func(t *testing.T) journal.Store) {
 		{"ConcurrentClaimsHaveOneWinner", testConcurrentClaims},
 		{"LivenessMarks", testLiveness},
 		{"ReconcileClosesDeadInstancesCalls", testReconcile},
+		{"WaitReconcilesADeadHolder", testWaitReconcilesADeadHolder},
 		{"GroupCommitKeepsEveryWrite", testGroupCommit},
 		{"ApplyIsIdempotent", testApply},
 		{"SpoolKeepsEveryWrite", func(t *testing.T, s journal.Store) { testSpool(t, s, false) }},

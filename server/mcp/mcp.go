@@ -312,9 +312,10 @@ func (s *Server) SDK() *sdk.Server { return s.srv }
 
 // Handler returns the streamable-HTTP handler for /mcp.
 // Every POST passes the guard first (strict JSON, clientInfo and session
-// caps; guard.go).
+// caps; guard.go); what it serves in each mode is byProtocol's
+// (replicas.go).
 func (s *Server) Handler() http.Handler {
-	h := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
+	getServer := func(r *http.Request) *sdk.Server {
 		if s.opts.AccountOf != nil {
 			return s.serverFor(r.Context(), s.opts.AccountOf(r))
 		}
@@ -322,13 +323,8 @@ func (s *Server) Handler() http.Handler {
 			return s.serverFor(r.Context(), id.AccountID)
 		}
 		return s.srv
-	}, &sdk.StreamableHTTPOptions{
-		Stateless:           s.opts.Stateless,
-		JSONResponse:        s.opts.JSONResponse,
-		SessionTimeout:      s.opts.SessionTimeout,
-		MaxRequestBodyBytes: s.opts.Limits.MaxBodyBytes,
-		Logger:              s.opts.Logger,
-	})
+	}
+	h := s.byProtocol(getServer)
 	keyOf := s.opts.KeyOf
 	if keyOf == nil {
 		keyOf = func(r *http.Request) string {

@@ -3,13 +3,12 @@ package oauth
 import (
 	"context"
 	"math"
-	"net"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"time"
 
 	"github.com/toolhost/toolhost/internal/keys"
+	"github.com/toolhost/toolhost/server"
 )
 
 // Default limits of dynamic client registration: anyone may register, so
@@ -23,7 +22,7 @@ const (
 // registerLimit admits a registration under the per-address and the
 // global limit, on the keys.Limiter the API keys' call limits use (in
 // Redis when replicas share it: one limit for all of them). An address is
-// the connection's remote IP; an IPv6 address counts as its /64, which
+// the client's IP (server.ClientAddr); an IPv6 address counts as its /64, which
 // one host can hand itself whole.
 type registerLimit struct {
 	lim             keys.Limiter
@@ -44,17 +43,13 @@ func (l registerLimit) take(ctx context.Context, r *http.Request) (bool, time.Du
 	return true, 0, nil
 }
 
-// addressOf is the request's remote IP (its /64 for IPv6).
+// addressOf is the client's IP (its /64 for IPv6): the connection's peer,
+// or what a trusted proxy says it is (server.ClientAddr).
 func addressOf(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
+	a := server.ClientAddr(r)
+	if !a.IsValid() {
+		return r.RemoteAddr
 	}
-	a, err := netip.ParseAddr(host)
-	if err != nil {
-		return host
-	}
-	a = a.Unmap().WithZone("")
 	if a.Is6() {
 		p, _ := a.Prefix(64)
 		return p.String()

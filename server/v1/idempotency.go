@@ -2,58 +2,50 @@ package v1
 
 import (
 	"bytes"
+	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
 	"net/http"
-	"sync"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/toolhost/toolhost/internal/idempotency"
 	"github.com/toolhost/toolhost/internal/identity"
 )
 
 // IdempotencyStore remembers whole /v1 responses by Idempotency-Key, scoped
-// to the caller's account, for a while. It lives in memory only: a key is
-// honoured by the replica that first saw it, and forgotten on restart.
+// to the caller's account, in an idempotency.Store: in process memory for
+// one process, in the SQL store (internal/store) for replicas, where a retry
+// on any replica finds the key. The replica running a request holds its key
+// under a lease it renews while the request runs; a replica that dies
+// holding it frees it when the lease runs out (seconds), so a retry then
+// runs the request again instead of waiting out the key's TTL.
 //
 // This is not a response cache: a hosted-tool answer is never served to a
 // different request, only replayed to a retry of the same one.
 type IdempotencyStore struct {
-	ttl time.Duration
-	max int
-	now func() time.Time // ages the stored responses
-	// maxBytes and accountBytes cap the stored responses in all and per
-	// account: a stream can be megabytes, and one account must not evict
-	// every other's keys.
-	maxBytes, accountBytes int64
-
-	mu      sync.Mutex
-	entries map[string]*idemEntry
-	order   []string // oldest first
-	bytes   int64
-	byAcct  map[string]int64
+	store idempotency.Store
+	lease time.Duration
+	now   func() time.Time // the one clock of claims, leases and ages
 }
 
-type idemEntry struct {
-	account  string
-	digest   [32]byte
-	done     bool
-	status   int
-	header   http.Header
-	body     []byte
-	size     int64
-	storedAt time.Time
-}
+// ReasonIdempotencyUnavailable: the store of Idempotency-Key records did
+// not answer, so a request carrying a key is not run (it could run twice).
+const ReasonIdempotencyUnavailable = "idempotency_store_unavailable"
 
 // Defaults of the idempotency store.
 const (
-	DefaultIdempotencyTTL          = 24 * time.Hour
-	DefaultIdempotencyEntries      = 10000
-	DefaultIdempotencyBytes        = 256 << 20
-	DefaultIdempotencyAccountBytes = 64 << 20
+	DefaultIdempotencyTTL          = idempotency.DefaultTTL
+	DefaultIdempotencyEntries      = idempotency.DefaultEntries
+	DefaultIdempotencyBytes        = idempotency.DefaultMaxBytes
+	DefaultIdempotencyAccountBytes = idempotency.DefaultAccountBytes
 )
 
 // NewIdempotencyStore keeps up to entries responses for ttl (defaults: 24 h,
-// 10 000 responses), at most 256 MiB of them in all and 64 MiB per account.
+// 10 000 responses), at most 256 MiB of them in all and 64 MiB per account,
+// in process memory.
 func NewIdempotencyStore(ttl time.Duration, entries int) *IdempotencyStore {
 	return NewIdempotencyStoreBytes(ttl, entries, 0, 0)
 }
@@ -61,128 +53,142 @@ func NewIdempotencyStore(ttl time.Duration, entries int) *IdempotencyStore {
 // NewIdempotencyStoreBytes is NewIdempotencyStore with byte caps (0 takes
 // the defaults).
 func NewIdempotencyStoreBytes(ttl time.Duration, entries int, maxBytes, accountBytes int64) *IdempotencyStore {
-	if ttl <= 0 {
-		ttl = DefaultIdempotencyTTL
-	}
-	if entries <= 0 {
-		entries = DefaultIdempotencyEntries
-	}
-	if maxBytes <= 0 {
-		maxBytes = DefaultIdempotencyBytes
-	}
-	if accountBytes <= 0 {
-		accountBytes = DefaultIdempotencyAccountBytes
-	}
-	accountBytes = min(accountBytes, maxBytes)
-	return &IdempotencyStore{ttl: ttl, max: entries, now: time.Now, maxBytes: maxBytes, accountBytes: accountBytes,
-		entries: map[string]*idemEntry{}, byAcct: map[string]int64{}}
+	return NewSharedIdempotencyStore(idempotency.NewMemory(idempotency.Limits{TTL: ttl, Entries: entries,
+		MaxBytes: maxBytes, AccountBytes: accountBytes}), 0, nil)
 }
 
-// begin claims key for a request with digest. It returns the stored entry
-// to replay, or a refusal, or neither (the caller runs the request and then
-// calls end).
-func (s *IdempotencyStore) begin(account, key string, digest [32]byte) (*idemEntry, *requestError) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e, ok := s.entries[key]; ok && e.done && s.now().Sub(e.storedAt) > s.ttl {
-		s.drop(key)
+// NewSharedIdempotencyStore keeps the records in s, claims held under
+// lease (default idempotency.DefaultLease) on the clock now (nil: the wall
+// clock).
+func NewSharedIdempotencyStore(s idempotency.Store, lease time.Duration, now func() time.Time) *IdempotencyStore {
+	if lease <= 0 {
+		lease = idempotency.DefaultLease
 	}
-	if e, ok := s.entries[key]; ok {
-		if e.digest != digest {
-			return nil, &requestError{status: http.StatusUnprocessableEntity, code: ReasonIdempotencyKeyReused, reason: ReasonIdempotencyKeyReused,
-				message: "this Idempotency-Key was already used with a different request body; use a new key for a new request"}
+	if now == nil {
+		now = time.Now
+	}
+	return &IdempotencyStore{store: s, lease: lease, now: now}
+}
+
+// begin claims key for a request with digest under owner. It returns the
+// stored response to replay, or a refusal, or neither (the caller runs the
+// request, keeps the claim with hold and then calls end).
+func (s *IdempotencyStore) begin(ctx context.Context, c idempotency.Claim) (*idempotency.Response, *requestError, http.Header) {
+	res, err := s.store.Claim(ctx, c, s.now(), s.lease)
+	if err != nil {
+		return nil, &requestError{status: http.StatusServiceUnavailable, code: ReasonIdempotencyUnavailable, reason: ReasonIdempotencyUnavailable,
+			message: "the store of Idempotency-Key records is not answering; retry shortly"}, retryAfter(time.Second)
+	}
+	switch res.Outcome {
+	case idempotency.Reused:
+		return nil, &requestError{status: http.StatusUnprocessableEntity, code: ReasonIdempotencyKeyReused, reason: ReasonIdempotencyKeyReused,
+			message: "this Idempotency-Key was already used with a different request body; use a new key for a new request"}, nil
+	case idempotency.InFlight:
+		return nil, &requestError{status: http.StatusConflict, code: ReasonIdempotencyKeyInFlight, reason: ReasonIdempotencyKeyInFlight,
+			message: "a request with this Idempotency-Key is still running; retry after it finishes"}, retryAfter(res.Retry)
+	case idempotency.Replay:
+		return &res.Response, nil, nil
+	}
+	return nil, nil, nil
+}
+
+// retryAfter are the headers that tell a client (the openai and anthropic
+// SDKs read retry-after-ms) when to retry.
+func retryAfter(d time.Duration) http.Header {
+	d = max(d, 100*time.Millisecond)
+	return http.Header{"Retry-After": {strconv.Itoa(int((d + time.Second - 1) / time.Second))},
+		"Retry-After-Ms": {strconv.FormatInt(d.Milliseconds(), 10)}}
+}
+
+// hold renews c's lease until stop is closed, every third of the lease.
+// It returns when stop is closed.
+func (s *IdempotencyStore) hold(ctx context.Context, c idempotency.Claim, stop <-chan struct{}) {
+	t := time.NewTicker(s.lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			// A renewal that fails is retried at the next tick; one that
+			// finds the claim gone leaves the response unstored (end).
+			_, _ = s.store.Renew(context.WithoutCancel(ctx), c.Key, c.Owner, s.now(), s.lease)
 		}
-		if !e.done {
-			return nil, &requestError{status: http.StatusConflict, code: ReasonIdempotencyKeyInFlight, reason: ReasonIdempotencyKeyInFlight,
-				message: "a request with this Idempotency-Key is still running; retry after it finishes"}
-		}
-		return e, nil
-	}
-	s.entries[key] = &idemEntry{account: account, digest: digest}
-	s.order = append(s.order, key)
-	s.evict(func() bool { return len(s.entries) > s.max }, "")
-	return nil, nil
-}
-
-// drop forgets key (its place in order is skipped later).
-func (s *IdempotencyStore) drop(key string) {
-	e, ok := s.entries[key]
-	if !ok {
-		return
-	}
-	delete(s.entries, key)
-	s.bytes -= e.size
-	if s.byAcct[e.account] -= e.size; s.byAcct[e.account] <= 0 {
-		delete(s.byAcct, e.account)
 	}
 }
 
-// evict drops the oldest entries (of account, or of anyone when "") while
-// over() holds, and compacts order.
-func (s *IdempotencyStore) evict(over func() bool, account string) {
-	kept := s.order[:0]
-	for _, k := range s.order {
-		e, ok := s.entries[k]
-		if !ok {
-			continue // dropped earlier
-		}
-		if over() && (account == "" || e.account == account) && (e.done || len(s.entries) > s.max) {
-			s.drop(k)
-			continue
-		}
-		kept = append(kept, k)
+// end stores the response of c, or frees the key when the response is not
+// worth replaying (a server error or a broken stream), so a retry runs
+// again. A response larger than the account's share is not kept.
+func (s *IdempotencyStore) end(ctx context.Context, c idempotency.Claim, keep bool, resp idempotency.Response) error {
+	ctx = context.WithoutCancel(ctx) // a client gone mid-request still frees its key
+	if !keep {
+		return s.store.Release(ctx, c.Key, c.Owner)
 	}
-	s.order = kept
+	_, err := s.store.Complete(ctx, c.Key, c.Owner, resp, s.now())
+	return err
 }
 
-// end stores the response of key, or forgets key when the response is not
-// worth replaying (a server error or a broken stream, or a response larger
-// than the account's share of the store), so a retry runs again.
-func (s *IdempotencyStore) end(key string, keep bool, status int, header http.Header, body []byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, ok := s.entries[key]
-	if !ok {
-		return
-	}
-	size := int64(len(body) + len(key) + 256)
-	if !keep || size > s.accountBytes {
-		s.drop(key)
-		return
-	}
-	e.done, e.status, e.header, e.body, e.storedAt, e.size = true, status, header, body, s.now(), size
-	s.bytes += size
-	s.byAcct[e.account] += size
-	// The account's oldest first, then anyone's, until both caps hold.
-	s.evict(func() bool { return s.byAcct[e.account] > s.accountBytes }, e.account)
-	s.evict(func() bool { return s.bytes > s.maxBytes }, "")
-}
-
-// recorder passes a response through and keeps a copy.
+// recorder keeps a copy of a response. A whole response (not a stream)
+// is held back until it is stored, so a client that has an answer will
+// have it replayed on any replica; a stream passes through as it is
+// written (its copy is stored when it ends).
 type recorder struct {
 	http.ResponseWriter
-	status int
-	buf    bytes.Buffer
-	failed bool
+	status  int
+	buf     bytes.Buffer
+	failed  bool
+	held    bool // decided at the first write
+	decided bool
+}
+
+func (r *recorder) decide() {
+	if !r.decided {
+		r.decided = true
+		r.held = !strings.HasPrefix(r.Header().Get("Content-Type"), "text/event-stream")
+	}
 }
 
 func (r *recorder) WriteHeader(code int) {
 	if r.status == 0 {
 		r.status = code
 	}
-	r.ResponseWriter.WriteHeader(code)
+	r.decide()
+	if !r.held {
+		r.ResponseWriter.WriteHeader(code)
+	}
 }
 
 func (r *recorder) Write(b []byte) (int, error) {
 	if r.status == 0 {
 		r.status = http.StatusOK
 	}
+	r.decide()
 	r.buf.Write(b)
+	if r.held {
+		return len(b), nil
+	}
 	n, err := r.ResponseWriter.Write(b)
 	if err != nil {
 		r.failed = true
 	}
 	return n, err
+}
+
+// Flush sends what a stream wrote so far; a held response waits.
+func (r *recorder) Flush() {
+	if r.decided && !r.held {
+		_ = http.NewResponseController(r.ResponseWriter).Flush()
+	}
+}
+
+// release sends a held response.
+func (r *recorder) release() {
+	if !r.held || r.status == 0 {
+		return
+	}
+	r.ResponseWriter.WriteHeader(r.status)
+	_, _ = r.ResponseWriter.Write(r.buf.Bytes())
 }
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
@@ -192,7 +198,8 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 func (r *recorder) discard() { r.failed = true }
 
 // withIdempotency runs serve once per (account, Idempotency-Key) and body;
-// a retry with the same body gets the stored response.
+// a retry with the same body gets the stored response, on any replica
+// sharing the store.
 func (h *Handler) withIdempotency(w http.ResponseWriter, r *http.Request, body []byte, serve func(http.ResponseWriter)) {
 	key := r.Header.Get("Idempotency-Key")
 	if key == "" {
@@ -204,26 +211,33 @@ func (h *Handler) withIdempotency(w http.ResponseWriter, r *http.Request, body [
 		return
 	}
 	id, _ := identity.FromContext(r.Context())
-	account := id.AccountID
-	scoped := fmt.Sprintf("%s\x00%s\x00%s", account, r.URL.Path, key)
-	digest := sha256.Sum256(body)
-	stored, rerr := h.opts.Idempotency.begin(account, scoped, digest)
+	s := h.opts.Idempotency
+	c := idempotency.Claim{Key: fmt.Sprintf("%s\x00%s\x00%s", id.AccountID, r.URL.Path, key), Account: id.AccountID,
+		Digest: sha256.Sum256(body), Owner: rand.Text()}
+	stored, rerr, hdr := s.begin(r.Context(), c)
 	if rerr != nil {
+		for k, v := range hdr {
+			w.Header()[k] = v
+		}
 		writeRequestError(w, rerr)
 		return
 	}
 	if stored != nil {
-		for k, v := range stored.header {
+		for k, v := range stored.Header {
 			w.Header()[k] = v
 		}
 		w.Header().Set("Idempotent-Replayed", "true")
-		w.WriteHeader(stored.status)
-		_, _ = w.Write(stored.body)
+		w.WriteHeader(stored.Status)
+		_, _ = w.Write(stored.Body)
 		return
 	}
+	stop, held := make(chan struct{}), make(chan struct{})
+	go func() { defer close(held); s.hold(r.Context(), c, stop) }()
 	rec := &recorder{ResponseWriter: w}
 	completed := false
 	defer func() {
+		close(stop)
+		<-held
 		keep := completed && !rec.failed && rec.status != 0 && rec.status < 500 && r.Context().Err() == nil
 		hdr := http.Header{}
 		for _, k := range []string{"Content-Type", "Cache-Control"} {
@@ -231,7 +245,10 @@ func (h *Handler) withIdempotency(w http.ResponseWriter, r *http.Request, body [
 				hdr.Set(k, v)
 			}
 		}
-		h.opts.Idempotency.end(scoped, keep, rec.status, hdr, rec.buf.Bytes())
+		if err := s.end(r.Context(), c, keep, idempotency.Response{Status: rec.status, Header: hdr, Body: rec.buf.Bytes()}); err != nil {
+			h.opts.Logger.WarnContext(r.Context(), "idempotency record not stored", "request_id", requestID(r.Context()), "error", err)
+		}
+		rec.release()
 	}()
 	serve(rec)
 	completed = true

@@ -1,75 +1,174 @@
 package v1
 
 import (
+	"context"
 	"crypto/sha256"
-	"fmt"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/toolhost/toolhost/internal/idempotency"
+	"github.com/toolhost/toolhost/internal/store"
 )
 
-// The Idempotency-Key store is capped by bytes, per account and in all: an
-// account's big responses evict its own oldest, never another account's
-// while the total fits (a count cap let 60 stored 8 MB streams take 1.4 GB,
-// and any account evict any other).
-func TestIdempotencyStoreIsCappedByBytesPerAccount(t *testing.T) {
-	const mb = 1 << 20
-	s := NewIdempotencyStoreBytes(0, 0, 5*mb+10000, 3*mb+5000)
-	body := make([]byte, mb)
-	store := func(account string, i int) {
-		key := fmt.Sprintf("%s\x00/v1/chat/completions\x00k%d", account, i)
-		d := sha256.Sum256([]byte(key))
-		if e, rerr := s.begin(account, key, d); e != nil || rerr != nil {
-			t.Fatalf("begin %s: %v %v", key, e, rerr)
+func idemHandler(s *IdempotencyStore) *Handler {
+	return &Handler{opts: Options{Idempotency: s, Logger: slog.New(slog.DiscardHandler)}}
+}
+
+func idemRequest(key, body string) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body))
+	r.Header.Set("Idempotency-Key", key)
+	return r
+}
+
+// The replica running a request renews its key's lease while it runs, so a
+// retry elsewhere is told to wait however long the request takes; once it
+// answers, the retry gets the answer replayed.
+func TestIdempotencyLeaseIsRenewedWhileTheRequestRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := NewSharedIdempotencyStore(idempotency.NewMemory(idempotency.Limits{}), 3*time.Second, nil)
+		h := idemHandler(s)
+		release := make(chan struct{})
+		go func() {
+			w := httptest.NewRecorder()
+			h.withIdempotency(w, idemRequest("k", "{}"), []byte("{}"), func(w http.ResponseWriter) {
+				<-release
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(`{"answer":42}`))
+			})
+		}()
+		synctest.Wait()
+		time.Sleep(20 * time.Second) // six leases: only renewals keep the key
+		w := httptest.NewRecorder()
+		h.withIdempotency(w, idemRequest("k", "{}"), []byte("{}"), func(http.ResponseWriter) { t.Error("the retry ran while the first was running") })
+		if w.Code != http.StatusConflict || w.Header().Get("Retry-After-Ms") == "" {
+			t.Fatalf("retry while running = %d %v", w.Code, w.Header())
 		}
-		s.end(key, true, http.StatusOK, http.Header{}, body)
+		close(release)
+		synctest.Wait()
+		w = httptest.NewRecorder()
+		h.withIdempotency(w, idemRequest("k", "{}"), []byte("{}"), func(http.ResponseWriter) { t.Error("the retry ran again") })
+		if w.Code != 200 || w.Body.String() != `{"answer":42}` || w.Header().Get("Idempotent-Replayed") != "true" ||
+			w.Header().Get("Content-Type") != "application/json" {
+			t.Fatalf("replay = %d %v %q", w.Code, w.Header(), w.Body)
+		}
+	})
+}
+
+// A key held by a replica that died (no renewals) is refused until its
+// lease runs out, then runs on the retry's replica.
+func TestIdempotencyKeyOfADeadHolderIsTakenOverAtLeaseEnd(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	mem := idempotency.NewMemory(idempotency.Limits{})
+	s := NewSharedIdempotencyStore(mem, 3*time.Second, func() time.Time { return now })
+	h := idemHandler(s)
+	dead := idempotency.Claim{Key: "\x00/v1/chat/completions\x00k", Digest: sha256.Sum256([]byte("{}")), Owner: "dead replica"}
+	if r, err := mem.Claim(context.Background(), dead, now, 3*time.Second); err != nil || r.Outcome != idempotency.Claimed {
+		t.Fatalf("dead claim: %v %v", r, err)
 	}
-	has := func(account string, i int) bool {
-		_, ok := s.entries[fmt.Sprintf("%s\x00/v1/chat/completions\x00k%d", account, i)]
-		return ok
+	now = now.Add(2 * time.Second)
+	w := httptest.NewRecorder()
+	h.withIdempotency(w, idemRequest("k", "{}"), []byte("{}"), func(http.ResponseWriter) { t.Error("ran under a live lease") })
+	if w.Code != http.StatusConflict || w.Header().Get("Retry-After-Ms") != "1000" {
+		t.Fatalf("under the lease: %d retry-after-ms %q", w.Code, w.Header().Get("Retry-After-Ms"))
 	}
-	store("b", 0)
-	for i := 0; i < 10; i++ {
-		store("a", i)
-	}
-	if !has("b", 0) {
-		t.Fatal("account a's responses evicted account b's")
-	}
-	if s.byAcct["a"] > 3*mb+5000 || has("a", 6) || !has("a", 9) {
-		t.Fatalf("account a holds %d bytes; oldest kept: %v", s.byAcct["a"], has("a", 6))
-	}
-	store("b", 1)
-	store("b", 2)
-	if s.bytes > 5*mb+10000 {
-		t.Fatalf("store holds %d bytes", s.bytes)
-	}
-	// A response larger than an account's share is not kept.
-	key := "c\x00/v1/responses\x00big"
-	s.begin("c", key, sha256.Sum256(nil))
-	s.end(key, true, 200, http.Header{}, make([]byte, 4*mb))
-	if _, ok := s.entries[key]; ok {
-		t.Fatal("a 4 MB response was kept under a 3 MB account cap")
+	now = now.Add(time.Second)
+	ran := false
+	w = httptest.NewRecorder()
+	h.withIdempotency(w, idemRequest("k", "{}"), []byte("{}"), func(w http.ResponseWriter) { ran = true; _, _ = w.Write([]byte("ok")) })
+	if !ran || w.Code != 200 {
+		t.Fatalf("at the lease's end: ran %v, %d", ran, w.Code)
 	}
 }
 
-// A stored response is replayed for its TTL on the store's clock and
-// forgotten after it: the key runs again.
-func TestIdempotencyResponseIsReplayedForItsTTL(t *testing.T) {
+// A request that fails (a 5xx) or whose client went away frees its key;
+// a key used with another body is refused.
+func TestIdempotencyFailedRequestFreesItsKey(t *testing.T) {
+	h := idemHandler(NewIdempotencyStore(0, 0))
+	w := httptest.NewRecorder()
+	h.withIdempotency(w, idemRequest("k", "a"), []byte("a"), func(w http.ResponseWriter) { w.WriteHeader(502) })
+	runs := 0
+	for range 2 {
+		w = httptest.NewRecorder()
+		h.withIdempotency(w, idemRequest("k", "a"), []byte("a"), func(w http.ResponseWriter) { runs++; _, _ = w.Write([]byte("ok")) })
+	}
+	if runs != 1 {
+		t.Fatalf("after a 502 the key ran %d times in two retries, want once", runs)
+	}
+	w = httptest.NewRecorder()
+	h.withIdempotency(w, idemRequest("k", "b"), []byte("b"), func(http.ResponseWriter) { t.Error("another body ran under a used key") })
+	if w.Code != http.StatusUnprocessableEntity || !strings.Contains(w.Body.String(), ReasonIdempotencyKeyReused) {
+		t.Fatalf("other body: %d %s", w.Code, w.Body)
+	}
+}
+
+// When the store of keys does not answer, a request with a key is not run
+// (it could run twice): 503 with a code and when to retry.
+func TestIdempotencyStoreDownRefusesKeyedRequests(t *testing.T) {
+	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "toolhost.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	h := idemHandler(NewSharedIdempotencyStore(db.Idempotency(idempotency.Limits{}), 0, nil))
+	w := httptest.NewRecorder()
+	h.withIdempotency(w, idemRequest("k", "{}"), []byte("{}"), func(http.ResponseWriter) { t.Error("ran without its key claimed") })
+	if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), ReasonIdempotencyUnavailable) || w.Header().Get("Retry-After") == "" {
+		t.Fatalf("store down: %d %v %s", w.Code, w.Header(), w.Body)
+	}
+}
+
+// checkingWriter runs check when the first bytes of a response reach the
+// client.
+type checkingWriter struct {
+	*httptest.ResponseRecorder
+	check   func()
+	checked bool
+}
+
+func (w *checkingWriter) Write(b []byte) (int, error) {
+	if !w.checked {
+		w.checked = true
+		w.check()
+	}
+	return w.ResponseRecorder.Write(b)
+}
+
+// A whole (not streamed) answer is stored before the client gets a byte of
+// it: a client that has the answer finds it replayed on any replica, however
+// soon it retries. A stream goes out as it is written.
+func TestIdempotencyWholeAnswerIsStoredBeforeItIsSent(t *testing.T) {
+	mem := idempotency.NewMemory(idempotency.Limits{})
 	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
-	s := NewIdempotencyStore(time.Hour, 0)
-	s.now = func() time.Time { return now }
-	key := "a\x00/v1/chat/completions\x00k"
-	d := sha256.Sum256([]byte(key))
-	if e, rerr := s.begin("a", key, d); e != nil || rerr != nil {
-		t.Fatalf("first begin: %v %v", e, rerr)
-	}
-	s.end(key, true, http.StatusOK, http.Header{}, []byte("answer"))
-	now = now.Add(time.Hour)
-	if e, rerr := s.begin("a", key, d); rerr != nil || e == nil || string(e.body) != "answer" {
-		t.Fatalf("begin at the TTL = %v %v, want the stored answer replayed", e, rerr)
-	}
-	now = now.Add(time.Second)
-	if e, rerr := s.begin("a", key, d); e != nil || rerr != nil {
-		t.Fatalf("begin after the TTL = %v %v, want the key to run again", e, rerr)
+	h := idemHandler(NewSharedIdempotencyStore(mem, 0, func() time.Time { return now }))
+	for _, tc := range []struct {
+		name, contentType string
+		storedFirst       bool
+	}{
+		{"json", "application/json", true},
+		{"stream", "text/event-stream", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stored := false
+			w := &checkingWriter{ResponseRecorder: httptest.NewRecorder(), check: func() {
+				c := idempotency.Claim{Key: "\x00/v1/chat/completions\x00" + tc.name, Digest: sha256.Sum256([]byte("{}")), Owner: "probe"}
+				r, err := mem.Claim(context.Background(), c, now, time.Second)
+				stored = err == nil && r.Outcome == idempotency.Replay
+			}}
+			h.withIdempotency(w, idemRequest(tc.name, "{}"), []byte("{}"), func(w http.ResponseWriter) {
+				w.Header().Set("Content-Type", tc.contentType)
+				w.WriteHeader(200)
+				_, _ = w.Write([]byte("data"))
+				http.NewResponseController(w).Flush()
+			})
+			if stored != tc.storedFirst || w.Body.String() != "data" || w.Code != 200 {
+				t.Fatalf("stored before the first byte: %v (want %v); sent %d %q", stored, tc.storedFirst, w.Code, w.Body)
+			}
+		})
 	}
 }

@@ -3,9 +3,37 @@ package fetchpage
 import (
 	"container/list"
 	"context"
+	"encoding/json"
+	"log/slog"
 	"sync"
 	"time"
 )
+
+// SharedCache is a cache every replica reads and writes (Redis:
+// internal/sharedcache); it bounds its own entries, their size and the
+// time it takes.
+type SharedCache interface {
+	Get(ctx context.Context, key string) ([]byte, bool, error)
+	Set(ctx context.Context, key string, value []byte, ttl time.Duration) error
+}
+
+// WithShared puts the extracted pages (not PDFs, which are kept whole and
+// read page by page) in a cache the replicas share, behind the local one:
+// a page fetched by one replica is a cache hit on the others.
+func WithShared(s SharedCache) Option { return func(t *Tool) { t.shared = s } }
+
+// sharedDoc is a document as the shared cache keeps it.
+type sharedDoc struct {
+	FinalURL    string    `json:"final_url"`
+	Status      int       `json:"status"`
+	ContentType string    `json:"content_type"`
+	Title       string    `json:"title"`
+	Content     string    `json:"content"`
+	FetchedAt   time.Time `json:"fetched_at"`
+	CutKept     int       `json:"cut_kept,omitempty"`
+	CutTotal    int       `json:"cut_total,omitempty"`
+	Expires     time.Time `json:"expires"`
+}
 
 // document is one fetched and extracted URL in one format: what the cache
 // keeps and what pagination slices.
@@ -39,6 +67,8 @@ type cache struct {
 	order    *list.List // front = most recently used
 	items    map[string]*list.Element
 	now      func() time.Time
+	shared   SharedCache
+	logger   *slog.Logger
 }
 
 type cacheEntry struct {
@@ -48,14 +78,37 @@ type cacheEntry struct {
 	expires time.Time
 }
 
-func newCache(ttl time.Duration, maxBytes int64, now func() time.Time) *cache {
-	return &cache{ttl: ttl, maxBytes: maxBytes, order: list.New(), items: map[string]*list.Element{}, now: now}
+func newCache(ttl time.Duration, maxBytes int64, now func() time.Time, shared SharedCache, logger *slog.Logger) *cache {
+	return &cache{ttl: ttl, maxBytes: maxBytes, order: list.New(), items: map[string]*list.Element{}, now: now, shared: shared, logger: logger}
 }
 
-func (c *cache) get(key string) (*document, bool) {
+func (c *cache) get(ctx context.Context, key string) (*document, bool) {
 	if c == nil || c.ttl <= 0 {
 		return nil, false
 	}
+	if doc, ok := c.getLocal(key); ok {
+		return doc, true
+	}
+	if c.shared == nil {
+		return nil, false
+	}
+	b, ok, err := c.shared.Get(ctx, key)
+	if err != nil {
+		c.logger.WarnContext(ctx, "fetch_page shared cache read failed", "err", err)
+	}
+	var sd sharedDoc
+	if !ok || json.Unmarshal(b, &sd) != nil || !c.now().Before(sd.Expires) {
+		return nil, false
+	}
+	doc := &document{FinalURL: sd.FinalURL, Status: sd.Status, ContentType: sd.ContentType, Title: sd.Title, Content: sd.Content, FetchedAt: sd.FetchedAt}
+	if sd.CutTotal > 0 {
+		doc.Cut = &textCut{Kept: sd.CutKept, Total: sd.CutTotal}
+	}
+	c.putLocal(key, doc, sd.Expires)
+	return doc, true
+}
+
+func (c *cache) getLocal(key string) (*document, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.items[key]
@@ -71,10 +124,29 @@ func (c *cache) get(key string) (*document, bool) {
 	return e.doc, true
 }
 
-func (c *cache) put(key string, doc *document) {
+func (c *cache) put(ctx context.Context, key string, doc *document) {
 	if c == nil || c.ttl <= 0 {
 		return
 	}
+	expires := c.now().Add(c.ttl)
+	if c.shared != nil && doc.pdf == nil {
+		sd := sharedDoc{FinalURL: doc.FinalURL, Status: doc.Status, ContentType: doc.ContentType, Title: doc.Title,
+			Content: doc.Content, FetchedAt: doc.FetchedAt, Expires: expires}
+		if doc.Cut != nil {
+			sd.CutKept, sd.CutTotal = doc.Cut.Kept, doc.Cut.Total
+		}
+		b, err := json.Marshal(sd)
+		if err == nil {
+			err = c.shared.Set(ctx, key, b, c.ttl)
+		}
+		if err != nil {
+			c.logger.WarnContext(ctx, "fetch_page shared cache write failed", "err", err)
+		}
+	}
+	c.putLocal(key, doc, expires)
+}
+
+func (c *cache) putLocal(key string, doc *document, expires time.Time) {
 	size := int64(len(doc.Content)+len(doc.Title)+len(doc.FinalURL)+len(key)) + 128
 	if doc.pdf != nil {
 		size += doc.pdf.size()
@@ -87,7 +159,7 @@ func (c *cache) put(key string, doc *document) {
 	if el, ok := c.items[key]; ok {
 		c.remove(el)
 	}
-	c.items[key] = c.order.PushFront(&cacheEntry{key: key, doc: doc, size: size, expires: c.now().Add(c.ttl)})
+	c.items[key] = c.order.PushFront(&cacheEntry{key: key, doc: doc, size: size, expires: expires})
 	c.bytes += size
 	for c.bytes > c.maxBytes && c.order.Len() > 0 {
 		c.remove(c.order.Back())

@@ -53,6 +53,7 @@ type Tool struct {
 	robots   *robots
 	now      func() time.Time
 	logger   *slog.Logger
+	shared   SharedCache // WithShared
 }
 
 // Option changes a dependency of the tool (tests inject a resolver and a
@@ -90,7 +91,7 @@ func New(cfg Config, opts ...Option) (*Tool, error) {
 	if t.client, err = t.newClient(); err != nil {
 		return nil, err
 	}
-	t.cache = newCache(cfg.CacheTTL.D(), cfg.CacheMaxBytes, t.now)
+	t.cache = newCache(cfg.CacheTTL.D(), cfg.CacheMaxBytes, t.now, t.shared, t.logger)
 	if !cfg.IgnoreRobots {
 		t.robots = &robots{t: t, ttl: cfg.RobotsTTL.D(), now: t.now, hosts: map[string]robotsEntry{}}
 	}
@@ -236,9 +237,9 @@ func (t *Tool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, 
 	// URL and format.
 	pdfKey := "pdf\x00" + u.String()
 	key := u.String() + "\x00" + in.Format
-	doc, cached := t.cache.get(pdfKey)
+	doc, cached := t.cache.get(ctx, pdfKey)
 	if !cached {
-		doc, cached = t.cache.get(key)
+		doc, cached = t.cache.get(ctx, key)
 	}
 	if cached && !lists.permits(hostOf(doc.FinalURL)) {
 		return nil, tools.Errorf(CodeDomainNotAllowed, "%s redirects to %s, which the domain lists do not allow", u.Redacted(), quoteOutside(hostOf(doc.FinalURL)))
@@ -249,7 +250,7 @@ func (t *Tool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, 
 			return nil, t.toolError(err, lang)
 		}
 		if doc.pdf == nil {
-			t.cache.put(key, doc)
+			t.cache.put(ctx, key, doc)
 		}
 	}
 	units := 0
@@ -259,7 +260,7 @@ func (t *Tool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, 
 			return nil, t.toolError(err, lang)
 		}
 		// Re-put: the kept text grew (and the entry's size with it).
-		t.cache.put(pdfKey, base)
+		t.cache.put(ctx, pdfKey, base)
 	}
 	res := t.render(u, doc, in.StartIndex, in.MaxLength, lang)
 	res.Units = float64(units)

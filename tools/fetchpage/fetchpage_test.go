@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -419,26 +420,27 @@ func TestFetchServesRepeatsFromCache(t *testing.T) {
 
 func TestCacheExpiresAndBoundsBytes(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
-	c := newCache(time.Minute, 4000, func() time.Time { return now })
-	c.put("a", &document{Content: strings.Repeat("a", 900)})
-	c.put("b", &document{Content: strings.Repeat("b", 900)})
-	if _, ok := c.get("a"); !ok {
+	c := newCache(time.Minute, 4000, func() time.Time { return now }, nil, slog.New(slog.DiscardHandler))
+	ctx := context.Background()
+	c.put(ctx, "a", &document{Content: strings.Repeat("a", 900)})
+	c.put(ctx, "b", &document{Content: strings.Repeat("b", 900)})
+	if _, ok := c.get(ctx, "a"); !ok {
 		t.Fatal("a missing")
 	}
-	c.put("c", &document{Content: strings.Repeat("c", 900)})
-	c.put("d", &document{Content: strings.Repeat("d", 900)}) // over 4000: evicts b, the least recently used
-	if _, ok := c.get("b"); ok {
+	c.put(ctx, "c", &document{Content: strings.Repeat("c", 900)})
+	c.put(ctx, "d", &document{Content: strings.Repeat("d", 900)}) // over 4000: evicts b, the least recently used
+	if _, ok := c.get(ctx, "b"); ok {
 		t.Fatal("b survived eviction")
 	}
-	if _, ok := c.get("a"); !ok {
+	if _, ok := c.get(ctx, "a"); !ok {
 		t.Fatal("a evicted although recently used")
 	}
-	c.put("huge", &document{Content: strings.Repeat("h", 2000)}) // over half of the cache: not kept
-	if _, ok := c.get("huge"); ok {
+	c.put(ctx, "huge", &document{Content: strings.Repeat("h", 2000)}) // over half of the cache: not kept
+	if _, ok := c.get(ctx, "huge"); ok {
 		t.Fatal("huge entry kept")
 	}
 	now = now.Add(time.Minute)
-	if _, ok := c.get("a"); ok {
+	if _, ok := c.get(ctx, "a"); ok {
 		t.Fatal("a served after its TTL")
 	}
 }

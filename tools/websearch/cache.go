@@ -1,6 +1,7 @@
 package websearch
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -32,10 +33,11 @@ type cacheEntry struct {
 }
 
 // cache is the query cache: an LRU in memory (bounded by entries, with a TTL
-// checked on read against the injected clock) in front of an optional
-// directory of one JSON file per entry, written atomically, so separate
-// processes share answers. The disk side is best effort: a failure to read or
-// write it is logged and the call goes on.
+// checked on read against the injected clock) in front of a cache the
+// replicas share (Deps.Shared: Redis) or else an optional directory of one
+// JSON file per entry, written atomically, so separate processes on one
+// machine share answers. The shared and disk sides are best effort: a
+// failure to read or write them is logged and the call goes on.
 //
 // The LRU comes from hashicorp/golang-lru; its "expirable" variant is not
 // used because it starts a clean-up goroutine that can never be stopped and
@@ -48,20 +50,28 @@ type cache struct {
 	logger *slog.Logger
 	mem    *lru.Cache[string, cacheEntry]
 	mu     sync.Mutex // serializes disk pruning within the process
+	shared SharedCache
 }
 
-func newCache(cfg CacheConfig, now func() time.Time, logger *slog.Logger) (*cache, error) {
+// SharedCache is a cache every replica reads and writes (Redis:
+// internal/sharedcache); it bounds its own entries and the time it takes.
+type SharedCache interface {
+	Get(ctx context.Context, key string) ([]byte, bool, error)
+	Set(ctx context.Context, key string, value []byte, ttl time.Duration) error
+}
+
+func newCache(cfg CacheConfig, shared SharedCache, now func() time.Time, logger *slog.Logger) (*cache, error) {
 	if cfg.MaxEntries < 0 {
 		return nil, nil
 	}
-	c := &cache{ttl: time.Duration(cfg.TTL), max: cfg.MaxEntries, now: now, logger: logger}
+	c := &cache{ttl: time.Duration(cfg.TTL), max: cfg.MaxEntries, now: now, logger: logger, shared: shared}
 	if c.ttl <= 0 {
 		c.ttl = defaultCacheTTL
 	}
 	if c.max == 0 {
 		c.max = defaultCacheSize
 	}
-	if !cfg.MemoryOnly {
+	if !cfg.MemoryOnly && shared == nil {
 		c.dir = cfg.Dir
 	}
 	mem, err := lru.New[string, cacheEntry](c.max)
@@ -77,12 +87,15 @@ func (c *cache) fresh(e cacheEntry) bool {
 	return age >= 0 && age < c.ttl
 }
 
-func (c *cache) get(key string) (cacheEntry, bool) {
+func (c *cache) get(ctx context.Context, key string) (cacheEntry, bool) {
 	if e, ok := c.mem.Get(key); ok {
 		if c.fresh(e) {
 			return e, true
 		}
 		c.mem.Remove(key)
+	}
+	if c.shared != nil {
+		return c.getShared(ctx, key)
 	}
 	if c.dir == "" {
 		return cacheEntry{}, false
@@ -108,8 +121,35 @@ func (c *cache) get(key string) (cacheEntry, bool) {
 	return e, true
 }
 
-func (c *cache) put(key string, e cacheEntry) {
+// getShared reads key from the shared cache into the LRU.
+func (c *cache) getShared(ctx context.Context, key string) (cacheEntry, bool) {
+	b, ok, err := c.shared.Get(ctx, key)
+	if err != nil {
+		c.logger.WarnContext(ctx, "web_search shared cache read failed", "err", err)
+	}
+	if !ok {
+		return cacheEntry{}, false
+	}
+	var e cacheEntry
+	if err := json.Unmarshal(b, &e); err != nil || e.Results == nil || !c.fresh(e) {
+		return cacheEntry{}, false
+	}
 	c.mem.Add(key, e)
+	return e, true
+}
+
+func (c *cache) put(ctx context.Context, key string, e cacheEntry) {
+	c.mem.Add(key, e)
+	if c.shared != nil {
+		b, err := json.Marshal(e)
+		if err == nil {
+			err = c.shared.Set(ctx, key, b, c.ttl-c.now().Sub(e.Stored))
+		}
+		if err != nil {
+			c.logger.WarnContext(ctx, "web_search shared cache write failed", "err", err)
+		}
+		return
+	}
 	if c.dir == "" {
 		return
 	}

@@ -27,7 +27,8 @@
 // Answers are cached (normalized query + options + the providers' identities,
 // kind and base URL → results, naming the provider by its current name)
 // with a TTL and an entry bound, in memory and, when a directory is given, on
-// disk, so that two `toolhost call` processes share it. A cache hit says
+// disk, so that two `toolhost call` processes share it, or, when Deps.Shared
+// is given (Redis), there instead, so that replicas share it. A cache hit says
 // cached: true and costs no paid unit; a call that got its answer from a
 // provider costs one "search_call" unit.
 //

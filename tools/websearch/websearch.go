@@ -46,6 +46,9 @@ type Deps struct {
 	Clock func() time.Time
 	// HTTPClient for engine requests; nil means a client of our own.
 	HTTPClient *http.Client
+	// Shared, when set, is the answer cache the replicas share (Redis),
+	// in place of the cache directory.
+	Shared SharedCache
 }
 
 // Tool is web_search.
@@ -133,7 +136,7 @@ func New(cfg Config, deps Deps) (*Tool, error) {
 		fp = append(fp, sl.id)
 	}
 	t.fingerprint = strings.Join(fp, ",")
-	c, err := newCache(cfg.Cache, t.now, t.logger)
+	c, err := newCache(cfg.Cache, deps.Shared, t.now, t.logger)
 	if err != nil {
 		return nil, err
 	}
@@ -270,7 +273,7 @@ func (t *Tool) Free(inv *tools.Invocation) bool {
 	if err != nil {
 		return false
 	}
-	_, ok := t.cache.get(cacheKey(q, t.fingerprint))
+	_, ok := t.cache.get(context.Background(), cacheKey(q, t.fingerprint))
 	return ok
 }
 
@@ -285,7 +288,7 @@ func (t *Tool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, 
 
 	key := cacheKey(q, t.fingerprint)
 	if t.cache != nil {
-		if e, ok := t.cache.get(key); ok {
+		if e, ok := t.cache.get(ctx, key); ok {
 			out := Output{Query: q.Text, Provider: t.providerName(e), Results: e.Results, TookMS: time.Since(start).Milliseconds(), Cached: true}
 			return t.result(out, lang, 0), nil
 		}
@@ -347,7 +350,7 @@ func (t *Tool) search(ctx context.Context, inv *tools.Invocation, q query, key s
 	t.logger.InfoContext(ctx, "web_search provider answered", "provider", ans.slot.name, "raw", len(ans.hits), "results", len(items), "ms", ans.ms, "execution_id", inv.ID)
 	e := cacheEntry{Stored: t.now(), Provider: ans.slot.name, ProviderID: ans.slot.id, Results: items, Leader: inv.ID}
 	if t.cache != nil {
-		t.cache.put(key, e)
+		t.cache.put(ctx, key, e)
 	}
 	return e, nil
 }

@@ -25,6 +25,14 @@ func TestUnmarshal(t *testing.T) {
 		{`"1 day"`, 0, "time: "},
 		{`"` + strings.Repeat("9", 4096) + `h"`, 0, "invalid duration"},
 		{`{"s":"1s"}`, 0, "duration must be a string"},
+		{`"90d"`, 90 * 24 * time.Hour, ""},
+		{`"0d"`, 0, ""},
+		{`"36501d"`, 0, "at most 36500 days"},
+		{`"99999999999d"`, 0, "unknown unit"},
+		{`"-1d"`, 0, "unknown unit"},
+		{`"1.5d"`, 0, "unknown unit"},
+		{`"d"`, 0, "invalid duration"},
+		{`"٩d"`, 0, "invalid duration"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in[:min(len(tt.in), 20)], func(t *testing.T) {
