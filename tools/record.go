@@ -212,6 +212,7 @@ func (e *Executor) logCall(r *journal.Record) {
 // with its rejection state.
 func (c *callRecord) reject(ctx context.Context, state journal.State, status Status, te *Error) (*Outcome, error) {
 	c.e.fail(c.out, status, te)
+	c.e.tel.refused(ctx, state, te.Code)
 	if err := c.move(state, rejectedDetail{Code: te.Code, Message: te.Message}); err != nil {
 		return nil, err
 	}

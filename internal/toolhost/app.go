@@ -11,9 +11,12 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/toolhost/toolhost/internal/config"
 	"github.com/toolhost/toolhost/internal/keys"
 	"github.com/toolhost/toolhost/internal/store"
+	"github.com/toolhost/toolhost/internal/telemetry"
 	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/tools"
 	"github.com/toolhost/toolhost/tools/approval"
@@ -69,6 +72,12 @@ type Options struct {
 	// given to show once.
 	Keys          bool
 	FirstAdminKey func(secret string)
+	// Telemetry is what OpenTelemetry records and where it exports it
+	// (the OTEL_* variables, telemetry.FromEnv).
+	Telemetry telemetry.Settings
+
+	// tel is the telemetry Open built from Telemetry.
+	tel *telemetry.Telemetry
 }
 
 // lookupEnv is LookupEnv, finding nothing when it is nil.
@@ -115,6 +124,8 @@ type App struct {
 	mcpChanged func(account string)
 	exec       *tools.Executor
 	closers    []func()
+	// registry is what /metrics serves.
+	registry *prometheus.Registry
 }
 
 // Open builds the App. run_code's sandbox comes first: with Preload,
@@ -130,6 +141,9 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		}
 	}()
 	o, logger := &a.o, opts.Logger
+	if err := openTelemetry(ctx, a); err != nil {
+		return nil, err
+	}
 	kit, err := toolset(o, logger, toolsetOptions{skipRunCode: o.SkipRunCode, preload: o.Preload})
 	if err != nil {
 		return nil, err
@@ -196,6 +210,8 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		Approvals:            a.db,
 		ApprovalTTL:          o.Config.Tools.ApprovalTTL.D(),
 		Policies:             policies(o.Config.Tools.RequireApproval),
+		Tracer:               o.telemetry().Tracer,
+		Meter:                o.telemetry().Meter,
 	}, kit.tools...)
 	if err != nil {
 		return nil, fmt.Errorf("tools: %w", err)

@@ -14,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/toolhost/toolhost/catalog"
@@ -62,6 +64,7 @@ type Runner struct {
 	exec   Executor
 	rounds RoundRecorder
 	logger *slog.Logger
+	tracer trace.Tracer
 }
 
 // RunnerOptions configure a Runner.
@@ -69,6 +72,8 @@ type RunnerOptions struct {
 	// Rounds receives one record per upstream call; nil records nothing.
 	Rounds RoundRecorder
 	Logger *slog.Logger
+	// Tracer makes a span per round (telemetry.go); nil: none.
+	Tracer trace.TracerProvider
 }
 
 // NewRunner returns a runner that executes hosted calls with exec.
@@ -76,7 +81,10 @@ func NewRunner(exec Executor, opts RunnerOptions) *Runner {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Runner{exec: exec, rounds: opts.Rounds, logger: opts.Logger}
+	if opts.Tracer == nil {
+		opts.Tracer = tracenoop.NewTracerProvider()
+	}
+	return &Runner{exec: exec, rounds: opts.Rounds, logger: opts.Logger, tracer: opts.Tracer.Tracer(scopeName)}
 }
 
 // Catalog is the registry of tools the runner can host.
@@ -217,26 +225,19 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 		spend:  newSpending(run.Budgets, r.maxRounds(ctx, run), time.Now()),
 	}
 	st.names = &names
+	roundSpan := trace.SpanFromContext(context.Background()) // no span: ended before the first round starts
+	defer func() { roundSpan.End() }()
 	for round := 0; ; round++ {
 		stop := StopReason("")
 		if len(hosted) > 0 {
 			stop = st.spend.stop(res.Cost)
 		}
 		final := stop != ""
-		tc := st.choice
-		callCtx, cancel := ctx, context.CancelFunc(func() {})
-		if final {
-			tc = ToolChoice{Mode: ToolChoiceNone}
-			callCtx, cancel = st.spend.finalContext(ctx)
-		}
-		if err := emit(Event{Kind: EventRoundStart, Round: round, Final: final}); err != nil {
-			cancel()
-			return nil, err
-		}
+		roundSpan.End()
+		ctx, span := r.startRound(ctx, run, round, final)
+		roundSpan = span
 		upStart := time.Now()
-		filter := newStreamFilter(round, final, names, emit)
-		resp, err := run.Route.Upstream.Call(callCtx, upstreamRequest(&req, st.msgs, st.fns, tc), filter.delta)
-		cancel()
+		resp, err := r.modelCall(ctx, run, st, round, final, emit)
 		if err != nil {
 			return nil, err
 		}
@@ -285,6 +286,23 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 			return nil, err
 		}
 	}
+}
+
+// modelCall is a round's call of the model: the request's tool choice,
+// none in the final round (under the final round's own deadline).
+func (r *Runner) modelCall(ctx context.Context, run *Run, st *runState, round int, final bool, emit Sink) (*UpstreamResponse, error) {
+	tc := st.choice
+	callCtx, cancel := ctx, context.CancelFunc(func() {})
+	if final {
+		tc = ToolChoice{Mode: ToolChoiceNone}
+		callCtx, cancel = st.spend.finalContext(ctx)
+	}
+	defer cancel()
+	if err := emit(Event{Kind: EventRoundStart, Round: round, Final: final}); err != nil {
+		return nil, err
+	}
+	filter := newStreamFilter(round, final, *st.names, emit)
+	return run.Route.Upstream.Call(callCtx, upstreamRequest(&run.Request, st.msgs, st.fns, tc), filter.delta)
 }
 
 // runState is what a run carries from round to round.

@@ -1,0 +1,118 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Telemetry is what the HTTP server instruments itself with: the
+// providers of internal/telemetry, as the OpenTelemetry API's interfaces.
+type Telemetry struct {
+	Tracer     trace.TracerProvider
+	Meter      metric.MeterProvider
+	Propagator propagation.TextMapPropagator
+}
+
+// ScopeName is the instrumentation scope of toolhost's spans and metrics.
+const ScopeName = "github.com/toolhost/toolhost"
+
+// traced gives every request a server span, the child of the caller's
+// traceparent when it sends one, named for the route pattern (never the
+// path: a path holds ids), and records http.server.request.duration by
+// method, route and status. The route is read after the mux has matched
+// (it sets the request's Pattern), so a request no route serves counts
+// under the catch-all "/".
+func traced(t *Telemetry, next http.Handler) http.Handler {
+	tracer := t.Tracer.Tracer(ScopeName)
+	dur, err := t.Meter.Meter(ScopeName).Float64Histogram("http.server.request.duration",
+		metric.WithUnit("s"), metric.WithDescription("Duration of HTTP server requests."),
+		metric.WithExplicitBucketBoundaries(0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10))
+	if err != nil {
+		panic(err) // a constant name and unit the SDK accepts
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ctx := t.Propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		ctx, span := tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(attribute.String("http.request.method", method(r.Method)), attribute.String("url.scheme", scheme(r))))
+		sw := &statusWriter{ResponseWriter: w}
+		r = r.WithContext(ctx)
+		next.ServeHTTP(sw, r)
+		status := sw.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		route := r.Pattern
+		if route == "" {
+			route = "/"
+		}
+		attrs := []attribute.KeyValue{
+			attribute.String("http.request.method", method(r.Method)),
+			attribute.String("http.route", route),
+			attribute.Int("http.response.status_code", status),
+		}
+		if status >= 500 {
+			attrs = append(attrs, attribute.String("error.type", strconv.Itoa(status)))
+			span.SetStatus(codes.Error, "")
+		}
+		span.SetName(method(r.Method) + " " + route)
+		span.SetAttributes(attrs...)
+		span.End()
+		dur.Record(context.WithoutCancel(ctx), time.Since(start).Seconds(), metric.WithAttributes(attrs...))
+	})
+}
+
+// method is the request method, or _OTHER for one HTTP does not define,
+// so a client cannot grow the metric's label values.
+func method(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return m
+	}
+	return "_OTHER"
+}
+
+func scheme(r *http.Request) string {
+	if r.TLS != nil {
+		return "https"
+	}
+	return "http"
+}
+
+// statusWriter notes the status a handler answers with. Unwrap lets
+// http.ResponseController reach the connection (flushes, deadlines).
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
