@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"reflect"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -60,10 +61,7 @@ func (s *Server) traced(next sdk.MethodHandler) sdk.MethodHandler {
 		if extra := req.GetExtra(); extra != nil && !trace.SpanContextFromContext(ctx).IsValid() {
 			ctx = tel.prop.Extract(ctx, propagation.HeaderCarrier(extra.Header))
 		}
-		var meta map[string]any
-		if p := req.GetParams(); p != nil {
-			meta = p.GetMeta()
-		}
+		meta := metaOf(req.GetParams())
 		if _, ok := meta["traceparent"].(string); ok {
 			ctx = tel.prop.Extract(ctx, metaCarrier(meta))
 		}
@@ -118,6 +116,18 @@ func (s *Server) toolLabel(name string) string {
 		}
 	}
 	return "_other"
+}
+
+// metaOf is a request's _meta; nil when the request has no params (a
+// notification without any arrives as a nil pointer in the interface).
+func metaOf(p sdk.Params) map[string]any {
+	if p == nil {
+		return nil
+	}
+	if v := reflect.ValueOf(p); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil
+	}
+	return p.GetMeta()
 }
 
 // metaCarrier reads the trace context from a request's _meta.
