@@ -51,6 +51,7 @@ var mcpMethods = map[string]bool{
 	"resources/templates/list": true, "resources/subscribe": true, "resources/unsubscribe": true,
 	"logging/setLevel": true, "completion/complete": true, "notifications/initialized": true,
 	"notifications/cancelled": true, "notifications/progress": true, "notifications/roots/list_changed": true,
+	"server/discover": true, "subscriptions/listen": true, "notifications/elicitation/complete": true,
 }
 
 // traced is the outermost receiving middleware.
