@@ -15,6 +15,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/oauth2"
 	"golang.org/x/sync/singleflight"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/toolhost/toolhost/internal/egress"
 	"github.com/toolhost/toolhost/tools"
@@ -58,6 +61,11 @@ type Options struct {
 	Wait    func(ctx context.Context, d time.Duration) error
 	Jitter  func(upTo time.Duration) time.Duration
 	Version string
+	// Tracer makes a client span per attempt of a call (telemetry.go);
+	// Propagator sends the attempt's trace context to the server, in the
+	// call's _meta and the HTTP headers. nil: no spans, no context sent.
+	Tracer     trace.TracerProvider
+	Propagator propagation.TextMapPropagator
 }
 
 // Gateway holds the client sessions and answers tools.RemoteTools.
@@ -117,6 +125,9 @@ func New(opts Options) *Gateway {
 	}
 	if opts.Jitter == nil {
 		opts.Jitter = jitter
+	}
+	if opts.Tracer == nil {
+		opts.Tracer = tracenoop.NewTracerProvider()
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.Proxy = nil
