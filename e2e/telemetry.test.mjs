@@ -40,8 +40,9 @@ const script = {
           { id: "call_b", name: "get_time", arguments: '{"timezone":"Mars/Olympus"}' },
           { id: "call_c", name: "roll_dice", arguments: '{"sides":6}' },
         ],
+        usage: { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 },
       },
-      { content: "Done." },
+      { content: "Done.", usage: { prompt_tokens: 40, completion_tokens: 2, total_tokens: 42 } },
     ],
   }],
 };
@@ -189,6 +190,8 @@ test("prometheus counts every call by tool, face and outcome; the trace context 
   assert.deepEqual(ops, { "mcp_method_name=tools/call": 6 });
   const chats = await query("sum by (gen_ai_operation_name, gen_ai_request_model) (gen_ai_client_operation_duration_seconds_count)");
   assert.deepEqual(chats, { "gen_ai_operation_name=chat,gen_ai_request_model=fake-*": 2 });
+  const tokens = await query("sum by (gen_ai_token_type) (gen_ai_client_token_usage_sum)");
+  assert.deepEqual(tokens, { "gen_ai_token_type=input": 51, "gen_ai_token_type=output": 5 });
 
   // Trace context: the journal's trace_id is the caller's on both faces,
   // and the model was sent that trace on both of its calls.

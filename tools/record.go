@@ -205,6 +205,9 @@ func (e *Executor) logCall(r *journal.Record) {
 	if r.ErrorCode != "" {
 		attrs = append(attrs, slog.String("code", r.ErrorCode))
 	}
+	if r.TraceID != "" {
+		attrs = append(attrs, slog.String("trace_id", r.TraceID))
+	}
 	e.opts.Logger.LogAttrs(context.Background(), slog.LevelInfo, "call", attrs...)
 }
 

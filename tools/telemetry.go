@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/toolhost/toolhost/internal/clip"
 	"github.com/toolhost/toolhost/journal"
 )
 
@@ -102,8 +103,10 @@ func (in instruments) end(ctx context.Context, span trace.Span, c *callRecord, e
 		span.End()
 		return
 	}
-	span.SetName("execute_tool " + name)
+	// The span names the tool itself (a span is not a metric series).
+	span.SetName("execute_tool " + clip.Runes(c.rec.ToolName, 128))
 	span.SetAttributes(attrs...)
+	span.SetAttributes(attribute.String("gen_ai.tool.name", clip.Runes(c.rec.ToolName, 128)))
 	span.SetAttributes(attribute.String("gen_ai.operation.name", "execute_tool"),
 		attribute.String("gen_ai.tool.call.id", out.CallID), attribute.String(AttrExecutionID, out.ExecutionID))
 	if err != nil {

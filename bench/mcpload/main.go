@@ -23,7 +23,11 @@
 // TypeScript one through loopback.cjs), the HTTP client has no proxy, and
 // the whole run has a deadline. It stops by itself.
 //
+// The telemetry targets (otel.go) measure toolhost with its OpenTelemetry
+// off, at its default and exporting traces:
+//
 //	go run ./bench/mcpload -toolhost bin/toolhost -e2e e2e
+//	go run ./bench/mcpload -targets toolhost-otel-off,toolhost,toolhost-otel-100,toolhost-otel-1 -client raw
 package main
 
 import (
@@ -176,11 +180,19 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		"everything": everythingTarget(cfg),
 		"go-sdk":     floorTarget(),
 	}
+	sink, err := startSink()
+	if err != nil {
+		return err
+	}
+	defer sink.close()
+	for key := range otelEnvs {
+		all[key] = otelTarget(cfg, key, sink.url)
+	}
 	var results []result
 	for _, name := range cfg.targets {
 		t, ok := all[strings.TrimSpace(name)]
 		if !ok {
-			return fmt.Errorf("unknown target %q (want toolhost, everything, go-sdk)", name)
+			return fmt.Errorf("unknown target %q (want toolhost, everything, go-sdk, toolhost-otel-off, toolhost-otel-100, toolhost-otel-1)", name)
 		}
 		rs, err := measureTarget(ctx, cfg, t)
 		if err != nil {
@@ -189,6 +201,9 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		results = append(results, rs...)
 	}
 	report(out, cfg, results)
+	if n := sink.bytes.Load(); n > 0 {
+		fmt.Fprintf(out, "\nOTLP trace exports received: %d bytes\n", n)
+	}
 	return nil
 }
 
