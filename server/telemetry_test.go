@@ -94,7 +94,7 @@ func TestServerSpansAndMetricsByRoute(t *testing.T) {
 		for _, p := range m.Data.(metricdata.Histogram[float64]).DataPoints {
 			var kv []string
 			for _, a := range p.Attributes.ToSlice() {
-				kv = append(kv, string(a.Key)+"="+a.Value.Emit())
+				kv = append(kv, string(a.Key)+"="+a.Value.String())
 			}
 			got[strings.Join(kv, ",")] += p.Count
 		}

@@ -48,7 +48,7 @@ func collect(t *testing.T, r *sdkmetric.ManualReader, name string) map[string]in
 func attrKey(s attribute.Set) string {
 	var parts []string
 	for _, kv := range s.ToSlice() {
-		parts = append(parts, string(kv.Key)+"="+kv.Value.Emit())
+		parts = append(parts, string(kv.Key)+"="+kv.Value.String())
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ",")
@@ -86,20 +86,20 @@ func TestExecutorRecordsCallMetricsWithBoundedLabels(t *testing.T) {
 	}
 	got := collect(t, reader, "toolhost.tool.call.duration")
 	want := map[string]int64{
-		"gen_ai.tool.name=probe,toolhost.face=mcp,toolhost.provider.type=builtin,toolhost.status=success":                                      2,
-		"gen_ai.tool.name=probe,toolhost.face=hosted,toolhost.provider.type=builtin,toolhost.status=success":                                   1,
-		"error.type=invalid_arguments,gen_ai.tool.name=probe,toolhost.face=hosted,toolhost.provider.type=builtin,toolhost.status=error":        1,
-		"error.type=invalid_arguments_json,gen_ai.tool.name=probe,toolhost.face=cli,toolhost.provider.type=builtin,toolhost.status=error":      1,
-		"error.type=unknown_tool,gen_ai.tool.name=_unknown,toolhost.face=mcp,toolhost.provider.type=unknown,toolhost.status=error":             1,
-		"error.type=unknown_tool,gen_ai.tool.name=_unknown,toolhost.face=hosted,toolhost.provider.type=unknown,toolhost.status=error":          1,
-		"gen_ai.tool.name=probe,toolhost.face=other,toolhost.provider.type=builtin,toolhost.status=success":                                    1,
+		"gen_ai.tool.name=probe,toolhost.face=mcp,toolhost.provider.type=builtin,toolhost.status=success":                                 2,
+		"gen_ai.tool.name=probe,toolhost.face=hosted,toolhost.provider.type=builtin,toolhost.status=success":                              1,
+		"error.type=invalid_arguments,gen_ai.tool.name=probe,toolhost.face=hosted,toolhost.provider.type=builtin,toolhost.status=error":   1,
+		"error.type=invalid_arguments_json,gen_ai.tool.name=probe,toolhost.face=cli,toolhost.provider.type=builtin,toolhost.status=error": 1,
+		"error.type=unknown_tool,gen_ai.tool.name=_unknown,toolhost.face=mcp,toolhost.provider.type=unknown,toolhost.status=error":        1,
+		"error.type=unknown_tool,gen_ai.tool.name=_unknown,toolhost.face=hosted,toolhost.provider.type=unknown,toolhost.status=error":     1,
+		"gen_ai.tool.name=probe,toolhost.face=other,toolhost.provider.type=builtin,toolhost.status=success":                               1,
 	}
 	if !equalCounts(got, want) {
 		t.Errorf("call metrics:\n got %v\nwant %v", got, want)
 	}
 	refusals := collect(t, reader, "toolhost.tool.refusals")
 	wantRefusals := map[string]int64{
-		"toolhost.reason=invalid_arguments,toolhost.stage=validation_rejected":  1,
+		"toolhost.reason=invalid_arguments,toolhost.stage=validation_rejected": 1,
 		"toolhost.reason=invalid_arguments_json,toolhost.stage=parse_rejected": 1,
 		"toolhost.reason=unknown_tool,toolhost.stage=parse_rejected":           2,
 	}
@@ -174,7 +174,7 @@ func TestExecutorSpanJoinsTheCallersTrace(t *testing.T) {
 	attrs := func(s sdktrace.ReadOnlySpan) map[string]string {
 		m := map[string]string{}
 		for _, kv := range s.Attributes() {
-			m[string(kv.Key)] = kv.Value.Emit()
+			m[string(kv.Key)] = kv.Value.String()
 		}
 		return m
 	}

@@ -92,7 +92,7 @@ func TestToolsCallSpansFollowTheMCPConventions(t *testing.T) {
 			for _, p := range m.Data.(metricdata.Histogram[float64]).DataPoints {
 				var kv []string
 				for _, a := range p.Attributes.ToSlice() {
-					kv = append(kv, string(a.Key)+"="+a.Value.Emit())
+					kv = append(kv, string(a.Key)+"="+a.Value.String())
 				}
 				got[strings.Join(kv, ",")] += p.Count
 			}
@@ -118,7 +118,7 @@ func attrs(s sdktrace.ReadOnlySpan) map[string]string {
 		return m
 	}
 	for _, kv := range s.Attributes() {
-		m[string(kv.Key)] = kv.Value.Emit()
+		m[string(kv.Key)] = kv.Value.String()
 	}
 	return m
 }

@@ -13,11 +13,11 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"golang.org/x/oauth2"
-	"golang.org/x/sync/singleflight"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
+	"golang.org/x/oauth2"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/toolhost/toolhost/internal/egress"
 	"github.com/toolhost/toolhost/tools"

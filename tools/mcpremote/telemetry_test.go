@@ -49,7 +49,7 @@ func TestEachAttemptIsASpanAndCarriesTheTrace(t *testing.T) {
 	for i, s := range attempts {
 		a := map[string]string{}
 		for _, kv := range s.Attributes() {
-			a[string(kv.Key)] = kv.Value.Emit()
+			a[string(kv.Key)] = kv.Value.String()
 		}
 		if s.Parent().SpanID() != parent.SpanContext().SpanID() || a["toolhost.attempt"] != []string{"1", "2"}[i] || a["mcp.method.name"] != "tools/call" {
 			t.Errorf("attempt %d: parent %v, attributes %v", i+1, s.Parent().SpanID(), a)
