@@ -13,7 +13,7 @@
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
 import { once } from "node:events";
-import { rm, writeFile } from "node:fs/promises";
+import { readFile, rm, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
@@ -205,4 +205,25 @@ test("prometheus counts every call by tool, face and outcome; the trace context 
   const parents = await (await fetch(`${fakeURL}/traceparents`)).json();
   assert.equal(parents.length, 2);
   for (const tp of parents) assert.match(tp, new RegExp(`^00-${HOSTED_TRACE}-[0-9a-f]{16}-01$`));
+});
+
+// The Grafana dashboard's queries run on the same Prometheus over the calls
+// above: each is valid PromQL, and each panel but the model errors' (none
+// were made) shows data.
+test("every query of docs/grafana/toolhost.json runs and the panels show the calls", async () => {
+  const dash = JSON.parse(await readFile(join(repo, "docs", "grafana", "toolhost.json"), "utf8"));
+  const panels = dash.panels.filter((p) => p.type !== "row");
+  assert.ok(panels.length >= 10);
+  for (const p of panels) {
+    let series = 0;
+    for (const t of p.targets) {
+      const q = t.expr.replaceAll("$__rate_interval", "1m");
+      const res = await fetch(`${promURL}/api/v1/query?query=${encodeURIComponent(q)}`);
+      const body = await res.json();
+      assert.equal(body.status, "success", `${p.title}: ${q}: ${JSON.stringify(body)}`);
+      series += body.data.result.length;
+    }
+    if (p.title.startsWith("Model call errors")) assert.equal(series, 0, p.title);
+    else assert.ok(series > 0, `panel "${p.title}" shows nothing`);
+  }
 });

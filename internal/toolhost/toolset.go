@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/tools"
 	"github.com/toolhost/toolhost/tools/builtin"
@@ -39,7 +41,12 @@ func toolset(o *Options, logger *slog.Logger, to toolsetOptions) (*toolkit, erro
 		return nil, err
 	}
 	ts = append(ts, ws)
-	fp, err := fetchpage.New(o.Config.Fetch, fetchpage.WithLogger(logger))
+	tel := o.telemetry()
+	var pagePropagator propagation.TextMapPropagator // pages learn nothing of a trace unless asked
+	if tel.PropagateFetch {
+		pagePropagator = tel.Propagator
+	}
+	fp, err := fetchpage.New(o.Config.Fetch, fetchpage.WithLogger(logger), fetchpage.WithTelemetry(tel.Tracer, tel.Meter, pagePropagator))
 	if err != nil {
 		return nil, err
 	}

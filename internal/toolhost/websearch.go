@@ -24,7 +24,7 @@ func newWebSearch(o *Options, logger *slog.Logger) (*websearch.Tool, error) {
 	if cfg.Cache.Dir == "" && !cfg.Cache.MemoryOnly {
 		cfg.Cache.Dir = filepath.Join(o.Data, "websearch-cache")
 	}
-	ws, err := websearch.New(cfg, websearch.Deps{Logger: logger})
+	ws, err := websearch.New(cfg, websearch.Deps{Logger: logger, Tracer: o.telemetry().Tracer, Meter: o.telemetry().Meter})
 	if err != nil {
 		return nil, fmt.Errorf("web_search: %w", err)
 	}
