@@ -68,6 +68,10 @@ type Options struct {
 	BarrierTimeout time.Duration
 	Clock          func() time.Time
 	Logger         *slog.Logger
+	// OnApply, when set, is told of each batch of spooled writes applied
+	// to the store: how many, how long the store took, and its error (the
+	// telemetry's apply latency). It must not block.
+	OnApply func(writes int, took time.Duration, err error)
 }
 
 // DefaultReadOnlyOpenDelay is Options.ReadOnlyOpenDelay when none is set:

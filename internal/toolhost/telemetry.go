@@ -2,10 +2,15 @@ package toolhost
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/toolhost/toolhost/internal/telemetry"
+	"github.com/toolhost/toolhost/journal"
 	"github.com/toolhost/toolhost/server"
 )
 
@@ -44,3 +49,41 @@ func (o *Options) serverTelemetry() *server.Telemetry {
 	}
 	return &server.Telemetry{Tracer: o.tel.Tracer, Meter: o.tel.Meter, Propagator: o.tel.Propagator}
 }
+
+// journalApplied is the journal's OnApply: toolhost.journal.apply.duration,
+// each batch of spooled writes applied to the store, by outcome.
+func journalApplied(o *Options) func(writes int, took time.Duration, err error) {
+	h, err := o.telemetry().Meter.Meter(journalScope).Float64Histogram("toolhost.journal.apply.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time the store took to apply a batch of the journal's spooled writes, by outcome."),
+		metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5))
+	if err != nil {
+		panic(err) // a constant name and unit the SDK accepts
+	}
+	ok := metric.WithAttributes(attribute.String("toolhost.outcome", "ok"))
+	failed := metric.WithAttributes(attribute.String("toolhost.outcome", "error"))
+	return func(_ int, took time.Duration, err error) {
+		if err != nil {
+			h.Record(context.Background(), took.Seconds(), failed)
+			return
+		}
+		h.Record(context.Background(), took.Seconds(), ok)
+	}
+}
+
+// observeJournal reports toolhost.journal.spool.pending, the spooled
+// writes waiting for the store, at each collection.
+func observeJournal(o *Options, j *journal.Journal) error {
+	_, err := o.telemetry().Meter.Meter(journalScope).Int64ObservableGauge("toolhost.journal.spool.pending", metric.WithUnit("{write}"),
+		metric.WithDescription("Journal writes in the spool waiting for the store."),
+		metric.WithInt64Callback(func(_ context.Context, obs metric.Int64Observer) error {
+			obs.Observe(int64(j.Pending()))
+			return nil
+		}))
+	if err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	return nil
+}
+
+// journalScope is the instrumentation scope of the journal's metrics.
+const journalScope = "github.com/toolhost/toolhost/journal"
