@@ -74,12 +74,6 @@ type Options struct {
 	OnApply func(writes int, took time.Duration, err error)
 }
 
-// DefaultReadOnlyOpenDelay is Options.ReadOnlyOpenDelay when none is set:
-// long enough for most read-only calls to end first and pay one spool
-// write, short enough that a crash loses only the traces of calls that
-// had just begun.
-const DefaultReadOnlyOpenDelay = 5 * time.Millisecond
-
 // Journal records calls through a Store with group commit.
 type Journal struct {
 	store Store
