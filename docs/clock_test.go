@@ -47,6 +47,7 @@ var wallClockReads = map[string]string{
 	"server/conns.go Accept":                                "a write deadline on a refused connection",
 	"server/conns.go connState":                             "which connection has been idle the longest",
 	"server/conns.go bodyDeadline":                          "a read deadline on a connection",
+	"tools/runcode/telemetry.go record":                     "a run's wait and run, for their spans and histograms",
 	"server/telemetry.go traced":                            "a request's latency, for http.server.request.duration",
 	"server/mcp/telemetry.go traced":                        "a request's latency, for mcp.server.operation.duration",
 	"server/v1/loop/telemetry.go Call":                      "a model call's latency, for gen_ai.client.operation.duration",

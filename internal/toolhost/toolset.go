@@ -59,7 +59,7 @@ func toolset(o *Options, logger *slog.Logger, to toolsetOptions) (*toolkit, erro
 			fp.Close()
 			return nil, err
 		}
-		ts = append(ts, runcode.New(sb))
+		ts = append(ts, runcode.New(sb).WithTelemetry(tel.Tracer, tel.Meter))
 		cleanups = append(cleanups, func() { closeSandbox(sb, logger) })
 	}
 	if o.TestTools {
