@@ -208,3 +208,23 @@ func sampler(name, arg string) (string, float64, error) {
 	}
 	return name, ratio, nil
 }
+
+// String says in one line what s records and where it goes (toolhost
+// check prints it).
+func (s Settings) String() string {
+	if s.Disabled {
+		return "off (OTEL_SDK_DISABLED)"
+	}
+	out := "metrics on /metrics"
+	if s.Metrics != nil {
+		out += " and to " + s.Metrics.Endpoint + " (" + s.Metrics.Protocol + ")"
+	}
+	if s.Traces == nil {
+		return out + "; no traces exported"
+	}
+	sampler := s.Sampler
+	if s.Sampler == SamplerRatio || s.Sampler == SamplerParentRatio {
+		sampler += " " + strconv.FormatFloat(s.SamplerArg, 'g', -1, 64)
+	}
+	return out + "; traces to " + s.Traces.Endpoint + " (" + s.Traces.Protocol + ", " + sampler + ")"
+}
