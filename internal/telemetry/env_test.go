@@ -78,3 +78,25 @@ func sameSettings(a, b Settings) bool {
 	return eq(a.Traces, b.Traces) && eq(a.Metrics, b.Metrics) && a.Disabled == b.Disabled && a.ServiceName == b.ServiceName &&
 		a.Sampler == b.Sampler && a.SamplerArg == b.SamplerArg && a.PropagateFetch == b.PropagateFetch
 }
+
+func TestSettingsSayWhereTelemetryGoes(t *testing.T) {
+	for _, tt := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{nil, "metrics on /metrics; no traces exported"},
+		{map[string]string{"OTEL_SDK_DISABLED": "true", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}, "off (OTEL_SDK_DISABLED)"},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.25"},
+			"metrics on /metrics and to http://c:4317 (grpc); traces to http://c:4317 (grpc, traceidratio 0.25)"},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_METRICS_EXPORTER": "none"},
+			"metrics on /metrics; traces to http://localhost:4318/v1/traces (http/protobuf, parentbased_always_on)"},
+	} {
+		s, err := FromEnv(env(tt.env))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.String(); got != tt.want {
+			t.Errorf("%v: %q, want %q", tt.env, got, tt.want)
+		}
+	}
+}
