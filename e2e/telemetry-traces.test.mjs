@@ -3,10 +3,13 @@
 // (e2e/otelcol: the OTLP receiver and the file exporter; bin/otelcol from
 // `make otelcol`) receives toolhost's spans over OTLP/HTTP. The openai
 // client sends a traceparent; the scripted model (server/v1/fakeupstream)
-// asks for get_time and for echo on the repository's test MCP server
-// (bin/mcp-testserver), then answers. The collector's file holds the span
-// tree — server span → rounds → chat spans and execute_tool spans → the
-// remote MCP call's client span — all in the caller's trace, which is
+// asks for get_time, for echo on the repository's test MCP server
+// (bin/mcp-testserver), for fetch_page and web_search on a site of the
+// test's own (a page and a SearXNG-format engine on loopback), then
+// answers. The collector's file holds the span tree — server span →
+// rounds → chat spans and execute_tool spans → the client spans of the
+// remote MCP call, the page's GET and the search request — all in the
+// caller's trace, which is
 // also the journal records' trace_id, the trace in the request's log
 // lines, the one the fake upstream saw in traceparent and the one the
 // test MCP server was sent (HTTP header and _meta).
@@ -16,6 +19,7 @@ import { execFile, spawn } from "node:child_process";
 import { once } from "node:events";
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
+import { createServer } from "node:http";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -37,6 +41,8 @@ const script = {
         tool_calls: [
           { id: "call_time", name: "get_time", arguments: '{"timezone":"UTC"}' },
           { id: "call_echo", name: "demo__echo", arguments: '{"message":"hi"}' },
+          { id: "call_fetch", name: "fetch_page", arguments: "SITE_FETCH" },
+          { id: "call_search", name: "web_search", arguments: '{"query":"toolhost telemetry"}' },
         ],
         usage: { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 },
       },
@@ -45,7 +51,28 @@ const script = {
   }],
 };
 
-let work, fake, fakeURL, collector, testserver, testserverURL, server, tracesFile;
+let work, fake, fakeURL, collector, testserver, testserverURL, server, tracesFile, site, siteURL;
+const siteTraceparents = [];
+const PAGE = "<html><head><title>Telemetry</title></head><body><article><p>One trace id travels through the model service, the runtime and external APIs.</p></article></body></html>";
+
+// A page and a SearXNG-format search engine on loopback; each request's
+// traceparent is kept (web pages get none unless configured).
+async function startSite() {
+  site = createServer((req, res) => {
+    siteTraceparents.push(req.headers.traceparent ?? "");
+    if (req.url.startsWith("/search")) {
+      res.writeHead(200, { "Content-Type": "application/json" });
+      res.end(JSON.stringify({ query: "q", results: [{ url: `${siteURL}/page.html`, title: "Telemetry", content: "One trace id." }] }));
+    } else if (req.url === "/page.html") {
+      res.writeHead(200, { "Content-Type": "text/html" }).end(PAGE);
+    } else {
+      res.writeHead(404).end();
+    }
+  });
+  site.listen(0, "127.0.0.1");
+  await once(site, "listening");
+  siteURL = `http://127.0.0.1:${site.address().port}`;
+}
 
 function spawnLine(bin, args, pattern) {
   const p = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] });
@@ -117,8 +144,9 @@ async function startCollector() {
 before(async () => {
   work = await tempDir("toolhost-traces-");
   const endpoint = await startCollector();
+  await startSite();
   const scriptPath = join(work, "script.json");
-  await writeFile(scriptPath, JSON.stringify(script));
+  await writeFile(scriptPath, JSON.stringify(script).replace('"SITE_FETCH"', JSON.stringify(JSON.stringify({ url: `${siteURL}/page.html` }))));
   fake = spawn(await fakeBinary(), ["-script", scriptPath, "-addr", "127.0.0.1:0"], { stdio: ["ignore", "pipe", "inherit"] });
   [fakeURL] = await once(createInterface({ input: fake.stdout }), "line");
   const ts = await spawnLine(join(dirname(toolhostBin()), "mcp-testserver"), ["-addr", "127.0.0.1:0"], /listening on/);
@@ -126,7 +154,8 @@ before(async () => {
   testserverURL = ts.line.replace("listening on ", "");
   const config = join(work, "config.json");
   await writeFile(config, JSON.stringify({
-    fetch: { allow_private: ["127.0.0.1"] },
+    fetch: { allow_private: ["127.0.0.1"], ignore_robots: true },
+    search: { providers: [{ kind: "searxng", name: "local", base_url: siteURL }], cache: { max_entries: -1 } },
     hosted: { label: "toolhost", routes: [{ name: "fake", protocol: "openai", base_url: fakeURL, models: ["fake-*"], supports_tools: true }] },
   }));
   server = await startServer({
@@ -137,6 +166,7 @@ before(async () => {
 
 after(async () => {
   await server?.stop();
+  site?.close();
   for (const p of [collector, fake, testserver]) {
     if (p && p.exitCode === null) {
       p.kill("SIGTERM");
@@ -181,10 +211,11 @@ test("one hosted request is one trace: server span, rounds, model calls, tools, 
   const data = await openai.chat.completions.create({
     model: "fake-1",
     messages: [{ role: "user", content: "[trace] what time is it?" }],
-    tools: [{ type: "mcp", server_label: "toolhost", allowed_tools: ["get_time", "demo__echo"], require_approval: "never" }],
+    tools: [{ type: "mcp", server_label: "toolhost", allowed_tools: ["get_time", "demo__echo", "fetch_page", "web_search"], require_approval: "never" }],
   }, { headers: { traceparent: `00-${TRACE}-${CALLER_SPAN}-01` } });
   assert.equal(data.choices[0].message.content, "Done.");
-  assert.deepEqual(data.toolhost.tool_calls.map((c) => [c.name, c.status]), [["get_time", "done"], ["demo__echo", "done"]]);
+  assert.deepEqual(data.toolhost.tool_calls.map((c) => [c.name, c.status]),
+    [["get_time", "done"], ["demo__echo", "done"], ["fetch_page", "done"], ["web_search", "done"]], JSON.stringify(data.toolhost.tool_calls));
 
   // The tree, each span as "name < parent's name".
   const want = [
@@ -196,6 +227,10 @@ test("one hosted request is one trace: server span, rounds, model calls, tools, 
     "execute_tool get_time < hosted_round",
     "execute_tool demo__echo < hosted_round",
     "tools/call echo < execute_tool demo__echo",
+    "execute_tool fetch_page < hosted_round",
+    "GET < execute_tool fetch_page",
+    "execute_tool web_search < hosted_round",
+    "search local < execute_tool web_search",
   ].toSorted();
   const spans = await waitFor("the collector wrote the request's spans", async () => {
     const m = await spansOf(TRACE);
@@ -219,7 +254,7 @@ test("one hosted request is one trace: server span, rounds, model calls, tools, 
   // The journal's trace_id.
   const res = await fetch(`${server.base}/tool-executions?floor_id=${encodeURIComponent(data.toolhost.request_id)}`);
   const { data: records } = await res.json();
-  assert.equal(records.length, 2);
+  assert.equal(records.length, 4);
   for (const r of records) assert.equal(r.trace_id, TRACE);
   // The model saw the trace in traceparent, each time as the child of its
   // chat span.
@@ -231,7 +266,9 @@ test("one hosted request is one trace: server span, rounds, model calls, tools, 
   const seen = await (await fetch(testserverURL.replace(/\/mcp$/, "/trace-contexts"))).json();
   assert.deepEqual(seen.echo_meta, [`00-${TRACE}-${remote.spanId}-01`]);
   assert.ok(seen.headers.some((h) => h.startsWith(`00-${TRACE}-`)), JSON.stringify(seen.headers));
+  // The site was not told the trace (no TOOLHOST_OTEL_PROPAGATE_FETCH).
+  assert.deepEqual(siteTraceparents, ["", ""]);
   // The request's log lines name the trace.
   const lines = server.logs().split("\n").filter((l) => l.includes('"msg":"call"'));
-  assert.equal(lines.filter((l) => l.includes(`"trace_id":"${TRACE}"`)).length, 2, lines.join("\n"));
+  assert.equal(lines.filter((l) => l.includes(`"trace_id":"${TRACE}"`)).length, 4, lines.join("\n"));
 });
