@@ -231,6 +231,10 @@ test("one hosted request is one trace: server span, rounds, model calls, tools, 
     "GET < execute_tool fetch_page",
     "execute_tool web_search < hosted_round",
     "search local < execute_tool web_search",
+    // Each call's journal writes: its opened record and its outcome.
+    ...["get_time", "demo__echo", "fetch_page", "web_search"].flatMap((t) => [
+      `journal open < execute_tool ${t}`, `journal finish < execute_tool ${t}`,
+    ]),
   ].toSorted();
   const spans = await waitFor("the collector wrote the request's spans", async () => {
     const m = await spansOf(TRACE);

@@ -322,7 +322,7 @@ func (pl *pipeline) open(ctx context.Context) (*Outcome, error) {
 	// runtime failure with no record: the open record is written
 	// regardless, and the cancelled context then ends the tool at once,
 	// so the journal says "cancelled", not nothing.
-	if err := pl.e.journal.Open(context.WithoutCancel(ctx), pl.c.rec, evs); err != nil {
+	if err := pl.e.tel.write(ctx, "open", func(ctx context.Context) error { return pl.e.journal.Open(ctx, pl.c.rec, evs) }); err != nil {
 		return nil, fmt.Errorf("record the start of %s: %w", pl.p.Tool, err)
 	}
 	return nil, nil

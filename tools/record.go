@@ -220,7 +220,7 @@ func (c *callRecord) reject(ctx context.Context, state journal.State, status Sta
 		return nil, err
 	}
 	c.settle(journal.CommitDiscarded)
-	if err := c.e.journal.Add(context.WithoutCancel(ctx), c.rec, c.tr.Take()); err != nil {
+	if err := c.e.tel.write(ctx, "add", func(ctx context.Context) error { return c.e.journal.Add(ctx, c.rec, c.tr.Take()) }); err != nil {
 		return nil, fmt.Errorf("record the rejection of %s: %w", c.rec.ToolName, err)
 	}
 	return c.out, nil
@@ -300,7 +300,7 @@ func (c *callRecord) finish(ctx context.Context, spec catalog.Spec, ran, toolErr
 		return err
 	}
 	c.settle(commit)
-	if err := c.e.journal.Finish(context.WithoutCancel(ctx), c.rec, c.tr.Take()); err != nil {
+	if err := c.e.tel.write(ctx, "finish", func(ctx context.Context) error { return c.e.journal.Finish(ctx, c.rec, c.tr.Take()) }); err != nil {
 		return fmt.Errorf("record the outcome of %s: %w", c.rec.ToolName, err)
 	}
 	return nil

@@ -117,6 +117,19 @@ func (in instruments) end(ctx context.Context, span trace.Span, c *callRecord, e
 	span.End()
 }
 
+// write runs one journal write (open, finish, add) in a "journal {op}"
+// span, under a context the caller's cancellation does not reach: a call
+// whose caller went away is still recorded.
+func (in instruments) write(ctx context.Context, op string, f func(context.Context) error) error {
+	ctx, span := in.tracer.Start(context.WithoutCancel(ctx), "journal "+op)
+	err := f(ctx)
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+	return err
+}
+
 // refused counts a call the pipeline ended before running it.
 func (in instruments) refused(ctx context.Context, stage journal.State, code string) {
 	in.refusals.Add(context.WithoutCancel(ctx), 1, metric.WithAttributes(

@@ -160,11 +160,34 @@ func TestExecutorSpanJoinsTheCallersTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	parent.End()
-	spans := rec.Ended()
-	if len(spans) != 3 {
-		t.Fatalf("%d spans, want 3", len(spans))
+	var spans, writes []sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		switch {
+		case strings.HasPrefix(s.Name(), "execute_tool"):
+			spans = append(spans, s)
+		case strings.HasPrefix(s.Name(), "journal "):
+			writes = append(writes, s)
+		}
+	}
+	if len(spans) != 2 {
+		t.Fatalf("%d execute_tool spans, want 2", len(spans))
 	}
 	ok, bad := spans[0], spans[1]
+	// The journal's writes are spans of their call: the run call's open
+	// and finish, the refused call's one add.
+	var names []string
+	for _, w := range writes {
+		parent := "?"
+		for _, s := range spans {
+			if w.Parent().SpanID() == s.SpanContext().SpanID() {
+				parent = map[bool]string{true: "ok", false: "bad"}[s == ok]
+			}
+		}
+		names = append(names, w.Name()+" < "+parent)
+	}
+	if got, want := strings.Join(names, "|"), "journal open < ok|journal finish < ok|journal add < bad"; got != want {
+		t.Errorf("journal spans %q, want %q", got, want)
+	}
 	tid := parent.SpanContext().TraceID()
 	for _, s := range []sdktrace.ReadOnlySpan{ok, bad} {
 		if s.Name() != "execute_tool probe" || s.Parent().SpanID() != parent.SpanContext().SpanID() || s.SpanContext().TraceID() != tid {

@@ -79,12 +79,13 @@ func TestRunSpanTreeAndModelMetrics(t *testing.T) {
 			}
 		}
 	}
-	want := "chat fake-* < hosted_round|execute_tool get_time < hosted_round|hosted_round < POST /v1/chat/completions|" +
+	want := "chat fake-* < hosted_round|journal open < execute_tool get_time|journal finish < execute_tool get_time|" +
+		"execute_tool get_time < hosted_round|hosted_round < POST /v1/chat/completions|" +
 		"chat fake-* < hosted_round|hosted_round < POST /v1/chat/completions|POST /v1/chat/completions < -"
 	if strings.Join(tree, "|") != want {
 		t.Errorf("span tree\n got %s\nwant %s", strings.Join(tree, "|"), want)
 	}
-	last := rec.Ended()[3]
+	last := rec.Ended()[5] // the second chat span
 	a := map[string]string{}
 	for _, kv := range last.Attributes() {
 		a[string(kv.Key)] = kv.Value.String()
