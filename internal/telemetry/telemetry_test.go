@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	colmetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -145,5 +146,63 @@ func TestLogHandlerNamesTheTrace(t *testing.T) {
 		if strings.Count(line, `"trace_id"`) > 1 {
 			t.Errorf("line %d names trace_id twice: %s", i, line)
 		}
+	}
+}
+
+// TestNewExportsMetricsOverOTLPHTTP: with OTLP metrics on, an
+// instrument's value reaches a real OTLP/HTTP endpoint when Shutdown
+// flushes the periodic reader, with the service's name on its resource.
+func TestNewExportsMetricsOverOTLPHTTP(t *testing.T) {
+	var mu sync.Mutex
+	got := map[string]int64{}
+	service := ""
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req colmetrics.ExportMetricsServiceRequest
+		if r.URL.Path != "/v1/metrics" || proto.Unmarshal(body, &req) != nil {
+			http.Error(w, "bad export", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, rm := range req.ResourceMetrics {
+			for _, a := range rm.Resource.Attributes {
+				if a.Key == "service.name" {
+					service = a.Value.GetStringValue()
+				}
+			}
+			for _, sm := range rm.ScopeMetrics {
+				for _, m := range sm.Metrics {
+					for _, p := range m.GetSum().GetDataPoints() {
+						got[m.Name] += p.GetAsInt()
+					}
+				}
+			}
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		out, _ := proto.Marshal(&colmetrics.ExportMetricsServiceResponse{})
+		_, _ = w.Write(out)
+	}))
+	defer srv.Close()
+	s, err := FromEnv(env(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL, "OTEL_TRACES_EXPORTER": "none", "OTEL_SERVICE_NAME": "edge-7"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tel, err := New(context.Background(), s, "v", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := tel.Meter.Meter("test").Int64Counter("toolhost.test.calls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Add(context.Background(), 3)
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got["toolhost.test.calls"] != 3 || service != "edge-7" {
+		t.Errorf("exported %v from service %q; want toolhost.test.calls 3 from edge-7", got, service)
 	}
 }
