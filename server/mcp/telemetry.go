@@ -22,8 +22,9 @@ import (
 // gen_ai.tool.name, error.type "tool_error" for an isError result), and
 // mcp.server.operation.duration by method, tool and error type. The trace
 // context comes from the request's _meta (traceparent, tracestate: the
-// conventions' carrier for MCP) when it has one, else from the HTTP
-// request.
+// conventions' carrier for MCP) when it has one, else from the headers of
+// the HTTP request that carried it (not from the context: a session's is
+// the one of the request that opened it).
 type telemetry struct {
 	tracer   trace.Tracer
 	prop     propagation.TextMapPropagator
@@ -59,7 +60,11 @@ func (s *Server) traced(next sdk.MethodHandler) sdk.MethodHandler {
 	tel := s.tel
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		start := time.Now()
-		if extra := req.GetExtra(); extra != nil && !trace.SpanContextFromContext(ctx).IsValid() {
+		// A session's context is the one of the request that opened it, so
+		// a span it carries belongs to that request: each request starts
+		// from its own headers.
+		ctx = trace.ContextWithSpanContext(ctx, trace.SpanContext{})
+		if extra := req.GetExtra(); extra != nil {
 			ctx = tel.prop.Extract(ctx, propagation.HeaderCarrier(extra.Header))
 		}
 		meta := metaOf(req.GetParams())
