@@ -219,9 +219,9 @@ test("one hosted request is one trace: server span, rounds, model calls, tools, 
 
   // The tree, each span as "name < parent's name".
   const want = [
-    "POST POST /v1/chat/completions < (caller)",
-    "hosted_round < POST POST /v1/chat/completions",
-    "hosted_round < POST POST /v1/chat/completions",
+    "POST /v1/chat/completions < (caller)",
+    "hosted_round < POST /v1/chat/completions",
+    "hosted_round < POST /v1/chat/completions",
     "chat fake-* < hosted_round",
     "chat fake-* < hosted_round",
     "execute_tool get_time < hosted_round",

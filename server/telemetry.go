@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -50,10 +51,7 @@ func traced(t *Telemetry, next http.Handler) http.Handler {
 		if status == 0 {
 			status = http.StatusOK
 		}
-		route := r.Pattern
-		if route == "" {
-			route = "/"
-		}
+		route := routeOf(r.Pattern)
 		attrs := []attribute.KeyValue{
 			attribute.String("http.request.method", method(r.Method)),
 			attribute.String("http.route", route),
@@ -68,6 +66,20 @@ func traced(t *Telemetry, next http.Handler) http.Handler {
 		span.End()
 		dur.Record(context.WithoutCancel(ctx), time.Since(start).Seconds(), metric.WithAttributes(attrs...))
 	})
+}
+
+// routeOf is a mux pattern as http.route: its path template, without the
+// method a Go pattern starts with ("GET /tool-executions/{id}" →
+// "/tool-executions/{id}"); "/" for a request the mux matched to no
+// pattern of its own.
+func routeOf(pattern string) string {
+	if i := strings.IndexByte(pattern, ' '); i >= 0 {
+		pattern = strings.TrimLeft(pattern[i+1:], " ")
+	}
+	if pattern == "" {
+		return "/"
+	}
+	return pattern
 }
 
 // method is the request method, or _OTHER for one HTTP does not define,

@@ -69,7 +69,7 @@ func TestServerSpansAndMetricsByRoute(t *testing.T) {
 		names = append(names, s.Name())
 	}
 	sort.Strings(names)
-	want := []string{"GET GET /tool-executions/{id}", "GET GET /tool-executions/{id}", "POST POST /boom", "_OTHER /"}
+	want := []string{"GET /tool-executions/{id}", "GET /tool-executions/{id}", "POST /boom", "_OTHER /"}
 	if strings.Join(names, "|") != strings.Join(want, "|") {
 		t.Errorf("span names %q, want %q", names, want)
 	}
@@ -100,9 +100,9 @@ func TestServerSpansAndMetricsByRoute(t *testing.T) {
 		}
 	}
 	wantM := map[string]uint64{
-		"http.request.method=GET,http.response.status_code=418,http.route=GET /tool-executions/{id}":  2,
-		"error.type=502,http.request.method=POST,http.response.status_code=502,http.route=POST /boom": 1,
-		"http.request.method=_OTHER,http.response.status_code=404,http.route=/":                       1,
+		"http.request.method=GET,http.response.status_code=418,http.route=/tool-executions/{id}": 2,
+		"error.type=502,http.request.method=POST,http.response.status_code=502,http.route=/boom": 1,
+		"http.request.method=_OTHER,http.response.status_code=404,http.route=/":                  1,
 	}
 	if len(got) != len(wantM) {
 		t.Fatalf("series %v, want %v", got, wantM)
