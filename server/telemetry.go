@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -12,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
 // Telemetry is what the HTTP server instruments itself with: the
@@ -39,33 +41,76 @@ func traced(t *Telemetry, next http.Handler) http.Handler {
 	if err != nil {
 		panic(err) // a constant name and unit the SDK accepts
 	}
+	_, noTraces := t.Tracer.(tracenoop.TracerProvider)
+	sets := &routeSets{m: map[routeLabels]*routeSet{}}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		// The caller's context goes on even with no span of ours: the
+		// faces journal its trace id and send it on.
 		ctx := t.Propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		ctx, span := tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(attribute.String("http.request.method", method(r.Method)), attribute.String("url.scheme", scheme(r))))
+		var span trace.Span
+		if !noTraces {
+			ctx, span = tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
+				trace.WithAttributes(attribute.String("http.request.method", method(r.Method)), attribute.String("url.scheme", scheme(r))))
+		}
 		sw := &statusWriter{ResponseWriter: w}
 		r = r.WithContext(ctx)
 		next.ServeHTTP(sw, r)
-		status := sw.status
-		if status == 0 {
-			status = http.StatusOK
+		if sw.status == 0 {
+			sw.status = http.StatusOK
 		}
-		route := routeOf(r.Pattern)
-		attrs := []attribute.KeyValue{
-			attribute.String("http.request.method", method(r.Method)),
-			attribute.String("http.route", route),
-			attribute.Int("http.response.status_code", status),
+		rs := sets.get(routeLabels{method(r.Method), routeOf(r.Pattern), sw.status})
+		if span != nil {
+			if sw.status >= 500 {
+				span.SetStatus(codes.Error, "")
+			}
+			span.SetName(rs.name)
+			span.SetAttributes(rs.attrs...)
+			span.End()
 		}
-		if status >= 500 {
-			attrs = append(attrs, attribute.String("error.type", strconv.Itoa(status)))
-			span.SetStatus(codes.Error, "")
-		}
-		span.SetName(method(r.Method) + " " + route)
-		span.SetAttributes(attrs...)
-		span.End()
-		dur.Record(context.WithoutCancel(ctx), time.Since(start).Seconds(), metric.WithAttributes(attrs...))
+		dur.Record(context.WithoutCancel(ctx), time.Since(start).Seconds(), rs.option)
 	})
+}
+
+// routeLabels are a request's metric labels; routeSet their attributes,
+// span name and metric option, built once per combination (methods,
+// routes and statuses are bounded) so a request allocates none.
+type routeLabels struct {
+	method, route string
+	status        int
+}
+
+type routeSet struct {
+	name   string
+	attrs  []attribute.KeyValue
+	option metric.MeasurementOption
+}
+
+type routeSets struct {
+	mu sync.RWMutex
+	m  map[routeLabels]*routeSet
+}
+
+func (s *routeSets) get(k routeLabels) *routeSet {
+	s.mu.RLock()
+	rs, ok := s.m[k]
+	s.mu.RUnlock()
+	if ok {
+		return rs
+	}
+	attrs := []attribute.KeyValue{
+		attribute.String("http.request.method", k.method),
+		attribute.String("http.route", k.route),
+		attribute.Int("http.response.status_code", k.status),
+	}
+	if k.status >= 500 {
+		attrs = append(attrs, attribute.String("error.type", strconv.Itoa(k.status)))
+	}
+	rs = &routeSet{name: k.method + " " + k.route, attrs: attrs, option: metric.WithAttributeSet(attribute.NewSet(attrs...))}
+	s.mu.Lock()
+	s.m[k] = rs
+	s.mu.Unlock()
+	return rs
 }
 
 // routeOf is a mux pattern as http.route: its path template, without the

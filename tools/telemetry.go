@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -41,6 +42,51 @@ type instruments struct {
 	tracer   trace.Tracer
 	duration metric.Float64Histogram
 	refusals metric.Int64Counter
+	// tracing and measuring are false for OpenTelemetry's no-op
+	// providers: then a call builds no span and no attribute set, so
+	// telemetry that is off costs the pipeline nothing.
+	tracing, measuring bool
+	sets               *labelSets
+}
+
+// callLabels are the labels of one call's metrics; every field takes a
+// bounded set of values.
+type callLabels struct{ tool, provider, face, status, errType string }
+
+// labelSet is a callLabels' attributes and the metric option made of
+// them, built once.
+type labelSet struct {
+	attrs  []attribute.KeyValue
+	option metric.MeasurementOption
+}
+
+// labelSets caches a labelSet per callLabels, so a call allocates none.
+type labelSets struct {
+	mu sync.RWMutex
+	m  map[callLabels]*labelSet
+}
+
+func (s *labelSets) get(k callLabels) *labelSet {
+	s.mu.RLock()
+	ls, ok := s.m[k]
+	s.mu.RUnlock()
+	if ok {
+		return ls
+	}
+	attrs := []attribute.KeyValue{
+		attribute.String("gen_ai.tool.name", k.tool),
+		attribute.String(AttrProviderType, k.provider),
+		attribute.String(AttrFace, k.face),
+		attribute.String(AttrStatus, k.status),
+	}
+	if k.errType != "" {
+		attrs = append(attrs, attribute.String("error.type", k.errType))
+	}
+	ls = &labelSet{attrs: attrs, option: metric.WithAttributeSet(attribute.NewSet(attrs...))}
+	s.mu.Lock()
+	s.m[k] = ls
+	s.mu.Unlock()
+	return ls
 }
 
 func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider) instruments {
@@ -62,14 +108,20 @@ func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider) instrument
 	if err != nil {
 		panic(err)
 	}
-	return instruments{tracer: tp.Tracer(scopeName), duration: dur, refusals: ref}
+	_, noTraces := tp.(tracenoop.TracerProvider)
+	_, noMetrics := mp.(metricnoop.MeterProvider)
+	return instruments{tracer: tp.Tracer(scopeName), duration: dur, refusals: ref, tracing: !noTraces, measuring: !noMetrics,
+		sets: &labelSets{m: map[callLabels]*labelSet{}}}
 }
 
 // start opens the call's span and, when the face gave no trace id, takes
 // the one of the span (so the journal names the trace the spans are
 // exported under).
 func (in instruments) start(ctx context.Context, p *Proposal) (context.Context, trace.Span) {
-	ctx, span := in.tracer.Start(ctx, "execute_tool", trace.WithSpanKind(trace.SpanKindInternal))
+	var span trace.Span
+	if in.tracing {
+		ctx, span = in.tracer.Start(ctx, "execute_tool", trace.WithSpanKind(trace.SpanKindInternal))
+	}
 	if p.Caller.TraceID == "" {
 		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
 			p.Caller.TraceID = sc.TraceID().String()
@@ -80,25 +132,28 @@ func (in instruments) start(ctx context.Context, p *Proposal) (context.Context, 
 
 // end closes the span and records the call's duration and outcome.
 func (in instruments) end(ctx context.Context, span trace.Span, c *callRecord, err error) {
+	if !in.measuring && span == nil {
+		return
+	}
 	out := c.out
-	name := toolLabel(&c.rec)
-	attrs := []attribute.KeyValue{
-		attribute.String("gen_ai.tool.name", name),
-		attribute.String(AttrProviderType, c.rec.ProviderType),
-		attribute.String(AttrFace, faceLabel(c.rec.Face)),
-		attribute.String(AttrStatus, string(out.Status)),
-	}
+	k := callLabels{tool: toolLabel(&c.rec), provider: c.rec.ProviderType, face: faceLabel(c.rec.Face), status: string(out.Status)}
 	if err != nil {
-		attrs[3] = attribute.String(AttrStatus, "runtime_error")
-		attrs = append(attrs, attribute.String("error.type", "runtime_error"))
+		k.status, k.errType = "runtime_error", "runtime_error"
 	} else if out.IsError {
-		attrs = append(attrs, attribute.String("error.type", codeLabel(out.Code)))
+		k.errType = codeLabel(out.Code)
 	}
+	ls := in.sets.get(k)
 	d := time.Duration(0)
 	if !c.start.IsZero() {
 		d = c.e.opts.Clock().Sub(c.start)
 	}
-	in.duration.Record(context.WithoutCancel(ctx), max(d, 0).Seconds(), metric.WithAttributes(attrs...))
+	if in.measuring {
+		in.duration.Record(context.WithoutCancel(ctx), max(d, 0).Seconds(), ls.option)
+	}
+	if span == nil {
+		return
+	}
+	attrs := ls.attrs
 	if !span.IsRecording() {
 		span.End()
 		return
@@ -121,6 +176,9 @@ func (in instruments) end(ctx context.Context, span trace.Span, c *callRecord, e
 // span, under a context the caller's cancellation does not reach: a call
 // whose caller went away is still recorded.
 func (in instruments) write(ctx context.Context, op string, f func(context.Context) error) error {
+	if !in.tracing {
+		return f(context.WithoutCancel(ctx))
+	}
 	ctx, span := in.tracer.Start(context.WithoutCancel(ctx), "journal "+op)
 	err := f(ctx)
 	if err != nil {
@@ -132,6 +190,9 @@ func (in instruments) write(ctx context.Context, op string, f func(context.Conte
 
 // refused counts a call the pipeline ended before running it.
 func (in instruments) refused(ctx context.Context, stage journal.State, code string) {
+	if !in.measuring {
+		return
+	}
 	in.refusals.Add(context.WithoutCancel(ctx), 1, metric.WithAttributes(
 		attribute.String(AttrStage, string(stage)), attribute.String(AttrReason, codeLabel(code))))
 }

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"reflect"
+	"sync"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -11,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/toolhost/toolhost/internal/clip"
 	"github.com/toolhost/toolhost/server"
@@ -27,8 +29,45 @@ import (
 // the one of the request that opened it).
 type telemetry struct {
 	tracer   trace.Tracer
+	tracing  bool // false for the no-op provider: no span is started
 	prop     propagation.TextMapPropagator
 	duration metric.Float64Histogram
+	sets     *opSets
+}
+
+// opLabels are an operation's metric labels (each bounded); opSet their
+// attributes and metric option, built once so a request allocates none.
+type opLabels struct{ method, tool, errType string }
+
+type opSet struct {
+	attrs  []attribute.KeyValue
+	option metric.MeasurementOption
+}
+
+type opSets struct {
+	mu sync.RWMutex
+	m  map[opLabels]*opSet
+}
+
+func (s *opSets) get(k opLabels) *opSet {
+	s.mu.RLock()
+	o, ok := s.m[k]
+	s.mu.RUnlock()
+	if ok {
+		return o
+	}
+	attrs := []attribute.KeyValue{attribute.String("mcp.method.name", k.method)}
+	if k.tool != "" {
+		attrs = append(attrs, attribute.String("gen_ai.tool.name", k.tool))
+	}
+	if k.errType != "" {
+		attrs = append(attrs, attribute.String("error.type", k.errType))
+	}
+	o = &opSet{attrs: attrs, option: metric.WithAttributeSet(attribute.NewSet(attrs...))}
+	s.mu.Lock()
+	s.m[k] = o
+	s.mu.Unlock()
+	return o
 }
 
 func newTelemetry(t *server.Telemetry) *telemetry {
@@ -41,7 +80,9 @@ func newTelemetry(t *server.Telemetry) *telemetry {
 	if err != nil {
 		panic(err) // a constant name and unit the SDK accepts
 	}
-	return &telemetry{tracer: t.Tracer.Tracer(server.ScopeName), prop: t.Propagator, duration: dur}
+	_, noTraces := t.Tracer.(tracenoop.TracerProvider)
+	return &telemetry{tracer: t.Tracer.Tracer(server.ScopeName), tracing: !noTraces, prop: t.Propagator, duration: dur,
+		sets: &opSets{m: map[opLabels]*opSet{}}}
 }
 
 // mcpMethods are the method names a metric label may take; any other is
@@ -75,26 +116,33 @@ func (s *Server) traced(next sdk.MethodHandler) sdk.MethodHandler {
 		if !mcpMethods[label] {
 			label = "_OTHER"
 		}
-		attrs := []attribute.KeyValue{attribute.String("mcp.method.name", label)}
-		name, tool := label, ""
+		tool := ""
 		if ct, ok := req.(*sdk.CallToolRequest); ok && ct.Params != nil {
 			tool = ct.Params.Name
-			name += " " + clip.Runes(tool, 128)
 		}
-		ctx, span := tel.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer))
+		span := trace.SpanFromContext(context.Background()) // none unless traced
+		if tel.tracing {
+			name := label
+			if tool != "" {
+				name += " " + clip.Runes(tool, 128)
+			}
+			ctx, span = tel.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer))
+		}
 		res, err := next(ctx, method, req)
+		k := opLabels{method: label}
 		if tool != "" {
-			attrs = append(attrs, attribute.String("gen_ai.tool.name", s.toolLabel(tool)))
+			k.tool = s.toolLabel(tool)
 		}
 		if err != nil {
-			attrs = append(attrs, attribute.String("error.type", "jsonrpc_error"))
+			k.errType = "jsonrpc_error"
 			span.SetStatus(codes.Error, err.Error())
 		} else if r, ok := res.(*sdk.CallToolResult); ok && r.IsError {
-			attrs = append(attrs, attribute.String("error.type", "tool_error"))
+			k.errType = "tool_error"
 			span.SetStatus(codes.Error, "tool_error")
 		}
+		ls := tel.sets.get(k)
 		if span.IsRecording() {
-			span.SetAttributes(attrs...)
+			span.SetAttributes(ls.attrs...)
 			if tool != "" {
 				span.SetAttributes(attribute.String("gen_ai.tool.name", clip.Runes(tool, 128)), attribute.String("gen_ai.operation.name", "execute_tool"))
 			}
@@ -103,7 +151,7 @@ func (s *Server) traced(next sdk.MethodHandler) sdk.MethodHandler {
 			}
 		}
 		span.End()
-		tel.duration.Record(context.WithoutCancel(ctx), time.Since(start).Seconds(), metric.WithAttributes(attrs...))
+		tel.duration.Record(context.WithoutCancel(ctx), time.Since(start).Seconds(), ls.option)
 		return res, err
 	}
 }

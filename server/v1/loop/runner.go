@@ -64,7 +64,7 @@ type Runner struct {
 	exec   Executor
 	rounds RoundRecorder
 	logger *slog.Logger
-	tracer trace.Tracer
+	tracer trace.Tracer // nil: no round spans (the no-op provider)
 }
 
 // RunnerOptions configure a Runner.
@@ -81,10 +81,11 @@ func NewRunner(exec Executor, opts RunnerOptions) *Runner {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.Tracer == nil {
-		opts.Tracer = tracenoop.NewTracerProvider()
+	r := &Runner{exec: exec, rounds: opts.Rounds, logger: opts.Logger}
+	if _, noop := opts.Tracer.(tracenoop.TracerProvider); opts.Tracer != nil && !noop {
+		r.tracer = opts.Tracer.Tracer(scopeName)
 	}
-	return &Runner{exec: exec, rounds: opts.Rounds, logger: opts.Logger, tracer: opts.Tracer.Tracer(scopeName)}
+	return r
 }
 
 // Catalog is the registry of tools the runner can host.

@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"path"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
 // scopeName is the instrumentation scope of the loop's spans and metrics.
@@ -19,6 +23,9 @@ const scopeName = "github.com/toolhost/toolhost/server/v1/loop"
 // startRound opens the span of one round of the loop: its model call and
 // the hosted calls that follow are its children.
 func (r *Runner) startRound(ctx context.Context, run *Run, round int, final bool) (context.Context, trace.Span) {
+	if r.tracer == nil {
+		return ctx, trace.SpanFromContext(context.Background()) // the no-op span: nothing to end
+	}
 	return r.tracer.Start(ctx, "hosted_round", trace.WithAttributes(
 		attribute.Int("toolhost.round", round), attribute.Bool("toolhost.final_round", final),
 		attribute.String("toolhost.run.request_id", run.Caller.RequestID)))
@@ -33,6 +40,11 @@ func (r *Runner) startRound(ctx context.Context, run *Run, round int, final bool
 // provider is gen_ai.provider.name ("openai", "anthropic"). A TokenCounter
 // stays one.
 func Traced(up Upstream, route *Route, provider string, tp trace.TracerProvider, mp metric.MeterProvider) Upstream {
+	_, noTraces := tp.(tracenoop.TracerProvider)
+	_, noMetrics := mp.(metricnoop.MeterProvider)
+	if noTraces && noMetrics {
+		return up // telemetry off costs a model call nothing
+	}
 	m := mp.Meter(scopeName)
 	dur, err := m.Float64Histogram("gen_ai.client.operation.duration", metric.WithUnit("s"),
 		metric.WithDescription("GenAI operation duration."),
@@ -46,7 +58,10 @@ func Traced(up Upstream, route *Route, provider string, tp trace.TracerProvider,
 	if err != nil {
 		panic(err)
 	}
-	t := &tracedUpstream{up: up, route: route, provider: provider, tracer: tp.Tracer(scopeName), dur: dur, tok: tok}
+	t := &tracedUpstream{up: up, route: route, provider: provider, dur: dur, tok: tok, opts: map[[2]string]*callOptions{}}
+	if !noTraces {
+		t.tracer = tp.Tracer(scopeName)
+	}
 	if tc, ok := up.(TokenCounter); ok {
 		return &tracedCounter{tracedUpstream: t, tc: tc}
 	}
@@ -57,9 +72,48 @@ type tracedUpstream struct {
 	up       Upstream
 	route    *Route
 	provider string
-	tracer   trace.Tracer
+	tracer   trace.Tracer // nil: no spans
 	dur      metric.Float64Histogram
 	tok      metric.Int64Histogram
+
+	// opts are the metric options of each model label and error type,
+	// built once (the labels are bounded by the route's configuration).
+	mu   sync.RWMutex
+	opts map[[2]string]*callOptions
+}
+
+// callOptions are one label set's options: the duration's and the two
+// token types'.
+type callOptions struct {
+	attrs              []attribute.KeyValue
+	dur, input, output metric.MeasurementOption
+}
+
+func (t *tracedUpstream) options(model, etype string) *callOptions {
+	k := [2]string{model, etype}
+	t.mu.RLock()
+	o, ok := t.opts[k]
+	t.mu.RUnlock()
+	if ok {
+		return o
+	}
+	attrs := []attribute.KeyValue{
+		attribute.String("gen_ai.operation.name", "chat"),
+		attribute.String("gen_ai.provider.name", t.provider),
+		attribute.String("gen_ai.request.model", model),
+		attribute.String("toolhost.route", t.route.Name),
+	}
+	if etype != "" {
+		attrs = append(attrs, attribute.String("error.type", etype))
+	}
+	withType := func(tt string) metric.MeasurementOption {
+		return metric.WithAttributeSet(attribute.NewSet(append(slices.Clip(attrs), attribute.String("gen_ai.token.type", tt))...))
+	}
+	o = &callOptions{attrs: attrs, dur: metric.WithAttributeSet(attribute.NewSet(attrs...)), input: withType("input"), output: withType("output")}
+	t.mu.Lock()
+	t.opts[k] = o
+	t.mu.Unlock()
+	return o
 }
 
 type tracedCounter struct {
@@ -74,26 +128,25 @@ func (t *tracedCounter) CountTokens(ctx context.Context, req *UpstreamRequest) (
 func (t *tracedUpstream) Call(ctx context.Context, req *UpstreamRequest, onDelta func(Delta) error) (*UpstreamResponse, error) {
 	start := time.Now()
 	model := t.modelLabel(req.Model)
-	ctx, span := t.tracer.Start(ctx, "chat "+model, trace.WithSpanKind(trace.SpanKindClient))
+	span := trace.SpanFromContext(context.Background()) // no span unless traced
+	if t.tracer != nil {
+		ctx, span = t.tracer.Start(ctx, "chat "+model, trace.WithSpanKind(trace.SpanKindClient))
+	}
 	resp, err := t.up.Call(ctx, req, onDelta)
-	attrs := []attribute.KeyValue{
-		attribute.String("gen_ai.operation.name", "chat"),
-		attribute.String("gen_ai.provider.name", t.provider),
-		attribute.String("gen_ai.request.model", model),
-		attribute.String("toolhost.route", t.route.Name),
-	}
+	etype := ""
 	if err != nil {
-		attrs = append(attrs, attribute.String("error.type", errorType(err)))
-		span.SetStatus(codes.Error, errorType(err))
+		etype = errorType(err)
+		span.SetStatus(codes.Error, etype)
 	}
+	o := t.options(model, etype)
 	bg := context.WithoutCancel(ctx)
-	t.dur.Record(bg, time.Since(start).Seconds(), metric.WithAttributes(attrs...))
+	t.dur.Record(bg, time.Since(start).Seconds(), o.dur)
 	if resp != nil && resp.Usage.Present {
-		t.tok.Record(bg, resp.Usage.InputTokens, metric.WithAttributes(append(attrs, attribute.String("gen_ai.token.type", "input"))...))
-		t.tok.Record(bg, resp.Usage.OutputTokens, metric.WithAttributes(append(attrs, attribute.String("gen_ai.token.type", "output"))...))
+		t.tok.Record(bg, resp.Usage.InputTokens, o.input)
+		t.tok.Record(bg, resp.Usage.OutputTokens, o.output)
 	}
 	if span.IsRecording() {
-		span.SetAttributes(attrs...)
+		span.SetAttributes(o.attrs...)
 		span.SetAttributes(attribute.Bool("gen_ai.request.stream", req.Stream))
 		if resp != nil {
 			span.SetAttributes(attribute.String("gen_ai.response.id", resp.ID), attribute.String("gen_ai.response.model", resp.Model),
