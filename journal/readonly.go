@@ -113,3 +113,9 @@ func (j *Journal) spoolOpened() {
 		j.spill(rn)
 	}
 }
+
+// DefaultReadOnlyOpenDelay is Options.ReadOnlyOpenDelay when none is set:
+// long enough for most read-only calls to end first and pay one spool
+// write, short enough that a crash loses only the traces of calls that
+// had just begun.
+const DefaultReadOnlyOpenDelay = 5 * time.Millisecond

@@ -78,6 +78,18 @@ type spool struct {
 	wg   sync.WaitGroup
 }
 
+// Pending is how many spooled writes wait for the store (0 without a
+// spool): the depth the telemetry reports.
+func (j *Journal) Pending() int {
+	sp := j.spool.Load()
+	if sp == nil {
+		return 0
+	}
+	sp.pmu.Lock()
+	defer sp.pmu.Unlock()
+	return len(sp.pending)
+}
+
 func newSpool(j *Journal, files *spoolFiles) *spool {
 	s := &spool{files: files, j: j, interval: j.opts.ApplyInterval, max: j.opts.MaxPending,
 		next: 1, roundDone: make(chan struct{}), space: make(chan struct{}), stop: make(chan struct{}), wake: make(chan struct{}, 1)}
@@ -306,7 +318,11 @@ func (s *spool) apply(batch []*spooled, all bool) (back []*spooled, failed bool)
 		return back, false
 	}
 	groups := mergeSpooled(take)
+	t0 := time.Now()
 	stored, err := s.store(groups)
+	if f := s.j.opts.OnApply; f != nil {
+		f(len(groups), time.Since(t0), err)
+	}
 	for _, g := range groups[:stored] {
 		g.tell(nil)
 	}

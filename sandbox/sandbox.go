@@ -88,6 +88,9 @@ type Result struct {
 	FilesTruncated bool
 	// Warm says a pre-started instance ran the program.
 	Warm bool
+	// Queued is how long the request waited before its program started:
+	// for its runtime, its account's share and a run slot.
+	Queued time.Duration
 }
 
 var (
@@ -403,7 +406,12 @@ func (s *Sandbox) Run(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	defer release()
-	return run(ctx, &req, progress)
+	queued := time.Since(start)
+	res, err := run(ctx, &req, progress)
+	if res != nil {
+		res.Queued = queued
+	}
+	return res, err
 }
 
 // enter counts a run in, unless the sandbox is closed (false).

@@ -34,6 +34,9 @@ type Options struct {
 	// Limits bound connections, idle time, headers and request bodies.
 	Limits Limits
 	Logger *slog.Logger
+	// Telemetry, when set, gives every request a server span and records
+	// the HTTP server metrics (telemetry.go); nil records nothing.
+	Telemetry *Telemetry
 }
 
 // Server is the HTTP face.
@@ -75,7 +78,11 @@ func New(opts Options) *Server {
 		WriteError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
 	})
 	opts.Limits = opts.Limits.withDefaults()
-	return &Server{opts: opts, handler: bodyDeadline(opts.Limits.BodyTimeout, RequestID(withClientAddr(opts.Limits.TrustedProxies, mux)))}
+	var h http.Handler = mux
+	if opts.Telemetry != nil {
+		h = traced(opts.Telemetry, h)
+	}
+	return &Server{opts: opts, handler: bodyDeadline(opts.Limits.BodyTimeout, RequestID(withClientAddr(opts.Limits.TrustedProxies, h)))}
 }
 
 // Handler returns the whole chain, for tests that use httptest.

@@ -25,3 +25,15 @@ func TraceID(h http.Header) string {
 	}
 	return sc.TraceID().String()
 }
+
+// ContextTraceID is the trace id of the span ctx carries (the request's
+// server span, or the caller's traceparent when no span is recorded),
+// else the trace id of h's traceparent, else "". The faces journal it:
+// with tracing on, a request that sent no traceparent still has the trace
+// id its spans are exported under.
+func ContextTraceID(ctx context.Context, h http.Header) string {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		return sc.TraceID().String()
+	}
+	return TraceID(h)
+}

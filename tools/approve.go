@@ -200,6 +200,7 @@ func (pl *pipeline) endWait(ctx context.Context, state journal.State, status Sta
 		return c.reject(ctx, state, status, te)
 	}
 	c.e.fail(c.out, status, te)
+	c.e.tel.refused(ctx, state, te.Code)
 	if err := c.move(state, rejectedDetail{Code: te.Code, Message: te.Message}); err != nil {
 		return nil, err
 	}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolhost/toolhost/catalog"
 	"github.com/toolhost/toolhost/internal/clip"
@@ -161,6 +163,11 @@ type Options struct {
 	// config file's tools.require_approval): builtins and tools no account
 	// governs. An account's own override of a remote tool wins.
 	Policies map[string]approval.Policy
+	// Tracer and Meter instrument every call (telemetry.go): an
+	// execute_tool span and the call metrics. nil: OpenTelemetry's no-op
+	// providers.
+	Tracer trace.TracerProvider
+	Meter  metric.MeterProvider
 }
 
 type entry struct {
@@ -180,6 +187,7 @@ type Executor struct {
 	journal      *journal.Journal
 	turns        turns
 	schemas      compiled
+	tel          instruments
 }
 
 // Defaults of Options (and of the config file's tools section).
@@ -238,7 +246,7 @@ func NewExecutor(opts Options, ts ...Tool) (*Executor, error) {
 	if len(opts.Slots) == 0 {
 		opts.Slots = session.DefaultSlots
 	}
-	e := &Executor{opts: opts, catalog: catalog.NewRegistry(), tools: map[string]*entry{}, journal: opts.Journal}
+	e := &Executor{opts: opts, catalog: catalog.NewRegistry(), tools: map[string]*entry{}, journal: opts.Journal, tel: newInstruments(opts.Tracer, opts.Meter)}
 	if e.journal == nil {
 		e.journal = journal.New(journal.NewMemStore(), journal.Options{InstanceID: uuid.NewString(), Logger: opts.Logger})
 	}

@@ -46,17 +46,26 @@ type pipeline struct {
 // resolve (which tool), parse, validate, normalize, authorize, open (the
 // durable record), execute, encode, finish.
 func (e *Executor) Execute(ctx context.Context, p Proposal) (*Outcome, error) {
+	ctx, span := e.tel.start(ctx, &p)
 	pl := pipeline{e: e, p: &p, c: e.begin(p), timeout: e.opts.DefaultTimeout}
 	if p.Timeout > 0 {
 		pl.timeout = min(p.Timeout, e.opts.MaxTimeout)
 	}
+	out, err := pl.run(ctx)
+	e.tel.end(ctx, span, pl.c, err)
+	return out, err
+}
+
+// run is Execute's steps, in order.
+func (pl *pipeline) run(ctx context.Context) (*Outcome, error) {
+	e, p := pl.e, pl.p
 	out := pl.c.out
 
 	// Per-key rate and concurrency limits come before any work on the
 	// arguments: a key over them must not get parsing and validation of
 	// megabytes of arguments for free.
 	if g, ok := e.opts.Authorizer.(limitGate); ok {
-		adm, done, err := g.gate(ctx, &p, pl.c.rec.ID, pl.timeout, pl.c.start)
+		adm, done, err := g.gate(ctx, p, pl.c.rec.ID, pl.timeout, pl.c.start)
 		if err != nil {
 			return pl.c.reject(ctx, journal.StateAuthorizationRejected, refusedStatus(err), asToolError(err, CodeDenied))
 		}
@@ -313,7 +322,7 @@ func (pl *pipeline) open(ctx context.Context) (*Outcome, error) {
 	// runtime failure with no record: the open record is written
 	// regardless, and the cancelled context then ends the tool at once,
 	// so the journal says "cancelled", not nothing.
-	if err := pl.e.journal.Open(context.WithoutCancel(ctx), pl.c.rec, evs); err != nil {
+	if err := pl.e.tel.write(ctx, "open", func(ctx context.Context) error { return pl.e.journal.Open(ctx, pl.c.rec, evs) }); err != nil {
 		return nil, fmt.Errorf("record the start of %s: %w", pl.p.Tool, err)
 	}
 	return nil, nil

@@ -205,6 +205,9 @@ func (e *Executor) logCall(r *journal.Record) {
 	if r.ErrorCode != "" {
 		attrs = append(attrs, slog.String("code", r.ErrorCode))
 	}
+	if r.TraceID != "" {
+		attrs = append(attrs, slog.String("trace_id", r.TraceID))
+	}
 	e.opts.Logger.LogAttrs(context.Background(), slog.LevelInfo, "call", attrs...)
 }
 
@@ -212,11 +215,12 @@ func (e *Executor) logCall(r *journal.Record) {
 // with its rejection state.
 func (c *callRecord) reject(ctx context.Context, state journal.State, status Status, te *Error) (*Outcome, error) {
 	c.e.fail(c.out, status, te)
+	c.e.tel.refused(ctx, state, te.Code)
 	if err := c.move(state, rejectedDetail{Code: te.Code, Message: te.Message}); err != nil {
 		return nil, err
 	}
 	c.settle(journal.CommitDiscarded)
-	if err := c.e.journal.Add(context.WithoutCancel(ctx), c.rec, c.tr.Take()); err != nil {
+	if err := c.e.tel.write(ctx, "add", func(ctx context.Context) error { return c.e.journal.Add(ctx, c.rec, c.tr.Take()) }); err != nil {
 		return nil, fmt.Errorf("record the rejection of %s: %w", c.rec.ToolName, err)
 	}
 	return c.out, nil
@@ -296,7 +300,7 @@ func (c *callRecord) finish(ctx context.Context, spec catalog.Spec, ran, toolErr
 		return err
 	}
 	c.settle(commit)
-	if err := c.e.journal.Finish(context.WithoutCancel(ctx), c.rec, c.tr.Take()); err != nil {
+	if err := c.e.tel.write(ctx, "finish", func(ctx context.Context) error { return c.e.journal.Finish(ctx, c.rec, c.tr.Take()) }); err != nil {
 		return fmt.Errorf("record the outcome of %s: %w", c.rec.ToolName, err)
 	}
 	return nil

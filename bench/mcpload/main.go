@@ -23,7 +23,11 @@
 // TypeScript one through loopback.cjs), the HTTP client has no proxy, and
 // the whole run has a deadline. It stops by itself.
 //
+// The telemetry targets (otel.go) measure toolhost with its OpenTelemetry
+// off, at its default and exporting traces:
+//
 //	go run ./bench/mcpload -toolhost bin/toolhost -e2e e2e
+//	go run ./bench/mcpload -targets toolhost-otel-off,toolhost,toolhost-otel-100,toolhost-otel-1 -client raw
 package main
 
 import (
@@ -182,11 +186,19 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		"replicas-1": replicasTarget(cfg, 1),
 		"replicas-2": replicasTarget(cfg, 2),
 	}
+	sink, err := startSink()
+	if err != nil {
+		return err
+	}
+	defer sink.close()
+	for key := range otelEnvs {
+		all[key] = otelTarget(cfg, key, sink.url)
+	}
 	var results []result
 	for _, name := range cfg.targets {
 		t, ok := all[strings.TrimSpace(name)]
 		if !ok {
-			return fmt.Errorf("unknown target %q (want toolhost, everything, go-sdk, replicas-1, replicas-2)", name)
+			return fmt.Errorf("unknown target %q (want toolhost, everything, go-sdk, replicas-1, replicas-2, toolhost-otel-off, toolhost-otel-100, toolhost-otel-1)", name)
 		}
 		rs, err := measureTarget(ctx, cfg, t)
 		if err != nil {
@@ -195,6 +207,9 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		results = append(results, rs...)
 	}
 	report(out, cfg, results)
+	if n := sink.bytes.Load(); n > 0 {
+		fmt.Fprintf(out, "\nOTLP trace exports received: %d bytes\n", n)
+	}
 	return nil
 }
 

@@ -51,6 +51,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintf(stdout, "run_code runtime %s: missing (run_code will answer runtime_unavailable); searched %s\n", f, strings.Join(dirs, ", "))
 		}
 	}
+	fmt.Fprintf(stdout, "telemetry: %s\n", c.tel)
 	for _, r := range checked.Routes {
 		line := fmt.Sprintf("hosted route %s (%s): %s", r.Name, r.Protocol, r.State)
 		if r.Error != "" {

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+
+	"github.com/toolhost/toolhost/internal/telemetry"
 )
 
 // logFlags are the logging flags of the long-running commands.
@@ -29,14 +31,14 @@ func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: level}
 	switch strings.ToLower(l.format) {
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		return slog.New(telemetry.LogHandler(slog.NewJSONHandler(w, opts))), nil
 	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+		return slog.New(telemetry.LogHandler(slog.NewTextHandler(w, opts))), nil
 	case "auto", "":
 		if isTerminal(w) {
-			return slog.New(slog.NewTextHandler(w, opts)), nil
+			return slog.New(telemetry.LogHandler(slog.NewTextHandler(w, opts))), nil
 		}
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		return slog.New(telemetry.LogHandler(slog.NewJSONHandler(w, opts))), nil
 	}
 	return nil, usageError{fmt.Errorf("--log-format %q: want json, text or auto", l.format)}
 }

@@ -28,6 +28,7 @@ import (
 
 	"github.com/toolhost/toolhost/catalog"
 	"github.com/toolhost/toolhost/internal/config"
+	"github.com/toolhost/toolhost/internal/telemetry"
 	"github.com/toolhost/toolhost/internal/toolhost"
 	"github.com/toolhost/toolhost/internal/wire"
 	"github.com/toolhost/toolhost/server"
@@ -92,6 +93,8 @@ type common struct {
 	postgres string
 	// runtimes is the folder holding python.wasm and quickjs.wasm (run_code).
 	runtimes string
+	// tel is OpenTelemetry's settings, from the OTEL_* variables.
+	tel telemetry.Settings
 }
 
 // register defines the flags of the commands that run tools (serve, stdio,
@@ -125,6 +128,7 @@ func (c *common) options(logger *slog.Logger) toolhost.Options {
 		UnsafeScriptHandler: os.Getenv("ENABLE_UNSAFE_SCRIPT_HANDLER") == "true",
 		SecretKey:           os.Getenv("TOOLHOST_SECRET_KEY"),
 		PreviousSecretKeys:  os.Getenv("TOOLHOST_SECRET_KEY_PREVIOUS"),
+		Telemetry:           c.tel,
 	}
 }
 
@@ -142,6 +146,9 @@ func parseFlags(ctx context.Context, fs *flag.FlagSet, args []string, c *common)
 		return usageError{err}
 	}
 	c.cfg = cfg
+	if c.tel, err = telemetry.FromEnv(os.LookupEnv); err != nil {
+		return usageError{err}
+	}
 	return nil
 }
 

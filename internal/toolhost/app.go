@@ -11,11 +11,13 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/toolhost/toolhost/internal/config"
 	"github.com/toolhost/toolhost/internal/keys"
 	"github.com/toolhost/toolhost/internal/store"
+	"github.com/toolhost/toolhost/internal/telemetry"
 	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/tools"
 	"github.com/toolhost/toolhost/tools/approval"
@@ -71,6 +73,12 @@ type Options struct {
 	// given to show once.
 	Keys          bool
 	FirstAdminKey func(secret string)
+	// Telemetry is what OpenTelemetry records and where it exports it
+	// (the OTEL_* variables, telemetry.FromEnv).
+	Telemetry telemetry.Settings
+
+	// tel is the telemetry Open built from Telemetry.
+	tel *telemetry.Telemetry
 }
 
 // lookupEnv is LookupEnv, finding nothing when it is nil.
@@ -117,6 +125,8 @@ type App struct {
 	mcpChanged func(account string)
 	exec       *tools.Executor
 	closers    []func()
+	// registry is what /metrics serves.
+	registry *prometheus.Registry
 }
 
 // Open builds the App. run_code's sandbox comes first: with Preload,
@@ -132,6 +142,9 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		}
 	}()
 	o, logger := &a.o, opts.Logger
+	if err := openTelemetry(ctx, a); err != nil {
+		return nil, err
+	}
 	// The Redis the replicas share (serve only): limits and the
 	// web_search and fetch_page caches.
 	var rdb *redis.Client
@@ -210,6 +223,8 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		Approvals:            a.db,
 		ApprovalTTL:          o.Config.Tools.ApprovalTTL.D(),
 		Policies:             policies(o.Config.Tools.RequireApproval),
+		Tracer:               o.telemetry().Tracer,
+		Meter:                o.telemetry().Meter,
 	}, kit.tools...)
 	if err != nil {
 		return nil, fmt.Errorf("tools: %w", err)

@@ -67,6 +67,7 @@ func openGateway(o *Options, a *App, logger *slog.Logger) error {
 			}
 		},
 		Logger: logger, Version: o.Version,
+		Tracer: o.telemetry().Tracer, Propagator: o.telemetry().Propagator,
 	})
 	return nil
 }

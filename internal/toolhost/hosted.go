@@ -49,9 +49,10 @@ func hostedRoutes(o *Options, exec *tools.Executor, ks *keys.Service, db *store.
 		switch rc.Protocol {
 		case "openai", "":
 			up = openai.New(openai.Config{
-				Name:    rc.Name,
-				BaseURL: rc.BaseURL,
-				APIKey:  key,
+				Name:       rc.Name,
+				BaseURL:    rc.BaseURL,
+				APIKey:     key,
+				Propagator: o.telemetry().Propagator,
 				Timeouts: upstream.Timeouts{
 					Header: rc.HeaderTimeout.D(),
 					Idle:   rc.IdleTimeout.D(),
@@ -61,9 +62,10 @@ func hostedRoutes(o *Options, exec *tools.Executor, ks *keys.Service, db *store.
 		case "anthropic":
 			// The Messages API; /messages is appended to base_url.
 			up = anthropic.New(anthropic.Config{
-				Name:    rc.Name,
-				BaseURL: rc.BaseURL,
-				APIKey:  key,
+				Name:       rc.Name,
+				BaseURL:    rc.BaseURL,
+				APIKey:     key,
+				Propagator: o.telemetry().Propagator,
 				Timeouts: upstream.Timeouts{
 					Header: rc.HeaderTimeout.D(),
 					Idle:   rc.IdleTimeout.D(),
@@ -76,15 +78,17 @@ func hostedRoutes(o *Options, exec *tools.Executor, ks *keys.Service, db *store.
 		if rc.BaseURL == "" {
 			return nil, nil, ConfigError{fmt.Errorf("hosted.routes[%d] (%s): base_url is required", i, rc.Name)}
 		}
-		routes = append(routes, &loop.Route{
+		route := &loop.Route{
 			Name:          rc.Name,
 			Protocol:      routeProtocol(rc.Protocol),
 			Models:        rc.Models,
 			SupportsTools: rc.SupportsTools,
 			Prices:        rc.Prices,
-			Upstream:      up,
 			Unavailable:   unavailable,
-		})
+		}
+		tel := o.telemetry()
+		route.Upstream = loop.Traced(up, route, string(route.Protocol), tel.Tracer, tel.Meter)
+		routes = append(routes, route)
 	}
 	router, err := loop.NewRouter(routes...)
 	if err != nil {
@@ -97,7 +101,7 @@ func hostedRoutes(o *Options, exec *tools.Executor, ks *keys.Service, db *store.
 		idem = v1.NewSharedIdempotencyStore(db.Idempotency(idempotency.Limits{
 			MaxBytes: o.Config.Hosted.IdempotencyMaxBytes, AccountBytes: o.Config.Hosted.IdempotencyAccountBytes}), 0, nil)
 	}
-	runner := loop.NewRunner(exec, loop.RunnerOptions{Rounds: rounds, Logger: logger})
+	runner := loop.NewRunner(exec, loop.RunnerOptions{Rounds: rounds, Logger: logger, Tracer: o.telemetry().Tracer})
 	enabled := o.Config.Hosted.Enabled == nil || *o.Config.Hosted.Enabled
 	h := v1.New(v1.Options{
 		Label:                o.Config.Hosted.Label,

@@ -11,10 +11,14 @@ import (
 )
 
 // metricsRoutes serves GET /metrics in the Prometheus text format: the Go
-// runtime and process collectors, and run_code's runtimes and warm pools
-// (the figures /healthz shows, as gauges and counters per language).
-func metricsRoutes(sb *sandbox.Sandbox) map[string]http.Handler {
-	reg := prometheus.NewRegistry()
+// runtime and process collectors, run_code's runtimes and warm pools
+// (the figures /healthz shows, as gauges and counters per language), and
+// the OpenTelemetry instruments the app's telemetry exports to reg
+// (docs/operations.md lists them).
+func metricsRoutes(reg *prometheus.Registry, sb *sandbox.Sandbox) map[string]http.Handler {
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

@@ -81,7 +81,7 @@ func (a *App) routes(ctx context.Context, mcpSrv *mcpface.Server, listen net.Add
 	mcpServers, mcpCallback := mcpServerRoutes(o, a, mcpSrv.DefinitionsChanged, publicBase(o.Config.Auth.OAuth.PublicURL, listen), logger)
 	rt.add(access{scope: keys.ScopeTools}, mcpServers)
 	rt.add(access{scope: keys.ScopeAdmin}, keyRoutes(a.keys))
-	rt.add(access{scope: keys.ScopeAdmin}, metricsRoutes(a.sandbox))
+	rt.add(access{scope: keys.ScopeAdmin}, metricsRoutes(a.registry, a.sandbox))
 	rt.add(access{scope: keys.ScopeAdmin}, oauthAdmin)
 	rt.add(access{public: true}, oauthPublic)
 	// The browser comes back from a remote server's authorization server
@@ -103,6 +103,7 @@ func mcpServer(o *Options, exec *tools.Executor, logger *slog.Logger) *mcpface.S
 		},
 		Anonymous: server.DevIdentity, // --dev; otherwise every request carries its identity
 		Logger:    logger,
+		Telemetry: o.serverTelemetry(),
 	})
 }
 

@@ -38,6 +38,7 @@ func (a *App) Server(ctx context.Context, addr string, listen net.Addr) (*Server
 		ShutdownTimeout: a.o.Config.ShutdownTimeout.D(),
 		Limits:          serverLimits(a.o.Config.Server),
 		Logger:          a.o.Logger,
+		Telemetry:       a.o.serverTelemetry(),
 		Health: func() any {
 			return serveHealth{Hosted: hostedHealth(), RunCode: a.sandbox.Status()}
 		},

@@ -60,6 +60,10 @@ func openJournal(ctx context.Context, o *Options, db *store.DB, logger *slog.Log
 		return nil, err
 	}
 	logger.Info("journal ready", "store", db.Dialect(), "instance_id", j.InstanceID(), "reconciled", n)
+	if err := observeJournal(o, j); err != nil {
+		j.Close()
+		return nil, err
+	}
 	return j, nil
 }
 
@@ -79,6 +83,7 @@ func journalOptions(o *Options, logger *slog.Logger) journal.Options {
 		ApplyInterval:        o.Config.Journal.ApplyInterval.D(),
 		ReadOnlyOpenDelay:    o.Config.Journal.OpenDelay(),
 		Logger:               logger,
+		OnApply:              journalApplied(o),
 	}
 	if sp := o.Config.Journal.Spool; sp == nil || *sp {
 		opts.SpoolDir = filepath.Join(o.Data, "journal")

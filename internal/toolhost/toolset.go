@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/tools"
 	"github.com/toolhost/toolhost/tools/builtin"
@@ -44,7 +46,12 @@ func toolset(o *Options, logger *slog.Logger, to toolsetOptions) (*toolkit, erro
 		return nil, err
 	}
 	ts = append(ts, ws)
-	fopts := []fetchpage.Option{fetchpage.WithLogger(logger)}
+	tel := o.telemetry()
+	var pagePropagator propagation.TextMapPropagator // pages learn nothing of a trace unless asked
+	if tel.PropagateFetch {
+		pagePropagator = tel.Propagator
+	}
+	fopts := []fetchpage.Option{fetchpage.WithLogger(logger), fetchpage.WithTelemetry(tel.Tracer, tel.Meter, pagePropagator)}
 	if to.sharedFetch != nil {
 		fopts = append(fopts, fetchpage.WithShared(to.sharedFetch))
 	}
@@ -61,7 +68,7 @@ func toolset(o *Options, logger *slog.Logger, to toolsetOptions) (*toolkit, erro
 			fp.Close()
 			return nil, err
 		}
-		ts = append(ts, runcode.New(sb))
+		ts = append(ts, runcode.New(sb).WithTelemetry(tel.Tracer, tel.Meter))
 		cleanups = append(cleanups, func() { closeSandbox(sb, logger) })
 	}
 	if o.TestTools {

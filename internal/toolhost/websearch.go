@@ -26,7 +26,7 @@ func newWebSearch(o *Options, logger *slog.Logger, shared websearch.SharedCache)
 	if cfg.Cache.Dir == "" && !cfg.Cache.MemoryOnly {
 		cfg.Cache.Dir = filepath.Join(o.Data, "websearch-cache")
 	}
-	ws, err := websearch.New(cfg, websearch.Deps{Logger: logger, Shared: shared})
+	ws, err := websearch.New(cfg, websearch.Deps{Logger: logger, Shared: shared, Tracer: o.telemetry().Tracer, Meter: o.telemetry().Meter})
 	if err != nil {
 		return nil, fmt.Errorf("web_search: %w", err)
 	}

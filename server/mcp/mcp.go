@@ -112,6 +112,9 @@ type Options struct {
 	// sees the builtins only, as stdio of an executor without definitions.
 	AccountOf func(*http.Request) string
 	Logger    *slog.Logger
+	// Telemetry, when set, traces and measures every request
+	// (telemetry.go).
+	Telemetry *server.Telemetry
 }
 
 // Server is the MCP face.
@@ -119,6 +122,7 @@ type Server struct {
 	exec *tools.Executor
 	opts Options
 	srv  *sdk.Server
+	tel  *telemetry
 
 	mu       sync.Mutex
 	accounts map[string]*accountServer
@@ -165,7 +169,7 @@ func New(exec *tools.Executor, opts Options) *Server {
 		opts.SessionTimeout = 0
 	}
 	opts.Limits = opts.Limits.withDefaults()
-	s := &Server{exec: exec, opts: opts, accounts: map[string]*accountServer{}}
+	s := &Server{exec: exec, opts: opts, accounts: map[string]*accountServer{}, tel: newTelemetry(opts.Telemetry)}
 	s.srv = s.newSDKServer()
 	return s
 }
@@ -188,6 +192,9 @@ func (s *Server) newSDKServer() *sdk.Server {
 	s.addPrompts(srv)
 	s.addExecutions(srv)
 	srv.AddReceivingMiddleware(s.localize, s.serveExtras, s.characterTools)
+	if s.tel != nil {
+		srv.AddReceivingMiddleware(s.traced)
+	}
 	return srv
 }
 
@@ -458,11 +465,11 @@ func (s *Server) handler(name string, structuredErrors bool) sdk.ToolHandler {
 			p.Caller.PageID = metaPage(v)
 		}
 		p.Lang = s.requestLang(extra)
+		var header http.Header
 		if extra != nil {
-			if tid := server.TraceID(extra.Header); tid != "" {
-				p.Caller.TraceID = tid
-			}
+			header = extra.Header
 		}
+		p.Caller.TraceID = server.ContextTraceID(ctx, header)
 		if k, ok := req.Params.Meta[IdempotencyMetaKey].(string); ok {
 			p.IdempotencyKey = k
 		}

@@ -121,7 +121,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, f face, body []b
 			PageID:         page,
 			Slot:           r.Header.Get(SlotHeader),
 			Identity:       id,
-			TraceID:        server.TraceID(r.Header),
+			TraceID:        server.ContextTraceID(ctx, r.Header),
 			IdempotencyKey: r.Header.Get("Idempotency-Key"),
 			Metadata:       c.metadata,
 		},

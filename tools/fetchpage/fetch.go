@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/andybalholm/brotli"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/toolhost/toolhost/internal/egress"
 )
@@ -255,10 +256,17 @@ type progressFunc func(done, total int64)
 
 // get fetches u and returns its decoded body. Status >= 400 is returned as a
 // response, not an error, so the caller can report it.
-func (t *Tool) get(ctx context.Context, u *url.URL, hs *hopState, progress progressFunc) (*response, error) {
+func (t *Tool) get(ctx context.Context, u *url.URL, hs *hopState, progress progressFunc) (_ *response, err error) {
+	ctx, span := t.tel.startGet(ctx, u.Hostname())
+	var status, n int
+	kind := "other"
+	defer func() { t.tel.endGet(ctx, span, status, kind, n, err) }()
 	req, err := http.NewRequestWithContext(context.WithValue(ctx, keyHop, hs), http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errInvalidURL, err)
+	}
+	if t.tel.prop != nil {
+		t.tel.prop.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	}
 	req.Header.Set("User-Agent", t.cfg.UserAgent)
 	req.Header.Set("Accept", "text/html,application/xhtml+xml,application/pdf;q=0.9,text/plain;q=0.8,application/json;q=0.8,*/*;q=0.5")
@@ -272,6 +280,7 @@ func (t *Tool) get(ctx context.Context, u *url.URL, hs *hopState, progress progr
 	mediaType, _, _ := mime.ParseMediaType(rawType)
 	mediaType = strings.ToLower(mediaType)
 	out := &response{FinalURL: resp.Request.URL, Status: resp.StatusCode, ContentType: mediaType, RawType: rawType}
+	status, kind = resp.StatusCode, contentKind(mediaType)
 	if resp.StatusCode >= 400 {
 		// A little of the body is enough to say nothing; drain none.
 		return out, nil
@@ -296,6 +305,7 @@ func (t *Tool) get(ctx context.Context, u *url.URL, hs *hopState, progress progr
 		return nil, fmt.Errorf("read %s: %w", u.Redacted(), err)
 	}
 	out.Body = body
+	n = len(body)
 	return out, nil
 }
 

@@ -54,6 +54,7 @@ type Tool struct {
 	now      func() time.Time
 	logger   *slog.Logger
 	shared   SharedCache // WithShared
+	tel      instruments
 }
 
 // Option changes a dependency of the tool (tests inject a resolver and a
@@ -84,6 +85,7 @@ func New(cfg Config, opts ...Option) (*Tool, error) {
 		logger:   slog.Default(),
 		hosts:    newHostLimiter(cfg.PerHostConcurrency),
 		budget:   newBudget(cfg.MaxInFlight, cfg.BodyBudgetBytes, cfg.QueueTimeout.D()),
+		tel:      newInstruments(nil, nil, nil),
 	}
 	for _, o := range opts {
 		o(t)
@@ -241,6 +243,7 @@ func (t *Tool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, 
 	if !cached {
 		doc, cached = t.cache.get(ctx, key)
 	}
+	t.tel.lookup(ctx, cached)
 	if cached && !lists.permits(hostOf(doc.FinalURL)) {
 		return nil, tools.Errorf(CodeDomainNotAllowed, "%s redirects to %s, which the domain lists do not allow", u.Redacted(), quoteOutside(hostOf(doc.FinalURL)))
 	}

@@ -85,8 +85,10 @@ func (t *remoteTool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Re
 		a := tools.Attempt{No: attempt, InvocationID: invocationID(inv.ID, attempt), BackoffMS: (backoff + jitter).Milliseconds(),
 			JitterMS: jitter.Milliseconds(), DeadlineMS: left(ctx)}
 		tr := &tracker{}
-		retry, res, err := t.attempt(ctx, l, inv, token, attempt, a.InvocationID, tr)
+		actx, span := t.startAttempt(ctx, attempt)
+		retry, res, err := t.attempt(actx, l, inv, token, attempt, a.InvocationID, tr)
 		seen := tr.get()
+		endAttempt(span, seen.status, err)
 		a.HTTPStatus = seen.status
 		if retry {
 			backoff, jitter = t.g.backoff(attempt, seen.status, seen.retryAfter)
@@ -122,6 +124,9 @@ func (t *remoteTool) attempt(ctx context.Context, l *link, inv *tools.Invocation
 	params := &sdk.CallToolParams{Name: t.remoteName, Arguments: json.RawMessage(inv.Args), Meta: sdk.Meta{MetaInvocationID: invocation}}
 	if token != "" {
 		params.SetProgressToken(token)
+	}
+	if p := t.g.opts.Propagator; p != nil {
+		p.Inject(cctx, metaCarrier(params.Meta))
 	}
 	res, err := sess.CallTool(withTracker(cctx, tr), params)
 	if err == nil {

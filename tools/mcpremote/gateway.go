@@ -13,6 +13,9 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	"golang.org/x/oauth2"
 	"golang.org/x/sync/singleflight"
 
@@ -58,6 +61,11 @@ type Options struct {
 	Wait    func(ctx context.Context, d time.Duration) error
 	Jitter  func(upTo time.Duration) time.Duration
 	Version string
+	// Tracer makes a client span per attempt of a call (telemetry.go);
+	// Propagator sends the attempt's trace context to the server, in the
+	// call's _meta and the HTTP headers. nil: no spans, no context sent.
+	Tracer     trace.TracerProvider
+	Propagator propagation.TextMapPropagator
 }
 
 // Gateway holds the client sessions and answers tools.RemoteTools.
@@ -117,6 +125,9 @@ func New(opts Options) *Gateway {
 	}
 	if opts.Jitter == nil {
 		opts.Jitter = jitter
+	}
+	if opts.Tracer == nil {
+		opts.Tracer = tracenoop.NewTracerProvider()
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.Proxy = nil

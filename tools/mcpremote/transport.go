@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 )
@@ -67,6 +68,9 @@ type authTransport struct {
 	headers http.Header
 	tokens  oauth2.TokenSource
 	maxBody int64
+	// prop writes the request's trace context into its headers (nil:
+	// none).
+	prop propagation.TextMapPropagator
 	// fetching is set while a token is being fetched from the token
 	// endpoint (past a caller who stopped waiting, until it ends).
 	fetching atomic.Bool
@@ -97,6 +101,9 @@ func (a *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	out.Header = make(http.Header, len(req.Header)+len(a.headers)+1)
 	for k, v := range req.Header {
 		out.Header[k] = v
+	}
+	if a.prop != nil {
+		a.prop.Inject(ctx, propagation.HeaderCarrier(out.Header))
 	}
 	for k, v := range a.headers {
 		out.Header[k] = v
@@ -282,7 +289,7 @@ func (c *cappedBody) Close() error {
 // SSRF dialer) with the server's secrets; tokens are an authorized
 // oauth_authorization_code server's.
 func (g *Gateway) httpClient(srv Server, sec Secrets, tokens oauth2.TokenSource, maxBody int64) *http.Client {
-	at := &authTransport{base: g.transport, headers: headerSet(sec.Headers), maxBody: maxBody}
+	at := &authTransport{base: g.transport, headers: headerSet(sec.Headers), maxBody: maxBody, prop: g.opts.Propagator}
 	switch srv.Auth.Type {
 	case AuthBearer:
 		if sec.BearerToken != "" {

@@ -42,12 +42,13 @@ const (
 
 // Tool is run_code over one sandbox.
 type Tool struct {
-	sb *sandbox.Sandbox
+	sb  *sandbox.Sandbox
+	tel instruments
 }
 
 // New returns run_code running programs in sb. The caller owns sb and
 // closes it after the tool is no longer used.
-func New(sb *sandbox.Sandbox) *Tool { return &Tool{sb: sb} }
+func New(sb *sandbox.Sandbox) *Tool { return &Tool{sb: sb, tel: newInstruments(nil, nil)} }
 
 // Spec is the static contract of run_code.
 func (t *Tool) Spec() catalog.Spec {
@@ -201,6 +202,7 @@ func (t *Tool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, 
 		inv.Progress(math.Round(time.Since(started).Seconds()*10)/10, 0, msg)
 	}
 	res, err := t.sb.Run(ctx, req)
+	t.tel.record(ctx, req.Language, started, res, err)
 	if err != nil {
 		return nil, runError(ctx, err)
 	}

@@ -102,9 +102,12 @@ func (t *Tool) race(ctx context.Context, q query, order []*slot, progress func(i
 		wg.Go(func() {
 			pctx, cancel := context.WithTimeout(ctx, s.timeout)
 			defer cancel()
+			pctx, span := t.tel.startRequest(pctx, s.name)
 			start := time.Now()
 			hits, err := s.p.search(pctx, q)
-			results <- providerResult{slot: s, hits: hits, err: err, took: time.Since(start)}
+			took := time.Since(start)
+			t.tel.endRequest(pctx, span, s.name, took, err)
+			results <- providerResult{slot: s, hits: hits, err: err, took: took}
 		})
 	}
 	var reasons []attempt
@@ -150,6 +153,7 @@ func (t *Tool) race(ctx context.Context, q query, order []*slot, progress func(i
 			reasons = append(reasons, attempt{name: r.slot.name, f: f, wait: wait})
 			t.logger.WarnContext(ctx, "web_search provider failed", "provider", r.slot.name, "reason", f.Msg, "cause", f.Cause, "status", f.Status, "ms", r.took.Milliseconds(), "backoff_ms", wait.Milliseconds())
 			if next < len(order) {
+				t.tel.failover(ctx, "failure")
 				launch()
 				armHedge(order[next-1])
 			}
@@ -157,6 +161,7 @@ func (t *Tool) race(ctx context.Context, q query, order []*slot, progress func(i
 			hedgeC = nil
 			if next < len(order) {
 				t.logger.InfoContext(ctx, "web_search hedging", "provider", order[next].name)
+				t.tel.failover(ctx, "hedge")
 				launch()
 				armHedge(order[next-1])
 			}

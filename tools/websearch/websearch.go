@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/toolhost/toolhost/catalog"
@@ -49,6 +51,10 @@ type Deps struct {
 	// Shared, when set, is the answer cache the replicas share (Redis),
 	// in place of the cache directory.
 	Shared SharedCache
+	// Tracer and Meter instrument the provider requests, the failovers
+	// and the cache (telemetry.go); nil: no-op.
+	Tracer trace.TracerProvider
+	Meter  metric.MeterProvider
 }
 
 // Tool is web_search.
@@ -65,6 +71,7 @@ type Tool struct {
 	// joined, when set (by tests), is called once a caller waits for
 	// the search in flight for its key (its own or one it shares).
 	joined func()
+	tel    instruments
 }
 
 // slot is one configured provider and its back-off state.
@@ -85,7 +92,8 @@ type slot struct {
 // work (unknown kind, bad base URL); a provider whose key is missing is
 // dropped with a warning so the others still serve.
 func New(cfg Config, deps Deps) (*Tool, error) {
-	t := &Tool{logger: deps.Logger, now: deps.Clock, deadline: time.Duration(cfg.Deadline), hedge: time.Duration(cfg.HedgeDelay)}
+	t := &Tool{logger: deps.Logger, now: deps.Clock, deadline: time.Duration(cfg.Deadline), hedge: time.Duration(cfg.HedgeDelay),
+		tel: newInstruments(deps.Tracer, deps.Meter)}
 	if t.deadline <= 0 {
 		t.deadline = defaultDeadline
 	}
@@ -288,7 +296,9 @@ func (t *Tool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, 
 
 	key := cacheKey(q, t.fingerprint)
 	if t.cache != nil {
-		if e, ok := t.cache.get(ctx, key); ok {
+		e, ok := t.cache.get(ctx, key)
+		t.tel.lookup(ctx, ok)
+		if ok {
 			out := Output{Query: q.Text, Provider: t.providerName(e), Results: e.Results, TookMS: time.Since(start).Milliseconds(), Cached: true}
 			return t.result(out, lang, 0), nil
 		}

@@ -72,6 +72,7 @@ func (s *Server) readAnthropic(w http.ResponseWriter, r *http.Request) (*anthrop
 	s.mu.Lock()
 	s.requests = append(s.requests, raw)
 	s.auth = append(s.auth, r.Header.Get("X-Api-Key"))
+	s.traceparents = append(s.traceparents, r.Header.Get("Traceparent"))
 	s.mu.Unlock()
 	if r.Header.Get("anthropic-version") == "" {
 		writeAnthropicError(w, http.StatusBadRequest, "invalid_request_error", "anthropic-version: header is required")

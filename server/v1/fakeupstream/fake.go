@@ -12,7 +12,8 @@
 //
 // GET /v1/requests answers the bodies received so far as a JSON array, in
 // arrival order: what the model was sent, for tests outside Go (the
-// program in cmd/fakeupstream) that cannot call Server.Requests.
+// program in cmd/fakeupstream) that cannot call Server.Requests; GET
+// /v1/traceparents the traceparent header each of them carried.
 package fakeupstream
 
 import (
@@ -106,6 +107,7 @@ type Server struct {
 	mu           sync.Mutex
 	requests     [][]byte
 	auth         []string
+	traceparents []string
 	cancelled    int
 	hanging      chan struct{}
 	cancelledSig chan struct{}
@@ -133,6 +135,7 @@ func Listen(addr string, script Script) (*Server, error) {
 	mux.HandleFunc("POST /v1/messages", s.messages)
 	mux.HandleFunc("POST /v1/messages/count_tokens", s.countTokens)
 	mux.HandleFunc("GET /v1/requests", s.listRequests)
+	mux.HandleFunc("GET /v1/traceparents", s.listTraceparents)
 	s.hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = s.hs.Serve(ln) }()
 	return s, nil
@@ -173,6 +176,22 @@ func (s *Server) Authorizations() []string {
 	return append([]string(nil), s.auth...)
 }
 
+// Traceparents returns the traceparent header of each model request
+// ("" when it had none), in arrival order: what a model's side would see
+// of the caller's trace.
+func (s *Server) Traceparents() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.traceparents...)
+}
+
+// listTraceparents answers GET /v1/traceparents: Traceparents as a JSON
+// array of strings.
+func (s *Server) listTraceparents(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(s.Traceparents())
+}
+
 // Hanging receives a value each time a Hang round starts waiting.
 func (s *Server) Hanging() <-chan struct{} { return s.hanging }
 
@@ -208,6 +227,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.requests = append(s.requests, raw)
 	s.auth = append(s.auth, r.Header.Get("Authorization"))
+	s.traceparents = append(s.traceparents, r.Header.Get("Traceparent"))
 	s.mu.Unlock()
 	var req request
 	if err := json.Unmarshal(raw, &req); err != nil {

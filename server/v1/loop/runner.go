@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/toolhost/toolhost/catalog"
@@ -62,6 +64,7 @@ type Runner struct {
 	exec   Executor
 	rounds RoundRecorder
 	logger *slog.Logger
+	tracer trace.Tracer // nil: no round spans (the no-op provider)
 }
 
 // RunnerOptions configure a Runner.
@@ -69,6 +72,8 @@ type RunnerOptions struct {
 	// Rounds receives one record per upstream call; nil records nothing.
 	Rounds RoundRecorder
 	Logger *slog.Logger
+	// Tracer makes a span per round (telemetry.go); nil: none.
+	Tracer trace.TracerProvider
 }
 
 // NewRunner returns a runner that executes hosted calls with exec.
@@ -76,7 +81,11 @@ func NewRunner(exec Executor, opts RunnerOptions) *Runner {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Runner{exec: exec, rounds: opts.Rounds, logger: opts.Logger}
+	r := &Runner{exec: exec, rounds: opts.Rounds, logger: opts.Logger}
+	if _, noop := opts.Tracer.(tracenoop.TracerProvider); opts.Tracer != nil && !noop {
+		r.tracer = opts.Tracer.Tracer(scopeName)
+	}
+	return r
 }
 
 // Catalog is the registry of tools the runner can host.
@@ -217,26 +226,19 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 	if emit, err = r.resumeRun(ctx, run, res, st, emit); err != nil {
 		return nil, err
 	}
+	roundSpan := trace.SpanFromContext(context.Background()) // no span: ended before the first round starts
+	defer func() { roundSpan.End() }()
 	for round := 0; ; round++ {
 		stop := StopReason("")
 		if len(hosted) > 0 {
 			stop = st.spend.stop(res.Cost)
 		}
 		final := stop != ""
-		tc := st.choice
-		callCtx, cancel := ctx, context.CancelFunc(func() {})
-		if final {
-			tc = ToolChoice{Mode: ToolChoiceNone}
-			callCtx, cancel = st.spend.finalContext(ctx)
-		}
-		if err := emit(Event{Kind: EventRoundStart, Round: round, Final: final}); err != nil {
-			cancel()
-			return nil, err
-		}
+		roundSpan.End()
+		ctx, span := r.startRound(ctx, run, round, final)
+		roundSpan = span
 		upStart := time.Now()
-		filter := newStreamFilter(round, final, names, emit)
-		resp, err := run.Route.Upstream.Call(callCtx, upstreamRequest(&req, st.msgs, st.fns, tc), filter.delta)
-		cancel()
+		resp, err := r.modelCall(ctx, run, st, round, final, emit)
 		if err != nil {
 			return nil, err
 		}

@@ -97,3 +97,20 @@ func (e *UpstreamError) Error() string {
 	}
 	return fmt.Sprintf("upstream %s answered %d: %s", e.Route, e.Status, b)
 }
+
+// modelCall is a round's call of the model: the request's tool choice,
+// none in the final round (under the final round's own deadline).
+func (r *Runner) modelCall(ctx context.Context, run *Run, st *runState, round int, final bool, emit Sink) (*UpstreamResponse, error) {
+	tc := st.choice
+	callCtx, cancel := ctx, context.CancelFunc(func() {})
+	if final {
+		tc = ToolChoice{Mode: ToolChoiceNone}
+		callCtx, cancel = st.spend.finalContext(ctx)
+	}
+	defer cancel()
+	if err := emit(Event{Kind: EventRoundStart, Round: round, Final: final}); err != nil {
+		return nil, err
+	}
+	filter := newStreamFilter(round, final, *st.names, emit)
+	return run.Route.Upstream.Call(callCtx, upstreamRequest(&run.Request, st.msgs, st.fns, tc), filter.delta)
+}

@@ -32,6 +32,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/toolhost/toolhost/server/v1/loop"
 )
 
@@ -88,6 +90,10 @@ type Config struct {
 	Timeouts Timeouts
 	// Transport overrides the HTTP transport (tests).
 	Transport http.RoundTripper
+	// Propagator writes the call's trace context (traceparent,
+	// tracestate) into each request, so the model's side can join the
+	// caller's trace; nil sends none.
+	Propagator propagation.TextMapPropagator
 }
 
 // Client posts to one upstream.
@@ -98,6 +104,7 @@ type Client struct {
 	header   http.Header
 	timeouts Timeouts
 	http     *http.Client
+	prop     propagation.TextMapPropagator
 }
 
 // New returns a client; without a Transport it dials with keep-alive and
@@ -123,6 +130,7 @@ func New(cfg Config) *Client {
 		header:   cfg.Header.Clone(),
 		timeouts: t,
 		http:     &http.Client{Transport: tr},
+		prop:     cfg.Propagator,
 	}
 }
 
@@ -200,6 +208,9 @@ func (c *Client) post(ctx context.Context, path string, body []byte, stream bool
 	hr.Header.Set("Content-Type", "application/json")
 	if stream {
 		hr.Header.Set("Accept", "text/event-stream")
+	}
+	if c.prop != nil {
+		c.prop.Inject(ctx, propagation.HeaderCarrier(hr.Header))
 	}
 	resp, err := c.http.Do(hr)
 	if err != nil {

@@ -20,6 +20,8 @@ import (
 	"sort"
 	"strings"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/toolhost/toolhost/internal/wire"
 	"github.com/toolhost/toolhost/server/v1/loop"
 	"github.com/toolhost/toolhost/server/v1/upstream"
@@ -41,6 +43,9 @@ type Config struct {
 	Timeouts upstream.Timeouts
 	// Transport overrides the HTTP transport (tests).
 	Transport http.RoundTripper
+	// Propagator writes the call's trace context (traceparent) into
+	// each request; nil sends none.
+	Propagator propagation.TextMapPropagator
 }
 
 // New returns a client.
@@ -51,7 +56,7 @@ func New(cfg Config) *Client {
 	}
 	return &Client{http: upstream.New(upstream.Config{
 		Name: cfg.Name, BaseURL: cfg.BaseURL, Dialect: loop.DialectOpenAI,
-		Header: h, Timeouts: cfg.Timeouts, Transport: cfg.Transport,
+		Header: h, Timeouts: cfg.Timeouts, Transport: cfg.Transport, Propagator: cfg.Propagator,
 	})}
 }
 
