@@ -25,8 +25,8 @@ const (
 
 // webSearchDecl is the web search tool a request declared.
 type webSearchDecl struct {
-	// hosted are the hosted tools serving it (web_search, and fetch_page
-	// unless domain filters are set: a page could be anywhere).
+	// hosted are the hosted tools serving it: web_search, and fetch_page
+	// when published.
 	hosted []string
 	// onlyHere are those the request enabled only for web search (not
 	// listed in mcp_list_tools).
@@ -43,8 +43,8 @@ func isWebSearchTool(typ string) bool {
 }
 
 // webSearchTool reads a web search tool: its domain filters become
-// arguments of every web_search call the model makes, over whatever the
-// model wrote.
+// arguments of every web_search and fetch_page call the model makes, over
+// whatever the model wrote.
 func (rr *responsesRequest) webSearchTool(item json.RawMessage, param string) error {
 	var ws struct {
 		Filters *struct {
@@ -76,11 +76,15 @@ func (rr *responsesRequest) webSearchTool(item json.RawMessage, param string) er
 			fixed["blocked_domains"], _ = json.Marshal(f.BlockedDomains)
 		}
 	}
-	if _, ok := pub.Lookup(openToolName); ok && len(fixed) == 0 {
+	if _, ok := pub.Lookup(openToolName); ok {
 		d.hosted = append(d.hosted, openToolName)
 	}
 	if len(fixed) > 0 {
-		rr.hosted.Fixed = map[string]map[string]json.RawMessage{searchToolName: fixed}
+		// fetch_page takes the same filters: a page opened is held to them.
+		rr.hosted.Fixed = map[string]map[string]json.RawMessage{}
+		for _, n := range d.hosted {
+			rr.hosted.Fixed[n] = fixed
+		}
 	}
 	rr.search = d
 	return nil
