@@ -62,6 +62,25 @@ const script = {
       },
     ]),
     {
+      match: "[typed-tools]",
+      rounds: [
+        {
+          tool_calls: [
+            { id: "call_l", name: "crm__lookup", arguments: JSON.stringify({ id: "c-7" }) },
+            { id: "call_p", name: "apply_patch", arguments: JSON.stringify({ input: "*** Begin Patch\n*** End Patch" }) },
+          ],
+        },
+        { content: "Patched; customer Ada noted." },
+      ],
+    },
+    {
+      match: "[typed-ws]",
+      rounds: [
+        { tool_calls: [{ id: "call_tws", name: "web_search", arguments: JSON.stringify({ query: "perovskite sealing" }) }] },
+        { content: `Glass–glass lamination, per ${CITED}.` },
+      ],
+    },
+    {
       match: "[agents]",
       rounds: [
         { tool_calls: [{ id: "call_pick", name: "random_choice", arguments: JSON.stringify({ options: ["tea"] }) }] },
@@ -304,6 +323,31 @@ for (const protocol of ["anthropic", "openai"]) {
     });
   });
 }
+
+describe("openai client's own types, Codex's kinds of tools", () => {
+  test("namespace, custom and web search items compile without casts under tsc --strict and run", async () => {
+    // An output directory of its own: hosted-approvals.test.mjs rebuilds typed/build.
+    const out = join(work, "typed");
+    const tsc = join(here, "node_modules", "typescript", "bin", "tsc");
+    await promisify(execFile)(process.execPath, [tsc, "-p", join(here, "typed", "tsconfig.tooltypes.json"), "--outDir", out])
+      .catch((err) => assert.fail(`tsc: ${err.stdout}${err.stderr}`));
+    const { toolTypes } = await import(join(out, "responses-tooltypes.js"));
+    const client = new OpenAI({ baseURL: `${server.base}/v1`, apiKey: "dev", maxRetries: 0 });
+    const got = await toolTypes(client, "fake-1", "typed-tools", "typed-ws");
+    assert.deepEqual([got.namespaced.name, got.namespaced.namespace, got.namespaced.arguments], ["lookup", "crm", `{"id":"c-7"}`]);
+    assert.deepEqual([got.custom.name, got.custom.input, got.custom.call_id], ["apply_patch", "*** Begin Patch\n*** End Patch", "call_p"]);
+    assert.equal(got.continued, "Patched; customer Ada noted.");
+    assert.equal(got.search.query, "perovskite sealing");
+    assert.ok(got.search.sources.some((s) => s.url === CITED), JSON.stringify(got.search.sources));
+    assert.deepEqual(got.citations.map((c) => c.url), [CITED]);
+    assert.deepEqual(got.cited, [CITED]);
+    // The continuation gave the model both calls and both outputs.
+    const [, second] = await upstreamRequests("typed-tools");
+    const calls = second.messages.find((m) => m.role === "assistant").tool_calls.map((c) => `${c.function.name} ${c.function.arguments}`);
+    assert.deepEqual(calls, [`crm__lookup {"id":"c-7"}`, `apply_patch {"input":"*** Begin Patch\\n*** End Patch"}`]);
+    assert.deepEqual(second.messages.filter((m) => m.role === "tool").map((m) => m.content), [`{"name":"Ada"}`, "Done!"]);
+  });
+});
 
 describe("the OpenAI Agents SDK", () => {
   test("hostedMcpTool runs toolhost's hosted tool in the loop", async () => {
