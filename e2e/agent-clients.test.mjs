@@ -292,7 +292,10 @@ for (const protocol of ["anthropic", "openai"]) {
       await mkdir(home, { recursive: true });
     });
 
-    const claude = (prompt) => runClient(bin("claude"), ["-p", "--model", model, "--output-format", "json", "--allowedTools", "Read", "--", prompt], {
+    // The package's launcher finds its native binary whether or not npm ran
+    // the postinstall that copies it over bin/claude.exe.
+    const launcher = join(here, "node_modules", "@anthropic-ai", "claude-code", "cli-wrapper.cjs");
+    const claude = (prompt) => runClient(node22Bin(), [launcher, "-p", "--model", model, "--output-format", "json", "--allowedTools", "Read", "--", prompt], {
       cwd: work,
       env: clientEnv(home, {
         ANTHROPIC_BASE_URL: server.base,
