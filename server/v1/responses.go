@@ -203,8 +203,11 @@ func (rq *responsesRequest) hostedItem(c loop.Call) any {
 // function_call (with its namespace apart) or custom_tool_call.
 func (n callerNames) callItem(callID, upstream, args, status string) any {
 	t := n.lookup(upstream)
+	if t.Kind != "" {
+		return clientToolItem(t.Kind, callID, args, status)
+	}
 	if t.Custom {
-		return customToolCallItem{ID: "ctc_" + callID, Type: "custom_tool_call", CallID: callID, Name: t.Name, Namespace: t.Namespace, Input: customInputOf(args)}
+		return customToolCallItem{ID: itemID(t, callID), Type: "custom_tool_call", CallID: callID, Name: t.Name, Namespace: t.Namespace, Input: customInputOf(args)}
 	}
 	it := newFunctionCallItem(callID, t.Name, args, status)
 	it.Namespace = t.Namespace

@@ -178,6 +178,9 @@ func (h *Handler) inputItem(b *inputBuilder, item json.RawMessage, param string)
 		// findings are in the text that followed it.
 		return nil
 	}
+	if ok, err := clientToolInput(b, it.Type, item, param); ok {
+		return err
+	}
 	return badRequest(ReasonInputItemUnsupported, param+".type", fmt.Sprintf("input item type %q is not supported here", it.Type))
 }
 

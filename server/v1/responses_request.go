@@ -244,6 +244,14 @@ func (h *Handler) parseResponsesTools(t json.RawMessage, rr *responsesRequest, l
 			for _, n := range names {
 				enabledSet[n] = true
 			}
+		case clientTools[typ].schema != "":
+			fn, ct, err := clientToolFunction(typ, param)
+			if err == nil {
+				err = rr.addCallerTool(fn, ct, param)
+			}
+			if err != nil {
+				return nil, err
+			}
 		case typ == "tool_search":
 			// Deferred tools are given to the model with the others.
 		case isWebSearchTool(typ):

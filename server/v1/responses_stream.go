@@ -244,10 +244,7 @@ func (s *responsesStream) callerCall(ev loop.Event) error {
 	}
 	if ev.Name != "" {
 		c := &streamedCall{callID: ev.CallID, name: ev.Name, tool: s.rq.names.lookup(ev.Name)}
-		c.itemID = "fc_" + ev.CallID
-		if c.tool.Custom {
-			c.itemID = "ctc_" + ev.CallID
-		}
+		c.itemID = itemID(c.tool, ev.CallID)
 		c.index = s.add(nil)
 		s.fcalls = append(s.fcalls, c)
 		added := at(c.index, "")
@@ -261,8 +258,9 @@ func (s *responsesStream) callerCall(ev loop.Event) error {
 	}
 	c := s.fcalls[ev.CallerIndex]
 	c.args.WriteString(ev.ArgsDelta)
-	if c.tool.Custom {
-		// The input is a string inside the arguments: sent whole at the end.
+	if c.tool.Custom || c.tool.Kind != "" {
+		// The input is a string inside the arguments, the operation or
+		// action an object: sent whole at the end.
 		return nil
 	}
 	d := at(c.index, c.itemID)

@@ -19,6 +19,8 @@ import (
 //   - custom: a function with one string parameter "input" (the format's
 //     grammar, if any, told in its description); its calls come back as
 //     custom_tool_call items whose input is that string;
+//   - apply_patch and shell: functions of those names whose calls come back
+//     as apply_patch_call and shell_call items (responses_clienttools.go);
 //   - tool_search: nothing to send, since deferred tools go to the model
 //     with the others;
 //   - the built-in tools OpenAI runs on its own servers are refused with
@@ -30,6 +32,10 @@ type callerTool struct {
 	Namespace string
 	Name      string
 	Custom    bool
+	// Kind is the client-run tool type (apply_patch, shell) the function
+	// stands for, "" for a function or custom tool
+	// (responses_clienttools.go).
+	Kind string
 }
 
 // callerNames maps upstream function names to the caller's tools. Names the
@@ -228,9 +234,7 @@ var builtinRefusals = map[string]string{
 	"code_interpreter":          "it runs code in OpenAI containers; use the hosted run_code tool ({\"type\":\"mcp\"} declaration) instead",
 	"image_generation":          "it needs OpenAI's image model, which the upstream of this route does not have",
 	"programmatic_tool_calling": "it runs model-written programs in OpenAI containers",
-	"local_shell":               "its calls are not translated for this route's upstream yet; declare a function tool for the shell instead",
-	"shell":                     "its calls are not translated for this route's upstream yet; declare a function tool for the shell instead",
-	"apply_patch":               "its calls are not translated for this route's upstream yet; declare a custom tool for patches instead",
+	"local_shell":               "it is the legacy shell tool of codex-mini; declare the shell tool or a function instead",
 }
 
 // addCallerTool adds a translated tool of the caller to the loop request,
@@ -242,7 +246,7 @@ func (rr *responsesRequest) addCallerTool(fn loop.Function, ct callerTool, param
 		}
 	}
 	rr.loop.Tools = append(rr.loop.Tools, fn)
-	if ct.Namespace != "" || ct.Custom {
+	if ct.Namespace != "" || ct.Custom || ct.Kind != "" {
 		if rr.names == nil {
 			rr.names = callerNames{}
 		}

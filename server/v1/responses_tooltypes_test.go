@@ -88,6 +88,65 @@ var toolTypeCases = []responsesCase{
 			golden(t, "responses_namespace_and_custom_continuation.upstream_messages.golden", encodeJSON(msgs, true))
 		},
 	},
+	{
+		// The tools the caller runs with an item type of their own: the
+		// model calls apply_patch and shell as functions, the calls come
+		// back as apply_patch_call and shell_call items.
+		name: "apply_patch_and_shell_calls",
+		rounds: []fakeupstream.Round{{Content: "Editing.", ToolCalls: []fakeupstream.ToolCall{
+			call("call_ap", "apply_patch", `{"type":"update_file","path":"a.go","diff":"@@\n-a\n+b"}`),
+			call("call_sh", "shell", `{"commands":["go test ./..."],"timeout_ms":60000}`),
+		}, ArgsChunk: 7, Usage: usage(20, 9, 0, 0)}},
+		body: `{"model":"fake-1","input":"fix it","tools":[{"type":"apply_patch"},{"type":"shell","environment":{"type":"local"}}]}`,
+		check: func(t *testing.T, e *env, p loop.Dialect, stream bool, out map[string]any) {
+			if got := itemTypes(out); got != "message apply_patch_call shell_call" {
+				t.Fatalf("output items %s", got)
+			}
+			items := out["output"].([]any)
+			ap, sh := items[1].(map[string]any), items[2].(map[string]any)
+			if op := ap["operation"].(map[string]any); op["type"] != "update_file" || op["path"] != "a.go" || op["diff"] != "@@\n-a\n+b" || ap["call_id"] != "call_ap" || ap["id"] != "apc_call_ap" {
+				t.Errorf("apply_patch_call %v", ap)
+			}
+			if a := sh["action"].(map[string]any); fmt.Sprint(a["commands"]) != "[go test ./...]" || jsonInt(a["timeout_ms"]) != 60000 || a["max_output_length"] != nil || sh["call_id"] != "call_sh" {
+				t.Errorf("shell_call %v", sh)
+			}
+			names := []string{}
+			for _, tl := range e.upstreamRequests()[0]["tools"].([]any) {
+				m := tl.(map[string]any)
+				if f, ok := m["function"].(map[string]any); ok {
+					names = append(names, f["name"].(string))
+				} else {
+					names = append(names, m["name"].(string))
+				}
+			}
+			if strings.Join(names, " ") != "apply_patch shell" {
+				t.Errorf("upstream tools %v", names)
+			}
+		},
+	},
+	{
+		// Their calls and outputs sent back: the model sees the function
+		// round trips.
+		name:   "apply_patch_and_shell_continuation",
+		rounds: []fakeupstream.Round{{Content: "unused"}, {Content: "Tests pass.", Usage: usage(40, 3, 0, 0)}},
+		body: `{"model":"fake-1","input":[
+ {"role":"user","content":"fix it"},
+ {"type":"apply_patch_call","id":"apc_1","call_id":"call_ap","status":"completed","operation":{"type":"update_file","path":"a.go","diff":"@@\n-a\n+b"}},
+ {"type":"shell_call","id":"sh_1","call_id":"call_sh","status":"completed","environment":null,"action":{"commands":["go test ./..."],"timeout_ms":60000,"max_output_length":null}},
+ {"type":"apply_patch_call_output","call_id":"call_ap","status":"failed","output":"a.go: no such file"},
+ {"type":"shell_call_output","call_id":"call_sh","max_output_length":null,"output":[{"stdout":"ok","stderr":"","outcome":{"type":"exit","exit_code":0}}]}
+],"tools":[{"type":"apply_patch"},{"type":"shell"}]}`,
+		check: func(t *testing.T, e *env, p loop.Dialect, stream bool, out map[string]any) {
+			if got := itemTypes(out); got != "message" {
+				t.Fatalf("output items %s", got)
+			}
+			if p != loop.DialectOpenAI {
+				return
+			}
+			msgs := e.upstreamRequests()[0]["messages"].([]any)
+			golden(t, "responses_apply_patch_and_shell_continuation.upstream_messages.golden", encodeJSON(msgs, true))
+		},
+	},
 }
 
 // checkUpstreamTools checks what the upstream got for codexTools and
@@ -188,6 +247,7 @@ func TestResponsesRefusesToolsItCannotExpress(t *testing.T) {
 		{"image_generation", `[{"type":"image_generation"}]`, "tool_type_unsupported", "image model"},
 		{"code_interpreter", `[{"type":"code_interpreter","container":{"type":"auto"}}]`, "tool_type_unsupported", "run_code"},
 		{"local_shell", `[{"type":"local_shell"}]`, "tool_type_unsupported", `"local_shell"`},
+		{"shell_and_function_named_shell", `[{"type":"shell"},{"type":"function","name":"shell","parameters":{}}]`, "invalid_request", `"shell"`},
 		{"namespace_of_mcp", `[{"type":"namespace","name":"x","description":"","tools":[{"type":"mcp","server_label":"a"}]}]`, "tool_type_unsupported", `not "mcp"`},
 		{"namespace_without_name", `[{"type":"namespace","tools":[]}]`, "invalid_request", "namespace tool needs a name"},
 		{"custom_without_name", `[{"type":"custom"}]`, "invalid_request", "custom tool needs a name"},
