@@ -32,9 +32,6 @@ type responsesRequest struct {
 	// names maps the upstream names of namespaced and custom tools back
 	// (responses_tooltypes.go).
 	names callerNames
-	// search is the web search tool the request declared, served by the
-	// hosted web_search (nil when none; responses_websearch.go).
-	search *webSearchDecl
 }
 
 // responsesEcho are the fields of a request a response repeats as sent.

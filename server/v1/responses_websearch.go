@@ -58,65 +58,86 @@ func (rr *responsesRequest) webSearchTool(item json.RawMessage, param string) er
 	if rr.search != nil {
 		return badRequest(ReasonInvalidRequest, param, "declare one web search tool")
 	}
-	pub := rr.h.published()
+	var allowed, blocked []string
+	if f := ws.Filters; f != nil {
+		allowed, blocked = f.AllowedDomains, f.BlockedDomains
+	}
+	return rr.declareWebSearch(rr.h, param, allowed, blocked)
+}
+
+// declareWebSearch makes the request's web search, served by the hosted
+// tools, with the caller's domain filters (none when both are empty).
+func (hr *hostedRequest) declareWebSearch(h *Handler, param string, allowed, blocked []string) error {
+	pub := h.published()
 	if _, ok := pub.Lookup(searchToolName); !ok {
 		return badRequest(ReasonToolTypeUnsupported, param+".type", "web search is served here by the hosted web_search tool, which this server does not publish (no search provider is configured)")
 	}
 	d := &webSearchDecl{hosted: []string{searchToolName}, onlyHere: map[string]bool{}}
 	fixed := map[string]json.RawMessage{}
-	if f := ws.Filters; f != nil {
-		const maxDomains = 20 // the web_search tool's own limit
-		if len(f.AllowedDomains) > maxDomains || len(f.BlockedDomains) > maxDomains {
-			return badRequest(ReasonInvalidRequest, param+".filters", fmt.Sprintf("at most %d allowed and %d blocked domains", maxDomains, maxDomains))
-		}
-		if len(f.AllowedDomains) > 0 {
-			fixed["allowed_domains"], _ = json.Marshal(f.AllowedDomains)
-		}
-		if len(f.BlockedDomains) > 0 {
-			fixed["blocked_domains"], _ = json.Marshal(f.BlockedDomains)
-		}
+	const maxDomains = 20 // the web_search tool's own limit
+	if len(allowed) > maxDomains || len(blocked) > maxDomains {
+		return badRequest(ReasonInvalidRequest, param+".filters", fmt.Sprintf("at most %d allowed and %d blocked domains", maxDomains, maxDomains))
+	}
+	if len(allowed) > 0 {
+		fixed["allowed_domains"], _ = json.Marshal(allowed)
+	}
+	if len(blocked) > 0 {
+		fixed["blocked_domains"], _ = json.Marshal(blocked)
 	}
 	if _, ok := pub.Lookup(openToolName); ok {
 		d.hosted = append(d.hosted, openToolName)
 	}
 	if len(fixed) > 0 {
 		// fetch_page takes the same filters: a page opened is held to them.
-		rr.hosted.Fixed = map[string]map[string]json.RawMessage{}
+		hr.hosted.Fixed = map[string]map[string]json.RawMessage{}
 		for _, n := range d.hosted {
-			rr.hosted.Fixed[n] = fixed
+			hr.hosted.Fixed[n] = fixed
 		}
 	}
-	rr.search = d
+	hr.search = d
 	return nil
 }
 
 // enableWebSearch adds the hosted tools serving the declared web search to
 // those enabled, never asking for approval (the official tool does not).
-func (rr *responsesRequest) enableWebSearch(enabled map[string]bool) {
-	if rr.search == nil {
+func (hr *hostedRequest) enableWebSearch(enabled map[string]bool) {
+	if hr.search == nil {
 		return
 	}
-	for _, n := range rr.search.hosted {
+	for _, n := range hr.search.hosted {
 		if !enabled[n] {
-			rr.search.onlyHere[n] = true
+			hr.search.onlyHere[n] = true
 			enabled[n] = true
-			addPolicy(&rr.hosted.Approval, declPolicy{tools: map[string]approval.Policy{n: approval.Never}}, []string{n})
+			addPolicy(&hr.hosted.Approval, declPolicy{tools: map[string]approval.Policy{n: approval.Never}}, []string{n})
 		}
 	}
-	rr.declared = true
+	hr.declared = true
 }
 
-// servesSearch says whether a hosted call is rendered as web_search_call.
-func (rr *responsesRequest) servesSearch(name string) bool {
-	if rr.search == nil {
+// servesSearch says whether a hosted call serves the web search.
+func (hr *hostedRequest) servesSearch(name string) bool {
+	if hr.search == nil {
 		return false
 	}
-	for _, n := range rr.search.hosted {
+	for _, n := range hr.search.hosted {
 		if n == name {
 			return true
 		}
 	}
 	return false
+}
+
+// foundResults are the web search results of a finished run, in order.
+func (hr *hostedRequest) foundResults(res *loop.Result) []searchResult {
+	var found []searchResult
+	for _, rr := range res.Rounds {
+		for _, c := range rr.Calls {
+			if hr.servesSearch(c.Name) {
+				found = append(found, searchResults(c)...)
+			}
+		}
+	}
+	return found
 }
 
 // webSearchCallItem is a web_search_call output item.
