@@ -63,7 +63,7 @@ func (c chatChoice) MarshalJSON() ([]byte, error) {
 func (h *Handler) chatResponse(cr *chatRequest, run *loop.Run, res *loop.Result) chatCompletion {
 	choice := chatChoice{
 		Index:        0,
-		Message:      finalMessage(res),
+		Message:      withAnnotations(finalMessage(res), cr.chatCitations(res)),
 		FinishReason: res.FinishReason,
 		Logprobs:     res.Final.ChoiceExtra["logprobs"],
 		Extra:        res.Final.ChoiceExtra,
@@ -337,6 +337,13 @@ func (s *chatStream) finish(run *loop.Run, res *loop.Result) {
 		s.roleSent = true
 		empty := ""
 		d.Role, d.Content = "assistant", &empty
+	}
+	if notes := s.cr.chatCitations(res); len(notes) > 0 {
+		// The annotations in a delta of their own, before the finish.
+		raw, _ := marshal(notes)
+		if s.send(s.chunk([]chatChunkChoice{{Index: 0, Delta: chatDelta{Extra: map[string]json.RawMessage{"annotations": raw}}}})) != nil {
+			return
+		}
 	}
 	finish := res.FinishReason
 	if s.send(s.chunk([]chatChunkChoice{{Index: 0, Delta: d, FinishReason: &finish}})) != nil {

@@ -95,6 +95,9 @@ func (h *Handler) parseChat(body []byte) (*chatRequest, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := cr.webSearchOptions(top["web_search_options"], enabledSet); err != nil {
+		return nil, err
+	}
 	// Publishing order, whatever order the declarations named them in.
 	if err := h.applyHosted(&cr.hosted, cr.declared, enabledSet, cr.loop.Tools, top[label], label,
 		fmt.Sprintf("a tools item {\"type\":\"mcp\",\"server_label\":%q}", label), "function", "rename it or leave the hosted tool out of allowed_tools", &cr.loop.Approvals); err != nil {

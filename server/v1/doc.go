@@ -29,4 +29,13 @@
 // answers (mcp_approval_response items; the extension field's approvals)
 // become loop.Request.Approvals with the decided calls placed in the
 // conversation for the loop to fill in.
+//
+// Responses tool types (responses_tooltypes.go, responses_websearch.go):
+// namespace, custom, apply_patch and shell tools become functions for the
+// upstream under names the request maps back (callerNames), so their calls
+// return as the items the caller declared them as; the web search tools are served by the
+// hosted web_search and fetch_page, their domain filters fixed over the
+// model's arguments (loop.Hosted.Fixed), their calls rendered as
+// web_search_call items and the results they found cited as url_citation
+// annotations.
 package v1

@@ -51,6 +51,9 @@ type hostedRequest struct {
 	hosted   loop.Hosted
 	declared bool // the request declared our hosted tools
 	metadata map[string]string
+	// search is the web search the request asked for, served by the
+	// hosted web_search (nil when none; responses_websearch.go).
+	search *webSearchDecl
 }
 
 func (c *hostedRequest) common() *hostedRequest { return c }

@@ -36,13 +36,19 @@ func newProtocolEnv(t *testing.T, label string, protocol loop.Dialect, script fa
 // store, its policies).
 func newExecEnv(t *testing.T, label string, protocol loop.Dialect, script fakeupstream.Script, eo tools.Options, opts ...envOption) *env {
 	t.Helper()
+	return newToolsEnv(t, label, protocol, script, eo, nil, opts...)
+}
+
+// newToolsEnv is newExecEnv publishing extra tools besides envTools.
+func newToolsEnv(t *testing.T, label string, protocol loop.Dialect, script fakeupstream.Script, eo tools.Options, extra []tools.Tool, opts ...envOption) *env {
+	t.Helper()
 	fake, err := fakeupstream.Start(script)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = fake.Close() })
 	sl := sleep.New()
-	ex, err := tools.NewExecutor(eo, envTools(sl)...)
+	ex, err := tools.NewExecutor(eo, append(envTools(sl), extra...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

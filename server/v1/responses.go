@@ -32,7 +32,11 @@ func (responsesFace) writeError(w http.ResponseWriter, e *requestError) { writeR
 
 // prepare makes the mcp_list_tools item before the loop runs.
 func (rq *responsesRequest) prepare(run *loop.Run) error {
-	item, err := rq.h.listToolsItem(run)
+	var skip map[string]bool
+	if rq.search != nil {
+		skip = rq.search.onlyHere
+	}
+	item, err := rq.h.listToolsItem(run, skip)
 	rq.listTools = item
 	return err
 }
@@ -42,7 +46,7 @@ func (rq *responsesRequest) render(run *loop.Run, res *loop.Result) any {
 	if rq.listTools != nil {
 		out = append(out, rq.listTools)
 	}
-	out = append(out, responsesOutput(rq.h.opts.Label, res)...)
+	out = append(out, rq.responsesOutput(res)...)
 	return rq.h.responseObject(rq, run, res, out)
 }
 
@@ -73,17 +77,26 @@ type (
 		Type    string           `json:"type"`
 	}
 	outputTextPart struct {
-		Annotations []struct{} `json:"annotations"`
-		Logprobs    []struct{} `json:"logprobs"`
-		Text        string     `json:"text"`
-		Type        string     `json:"type"`
+		Annotations []urlCitation `json:"annotations"`
+		Logprobs    []struct{}    `json:"logprobs"`
+		Text        string        `json:"text"`
+		Type        string        `json:"type"`
 	}
 	functionCallItem struct {
 		Arguments string `json:"arguments"`
 		CallID    string `json:"call_id"`
 		ID        string `json:"id"`
 		Name      string `json:"name"`
+		Namespace string `json:"namespace,omitempty"`
 		Status    string `json:"status"`
+		Type      string `json:"type"`
+	}
+	customToolCallItem struct {
+		CallID    string `json:"call_id"`
+		ID        string `json:"id"`
+		Input     string `json:"input"`
+		Name      string `json:"name"`
+		Namespace string `json:"namespace,omitempty"`
 		Type      string `json:"type"`
 	}
 	mcpCallItem struct {
@@ -100,12 +113,19 @@ type (
 )
 
 // listToolsItem is the mcp_list_tools item: the hosted tools given to the
-// model with their input schemas and annotations (nil without hosted tools).
-func (h *Handler) listToolsItem(run *loop.Run) (*listToolsItem, error) {
-	if len(run.Hosted.Tools) == 0 {
+// model with their input schemas and annotations, except those skip names
+// (enabled only to serve a web search tool); nil when none is left.
+func (h *Handler) listToolsItem(run *loop.Run, skip map[string]bool) (*listToolsItem, error) {
+	var names []string
+	for _, n := range run.Hosted.Tools {
+		if !skip[n] {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
 		return nil, nil
 	}
-	defs, err := loop.DefinitionsFrom(h.published(), run.Hosted.Tools, run.Lang)
+	defs, err := loop.DefinitionsFrom(h.published(), names, run.Lang)
 	if err != nil {
 		return nil, err
 	}
@@ -122,16 +142,19 @@ func (h *Handler) listToolsItem(run *loop.Run) (*listToolsItem, error) {
 
 // responsesOutput renders the calls answered approvals ran, then the
 // rounds of a run after mcp_list_tools: each round's text and executed
-// calls (mcp_call; mcp_approval_request for a call waiting for its
-// approval), then the last round's caller function calls (skipped hosted
-// calls are left out).
-func responsesOutput(label string, res *loop.Result) []any {
+// calls (mcp_call, web_search_call for those serving web search;
+// mcp_approval_request for a call waiting for its approval), then the last
+// round's caller calls (function_call, custom_tool_call; skipped hosted
+// calls are left out). A text cites the web search results before it.
+func (rq *responsesRequest) responsesOutput(res *loop.Result) []any {
+	label := rq.h.opts.Label
 	var out []any
 	for _, c := range res.Resumed {
 		out = append(out, newMCPCallItem(label, c, true))
 	}
 	base := trimID(res.First.ID)
 	last := len(res.Rounds) - 1
+	var found []searchResult
 	for n, rr := range res.Rounds {
 		text, status := rr.Response.Message.Text, "completed"
 		if n == last {
@@ -141,31 +164,54 @@ func responsesOutput(label string, res *loop.Result) []any {
 			}
 		}
 		if text != "" {
-			out = append(out, newMessageItem(roundItemID(base, rr.Round), text, status))
+			item := newMessageItem(roundItemID(base, rr.Round), text, status)
+			item.Content[0].Annotations = citations(text, found)
+			out = append(out, item)
 		}
 		for _, c := range rr.Calls {
-			if item := hostedItem(label, c); item != nil {
+			if item := rq.hostedItem(c); item != nil {
 				out = append(out, item)
+			}
+			if rq.servesSearch(c.Name) {
+				found = append(found, searchResults(c)...)
 			}
 		}
 	}
 	for _, c := range res.Message.ToolCalls {
-		out = append(out, newFunctionCallItem(c.ID, c.Name, string(c.Args), "completed"))
+		out = append(out, rq.names.callItem(c.ID, c.Name, string(c.Args), "completed"))
 	}
 	return out
 }
 
 // hostedItem is the output item of a finished hosted call: nil for a
-// skipped one, mcp_approval_request for one waiting for its approval, else
-// mcp_call.
-func hostedItem(label string, c loop.Call) any {
-	switch c.Status {
-	case loop.StatusSkipped:
+// skipped one, mcp_approval_request for one waiting for its approval,
+// web_search_call for one serving web search, else mcp_call.
+func (rq *responsesRequest) hostedItem(c loop.Call) any {
+	label := rq.h.opts.Label
+	switch {
+	case c.Status == loop.StatusSkipped:
 		return nil
-	case loop.StatusApprovalRequired:
+	case c.Status == loop.StatusApprovalRequired:
 		return newApprovalRequestItem(label, c)
+	case rq.servesSearch(c.Name):
+		return newWebSearchCallItem(c, true)
 	}
 	return newMCPCallItem(label, c, true)
+}
+
+// callItem is the output item of a call to one of the caller's tools:
+// function_call (with its namespace apart) or custom_tool_call.
+func (n callerNames) callItem(callID, upstream, args, status string) any {
+	t := n.lookup(upstream)
+	if t.Kind != "" {
+		return clientToolItem(t.Kind, callID, args, status)
+	}
+	if t.Custom {
+		return customToolCallItem{ID: itemID(t, callID), Type: "custom_tool_call", CallID: callID, Name: t.Name, Namespace: t.Namespace, Input: customInputOf(args)}
+	}
+	it := newFunctionCallItem(callID, t.Name, args, status)
+	it.Namespace = t.Namespace
+	return it
 }
 
 // trimID is an upstream id without the prefix of its own format, the stem
@@ -189,7 +235,7 @@ func newMessageItem(id, text, status string) messageItem {
 }
 
 func newOutputTextPart(text string) outputTextPart {
-	return outputTextPart{Type: "output_text", Text: text, Annotations: []struct{}{}, Logprobs: []struct{}{}}
+	return outputTextPart{Type: "output_text", Text: text, Annotations: []urlCitation{}, Logprobs: []struct{}{}}
 }
 
 func newFunctionCallItem(callID, name, args, status string) functionCallItem {

@@ -24,6 +24,8 @@ func FuzzParseResponses(f *testing.F) {
 	f.Add([]byte(`{"model":"m","input":[],"toolhost":{"x":1}}`))
 	f.Add([]byte(`{"model":"m","input":[{"type":"reasoning","summary":[]}]}`))
 	f.Add([]byte(`{"model":"m","input":[{"role":"user","content":"x"},{"type":"mcp_approval_request","id":"apr_000000000000000000000000","server_label":"toolhost","name":"get_time","arguments":"{}"},{"type":"mcp_approval_response","approval_request_id":"apr_000000000000000000000000","approve":true,"reason":"r"},{"type":"mcp_call","id":"c1","server_label":"toolhost","name":"get_time","arguments":"{}","output":"t","approval_request_id":"apr_1"}],"tools":[{"type":"mcp","server_label":"toolhost","require_approval":{"never":{"tool_names":["get_time"],"read_only":true},"always":{"tool_names":[]}}}]}`))
+	f.Add([]byte(`{"model":"m","input":[{"role":"user","content":"x"},{"type":"function_call","call_id":"c1","name":"f","namespace":"ns","arguments":"{}"},{"type":"custom_tool_call","call_id":"c2","name":"p","input":"*** Begin"},{"type":"function_call_output","call_id":"c1","output":"o"},{"type":"custom_tool_call_output","call_id":"c2","output":"ok"},{"type":"web_search_call","id":"ws","status":"completed"}],"tools":[{"type":"namespace","name":"ns","description":"","tools":[{"type":"function","name":"f"},{"type":"custom","name":"g","format":{"type":"grammar","syntax":"regex","definition":"a+"}}]},{"type":"custom","name":"p"},{"type":"tool_search"},{"type":"web_search_preview"}],"tool_choice":{"type":"custom","name":"p"},"client_metadata":{"a":"b"},"prompt_cache_key":"k","include":["x"],"store":false}`))
+	f.Add([]byte(`{"model":"m","input":"x","tools":[{"type":"web_search","filters":{"allowed_domains":["a.example"],"blocked_domains":["b.example"]}},{"type":"mcp","server_label":"toolhost","allowed_tools":["get_time"]}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		rq, err := h.parseResponses(body)
 		if err != nil {
@@ -51,6 +53,19 @@ func FuzzParseResponses(f *testing.F) {
 			}
 			if calls != 1 || results != 1 {
 				t.Fatalf("answer %q placed %d calls and %d results: %s", a.ID, calls, results, body)
+			}
+		}
+		// Every translated name is a function of the request, once.
+		seen := map[string]bool{}
+		for _, f := range rq.loop.Tools {
+			if seen[f.Name] {
+				t.Fatalf("two tools named %q upstream: %s", f.Name, body)
+			}
+			seen[f.Name] = true
+		}
+		for n, ct := range rq.names {
+			if !seen[n] || (ct.Namespace != "" && !functionNameOK.MatchString(n)) {
+				t.Fatalf("mapped name %q (%+v) is not a valid function of the request: %s", n, ct, body)
 			}
 		}
 		for _, f := range rq.loop.Tools {

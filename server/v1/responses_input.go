@@ -13,7 +13,9 @@ import (
 // messages and the approval answers it carries (responses_approvals.go).
 // Function calls and mcp_call items next to each other become one
 // assistant message with tool calls followed by the results, the shape Chat
-// Completions requires; mcp_list_tools and reasoning items are dropped.
+// Completions requires; custom_tool_call items become calls of the custom
+// tool's function (responses_tooltypes.go); mcp_list_tools, reasoning and
+// web_search_call items are dropped.
 func (h *Handler) responsesInput(raw json.RawMessage) ([]loop.Message, []loop.ApprovalAnswer, error) {
 	if !present(raw) {
 		return nil, nil, badRequest(ReasonInvalidRequest, "input", "input is required: a string or a list of items")
@@ -62,6 +64,16 @@ func (b *inputBuilder) hostedCall(c loop.ToolCall, res loop.Message) {
 	b.results = append(b.results, res)
 }
 
+// callerCall adds a call of one of the caller's tools to the assistant turn
+// being rebuilt.
+func (b *inputBuilder) callerCall(c loop.ToolCall) {
+	if len(b.results) > 0 {
+		b.flush()
+	}
+	b.assistant = true
+	b.calls = append(b.calls, c)
+}
+
 func (b *inputBuilder) flush() {
 	if b.assistant {
 		b.out = append(b.out, loop.Message{Role: loop.RoleAssistant, Text: b.text.String(), ToolCalls: b.calls})
@@ -79,7 +91,9 @@ func (h *Handler) inputItem(b *inputBuilder, item json.RawMessage, param string)
 		ID          string          `json:"id"`
 		CallID      string          `json:"call_id"`
 		Name        string          `json:"name"`
+		Namespace   string          `json:"namespace"`
 		Arguments   string          `json:"arguments"`
+		Input       string          `json:"input"`
 		Output      json.RawMessage `json:"output"`
 		Error       json.RawMessage `json:"error"`
 		ServerLabel string          `json:"server_label"`
@@ -114,17 +128,18 @@ func (h *Handler) inputItem(b *inputBuilder, item json.RawMessage, param string)
 			return nil
 		}
 		return badRequest(ReasonInvalidRequest, param+".role", fmt.Sprintf("unknown role %q", it.Role))
-	case "function_call":
+	case "function_call", "custom_tool_call":
 		if it.CallID == "" || it.Name == "" {
-			return badRequest(ReasonInvalidRequest, param, "a function_call item needs call_id and name")
+			return badRequest(ReasonInvalidRequest, param, "a "+it.Type+" item needs call_id and name")
 		}
-		if len(b.results) > 0 {
-			b.flush()
+		args := json.RawMessage(it.Arguments)
+		if it.Type == "custom_tool_call" {
+			// The function a custom tool is upstream (responses_tooltypes.go).
+			args = customArgs(it.Input)
 		}
-		b.assistant = true
-		b.calls = append(b.calls, loop.ToolCall{ID: it.CallID, Name: it.Name, Args: json.RawMessage(it.Arguments)})
+		b.callerCall(loop.ToolCall{ID: it.CallID, Name: upstreamName(it.Namespace, it.Name), Args: args})
 		return nil
-	case "function_call_output":
+	case "function_call_output", "custom_tool_call_output":
 		text, err := outputText(it.Output)
 		if err != nil {
 			return badRequest(ReasonInvalidRequest, param+".output", err.Error())
@@ -158,9 +173,13 @@ func (h *Handler) inputItem(b *inputBuilder, item json.RawMessage, param string)
 			return h.otherServer(param, it.ServerLabel)
 		}
 		return nil
-	case "reasoning":
-		// Reasoning items have no Chat Completions form.
+	case "reasoning", "web_search_call":
+		// Reasoning items have no Chat Completions form; a web search's
+		// findings are in the text that followed it.
 		return nil
+	}
+	if ok, err := clientToolInput(b, it.Type, item, param); ok {
+		return err
 	}
 	return badRequest(ReasonInputItemUnsupported, param+".type", fmt.Sprintf("input item type %q is not supported here", it.Type))
 }

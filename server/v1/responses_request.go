@@ -29,6 +29,9 @@ type responsesRequest struct {
 	fields responsesEcho
 	// listTools is the mcp_list_tools item (nil without hosted tools).
 	listTools *listToolsItem
+	// names maps the upstream names of namespaced and custom tools back
+	// (responses_tooltypes.go).
+	names callerNames
 }
 
 // responsesEcho are the fields of a request a response repeats as sent.
@@ -51,9 +54,15 @@ type responsesEcho struct {
 
 // responsesFields are the members of a Responses request the face consumes
 // or translates itself; the rest go to the (Chat Completions) upstream as
-// written.
+// written (prompt_cache_key, prompt_cache_retention, safety_identifier,
+// service_tier, user, temperature, top_p, parallel_tool_calls, ...).
+// Responses-only members with no Chat Completions form are accepted and
+// not sent: client_metadata, context_management, include, moderation,
+// prompt_cache_options, store, stream_options and truncation.
 type responsesFields struct {
 	Background         json.RawMessage `json:"background"`
+	ClientMetadata     json.RawMessage `json:"client_metadata"`
+	ContextManagement  json.RawMessage `json:"context_management"`
 	Conversation       json.RawMessage `json:"conversation"`
 	Include            json.RawMessage `json:"include"`
 	Input              json.RawMessage `json:"input"`
@@ -62,8 +71,10 @@ type responsesFields struct {
 	MaxToolCalls       json.RawMessage `json:"max_tool_calls"`
 	Metadata           json.RawMessage `json:"metadata"`
 	Model              json.RawMessage `json:"model"`
+	Moderation         json.RawMessage `json:"moderation"`
 	PreviousResponseID json.RawMessage `json:"previous_response_id"`
 	Prompt             json.RawMessage `json:"prompt"`
+	PromptCacheOptions json.RawMessage `json:"prompt_cache_options"`
 	Reasoning          json.RawMessage `json:"reasoning"`
 	Store              json.RawMessage `json:"store"`
 	Stream             json.RawMessage `json:"stream"`
@@ -138,6 +149,7 @@ func (h *Handler) parseResponses(body []byte) (*responsesRequest, error) {
 	if err != nil {
 		return nil, err
 	}
+	rr.enableWebSearch(enabledSet)
 	if err := h.applyHosted(&rr.hosted, rr.declared, enabledSet, rr.loop.Tools, top[label], label,
 		fmt.Sprintf("a tools item {\"type\":\"mcp\",\"server_label\":%q}", label), "function", "rename it or leave the hosted tool out of allowed_tools", nil); err != nil {
 		return nil, err
@@ -187,37 +199,39 @@ func (h *Handler) parseResponsesTools(t json.RawMessage, rr *responsesRequest, l
 	}
 	for i, item := range items {
 		param := fmt.Sprintf("tools[%d]", i)
-		var head struct {
-			Type        string          `json:"type"`
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			Parameters  json.RawMessage `json:"parameters"`
-			Strict      json.RawMessage `json:"strict"`
-		}
+		var head functionHead
 		if err := json.Unmarshal(item, &head); err != nil {
 			return nil, badRequest(ReasonInvalidRequest, param, "each tool must be an object")
 		}
-		switch head.Type {
-		case "function":
+		switch typ := head.Type; {
+		case typ == "function":
 			if head.Name == "" {
 				return nil, badRequest(ReasonInvalidRequest, param+".name", "a function tool needs a name")
 			}
-			fn := chatFunction{Name: head.Name, Description: head.Description}
-			if present(head.Parameters) {
-				fn.Parameters = head.Parameters
+			fn, err := chatTool(head.Name, head.Description, head.Parameters, head.Strict, param)
+			if err == nil {
+				err = rr.addCallerTool(fn, callerTool{Name: head.Name}, param)
 			}
-			if present(head.Strict) {
-				fn.Strict = head.Strict
-			}
-			raw, err := marshal(chatFunctionTool{Type: "function", Function: fn})
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", param, err)
+				return nil, err
 			}
-			rr.loop.Tools = append(rr.loop.Tools, loop.Function{
-				Name: head.Name, Description: head.Description, Parameters: head.Parameters,
-				Dialect: loop.DialectOpenAI, Raw: raw,
-			})
-		case "mcp":
+		case typ == "custom":
+			fn, ct, err := customFunction(item, "", param)
+			if err == nil {
+				err = rr.addCallerTool(fn, ct, param)
+			}
+			if err != nil {
+				return nil, err
+			}
+		case typ == "namespace":
+			fns, cts, err := namespaceFunctions(item, param)
+			for j := 0; err == nil && j < len(fns); j++ {
+				err = rr.addCallerTool(fns[j], cts[j], param)
+			}
+			if err != nil {
+				return nil, err
+			}
+		case typ == "mcp":
 			names, pol, err := h.parseDeclaration(item, param)
 			if err != nil {
 				return nil, err
@@ -227,8 +241,24 @@ func (h *Handler) parseResponsesTools(t json.RawMessage, rr *responsesRequest, l
 			for _, n := range names {
 				enabledSet[n] = true
 			}
+		case clientTools[typ].schema != "":
+			fn, ct, err := clientToolFunction(typ, param)
+			if err == nil {
+				err = rr.addCallerTool(fn, ct, param)
+			}
+			if err != nil {
+				return nil, err
+			}
+		case typ == "tool_search":
+			// Deferred tools are given to the model with the others.
+		case isWebSearchTool(typ):
+			if err := rr.webSearchTool(item, param); err != nil {
+				return nil, err
+			}
+		case builtinRefusals[typ] != "":
+			return nil, badRequest(ReasonToolTypeUnsupported, param+".type", fmt.Sprintf("tool type %q is not supported here: %s", typ, builtinRefusals[typ]))
 		default:
-			return nil, badRequest(ReasonToolTypeUnsupported, param+".type", fmt.Sprintf("tool type %q is not supported here; use function tools and the hosted tools ({\"type\":\"mcp\",\"server_label\":%q})", head.Type, label))
+			return nil, badRequest(ReasonToolTypeUnsupported, param+".type", fmt.Sprintf("tool type %q is not a Responses tool type; use function, custom, namespace or the hosted tools ({\"type\":\"mcp\",\"server_label\":%q})", typ, label))
 		}
 	}
 	return enabledSet, nil
@@ -238,8 +268,9 @@ func (h *Handler) parseResponsesTools(t json.RawMessage, rr *responsesRequest, l
 // Completions ones; a function is named flat ({"type":"function","name"}).
 func (h *Handler) parseResponsesToolChoice(raw json.RawMessage, enabled map[string]bool) (loop.ToolChoice, error) {
 	var obj struct {
-		Type string `json:"type"`
-		Name string `json:"name"`
+		Type      string `json:"type"`
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
 	}
 	if json.Unmarshal(raw, &obj) != nil {
 		// A string (or nonsense, which the chat parser refuses).
@@ -248,13 +279,13 @@ func (h *Handler) parseResponsesToolChoice(raw json.RawMessage, enabled map[stri
 	switch obj.Type {
 	case "mcp":
 		return h.parseToolChoice(raw, enabled)
-	case "function":
+	case "function", "custom":
 		if obj.Name == "" {
-			return loop.ToolChoice{}, badRequest(ReasonInvalidRequest, "tool_choice.name", "a function tool_choice needs a name")
+			return loop.ToolChoice{}, badRequest(ReasonInvalidRequest, "tool_choice.name", "a "+obj.Type+" tool_choice needs a name")
 		}
-		return loop.ToolChoice{Mode: loop.ToolChoiceFunction, Name: obj.Name}, nil
+		return loop.ToolChoice{Mode: loop.ToolChoiceFunction, Name: upstreamName(obj.Namespace, obj.Name)}, nil
 	}
-	return loop.ToolChoice{}, badRequest(ReasonInvalidRequest, "tool_choice.type", fmt.Sprintf("tool_choice type %q is not supported here; use \"auto\", \"none\", \"required\", a function or the mcp form", obj.Type))
+	return loop.ToolChoice{}, badRequest(ReasonInvalidRequest, "tool_choice.type", fmt.Sprintf("tool_choice type %q is not supported here; use \"auto\", \"none\", \"required\", a function, a custom tool or the mcp form", obj.Type))
 }
 
 // translateResponsesOptions adds to opts the Chat Completions spelling of

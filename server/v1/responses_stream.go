@@ -36,36 +36,42 @@ type responsesStream struct {
 	msgText  strings.Builder
 	// Caller function calls of the round being streamed, by caller index.
 	fcalls []*streamedCall
+	// found are the web search results so far, which texts cite.
+	found []searchResult
 }
 
 type streamedCall struct {
 	index  int
 	itemID string
 	callID string
-	name   string
+	name   string // upstream name
+	tool   callerTool
 	args   strings.Builder
 }
 
 // responsesEvent is one event of the stream; each kind sets its own fields
 // (send sets type and sequence_number), Extra holds the extension field.
 type responsesEvent struct {
-	Arguments      *string                    `json:"arguments,omitempty"`
-	Code           string                     `json:"code,omitempty"`
-	ContentIndex   *int                       `json:"content_index,omitempty"`
-	Delta          *string                    `json:"delta,omitempty"`
-	Item           any                        `json:"item,omitempty"`
-	ItemID         *string                    `json:"item_id,omitempty"`
-	Logprobs       *[]struct{}                `json:"logprobs,omitempty"`
-	Message        string                     `json:"message,omitempty"`
-	Name           *string                    `json:"name,omitempty"`
-	OutputIndex    *int                       `json:"output_index,omitempty"`
-	Param          json.RawMessage            `json:"param,omitempty"`
-	Part           *outputTextPart            `json:"part,omitempty"`
-	Response       *response                  `json:"response,omitempty"`
-	SequenceNumber int                        `json:"sequence_number"`
-	Text           *string                    `json:"text,omitempty"`
-	Type           string                     `json:"type"`
-	Extra          map[string]json.RawMessage `json:"-"`
+	Annotation      *urlCitation               `json:"annotation,omitempty"`
+	AnnotationIndex *int                       `json:"annotation_index,omitempty"`
+	Arguments       *string                    `json:"arguments,omitempty"`
+	Code            string                     `json:"code,omitempty"`
+	ContentIndex    *int                       `json:"content_index,omitempty"`
+	Delta           *string                    `json:"delta,omitempty"`
+	Input           *string                    `json:"input,omitempty"`
+	Item            any                        `json:"item,omitempty"`
+	ItemID          *string                    `json:"item_id,omitempty"`
+	Logprobs        *[]struct{}                `json:"logprobs,omitempty"`
+	Message         string                     `json:"message,omitempty"`
+	Name            *string                    `json:"name,omitempty"`
+	OutputIndex     *int                       `json:"output_index,omitempty"`
+	Param           json.RawMessage            `json:"param,omitempty"`
+	Part            *outputTextPart            `json:"part,omitempty"`
+	Response        *response                  `json:"response,omitempty"`
+	SequenceNumber  int                        `json:"sequence_number"`
+	Text            *string                    `json:"text,omitempty"`
+	Type            string                     `json:"type"`
+	Extra           map[string]json.RawMessage `json:"-"`
 }
 
 func (e responsesEvent) MarshalJSON() ([]byte, error) {
@@ -179,6 +185,9 @@ func (s *responsesStream) event(ev loop.Event) error {
 			if err := s.hostedCall(c); err != nil {
 				return err
 			}
+			if s.rq.servesSearch(c.Name) {
+				s.found = append(s.found, searchResults(c)...)
+			}
 		}
 	}
 	return nil
@@ -197,6 +206,9 @@ func (s *responsesStream) hostedCall(c loop.Call) error {
 			return err
 		}
 		return s.itemDone(i, newApprovalRequestItem(label, c))
+	}
+	if s.rq.servesSearch(c.Name) {
+		return s.webSearchCall(i, c)
 	}
 	added.Item = newMCPCallItem(label, c, false)
 	if err := s.send("response.output_item.added", added); err != nil {
@@ -231,12 +243,12 @@ func (s *responsesStream) callerCall(ev loop.Event) error {
 		return err
 	}
 	if ev.Name != "" {
-		c := &streamedCall{callID: ev.CallID, name: ev.Name}
-		c.itemID = "fc_" + ev.CallID
+		c := &streamedCall{callID: ev.CallID, name: ev.Name, tool: s.rq.names.lookup(ev.Name)}
+		c.itemID = itemID(c.tool, ev.CallID)
 		c.index = s.add(nil)
 		s.fcalls = append(s.fcalls, c)
 		added := at(c.index, "")
-		added.Item = newFunctionCallItem(c.callID, c.name, "", "in_progress")
+		added.Item = s.rq.names.callItem(c.callID, c.name, "", "in_progress")
 		if err := s.send("response.output_item.added", added); err != nil {
 			return err
 		}
@@ -246,6 +258,11 @@ func (s *responsesStream) callerCall(ev loop.Event) error {
 	}
 	c := s.fcalls[ev.CallerIndex]
 	c.args.WriteString(ev.ArgsDelta)
+	if c.tool.Custom || c.tool.Kind != "" {
+		// The input is a string inside the arguments, the operation or
+		// action an object: sent whole at the end.
+		return nil
+	}
 	d := at(c.index, c.itemID)
 	d.Delta = ref(ev.ArgsDelta)
 	return s.send("response.function_call_arguments.delta", d)
@@ -276,17 +293,29 @@ func (s *responsesStream) closeMessage(status string) error {
 	}
 	i, text := s.msgIndex, s.msgText.String()
 	s.msgIndex = -1
+	notes := citations(text, s.found)
+	for n, a := range notes {
+		ev := at(i, s.msgID)
+		ev.ContentIndex, ev.AnnotationIndex, ev.Annotation = ref(0), ref(n), &a
+		if err := s.send("response.output_text.annotation.added", ev); err != nil {
+			return err
+		}
+	}
 	done := at(i, s.msgID)
 	done.ContentIndex, done.Text, done.Logprobs = ref(0), ref(text), noLogprobs()
 	if err := s.send("response.output_text.done", done); err != nil {
 		return err
 	}
+	final := newOutputTextPart(text)
+	final.Annotations = notes
 	part := at(i, s.msgID)
-	part.ContentIndex, part.Part = ref(0), ref(newOutputTextPart(text))
+	part.ContentIndex, part.Part = ref(0), &final
 	if err := s.send("response.content_part.done", part); err != nil {
 		return err
 	}
-	return s.itemDone(i, newMessageItem(s.msgID, text, status))
+	item := newMessageItem(s.msgID, text, status)
+	item.Content[0] = final
+	return s.itemDone(i, item)
 }
 
 // finish closes the last round's items and sends the terminal event.
@@ -311,14 +340,7 @@ func (s *responsesStream) finish(run *loop.Run, res *loop.Result) {
 			tc := res.Message.ToolCalls[n]
 			callID, name, args = tc.ID, tc.Name, string(tc.Args)
 		}
-		done := at(c.index, c.itemID)
-		done.Name, done.Arguments = ref(name), ref(args)
-		if s.send("response.function_call_arguments.done", done) != nil {
-			return
-		}
-		item := newFunctionCallItem(callID, name, args, "completed")
-		item.ID = c.itemID
-		if s.itemDone(c.index, item) != nil {
+		if s.callDone(c, callID, name, args) != nil {
 			return
 		}
 	}
@@ -341,4 +363,51 @@ func (s *responsesStream) fail(re *requestError) {
 	param, _ := marshal(re.body().Error.Param)
 	_ = s.send("error", responsesEvent{Code: re.code, Message: clip.Message(re.message), Param: param,
 		Extra: s.h.labelled(nil, errorReason{Reason: re.reason})})
+}
+
+// callDone ends a caller call's item: function_call_arguments.done for a
+// function, the input (whole) for a custom tool, then output_item.done.
+func (s *responsesStream) callDone(c *streamedCall, callID, name, args string) error {
+	item := s.rq.names.callItem(callID, name, args, "completed")
+	switch it := item.(type) {
+	case customToolCallItem:
+		it.ID = c.itemID
+		item = it
+		d := at(c.index, c.itemID)
+		d.Delta = ref(it.Input)
+		if err := s.send("response.custom_tool_call_input.delta", d); err != nil {
+			return err
+		}
+		done := at(c.index, c.itemID)
+		done.Input = ref(it.Input)
+		if err := s.send("response.custom_tool_call_input.done", done); err != nil {
+			return err
+		}
+	case functionCallItem:
+		it.ID = c.itemID
+		item = it
+		done := at(c.index, c.itemID)
+		done.Name, done.Arguments = ref(it.Name), ref(args)
+		if err := s.send("response.function_call_arguments.done", done); err != nil {
+			return err
+		}
+	}
+	return s.itemDone(c.index, item)
+}
+
+// webSearchCall sends a finished hosted call serving web search as a
+// web_search_call item: added, in_progress, searching, completed, done.
+func (s *responsesStream) webSearchCall(i int, c loop.Call) error {
+	added := at(i, "")
+	added.Item = newWebSearchCallItem(c, false)
+	if err := s.send("response.output_item.added", added); err != nil {
+		return err
+	}
+	id := "ws_" + c.ID
+	for _, typ := range []string{"in_progress", "searching", "completed"} {
+		if err := s.send("response.web_search_call."+typ, at(i, id)); err != nil {
+			return err
+		}
+	}
+	return s.itemDone(i, newWebSearchCallItem(c, true))
 }

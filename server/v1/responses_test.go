@@ -290,38 +290,48 @@ func TestResponsesGolden(t *testing.T) {
 				for _, stream := range []bool{false, true} {
 					t.Run(fmt.Sprintf("%s/%s/%s/%s", label, p, tc.name, modeName(stream)), func(t *testing.T) {
 						e := newProtocolEnv(t, label, p, fakeupstream.Script{Conversations: []fakeupstream.Conversation{{Rounds: tc.rounds}}})
-						body := tc.body
-						if stream {
-							body = withStream(body)
-						}
-						resp := e.postTo("/v1/responses", body, nil)
-						if resp.status != http.StatusOK {
-							t.Fatalf("status %d: %s", resp.status, resp.body)
-						}
-						name := fmt.Sprintf("responses_%s.%s.%s.golden", tc.name, p, modeName(stream))
-						var out map[string]any
-						if stream {
-							if ct := resp.header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
-								t.Fatalf("content type %q", ct)
-							}
-							golden(t, name, clockFree(t, p, normalizedEvents(t, resp.body, label)))
-							out = checkResponsesStream(t, resp.body, label)
-						} else {
-							golden(t, name, clockFree(t, p, normalizedBody(t, resp.body, label)))
-							out = decodeJSON(t, resp.body).(map[string]any)
-						}
-						out = normalize(out, label).(map[string]any)
-						if ext, ok := out["LABEL"].(map[string]any); !ok || ext["request_id"] != "req_golden" {
-							t.Errorf("extension field %v", out["LABEL"])
-						}
-						if tc.check != nil {
-							tc.check(t, e, p, stream, out)
-						}
+						runResponsesCase(t, e, p, tc, stream)
 					})
 				}
 			}
 		}
 	}
+}
+
+// runResponsesCase posts the case's request to e, compares the answer
+// with its golden file, checks the stream's sequence rules and the
+// extension field, then runs the case's own checks. It returns the body.
+func runResponsesCase(t *testing.T, e *env, p loop.Dialect, tc responsesCase, stream bool) []byte {
+	t.Helper()
+	label := e.label
+	body := tc.body
+	if stream {
+		body = withStream(body)
+	}
+	resp := e.postTo("/v1/responses", body, nil)
+	if resp.status != http.StatusOK {
+		t.Fatalf("status %d: %s", resp.status, resp.body)
+	}
+	name := fmt.Sprintf("responses_%s.%s.%s.golden", tc.name, p, modeName(stream))
+	var out map[string]any
+	if stream {
+		if ct := resp.header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+			t.Fatalf("content type %q", ct)
+		}
+		golden(t, name, clockFree(t, p, normalizedEvents(t, resp.body, label)))
+		out = checkResponsesStream(t, resp.body, label)
+	} else {
+		golden(t, name, clockFree(t, p, normalizedBody(t, resp.body, label)))
+		out = decodeJSON(t, resp.body).(map[string]any)
+	}
+	out = normalize(out, label).(map[string]any)
+	if ext, ok := out["LABEL"].(map[string]any); !ok || ext["request_id"] != "req_golden" {
+		t.Errorf("extension field %v", out["LABEL"])
+	}
+	if tc.check != nil {
+		tc.check(t, e, p, stream, out)
+	}
+	return resp.body
 }
 
 // checkResponsesStream checks the seed's sequence rules and returns the
@@ -493,7 +503,9 @@ func TestResponsesRejections(t *testing.T) {
 		{"approval_response_twice", `{"model":"fake-1","input":[{"role":"user","content":"hi"},{"type":"mcp_approval_response","approval_request_id":"apr_000000000000000000000000","approve":true},{"type":"mcp_approval_response","approval_request_id":"apr_000000000000000000000000","approve":true}],"tools":[` + decl + `]}`, nil, 400, "approval_response_invalid", "twice"},
 		{"approval_request_of_other_server", `{"model":"fake-1","input":[{"role":"user","content":"hi"},{"type":"mcp_approval_request","id":"apr_000000000000000000000000","server_label":"other","name":"x","arguments":"{}"}],"tools":[` + decl + `]}`, nil, 400, "server_tool_unsupported", `"other"`},
 		{"approval_request_unknown", `{"model":"fake-1","input":[{"role":"user","content":"hi"},{"type":"mcp_approval_response","approval_request_id":"apr_000000000000000000000000","approve":true}],"tools":[` + decl + `]}`, nil, 400, "approval_request_unknown", "apr_000000000000000000000000"},
-		{"builtin_tool_type", `{` + user + `,"tools":[{"type":"web_search_preview"},` + decl + `]}`, nil, 400, "tool_type_unsupported", `"web_search_preview"`},
+		{"builtin_tool_type", `{` + user + `,"tools":[{"type":"file_search","vector_store_ids":["vs_1"]},` + decl + `]}`, nil, 400, "tool_type_unsupported", `"file_search"`},
+		{"unknown_tool_type", `{` + user + `,"tools":[{"type":"teleporter"}]}`, nil, 400, "tool_type_unsupported", `"teleporter"`},
+		{"web_search_without_provider", `{` + user + `,"tools":[{"type":"web_search"}]}`, nil, 400, "tool_type_unsupported", "no search provider"},
 		{"previous_response_id", `{` + user + `,"previous_response_id":"resp_1"}`, nil, 400, "stateful_responses_unsupported", "previous output as input"},
 		{"continuation_of_other_server", `{"model":"fake-1","input":[{"role":"user","content":"hi"},{"type":"mcp_call","id":"c1","server_label":"other","name":"x","arguments":"{}","output":"y"}]}`, nil, 400, "server_tool_unsupported", `"other"`},
 		{"unknown_input_item", `{"model":"fake-1","input":[{"type":"item_reference","id":"msg_1"}]}`, nil, 400, "input_item_unsupported", `"item_reference"`},

@@ -140,6 +140,9 @@ type Hosted struct {
 	MaxToolRounds int
 	// Approval is the request's require_approval (approvals.go).
 	Approval ApprovalPolicy
+	// Fixed are arguments the caller set for a hosted tool, by tool name:
+	// they replace the model's own in every call of it (fixedargs.go).
+	Fixed map[string]map[string]json.RawMessage
 }
 
 // Caller is who sent the request; it becomes the tools.Caller of every

@@ -53,6 +53,9 @@
 //     invocation under it (Result.Resumed), a declined one is told to the
 //     model; their events go out right after the first upstream id
 //     (approvals.go);
+//   - a hosted call runs with the request's Hosted.Fixed arguments of its
+//     tool in place of the model's (a caller's domain filter holds whatever
+//     the model writes; fixedargs.go); the Call keeps the model's own;
 //   - a tool failure is a result for the model (status failed; its text
 //     starts with the machine code), never an error of the request; an error of the runtime itself cancels the
 //     round's other calls and fails the request.

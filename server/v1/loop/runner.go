@@ -474,7 +474,7 @@ func (r *Runner) executeOne(ctx context.Context, run *Run, runID string, visible
 	}
 	out, err := r.exec.Execute(callCtx, tools.Proposal{
 		Tool:   c.Name,
-		Args:   c.Args,
+		Args:   run.Hosted.fixArgs(c.Name, c.Args),
 		CallID: c.ID,
 		Caller: tools.Caller{
 			Face:      Face,

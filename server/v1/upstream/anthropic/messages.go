@@ -294,6 +294,32 @@ func imageSource(u string) map[string]string {
 	return map[string]string{"type": "url", "url": u}
 }
 
+// systemMessage reads a {"role":"system"} message among the messages (Claude
+// Code sends its environment so): its text, with no Raw, so that every
+// upstream gives it as system text (an Anthropic upstream in the top-level
+// system, after the request's own).
+func systemMessage(content json.RawMessage) ([]loop.Message, error) {
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		return []loop.Message{{Role: loop.RoleSystem, Text: s}}, nil
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(content, &blocks); err != nil {
+		return nil, fmt.Errorf("system message content must be a string or a list of text blocks: %w", err)
+	}
+	texts := make([]string, 0, len(blocks))
+	for i, b := range blocks {
+		if b.Type != "text" {
+			return nil, fmt.Errorf("system message content[%d]: only text blocks, not %q", i, b.Type)
+		}
+		texts = append(texts, b.Text)
+	}
+	return []loop.Message{{Role: loop.RoleSystem, Text: strings.Join(texts, "\n\n")}}, nil
+}
+
 // DecodeMessage reads one Messages message into canonical form. A
 // user message holding tool_result blocks becomes one loop.RoleTool message per
 // result (Raw = the block) followed, when other blocks remain, by a user
@@ -306,8 +332,11 @@ func DecodeMessage(raw json.RawMessage) ([]loop.Message, error) {
 	if err := json.Unmarshal(raw, &w); err != nil {
 		return nil, fmt.Errorf("message: %w", err)
 	}
+	if w.Role == "system" {
+		return systemMessage(w.Content)
+	}
 	if w.Role != "user" && w.Role != "assistant" {
-		return nil, fmt.Errorf("message role must be user or assistant, not %q", w.Role)
+		return nil, fmt.Errorf("message role must be user, assistant or system, not %q", w.Role)
 	}
 	c := bytes.TrimSpace(w.Content)
 	if len(c) > 0 && c[0] == '"' {

@@ -1,0 +1,375 @@
+// The agents people point at /v1, pinned from npm, against `toolhost serve`
+// and the scripted fake upstream (server/v1/fakeupstream): Codex CLI
+// (`codex exec`, a model provider with wire_api "responses"), Claude Code
+// (`claude -p`, ANTHROPIC_BASE_URL) on an Anthropic and on an OpenAI
+// route, and the OpenAI Agents SDK with hostedMcpTool.
+//
+// The clients talk to loopback only: their proxies point at a closed
+// loopback port (NO_PROXY lets loopback through), their update checks,
+// telemetry and error reports are switched off, and their homes are
+// temporary directories. Web search is served by toolhost's web_search
+// over a SearXNG-format fixture on 127.0.0.1. A recording proxy in front of
+// toolhost keeps what Codex was sent, so the url_citation it got is
+// checked on the wire.
+
+import assert from "node:assert/strict";
+import { execFile, spawn } from "node:child_process";
+import { once } from "node:events";
+import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import http from "node:http";
+import { dirname, join, resolve } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { after, before, describe, test } from "node:test";
+import { Agent, run, hostedMcpTool, setDefaultOpenAIClient, setOpenAIAPI, setTracingDisabled } from "@openai/agents";
+import OpenAI from "openai";
+import { node22Bin, startServer, tempDir } from "./lib/server.mjs";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = resolve(here, "..");
+const bin = (name) => join(here, "node_modules", ".bin", name);
+const CITED = "https://pubs.acs.org/doi/10.1021/acsenergylett.3c00001";
+
+// One conversation per scenario, chosen by its "[key]" in the user's
+// message; the last one answers whatever else a client asks on the side
+// (titles, quota checks).
+const script = {
+  conversations: [
+    { match: "[codex-text]", rounds: [{ content: "Hello from the fake model." }] },
+    {
+      match: "[codex-fn]",
+      rounds: [
+        { tool_calls: [{ id: "call_exec", name: "exec_command", arguments: JSON.stringify({ cmd: "echo codex-e2e-ok" }) }] },
+        { content: "The command printed codex-e2e-ok." },
+      ],
+    },
+    {
+      match: "[codex-ws]",
+      rounds: [
+        { tool_calls: [{ id: "call_ws", name: "web_search", arguments: JSON.stringify({ query: "perovskite encapsulation" }) }] },
+        { content: `Edge sealing works, see ${CITED} for the damp-heat results.` },
+      ],
+    },
+    ...["anthropic", "openai"].flatMap((p) => [
+      { match: `[claude-text-${p}]`, rounds: [{ content: `Hello from the ${p} route.` }] },
+      {
+        match: `[claude-tool-${p}]`,
+        rounds: [
+          { tool_calls: [{ id: `toolu_read_${p}`, name: "Read", arguments: "READ_ARGS" }] },
+          { content: `The note says: claude-e2e-${p}.` },
+        ],
+      },
+    ]),
+    {
+      match: "[typed-tools]",
+      rounds: [
+        {
+          tool_calls: [
+            { id: "call_l", name: "crm__lookup", arguments: JSON.stringify({ id: "c-7" }) },
+            { id: "call_p", name: "apply_patch", arguments: JSON.stringify({ input: "*** Begin Patch\n*** End Patch" }) },
+          ],
+        },
+        { content: "Patched; customer Ada noted." },
+      ],
+    },
+    {
+      match: "[typed-ws]",
+      rounds: [
+        { tool_calls: [{ id: "call_tws", name: "web_search", arguments: JSON.stringify({ query: "perovskite sealing" }) }] },
+        { content: `Glass–glass lamination, per ${CITED}.` },
+      ],
+    },
+    {
+      match: "[agents]",
+      rounds: [
+        { tool_calls: [{ id: "call_pick", name: "random_choice", arguments: JSON.stringify({ options: ["tea"] }) }] },
+        { content: "Tea it is." },
+      ],
+    },
+    { match: "", rounds: Array.from({ length: 8 }, () => ({ content: "ok" })) },
+  ],
+};
+
+let work;
+let fake;
+let fakeURL;
+let searx;
+let server;
+let proxy;
+let proxyURL;
+/** Response bodies toolhost sent through the recording proxy, by path. */
+const recorded = [];
+
+async function fakeBinary() {
+  if (process.env.FAKEUPSTREAM_BIN) return process.env.FAKEUPSTREAM_BIN;
+  const out = join(work, "fakeupstream");
+  await promisify(execFile)("go", ["build", "-o", out, "./server/v1/fakeupstream/cmd/fakeupstream"], { cwd: repo });
+  return out;
+}
+
+/** A SearXNG-format engine on 127.0.0.1 replaying the recorded answer. */
+async function startSearx() {
+  const body = await readFile(join(repo, "tools", "websearch", "testdata", "searxng", "search"));
+  const srv = http.createServer((req, res) => {
+    const u = new URL(req.url, "http://x");
+    if (u.pathname !== "/search" || !u.searchParams.get("q")) return res.writeHead(400).end();
+    res.writeHead(200, { "Content-Type": "application/json" }).end(body);
+  });
+  srv.listen(0, "127.0.0.1");
+  await once(srv, "listening");
+  return srv;
+}
+
+/** A proxy to toolhost that keeps each /v1 response body it passes on. */
+async function startRecorder(target) {
+  const srv = http.createServer((req, res) => {
+    const up = http.request(new URL(req.url, target), { method: req.method, headers: req.headers }, (ur) => {
+      res.writeHead(ur.statusCode, ur.headers);
+      const chunks = [];
+      ur.on("data", (c) => { chunks.push(c); res.write(c); });
+      ur.on("end", () => { recorded.push({ path: req.url, body: Buffer.concat(chunks).toString() }); res.end(); });
+    });
+    up.on("error", () => res.destroy());
+    req.pipe(up);
+  });
+  srv.listen(0, "127.0.0.1");
+  await once(srv, "listening");
+  return srv;
+}
+
+/** The environment of a client process: loopback only, nothing sent home. */
+function clientEnv(home, extra) {
+  const closed = "http://127.0.0.1:9";
+  return {
+    PATH: `${dirname(node22Bin())}:${process.env.PATH}`,
+    HOME: home,
+    HTTP_PROXY: closed, HTTPS_PROXY: closed, ALL_PROXY: closed,
+    http_proxy: closed, https_proxy: closed, all_proxy: closed,
+    NO_PROXY: "127.0.0.1,localhost", no_proxy: "127.0.0.1,localhost",
+    ...extra,
+  };
+}
+
+function runClient(cmd, args, { cwd, env, timeout = 120_000 }) {
+  return new Promise((resolveRun) => {
+    const child = execFile(cmd, args, { cwd, env, timeout, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
+      resolveRun({ code: err ? (err.code ?? 1) : 0, stdout, stderr });
+    });
+    // Nothing on standard input: the prompt is an argument.
+    child.stdin.end();
+  });
+}
+
+async function upstreamRequests(key) {
+  const res = await fetch(`${fakeURL}/requests`);
+  const all = await res.json();
+  return all.filter((b) => JSON.stringify(b).includes(`[${key}]`));
+}
+
+before(async () => {
+  work = await tempDir("toolhost-agent-clients-");
+  const text = JSON.stringify(script).replaceAll('"READ_ARGS"', JSON.stringify(JSON.stringify({ file_path: join(work, "note.txt") })));
+  const scriptPath = join(work, "script.json");
+  await writeFile(scriptPath, text);
+  await writeFile(join(work, "note.txt"), "claude-e2e-note\n");
+  fake = spawn(await fakeBinary(), ["-script", scriptPath, "-addr", "127.0.0.1:0"], { stdio: ["ignore", "pipe", "inherit"] });
+  [fakeURL] = await once(createInterface({ input: fake.stdout }), "line");
+  searx = await startSearx();
+  const config = join(work, "config.json");
+  const route = (name, protocol, models) => ({ name, protocol, base_url: fakeURL, api_key_env: "FAKE_UPSTREAM_KEY", models, supports_tools: true });
+  await writeFile(config, JSON.stringify({
+    search: { providers: [{ kind: "searxng", name: "local", base_url: `http://127.0.0.1:${searx.address().port}` }], cache: { max_entries: -1 } },
+    hosted: { label: "toolhost", routes: [route("fake-openai", "openai", ["fake-*"]), route("fake-anthropic", "anthropic", ["claude-fake-*"])] },
+  }));
+  server = await startServer({ args: ["--config", config], env: { FAKE_UPSTREAM_KEY: "sk-fake" } });
+  proxy = await startRecorder(server.base);
+  proxyURL = `http://127.0.0.1:${proxy.address().port}`;
+});
+
+after(async () => {
+  proxy?.close();
+  await server?.stop();
+  searx?.close();
+  if (fake && fake.exitCode === null) {
+    fake.kill("SIGTERM");
+    await once(fake, "exit");
+  }
+  if (work) await rm(work, { recursive: true, force: true });
+});
+
+describe("Codex CLI on /v1/responses", () => {
+  let home;
+  let cwd;
+
+  before(async () => {
+    home = join(work, "codex-home");
+    cwd = join(work, "codex-work");
+    await mkdir(home, { recursive: true });
+    await mkdir(cwd, { recursive: true });
+    // The provider of docs/hosted-v1.md#clients, through the recorder.
+    await writeFile(join(home, "config.toml"), [
+      `model = "fake-1"`,
+      `model_provider = "toolhost"`,
+      `check_for_update_on_startup = false`,
+      ``,
+      `[model_providers.toolhost]`,
+      `name = "toolhost"`,
+      `base_url = "${proxyURL}/v1"`,
+      `wire_api = "responses"`,
+      ``,
+      `[analytics]`,
+      `enabled = false`,
+      ``,
+      `[otel]`,
+      `exporter = "none"`,
+      ``,
+    ].join("\n"));
+  });
+
+  const codex = (prompt) => runClient(bin("codex"), ["exec", "--json", "--skip-git-repo-check", "--sandbox", "danger-full-access", prompt], {
+    cwd, env: clientEnv(home, { CODEX_HOME: home }),
+  });
+  const events = (stdout) => stdout.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
+  const finalText = (evs) => evs.filter((e) => e.type === "item.completed" && e.item.type === "agent_message").map((e) => e.item.text).join("\n");
+
+  test("a text turn", async () => {
+    const r = await codex("[codex-text] say hi");
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(finalText(events(r.stdout)), "Hello from the fake model.");
+    const [req] = await upstreamRequests("codex-text");
+    // Codex's namespaced tools reached the model as functions.
+    const names = req.tools.map((t) => t.function.name);
+    assert.ok(names.includes("exec_command"), names.join(" "));
+    assert.ok(names.some((n) => n.includes("__")), `no namespaced function in ${names.join(" ")}`);
+    for (const k of ["client_metadata", "include", "store"]) assert.equal(req[k], undefined, `${k} sent upstream`);
+  });
+
+  test("the model calls one of Codex's own functions and Codex answers it", async () => {
+    const r = await codex("[codex-fn] run the check");
+    assert.equal(r.code, 0, r.stderr);
+    const evs = events(r.stdout);
+    const cmd = evs.find((e) => e.type === "item.completed" && e.item.type === "command_execution");
+    assert.ok(cmd, `no command_execution in ${r.stdout}`);
+    assert.match(cmd.item.aggregated_output, /codex-e2e-ok/);
+    assert.equal(finalText(evs), "The command printed codex-e2e-ok.");
+    const reqs = await upstreamRequests("codex-fn");
+    assert.equal(reqs.length, 2);
+    const result = reqs[1].messages.find((m) => m.role === "tool" && m.tool_call_id === "call_exec");
+    assert.match(JSON.stringify(result.content), /codex-e2e-ok/);
+  });
+
+  test("the model searches the web through toolhost and the answer cites a result", async () => {
+    const before = recorded.length;
+    const r = await codex("[codex-ws] how are perovskite modules sealed?");
+    assert.equal(r.code, 0, r.stderr);
+    const evs = events(r.stdout);
+    assert.match(finalText(evs), new RegExp(CITED.replaceAll(".", "\\.")));
+    const ws = evs.find((e) => e.type === "item.completed" && e.item.type === "web_search");
+    assert.ok(ws, `no web_search item in ${r.stdout}`);
+    // What Codex was sent: a web_search_call item and a url_citation.
+    const sent = recorded.slice(before).filter((x) => x.path.startsWith("/v1/responses")).map((x) => x.body).join("\n");
+    assert.match(sent, /"type":"web_search_call"/);
+    const cite = sent.split("\n").filter((l) => l.startsWith("data: ")).map((l) => JSON.parse(l.slice(6)))
+      .find((e) => e.type === "response.output_text.annotation.added");
+    assert.ok(cite, "no annotation event");
+    assert.equal(cite.annotation.type, "url_citation");
+    assert.equal(cite.annotation.url, CITED);
+    // The search ran once through the hosted web_search.
+    const reqs = await upstreamRequests("codex-ws");
+    const result = reqs[1].messages.find((m) => m.role === "tool" && m.tool_call_id === "call_ws");
+    assert.match(JSON.stringify(result.content), /acsenergylett/);
+  });
+});
+
+for (const protocol of ["anthropic", "openai"]) {
+  describe(`Claude Code on /v1/messages, ${protocol} route`, () => {
+    let home;
+    const model = protocol === "anthropic" ? "claude-fake-1" : "fake-1";
+
+    before(async () => {
+      home = join(work, `claude-home-${protocol}`);
+      await mkdir(home, { recursive: true });
+    });
+
+    // The package's launcher finds its native binary whether or not npm ran
+    // the postinstall that copies it over bin/claude.exe.
+    const launcher = join(here, "node_modules", "@anthropic-ai", "claude-code", "cli-wrapper.cjs");
+    const claude = (prompt) => runClient(node22Bin(), [launcher, "-p", "--model", model, "--output-format", "json", "--allowedTools", "Read", "--", prompt], {
+      cwd: work,
+      env: clientEnv(home, {
+        ANTHROPIC_BASE_URL: server.base,
+        ANTHROPIC_API_KEY: "dev",
+        ANTHROPIC_SMALL_FAST_MODEL: model,
+        ANTHROPIC_DEFAULT_HAIKU_MODEL: model,
+        CLAUDE_CONFIG_DIR: join(home, ".claude"),
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+        DISABLE_AUTOUPDATER: "1",
+        DISABLE_TELEMETRY: "1",
+        DISABLE_ERROR_REPORTING: "1",
+      }),
+    });
+
+    test("a text turn", async () => {
+      const r = await claude(`[claude-text-${protocol}] say hi`);
+      assert.equal(r.code, 0, r.stdout + r.stderr);
+      assert.equal(JSON.parse(r.stdout).result, `Hello from the ${protocol} route.`);
+    });
+
+    test("a tool_use round trip with its own Read tool", async () => {
+      const r = await claude(`[claude-tool-${protocol}] what does the note say?`);
+      assert.equal(r.code, 0, r.stdout + r.stderr);
+      assert.equal(JSON.parse(r.stdout).result, `The note says: claude-e2e-${protocol}.`);
+      const reqs = await upstreamRequests(`claude-tool-${protocol}`);
+      assert.equal(reqs.length, 2);
+      assert.match(JSON.stringify(reqs[1]), /claude-e2e-note/);
+    });
+  });
+}
+
+describe("openai client's own types, Codex's kinds of tools", () => {
+  test("namespace, custom and web search items compile without casts under tsc --strict and run", async () => {
+    // An output directory of its own: hosted-approvals.test.mjs rebuilds typed/build.
+    const out = join(work, "typed");
+    const tsc = join(here, "node_modules", "typescript", "bin", "tsc");
+    await promisify(execFile)(process.execPath, [tsc, "-p", join(here, "typed", "tsconfig.tooltypes.json"), "--outDir", out])
+      .catch((err) => assert.fail(`tsc: ${err.stdout}${err.stderr}`));
+    const { toolTypes } = await import(join(out, "responses-tooltypes.js"));
+    const client = new OpenAI({ baseURL: `${server.base}/v1`, apiKey: "dev", maxRetries: 0 });
+    const got = await toolTypes(client, "fake-1", "typed-tools", "typed-ws");
+    assert.deepEqual([got.namespaced.name, got.namespaced.namespace, got.namespaced.arguments], ["lookup", "crm", `{"id":"c-7"}`]);
+    assert.deepEqual([got.custom.name, got.custom.input, got.custom.call_id], ["apply_patch", "*** Begin Patch\n*** End Patch", "call_p"]);
+    assert.equal(got.continued, "Patched; customer Ada noted.");
+    assert.equal(got.search.query, "perovskite sealing");
+    assert.ok(got.search.sources.some((s) => s.url === CITED), JSON.stringify(got.search.sources));
+    assert.deepEqual(got.citations.map((c) => c.url), [CITED]);
+    assert.deepEqual(got.cited, [CITED]);
+    // The continuation gave the model both calls and both outputs.
+    const [, second] = await upstreamRequests("typed-tools");
+    const calls = second.messages.find((m) => m.role === "assistant").tool_calls.map((c) => `${c.function.name} ${c.function.arguments}`);
+    assert.deepEqual(calls, [`crm__lookup {"id":"c-7"}`, `apply_patch {"input":"*** Begin Patch\\n*** End Patch"}`]);
+    assert.deepEqual(second.messages.filter((m) => m.role === "tool").map((m) => m.content), [`{"name":"Ada"}`, "Done!"]);
+  });
+});
+
+describe("the OpenAI Agents SDK", () => {
+  test("hostedMcpTool runs toolhost's hosted tool in the loop", async () => {
+    setTracingDisabled(true);
+    setOpenAIAPI("responses");
+    setDefaultOpenAIClient(new OpenAI({ baseURL: `${server.base}/v1`, apiKey: "dev", maxRetries: 0 }));
+    const agent = new Agent({
+      name: "picker",
+      model: "fake-1",
+      instructions: "Pick with the tool.",
+      tools: [hostedMcpTool({ serverLabel: "toolhost", allowedTools: ["random_choice"], requireApproval: "never" })],
+    });
+    const result = await run(agent, "[agents] tea or coffee?");
+    assert.equal(result.finalOutput, "Tea it is.");
+    // The SDK names a hosted call by its item type; the tool is in providerData.
+    const call = result.newItems.find((i) => i.rawItem?.type === "hosted_tool_call" && i.rawItem.name === "mcp_call");
+    assert.ok(call, result.newItems.map((i) => `${i.rawItem?.type}:${i.rawItem?.name}`).join(" "));
+    assert.equal(call.rawItem.providerData.name, "random_choice");
+    assert.equal(call.rawItem.providerData.server_label, "toolhost");
+    assert.match(String(call.rawItem.output), /tea/);
+  });
+});
