@@ -16,10 +16,13 @@ prereqs:
 	@./scripts/prereqs.sh
 
 # The binary, with run_code's runtimes in runtimes/ beside bin/, where it
-# looks for them however it is started.
+# looks for them however it is started; and the two test programs the e2e
+# suite starts (scripts/e2e.sh points FAKEUPSTREAM_BIN at bin/fakeupstream, so
+# the e2e files do not each compile their own).
 build: prereqs runtimes
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/toolhost
 	$(GO) build -o bin/mcp-testserver ./cmd/mcp-testserver
+	$(GO) build -o bin/fakeupstream ./server/v1/fakeupstream/cmd/fakeupstream
 
 # Starts the server on its embedded defaults: 127.0.0.1:8080 (TOOLHOST_ADDR
 # changes it), no auth (dev). It prints the MCP and health URLs.

@@ -13,17 +13,17 @@
 // checked on the wire.
 
 import assert from "node:assert/strict";
-import { execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { once } from "node:events";
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import http from "node:http";
 import { dirname, join, resolve } from "node:path";
-import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { after, before, describe, test } from "node:test";
 import { Agent, run, hostedMcpTool, setDefaultOpenAIClient, setOpenAIAPI, setTracingDisabled } from "@openai/agents";
 import OpenAI from "openai";
+import { startFakeUpstream } from "./lib/fakeupstream.mjs";
 import { node22Bin, startServer, tempDir } from "./lib/server.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -33,8 +33,8 @@ const CITED = "https://pubs.acs.org/doi/10.1021/acsenergylett.3c00001";
 
 // One conversation per scenario, chosen by its "[key]" in the user's
 // message; the last one answers whatever else a client asks on the side
-// (titles, quota checks).
-const script = {
+// (titles, quota checks). Claude Code is asked to read the note at notePath.
+const script = (notePath) => ({
   conversations: [
     { match: "[codex-text]", rounds: [{ content: "Hello from the fake model." }] },
     {
@@ -56,7 +56,7 @@ const script = {
       {
         match: `[claude-tool-${p}]`,
         rounds: [
-          { tool_calls: [{ id: `toolu_read_${p}`, name: "Read", arguments: "READ_ARGS" }] },
+          { tool_calls: [{ id: `toolu_read_${p}`, name: "Read", arguments: JSON.stringify({ file_path: notePath }) }] },
           { content: `The note says: claude-e2e-${p}.` },
         ],
       },
@@ -89,7 +89,7 @@ const script = {
     },
     { match: "", rounds: Array.from({ length: 8 }, () => ({ content: "ok" })) },
   ],
-};
+});
 
 let work;
 let fake;
@@ -100,13 +100,6 @@ let proxy;
 let proxyURL;
 /** Response bodies toolhost sent through the recording proxy, by path. */
 const recorded = [];
-
-async function fakeBinary() {
-  if (process.env.FAKEUPSTREAM_BIN) return process.env.FAKEUPSTREAM_BIN;
-  const out = join(work, "fakeupstream");
-  await promisify(execFile)("go", ["build", "-o", out, "./server/v1/fakeupstream/cmd/fakeupstream"], { cwd: repo });
-  return out;
-}
 
 /** A SearXNG-format engine on 127.0.0.1 replaying the recorded answer. */
 async function startSearx() {
@@ -162,19 +155,16 @@ function runClient(cmd, args, { cwd, env, timeout = 120_000 }) {
 }
 
 async function upstreamRequests(key) {
-  const res = await fetch(`${fakeURL}/requests`);
-  const all = await res.json();
+  const all = await fake.requests();
   return all.filter((b) => JSON.stringify(b).includes(`[${key}]`));
 }
 
 before(async () => {
   work = await tempDir("toolhost-agent-clients-");
-  const text = JSON.stringify(script).replaceAll('"READ_ARGS"', JSON.stringify(JSON.stringify({ file_path: join(work, "note.txt") })));
-  const scriptPath = join(work, "script.json");
-  await writeFile(scriptPath, text);
-  await writeFile(join(work, "note.txt"), "claude-e2e-note\n");
-  fake = spawn(await fakeBinary(), ["-script", scriptPath, "-addr", "127.0.0.1:0"], { stdio: ["ignore", "pipe", "inherit"] });
-  [fakeURL] = await once(createInterface({ input: fake.stdout }), "line");
+  const notePath = join(work, "note.txt");
+  await writeFile(notePath, "claude-e2e-note\n");
+  fake = await startFakeUpstream(script(notePath), { dir: work });
+  fakeURL = fake.url;
   searx = await startSearx();
   const config = join(work, "config.json");
   const route = (name, protocol, models) => ({ name, protocol, base_url: fakeURL, api_key_env: "FAKE_UPSTREAM_KEY", models, supports_tools: true });
@@ -191,10 +181,7 @@ after(async () => {
   proxy?.close();
   await server?.stop();
   searx?.close();
-  if (fake && fake.exitCode === null) {
-    fake.kill("SIGTERM");
-    await once(fake, "exit");
-  }
+  await fake?.stop();
   if (work) await rm(work, { recursive: true, force: true });
 });
 

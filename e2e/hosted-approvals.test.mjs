@@ -14,20 +14,18 @@
 // says tools.require_approval.roll_dice = "always".
 
 import assert from "node:assert/strict";
-import { execFile, spawn } from "node:child_process";
-import { once } from "node:events";
+import { execFile } from "node:child_process";
 import { rm, writeFile } from "node:fs/promises";
-import { dirname, join, resolve } from "node:path";
-import { createInterface } from "node:readline";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { after, before, describe, test } from "node:test";
 import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
+import { startFakeUpstream } from "./lib/fakeupstream.mjs";
 import { startServer, tempDir } from "./lib/server.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const repo = resolve(here, "..");
 const label = "toolhost";
 const ANSWER = "Tea it is.";
 const MCP_BETA = "mcp-client-2025-11-20";
@@ -63,20 +61,10 @@ let server;
 let openai;
 let anthropic;
 
-async function fakeBinary() {
-  if (process.env.FAKEUPSTREAM_BIN) return process.env.FAKEUPSTREAM_BIN;
-  const out = join(work, "fakeupstream");
-  await promisify(execFile)("go", ["build", "-o", out, "./server/v1/fakeupstream/cmd/fakeupstream"], { cwd: repo });
-  return out;
-}
-
 before(async () => {
   work = await tempDir("toolhost-approvals-");
-  const scriptPath = join(work, "script.json");
-  await writeFile(scriptPath, JSON.stringify(script));
-  fake = spawn(await fakeBinary(), ["-script", scriptPath, "-addr", "127.0.0.1:0"], { stdio: ["ignore", "pipe", "inherit"] });
-  const lines = createInterface({ input: fake.stdout });
-  [fakeURL] = await once(lines, "line");
+  fake = await startFakeUpstream(script, { dir: work });
+  fakeURL = fake.url;
   const config = join(work, "config.json");
   await writeFile(config, JSON.stringify({
     tools: { require_approval: { roll_dice: "always" } },
@@ -93,10 +81,7 @@ before(async () => {
 
 after(async () => {
   await server?.stop();
-  if (fake && fake.exitCode === null) {
-    fake.kill("SIGTERM");
-    await once(fake, "exit");
-  }
+  await fake?.stop();
   if (work) await rm(work, { recursive: true, force: true });
 });
 
@@ -108,7 +93,7 @@ async function getJSON(url) {
 
 /** What the model was sent in the conversation of key. */
 async function upstream(key) {
-  const all = await getJSON(`${fakeURL}/requests`);
+  const all = await fake.requests();
   return all.filter((body) => JSON.stringify(body.messages).includes(`[${key}]`));
 }
 

@@ -7,23 +7,17 @@
 // upstream lists what the model was sent (GET /v1/requests) and the journal
 // holds exactly the 10 calls that ran.
 //
-// The fake upstream program comes from $FAKEUPSTREAM_BIN, or is built here
-// with `go build ./server/v1/fakeupstream/cmd/fakeupstream`.
+// The fake upstream is started by e2e/lib/fakeupstream.mjs, from
+// $FAKEUPSTREAM_BIN (bin/fakeupstream under scripts/e2e.sh) or built there.
 
 import assert from "node:assert/strict";
-import { execFile, spawn } from "node:child_process";
-import { once } from "node:events";
 import { rm, writeFile } from "node:fs/promises";
-import { dirname, join, resolve } from "node:path";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
+import { startFakeUpstream } from "./lib/fakeupstream.mjs";
 import { startServer, tempDir } from "./lib/server.mjs";
 
-const here = dirname(fileURLToPath(import.meta.url));
-const repo = resolve(here, "..");
 const label = "toolhost";
 const ANSWER = "Ten picks are enough.";
 const CALLS = 40;
@@ -54,20 +48,10 @@ let fakeURL;
 let server;
 let openai;
 
-async function fakeBinary() {
-  if (process.env.FAKEUPSTREAM_BIN) return process.env.FAKEUPSTREAM_BIN;
-  const out = join(work, "fakeupstream");
-  await promisify(execFile)("go", ["build", "-o", out, "./server/v1/fakeupstream/cmd/fakeupstream"], { cwd: repo });
-  return out;
-}
-
 before(async () => {
   work = await tempDir("toolhost-budgets-");
-  const scriptPath = join(work, "script.json");
-  await writeFile(scriptPath, JSON.stringify(script));
-  fake = spawn(await fakeBinary(), ["-script", scriptPath, "-addr", "127.0.0.1:0"], { stdio: ["ignore", "pipe", "inherit"] });
-  const lines = createInterface({ input: fake.stdout });
-  [fakeURL] = await once(lines, "line");
+  fake = await startFakeUpstream(script, { dir: work });
+  fakeURL = fake.url;
   assert.match(fakeURL, /^http:\/\/127\.0\.0\.1:\d+\/v1$/);
   const config = join(work, "config.json");
   await writeFile(config, JSON.stringify({
@@ -84,10 +68,7 @@ before(async () => {
 
 after(async () => {
   await server?.stop();
-  if (fake && fake.exitCode === null) {
-    fake.kill("SIGTERM");
-    await once(fake, "exit");
-  }
+  await fake?.stop();
   if (work) await rm(work, { recursive: true, force: true });
 });
 
@@ -116,7 +97,7 @@ async function checkRun(key, ext) {
   assert.deepEqual(ext.tool_calls.map((c) => c.status), [...Array(BUDGET).fill("done"), ...Array(CALLS - BUDGET).fill("skipped")]);
   for (const c of ext.tool_calls.slice(BUDGET)) assert.equal(c.summary, SKIPPED);
 
-  const all = await getJSON(`${fakeURL}/requests`);
+  const all = await fake.requests();
   const mine = all.filter((body) => JSON.stringify(body.messages).includes(`[${key}]`));
   assert.equal(mine.length, 2, `upstream requests of ${key}: ${mine.length}`);
   assert.equal(mine[0].tool_choice, undefined);

@@ -8,24 +8,18 @@
 // streaming and not; the fake upstream lists what the model was sent
 // (GET /v1/requests) and the journal holds the refusal.
 //
-// The fake upstream program comes from $FAKEUPSTREAM_BIN, or is built here
-// with `go build ./server/v1/fakeupstream/cmd/fakeupstream`.
+// The fake upstream is started by e2e/lib/fakeupstream.mjs, from
+// $FAKEUPSTREAM_BIN (bin/fakeupstream under scripts/e2e.sh) or built there.
 
 import assert from "node:assert/strict";
-import { execFile, spawn } from "node:child_process";
-import { once } from "node:events";
 import { rm, writeFile } from "node:fs/promises";
-import { dirname, join, resolve } from "node:path";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
+import { startFakeUpstream } from "./lib/fakeupstream.mjs";
 import { startServer, tempDir } from "./lib/server.mjs";
 
-const here = dirname(fileURLToPath(import.meta.url));
-const repo = resolve(here, "..");
 const label = "toolhost";
 const MCP_BETA = "mcp-client-2025-11-20";
 
@@ -66,20 +60,10 @@ let server;
 let openai;
 let anthropic;
 
-async function fakeBinary() {
-  if (process.env.FAKEUPSTREAM_BIN) return process.env.FAKEUPSTREAM_BIN;
-  const out = join(work, "fakeupstream");
-  await promisify(execFile)("go", ["build", "-o", out, "./server/v1/fakeupstream/cmd/fakeupstream"], { cwd: repo });
-  return out;
-}
-
 before(async () => {
   work = await tempDir("toolhost-invented-tool-");
-  const scriptPath = join(work, "script.json");
-  await writeFile(scriptPath, JSON.stringify(script));
-  fake = spawn(await fakeBinary(), ["-script", scriptPath, "-addr", "127.0.0.1:0"], { stdio: ["ignore", "pipe", "inherit"] });
-  const lines = createInterface({ input: fake.stdout });
-  [fakeURL] = await once(lines, "line");
+  fake = await startFakeUpstream(script, { dir: work });
+  fakeURL = fake.url;
   assert.match(fakeURL, /^http:\/\/127\.0\.0\.1:\d+\/v1$/);
   // Two routes to the same fake: fake-* over the OpenAI-compatible
   // protocol, claude-fake-* over the Anthropic one.
@@ -97,10 +81,7 @@ before(async () => {
 
 after(async () => {
   await server?.stop();
-  if (fake && fake.exitCode === null) {
-    fake.kill("SIGTERM");
-    await once(fake, "exit");
-  }
+  await fake?.stop();
   if (work) await rm(work, { recursive: true, force: true });
 });
 
@@ -119,7 +100,7 @@ function resultText(content) {
 // The tool results the model was sent in the scenario's second upstream
 // request, as { id, text, isError }, in order.
 async function resultsSentToModel(key) {
-  const all = await getJSON(`${fakeURL}/requests`);
+  const all = await fake.requests();
   const mine = all.filter((body) => JSON.stringify(body.messages).includes(`[${key}]`));
   assert.equal(mine.length, 2, `upstream requests of ${key}: ${mine.length}`);
   const out = [];

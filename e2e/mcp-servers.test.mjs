@@ -14,21 +14,20 @@
 // the declaration still holds (the catalog is the snapshot) and the
 // model's tool result is upstream_unavailable.
 //
-// The fake upstream program comes from $FAKEUPSTREAM_BIN, or is built here
-// with `go build ./server/v1/fakeupstream/cmd/fakeupstream`.
+// The fake upstream is started by e2e/lib/fakeupstream.mjs, from
+// $FAKEUPSTREAM_BIN (bin/fakeupstream under scripts/e2e.sh) or built there.
 
 import assert from "node:assert/strict";
-import { execFile, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { writeFile, rm } from "node:fs/promises";
-import { join, dirname, resolve } from "node:path";
+import { join, dirname } from "node:path";
 import { createRequire } from "node:module";
-import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { after, before, test } from "node:test";
 import OpenAI from "openai";
 import { startServer, freePort, node22Bin, tempDir, toolhostBin } from "./lib/server.mjs";
+import { startFakeUpstream } from "./lib/fakeupstream.mjs";
 import { connectHTTP, textOf } from "./lib/mcp.mjs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -90,14 +89,11 @@ before(async () => {
   goServer = await startGo();
 
   configDir = await tempDir("toolhost-mcp-servers-");
-  const scriptPath = join(configDir, "script.json");
-  await writeFile(scriptPath, JSON.stringify(script));
-  fake = spawn(await fakeBinary(), ["-script", scriptPath, "-addr", "127.0.0.1:0"], { stdio: ["ignore", "pipe", "inherit"] });
-  const [fakeURL] = await once(createInterface({ input: fake.stdout }), "line");
+  fake = await startFakeUpstream(script, { dir: configDir });
   const config = join(configDir, "config.json");
   await writeFile(config, JSON.stringify({
     fetch: { allow_private: ["127.0.0.1"] }, mcp_servers: { probe_timeout: "2s" },
-    hosted: { routes: [{ name: "fake", protocol: "openai", base_url: fakeURL, api_key_env: "FAKE_UPSTREAM_KEY", models: ["fake-*"], supports_tools: true }] },
+    hosted: { routes: [{ name: "fake", protocol: "openai", base_url: fake.url, api_key_env: "FAKE_UPSTREAM_KEY", models: ["fake-*"], supports_tools: true }] },
   }));
   server = await startServer({ dev: false, args: ["--config", config], env: { TOOLHOST_SECRET_KEY: secretKey, FAKE_UPSTREAM_KEY: "sk-fake" } });
   admin = server.logs().match(/th_[A-Za-z0-9_-]{32}/)?.[0];
@@ -114,7 +110,7 @@ after(async () => {
   await server?.stop();
   await kill(everything);
   await kill(goServer);
-  await kill(fake);
+  await fake?.stop();
   if (configDir) await rm(configDir, { recursive: true, force: true });
 });
 
@@ -126,14 +122,6 @@ const script = {
     { match: "add them", rounds: [{ tool_calls: [{ id: "call_add", name: "gotest__add", arguments: '{"a":2,"b":3}' }] }, { content: "Added." }] },
   ],
 };
-
-async function fakeBinary() {
-  if (process.env.FAKEUPSTREAM_BIN) return process.env.FAKEUPSTREAM_BIN;
-  const out = join(configDir, "fakeupstream");
-  const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-  await promisify(execFile)("go", ["build", "-o", out, "./server/v1/fakeupstream/cmd/fakeupstream"], { cwd: repo });
-  return out;
-}
 
 const hostedRequest = (content, ...names) => ({
   model: "fake-1",

@@ -4,23 +4,16 @@
 // streaming and not, with the default label and another one; the previous
 // output sent back as input continues the conversation.
 //
-// The fake upstream program comes from $FAKEUPSTREAM_BIN, or is built here
-// with `go build ./server/v1/fakeupstream/cmd/fakeupstream`.
+// The fake upstream is started by e2e/lib/fakeupstream.mjs, from
+// $FAKEUPSTREAM_BIN (bin/fakeupstream under scripts/e2e.sh) or built there.
 
 import assert from "node:assert/strict";
-import { execFile, spawn } from "node:child_process";
-import { once } from "node:events";
 import { rm, writeFile } from "node:fs/promises";
-import { dirname, join, resolve } from "node:path";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
+import { startFakeUpstream } from "./lib/fakeupstream.mjs";
 import { startServer, tempDir } from "./lib/server.mjs";
-
-const here = dirname(fileURLToPath(import.meta.url));
-const repo = resolve(here, "..");
 
 const round0Usage = { prompt_tokens: 100, completion_tokens: 20, total_tokens: 120, prompt_tokens_details: { cached_tokens: 40 }, completion_tokens_details: { reasoning_tokens: 5 } };
 const round1Usage = { prompt_tokens: 150, completion_tokens: 10, total_tokens: 160, prompt_tokens_details: { cached_tokens: 100 }, completion_tokens_details: { reasoning_tokens: 2 } };
@@ -70,28 +63,15 @@ let work;
 let fake;
 let fakeURL;
 
-async function fakeBinary() {
-  if (process.env.FAKEUPSTREAM_BIN) return process.env.FAKEUPSTREAM_BIN;
-  const out = join(work, "fakeupstream");
-  await promisify(execFile)("go", ["build", "-o", out, "./server/v1/fakeupstream/cmd/fakeupstream"], { cwd: repo });
-  return out;
-}
-
 before(async () => {
   work = await tempDir("toolhost-openai-responses-");
-  const scriptPath = join(work, "script.json");
-  await writeFile(scriptPath, JSON.stringify(script));
-  fake = spawn(await fakeBinary(), ["-script", scriptPath, "-addr", "127.0.0.1:0"], { stdio: ["ignore", "pipe", "inherit"] });
-  const lines = createInterface({ input: fake.stdout });
-  [fakeURL] = await once(lines, "line");
+  fake = await startFakeUpstream(script, { dir: work });
+  fakeURL = fake.url;
   assert.match(fakeURL, /^http:\/\/127\.0\.0\.1:\d+\/v1$/);
 });
 
 after(async () => {
-  if (fake && fake.exitCode === null) {
-    fake.kill("SIGTERM");
-    await once(fake, "exit");
-  }
+  await fake?.stop();
   if (work) await rm(work, { recursive: true, force: true });
 });
 

@@ -11,24 +11,19 @@
 // no affinity of any kind.
 
 import assert from "node:assert/strict";
-import { execFile, spawn } from "node:child_process";
 import { once } from "node:events";
 import { createServer } from "node:http";
 import { rm, writeFile } from "node:fs/promises";
-import { dirname, join, resolve } from "node:path";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
 import { Client as LegacyClient } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as LegacyTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
+import { startFakeUpstream } from "./lib/fakeupstream.mjs";
 import { tempDir } from "./lib/server.mjs";
 import { createKey, replicaPrerequisites, sharedStores, startHAProxy, startReplica } from "./lib/replicas.mjs";
 
-const here = dirname(fileURLToPath(import.meta.url));
-const repo = resolve(here, "..");
 const skip = replicaPrerequisites();
 
 const script = {
@@ -42,19 +37,12 @@ const script = {
 };
 
 describe("two replicas behind HAProxy", { skip: skip || false }, () => {
-  let work, stores, fake, fakeURL, engine, engineHits = 0, pageHits = 0, replicas = [], lb, key, limitedKey;
+  let work, stores, fake, engine, engineHits = 0, pageHits = 0, replicas = [], lb, key, limitedKey;
 
   before(async () => {
     work = await tempDir("toolhost-replicas-");
     stores = sharedStores("replicas");
-    const scriptPath = join(work, "script.json");
-    await writeFile(scriptPath, JSON.stringify(script));
-    const fakeBin = process.env.FAKEUPSTREAM_BIN || join(work, "fakeupstream");
-    if (!process.env.FAKEUPSTREAM_BIN) {
-      await promisify(execFile)("go", ["build", "-o", fakeBin, "./server/v1/fakeupstream/cmd/fakeupstream"], { cwd: repo });
-    }
-    fake = spawn(fakeBin, ["-script", scriptPath, "-addr", "127.0.0.1:0"], { stdio: ["ignore", "pipe", "inherit"] });
-    [fakeURL] = await once(createInterface({ input: fake.stdout }), "line");
+    fake = await startFakeUpstream(script, { dir: work });
     // A SearXNG-format engine on loopback, counting the searches it answers.
     engine = createServer((req, res) => {
       if (req.url.startsWith("/page")) {
@@ -78,7 +66,7 @@ describe("two replicas behind HAProxy", { skip: skip || false }, () => {
       fetch: { allow_private: ["127.0.0.1"] },
       search: { providers: [{ kind: "searxng", name: "local", base_url: `http://127.0.0.1:${engine.address().port}` }] },
       hosted: {
-        routes: [{ name: "fake", protocol: "openai", base_url: fakeURL, api_key_env: "FAKE_UPSTREAM_KEY", models: ["fake-*"], supports_tools: true }],
+        routes: [{ name: "fake", protocol: "openai", base_url: fake.url, api_key_env: "FAKE_UPSTREAM_KEY", models: ["fake-*"], supports_tools: true }],
       },
     }));
     process.env.FAKE_UPSTREAM_KEY = "sk-fake";
@@ -93,10 +81,7 @@ describe("two replicas behind HAProxy", { skip: skip || false }, () => {
   after(async () => {
     await lb?.stop();
     await Promise.all(replicas.map((r) => r.stop()));
-    if (fake && fake.exitCode === null) {
-      fake.kill("SIGTERM");
-      await once(fake, "exit");
-    }
+    await fake?.stop();
     engine?.close();
     await stores?.drop();
     if (work) await rm(work, { recursive: true, force: true });
@@ -122,7 +107,7 @@ describe("two replicas behind HAProxy", { skip: skip || false }, () => {
       return res;
     };
     const client = new OpenAI({ baseURL: `${lb.base}/v1`, apiKey: key, maxRetries: 2, fetch: lossyFetch });
-    const before = (await (await fetch(`${fakeURL}/requests`)).json()).length;
+    const before = (await fake.requests()).length;
     const { data, response } = await client.chat.completions.create({
       model: "fake-1",
       messages: [{ role: "user", content: "pick a drink" }],
@@ -134,7 +119,7 @@ describe("two replicas behind HAProxy", { skip: skip || false }, () => {
     assert.deepEqual(seen[1], [200, seen[1][1], "true"]);
     assert.equal(response.headers.get("idempotent-replayed"), "true");
     // The model was asked once per round of one run, not of two.
-    const after = (await (await fetch(`${fakeURL}/requests`)).json()).length;
+    const after = (await fake.requests()).length;
     assert.equal(after - before, 2);
     requestID = data.toolhost.request_id;
     assert.match(requestID, /^req_/);

@@ -15,24 +15,22 @@
 // test MCP server was sent (HTTP header and _meta).
 
 import assert from "node:assert/strict";
-import { execFile, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { readFile, rm, writeFile } from "node:fs/promises";
-import { dirname, join, resolve } from "node:path";
+import { dirname, join } from "node:path";
 import { createServer } from "node:http";
 import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { after, before, test } from "node:test";
 import OpenAI from "openai";
+import { startFakeUpstream } from "./lib/fakeupstream.mjs";
 import { freePort, startServer, tempDir, toolhostBin } from "./lib/server.mjs";
 
-const here = dirname(fileURLToPath(import.meta.url));
-const repo = resolve(here, "..");
 const TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CALLER_SPAN = "00f067aa0ba902b7";
 
-const script = {
+// The model's script; fetch_page reads pageURL, a page of the test's site.
+const script = (pageURL) => ({
   conversations: [{
     match: "[trace]",
     rounds: [
@@ -41,7 +39,7 @@ const script = {
         tool_calls: [
           { id: "call_time", name: "get_time", arguments: '{"timezone":"UTC"}' },
           { id: "call_echo", name: "demo__echo", arguments: '{"message":"hi"}' },
-          { id: "call_fetch", name: "fetch_page", arguments: "SITE_FETCH" },
+          { id: "call_fetch", name: "fetch_page", arguments: JSON.stringify({ url: pageURL }) },
           { id: "call_search", name: "web_search", arguments: '{"query":"toolhost telemetry"}' },
         ],
         usage: { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 },
@@ -49,7 +47,7 @@ const script = {
       { content: "Done.", usage: { prompt_tokens: 40, completion_tokens: 2, total_tokens: 42 } },
     ],
   }],
-};
+});
 
 let work, fake, fakeURL, collector, testserver, testserverURL, server, tracesFile, site, siteURL;
 const siteTraceparents = [];
@@ -84,13 +82,6 @@ function spawnLine(bin, args, pattern) {
     lines.on("line", (l) => { if (pattern.test(l)) resolveLine({ p, line: l }); });
     p.on("exit", (code) => reject(new Error(`${bin} exited ${code}: ${err}`)));
   });
-}
-
-async function fakeBinary() {
-  if (process.env.FAKEUPSTREAM_BIN) return process.env.FAKEUPSTREAM_BIN;
-  const out = join(work, "fakeupstream");
-  await promisify(execFile)("go", ["build", "-o", out, "./server/v1/fakeupstream/cmd/fakeupstream"], { cwd: repo });
-  return out;
 }
 
 // waitFor polls another process's state (bounded): the collector writes
@@ -145,10 +136,8 @@ before(async () => {
   work = await tempDir("toolhost-traces-");
   const endpoint = await startCollector();
   await startSite();
-  const scriptPath = join(work, "script.json");
-  await writeFile(scriptPath, JSON.stringify(script).replace('"SITE_FETCH"', JSON.stringify(JSON.stringify({ url: `${siteURL}/page.html` }))));
-  fake = spawn(await fakeBinary(), ["-script", scriptPath, "-addr", "127.0.0.1:0"], { stdio: ["ignore", "pipe", "inherit"] });
-  [fakeURL] = await once(createInterface({ input: fake.stdout }), "line");
+  fake = await startFakeUpstream(script(`${siteURL}/page.html`), { dir: work });
+  fakeURL = fake.url;
   const ts = await spawnLine(join(dirname(toolhostBin()), "mcp-testserver"), ["-addr", "127.0.0.1:0"], /listening on/);
   testserver = ts.p;
   testserverURL = ts.line.replace("listening on ", "");
@@ -167,7 +156,8 @@ before(async () => {
 after(async () => {
   await server?.stop();
   site?.close();
-  for (const p of [collector, fake, testserver]) {
+  await fake?.stop();
+  for (const p of [collector, testserver]) {
     if (p && p.exitCode === null) {
       p.kill("SIGTERM");
       await once(p, "exit");
@@ -263,7 +253,7 @@ test("one hosted request is one trace: server span, rounds, model calls, tools, 
   // The model saw the trace in traceparent, each time as the child of its
   // chat span.
   const chatIDs = byName("chat fake-*").map((s) => s.spanId).toSorted();
-  const parents = await (await fetch(`${fakeURL}/traceparents`)).json();
+  const parents = await fake.traceparents();
   assert.deepEqual(parents.map((tp) => tp.split("-")[2]).toSorted(), chatIDs);
   for (const tp of parents) assert.equal(tp.split("-")[1], TRACE);
   // The test MCP server was sent the trace: in _meta and the HTTP header.

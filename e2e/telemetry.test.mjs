@@ -8,19 +8,18 @@
 // sent the same trace id on every model call.
 //
 // Needs /usr/bin/prometheus (.ci/run installs Debian's prometheus); the
-// fake upstream comes from $FAKEUPSTREAM_BIN or is built here.
+// fake upstream is started by e2e/lib/fakeupstream.mjs.
 
 import assert from "node:assert/strict";
-import { execFile, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
-import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { after, before, test } from "node:test";
 import OpenAI from "openai";
 import { connectHTTP } from "./lib/mcp.mjs";
+import { startFakeUpstream } from "./lib/fakeupstream.mjs";
 import { freePort, startServer, tempDir } from "./lib/server.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -49,13 +48,6 @@ const script = {
 
 let work, fake, fakeURL, server, prom, promURL, mcp;
 
-async function fakeBinary() {
-  if (process.env.FAKEUPSTREAM_BIN) return process.env.FAKEUPSTREAM_BIN;
-  const out = join(work, "fakeupstream");
-  await promisify(execFile)("go", ["build", "-o", out, "./server/v1/fakeupstream/cmd/fakeupstream"], { cwd: repo });
-  return out;
-}
-
 // waitFor polls another process's state (bounded): Prometheus scrapes on
 // its own schedule.
 async function waitFor(what, fn, timeoutMs = 60000) {
@@ -75,10 +67,8 @@ async function waitFor(what, fn, timeoutMs = 60000) {
 
 before(async () => {
   work = await tempDir("toolhost-telemetry-");
-  const scriptPath = join(work, "script.json");
-  await writeFile(scriptPath, JSON.stringify(script));
-  fake = spawn(await fakeBinary(), ["-script", scriptPath, "-addr", "127.0.0.1:0"], { stdio: ["ignore", "pipe", "inherit"] });
-  [fakeURL] = await once(createInterface({ input: fake.stdout }), "line");
+  fake = await startFakeUpstream(script, { dir: work });
+  fakeURL = fake.url;
   const config = join(work, "config.json");
   await writeFile(config, JSON.stringify({
     hosted: { label: "toolhost", routes: [{ name: "fake", protocol: "openai", base_url: fakeURL, models: ["fake-*"], supports_tools: true }] },
@@ -113,12 +103,11 @@ before(async () => {
 
 after(async () => {
   await mcp?.close();
-  for (const p of [prom, fake]) {
-    if (p && p.exitCode === null) {
-      p.kill("SIGTERM");
-      await once(p, "exit");
-    }
+  if (prom && prom.exitCode === null) {
+    prom.kill("SIGTERM");
+    await once(prom, "exit");
   }
+  await fake?.stop();
   await server?.stop();
   if (work) await rm(work, { recursive: true, force: true });
 });
@@ -202,7 +191,7 @@ test("prometheus counts every call by tool, face and outcome; the trace context 
   assert.equal(one.status, 200);
   const { data: mcpRecord } = await one.json();
   assert.equal(mcpRecord.trace_id, MCP_TRACE, JSON.stringify(mcpRecord));
-  const parents = await (await fetch(`${fakeURL}/traceparents`)).json();
+  const parents = await fake.traceparents();
   assert.equal(parents.length, 2);
   for (const tp of parents) assert.match(tp, new RegExp(`^00-${HOSTED_TRACE}-[0-9a-f]{16}-01$`));
 });

