@@ -10,9 +10,11 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 )
@@ -122,35 +124,69 @@ func (g *Gateway) discover(ctx context.Context, srv Server, sec Secrets, redirec
 	return f, nil
 }
 
-// challenge opens a session with the server without a token and returns
-// its WWW-Authenticate challenges; ErrNoChallenge when it answers.
+// challenge opens a session with the server without a token, as the
+// go-sdk's client does (initialize, then initialized), and returns the
+// challenges of the first answer that asks for authorization: a 401, or
+// a 403 insufficient_scope. ErrNoChallenge when the session opens.
 func (g *Gateway) challenge(ctx context.Context, srv Server, sec Secrets) ([]oauthex.Challenge, error) {
-	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"toolhost","version":"` + g.opts.Version + `"}}}`
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("the MCP server's URL: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
 	at := &authTransport{base: g.transport, headers: headerSet(sec.Headers), maxBody: g.opts.MaxResultBytes}
-	resp, err := (&http.Client{Transport: at}).Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("reach the MCP server: %w", err)
+	ct := &challengeCatcher{base: at}
+	client := sdk.NewClient(&sdk.Implementation{Name: "toolhost", Version: g.opts.Version}, nil)
+	sess, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: ct}, MaxRetries: -1}, nil)
+	if err == nil {
+		_ = sess.Close()
 	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	cs, perr := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+	ct.mu.Lock()
+	h, caught := ct.header, ct.caught
+	ct.mu.Unlock()
 	switch {
-	case resp.StatusCode == http.StatusUnauthorized ||
-		resp.StatusCode == http.StatusForbidden && errorOf(cs) == "insufficient_scope":
+	case caught:
+		cs, perr := oauthex.ParseWWWAuthenticate(h)
 		if perr != nil {
 			return nil, fmt.Errorf("the MCP server's WWW-Authenticate: %w", perr)
 		}
 		return cs, nil
-	case resp.StatusCode < 300:
+	case err == nil:
 		return nil, ErrNoChallenge
 	}
-	return nil, fmt.Errorf("the MCP server answered %s without a challenge", resp.Status)
+	return nil, fmt.Errorf("reach the MCP server: %w", err)
+}
+
+// errChallenged ends the session attempt of challenge at its first
+// challenge.
+var errChallenged = errors.New("the MCP server asks for authorization")
+
+// challengeCatcher keeps the WWW-Authenticate of the first answer that
+// asks for authorization and fails that request.
+type challengeCatcher struct {
+	base   http.RoundTripper
+	mu     sync.Mutex
+	header []string
+	caught bool
+}
+
+func (c *challengeCatcher) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	h := resp.Header.Values("WWW-Authenticate")
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden && insufficientScope(h) {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		c.mu.Lock()
+		if !c.caught {
+			c.header, c.caught = h, true
+		}
+		c.mu.Unlock()
+		return nil, errChallenged
+	}
+	return resp, nil
+}
+
+func insufficientScope(h []string) bool {
+	cs, err := oauthex.ParseWWWAuthenticate(h)
+	return err == nil && errorOf(cs) == "insufficient_scope"
 }
 
 // resourceMetadata finds the protected resource metadata where the MCP
