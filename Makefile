@@ -119,6 +119,14 @@ bench:
 clean:
 	rm -rf bin
 
+# A journal writer's latency alone and beside the pruner (store.Prune, in
+# serve's batches of 500), on SQLite and, when TOOLHOST_TEST_POSTGRES is
+# set, on PostgreSQL in a schema of its own: docs/operations.md
+# "Retention". PRUNE_FLAGS passes more flags, e.g. PRUNE_FLAGS='-old 200000'.
+.PHONY: load-prune
+load-prune:
+	$(GO) run ./bench/prunewrite -postgres "$(TOOLHOST_TEST_POSTGRES)" $(PRUNE_FLAGS)
+
 # tools/call throughput and latency over streamable HTTP at 1 and 8 clients:
 # toolhost (get_time) vs the reference TypeScript server-everything (echo) vs
 # a bare go-sdk server (echo), started one after

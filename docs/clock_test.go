@@ -76,7 +76,7 @@ var wallClockReads = map[string]string{
 	"server/v1/loop/roundlog.go record":                       "a round's log line",
 	"server/v1/upstream/anthropic/response.go decodeResponse": "the created field of an OpenAI-shaped answer",
 	"server/v1/upstream/anthropic/stream.go messageStart":     "the created field of an OpenAI-shaped answer",
-	"internal/store/store.go apply":                           "when a migration was applied",
+	"internal/store/migrate.go record":                        "when a migration was applied",
 	"internal/store/replicas.go Join":                         "when a replica joined",
 	"internal/toolhost/store.go presetDefinitions":            "the config's presets are created when the server starts",
 	"cmd/toolhost/mcpservers.go probeServer":                  "the probed server is registered now",

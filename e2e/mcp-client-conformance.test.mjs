@@ -1,7 +1,7 @@
 // The MCP conformance suite's client scenarios (@modelcontextprotocol/
 // conformance client) against toolhost's MCP client: the gateway to remote
 // MCP servers, run through `toolhost mcp-servers probe` (lib/probe-client.mjs).
-// The auth/* scenarios run the oauth_authorization_code flow (the go-sdk's
+// The auth/* scenarios run the oauth_authorization_code flow (the steps of the go-sdk's
 // AuthorizationCodeHandler) through the probe's --oauth, which plays the
 // user: the suite's authorization servers approve without one. Two of them
 // run again through toolhost's REST API and its callback route

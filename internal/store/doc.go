@@ -38,9 +38,18 @@
 //     TOOLHOST_TEST_POSTGRES is set).
 //
 // At Open each pending file runs in its own transaction together with its row
-// in schema_migrations, in number order; on PostgreSQL an advisory lock per
-// schema serializes replicas that start at the same time. A database that is
-// newer than the binary (a version this binary does not know) is refused.
+// in schema_migrations, in number order; on PostgreSQL a session advisory
+// lock per schema, held on a connection of its own for the whole pass,
+// serializes replicas that start at the same time (tried every 100 ms, not
+// waited for in a statement: a waiter's snapshot would deadlock a
+// concurrent index build of the holder). A PostgreSQL file whose first line
+// is "-- toolhost:no-transaction" runs outside a transaction, statement by
+// statement (split at semicolons that end a line), its row recorded after
+// the last: for CREATE INDEX CONCURRENTLY IF NOT EXISTS on a large table,
+// which does not hold writers for the build; an index of such a statement
+// that a failed build left INVALID is dropped and built again. A database
+// that is newer than the binary (a version this binary does not know) is
+// refused.
 //
 // # Durability
 //

@@ -60,7 +60,7 @@ func migrateTo(ctx context.Context, t *testing.T, d *DB, last int) {
 		if m.version > last {
 			break
 		}
-		if err := d.apply(ctx, m, known); err != nil {
+		if err := d.apply(ctx, d.db, m, known); err != nil {
 			t.Fatal(err)
 		}
 	}

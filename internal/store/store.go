@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -184,113 +182,4 @@ func (d *DB) q(query string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
-}
-
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-func loadMigrations(dialect string) ([]migration, error) {
-	dir := "migrations/" + dialect
-	entries, err := fs.ReadDir(migrations, dir)
-	if err != nil {
-		return nil, err
-	}
-	var out []migration
-	for _, e := range entries {
-		num, name, ok := strings.Cut(e.Name(), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || !strings.HasSuffix(name, ".sql") {
-			return nil, fmt.Errorf("migration file %s: want NNNN_name.sql", e.Name())
-		}
-		b, err := fs.ReadFile(migrations, dir+"/"+e.Name())
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{version: v, name: strings.TrimSuffix(name, ".sql"), sql: string(b)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	for i, m := range out {
-		if m.version < 1 || (i > 0 && m.version == out[i-1].version) {
-			return nil, fmt.Errorf("migrations of %s: version %d (%s) is not a unique positive number", dialect, m.version, m.name)
-		}
-	}
-	return out, nil
-}
-
-func (d *DB) migrate(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	ms, err := loadMigrations(d.dialect)
-	if err != nil {
-		return err
-	}
-	if _, err := d.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
-		return fmt.Errorf("migrations table: %w", err)
-	}
-	known := map[int]bool{}
-	for _, m := range ms {
-		known[m.version] = true
-	}
-	for _, m := range ms {
-		if err := d.apply(ctx, m, known); err != nil {
-			return fmt.Errorf("migration %04d_%s (%s): %w", m.version, m.name, d.dialect, err)
-		}
-	}
-	return nil
-}
-
-// apply runs one migration unless it already ran, in one transaction.
-// Versions are applied by set, not by the highest one recorded: branches
-// land their numbered migrations in any order (0005 may reach a database
-// before 0004), and a database migrated past a gap still gets the missing
-// version when it arrives. A recorded version this binary does not know
-// means a newer binary migrated the database: refused.
-func (d *DB) apply(ctx context.Context, m migration, known map[int]bool) error {
-	tx, err := d.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	if d.pg() {
-		// Replicas starting together take turns per schema.
-		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('toolhost-migrate:' || current_schema()))`); err != nil {
-			return err
-		}
-	}
-	rows, err := tx.QueryContext(ctx, `SELECT version FROM schema_migrations`)
-	if err != nil {
-		return err
-	}
-	applied := false
-	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			rows.Close()
-			return err
-		}
-		if !known[v] {
-			rows.Close()
-			return fmt.Errorf("the database has schema version %d, which this binary does not know; upgrade the binary", v)
-		}
-		applied = applied || v == m.version
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	if applied {
-		return nil
-	}
-	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, d.q(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`),
-		m.version, m.name, time.Now().UnixMilli()); err != nil {
-		return err
-	}
-	return tx.Commit()
 }

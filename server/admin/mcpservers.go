@@ -79,9 +79,9 @@ func (m *MCPServers) Routes() map[string]http.Handler {
 
 // CallbackRoutes is the authorization callback, to be mounted without
 // authentication: the user's browser arrives from the authorization
-// server with no toolhost credentials. The state, made by the go-sdk's
-// handler and kept by the gateway, binds it to the account and server
-// whose authorization issued it, and is good once.
+// server with no toolhost credentials. The state, made by the gateway and
+// kept (hashed) in the store, binds it to the account and server whose
+// authorization issued it, and is good once, on any replica.
 func (m *MCPServers) CallbackRoutes() map[string]http.Handler {
 	return map[string]http.Handler{"GET " + CallbackPath: http.HandlerFunc(m.callback)}
 }

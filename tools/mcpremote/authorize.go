@@ -2,16 +2,11 @@ package mcpremote
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
-	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 )
 
@@ -32,64 +27,14 @@ var (
 	ErrNoChallenge = errors.New("the MCP server answered without asking for authorization")
 )
 
-// pending is one authorization waiting for its callback, bound to the
-// account and server that started it. The SDK's handler made the state
-// and the PKCE verifier; the verifier never leaves it.
-type pending struct {
-	account, server string
-	code            chan *auth.AuthorizationResult
-	done            chan error
-	// guard is the flow's client to the authorization server: its first
-	// refused response is the flow's error.
-	guard *authGuard
-	// cancel ends the flow's goroutine.
-	cancel context.CancelFunc
-}
-
-// authorizations are the pending authorizations by state, at most one per
-// server: a new one ends the previous (its URL then leads nowhere), so
-// repeated requests cannot pile up waiting flows.
-type authorizations struct {
-	mu sync.Mutex
-	m  map[string]*pending
-}
-
-func (a *authorizations) put(state string, p *pending) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.m == nil {
-		a.m = map[string]*pending{}
-	}
-	for st, old := range a.m {
-		if old.account == p.account && old.server == p.server {
-			delete(a.m, st)
-			old.cancel()
-		}
-	}
-	a.m[state] = p
-}
-
-func (a *authorizations) take(state string) *pending {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	p := a.m[state]
-	delete(a.m, state)
-	return p
-}
-
-func (a *authorizations) drop(state string) {
-	a.mu.Lock()
-	delete(a.m, state)
-	a.mu.Unlock()
-}
-
 // Authorize starts the authorization-code flow of an
 // oauth_authorization_code server and returns the URL the user opens.
-// The go-sdk's AuthorizationCodeHandler does the discovery (protected
-// resource and authorization server metadata), the client registration
-// (pre-registered, else dynamic), PKCE and the state; redirectURL is
-// toolhost's callback, which hands the code to Complete. The flow waits
-// for it AuthorizeTimeout at most.
+// It does the discovery (the server's challenge, its protected resource
+// and authorization server metadata), the client registration
+// (pre-registered, else dynamic), PKCE and the state, and keeps the
+// pending flow in the store for AuthorizeTimeout, its verifier and client
+// sealed: redirectURL is toolhost's callback, which hands the code to
+// Complete on whichever process sharing the store it reaches.
 func (g *Gateway) Authorize(ctx context.Context, srv Server, redirectURL string) (string, error) {
 	if srv.Auth.Type != AuthAuthorizationCode {
 		return "", ErrNotAuthCode
@@ -98,136 +43,78 @@ func (g *Gateway) Authorize(ctx context.Context, srv Server, redirectURL string)
 	if err != nil {
 		return "", err
 	}
-	fctx, cancel := context.WithTimeout(g.closing, AuthorizeTimeout)
-	urls := make(chan string, 1)
 	hc, guard := newAuthClient(g.transport, g.authTimeout(), true)
-	p := &pending{account: srv.AccountID, server: srv.ID, code: make(chan *auth.AuthorizationResult, 1), done: make(chan error, 1), cancel: cancel, guard: guard}
-	// state and resource are set by the fetcher, before the exchange
-	// (one goroutine: the SDK's flow).
-	var state, resource string
-	cfg := &auth.AuthorizationCodeHandlerConfig{
-		RedirectURL:         redirectURL,
-		Client:              hc,
-		RequestRefreshToken: true,
-		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
-			// A refused metadata answer the SDK skipped over (it then
-			// guesses the endpoints) still ends the flow.
-			if err := guard.failure(); err != nil {
-				return nil, err
-			}
-			u, err := url.Parse(args.URL)
-			if err != nil {
-				return nil, fmt.Errorf("the authorization URL: %w", err)
-			}
-			state, resource = u.Query().Get("state"), u.Query().Get("resource")
-			g.auths.put(state, p)
-			urls <- args.URL
-			select {
-			case r := <-p.code:
-				return r, nil
-			case <-ctx.Done():
-				g.auths.drop(state)
-				return nil, fmt.Errorf("nobody authorized within %s: %w", AuthorizeTimeout, ctx.Err())
-			}
-		},
-		NewTokenSource: func(ctx context.Context, c *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
-			if err := checkAudience(tok.AccessToken, resource); err != nil {
-				// Final for the flow: the SDK would otherwise start it
-				// again and wait for a second consent.
-				return nil, guard.fail(err)
-			}
-			tok.Expiry = onClock(g.opts.Now, tok.Expiry)
-			if err := g.saveGrant(ctx, srv.AccountID, srv.ID, c, tok, resource); err != nil {
-				return nil, err
-			}
-			return g.refreshingTokens(ctx, c, tok), nil
-		},
-	}
-	setRegistration(cfg, srv, sec, redirectURL)
-	h, err := auth.NewAuthorizationCodeHandler(cfg)
-	if err != nil {
-		cancel()
-		return "", fmt.Errorf("set up the authorization: %w", err)
-	}
-	// The SDK's transport meets the server's 401 and runs the handler;
-	// the session it opens proves the token works and is closed.
-	go func() {
-		defer cancel()
-		client := sdk.NewClient(&sdk.Implementation{Name: "toolhost", Version: g.opts.Version}, nil)
-		at := &authTransport{base: g.transport, headers: headerSet(sec.Headers), maxBody: g.opts.MaxResultBytes}
-		sess, err := client.Connect(fctx, &sdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: at}, OAuthHandler: h}, nil)
-		if err == nil {
-			_ = sess.Close()
-		}
-		// Before Complete returns: a link of the server opened after it
-		// is never forgotten by this flow.
-		g.Forget(srv.ID)
-		if g.opts.Changed != nil {
-			g.opts.Changed(srv.AccountID)
-		}
-		p.done <- err
-	}()
 	// Discovery and registration are a handful of small requests; a
 	// server that drags them out past the budget ends the flow.
-	budget := time.NewTimer(2 * g.authTimeout())
-	defer budget.Stop()
-	select {
-	case u := <-urls:
-		return u, nil
-	case err := <-p.done:
-		if err == nil {
-			return "", ErrNoChallenge
-		}
+	budget := 2 * g.authTimeout()
+	dctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	flow, err := g.discover(dctx, srv, sec, redirectURL, hc, guard)
+	switch {
+	case errors.Is(err, ErrNoChallenge):
+		return "", err
+	case err != nil && ctx.Err() == nil && dctx.Err() != nil:
+		return "", fmt.Errorf("start the authorization of %s: %w (no authorization URL within %s)", srv.Name, ErrAuthServerTimeout, budget)
+	case err != nil:
 		return "", fmt.Errorf("start the authorization of %s: %w", srv.Name, authFailure(guard, err))
-	case <-budget.C:
-		cancel()
-		return "", fmt.Errorf("start the authorization of %s: %w (no authorization URL within %s)", srv.Name, ErrAuthServerTimeout, 2*g.authTimeout())
-	case <-ctx.Done():
-		return "", ctx.Err()
 	}
-}
-
-// setRegistration is how the flow gets a client: the server's
-// pre-registered client_id (and secret), else dynamic registration.
-func setRegistration(cfg *auth.AuthorizationCodeHandlerConfig, srv Server, sec Secrets, redirectURL string) {
-	if srv.Auth.ClientID != "" {
-		cc := &oauthex.ClientCredentials{ClientID: srv.Auth.ClientID}
-		if sec.ClientSecret != "" {
-			cc.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: sec.ClientSecret}
-		}
-		cfg.PreregisteredClient = cc
-		return
+	state := rand.Text()
+	flow.Verifier = oauth2.GenerateVerifier()
+	sealed, err := g.opts.Sealer.sealJSON(flowAAD(srv.AccountID, srv.ID), flow)
+	if err != nil {
+		return "", err
 	}
-	cfg.DynamicClientRegistrationConfig = &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
-		ClientName: "toolhost", RedirectURIs: []string{redirectURL},
-		GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"},
-	}}
+	p := PendingAuthorization{State: StateKey(state), AccountID: srv.AccountID, ServerID: srv.ID,
+		Sealed: sealed, ExpiresAt: g.opts.Now().Add(AuthorizeTimeout)}
+	if err := g.opts.Store.PutMCPAuthorization(ctx, p); err != nil {
+		return "", fmt.Errorf("keep the pending authorization: %w", err)
+	}
+	return flow.config().AuthCodeURL(state, oauth2.S256ChallengeOption(flow.Verifier),
+		oauth2.SetAuthURLParam("resource", flow.Resource)), nil
 }
 
 // authTimeout bounds one response of an authorization server.
 func (g *Gateway) authTimeout() time.Duration { return g.opts.ProbeTimeout * 3 }
 
-// Complete hands a callback's code to the authorization that issued
-// state and waits for the token exchange. It returns the account and
-// server the state was bound to.
+// Complete takes the pending authorization that issued state from the
+// store (once: a second callback with the same state, or one after
+// AuthorizeTimeout, gets ErrUnknownState), exchanges the code with its
+// PKCE verifier and seals the grant into the server. It returns the
+// account and server the state was bound to.
 func (g *Gateway) Complete(ctx context.Context, state, code, iss string) (account, server string, err error) {
 	if state == "" {
 		return "", "", ErrUnknownState
 	}
-	p := g.auths.take(state)
-	if p == nil {
-		return "", "", ErrUnknownState
+	p, err := g.opts.Store.TakeMCPAuthorization(ctx, StateKey(state), g.opts.Now())
+	if err != nil {
+		return "", "", err
 	}
-	p.code <- &auth.AuthorizationResult{Code: code, State: state, Iss: iss}
-	select {
-	case err := <-p.done:
-		if err != nil {
-			return p.account, p.server, fmt.Errorf("finish the authorization: %w", authFailure(p.guard, err))
-		}
-		return p.account, p.server, nil
-	case <-ctx.Done():
-		return p.account, p.server, ctx.Err()
+	var flow consentFlow
+	if err := g.opts.Sealer.openJSON(flowAAD(p.AccountID, p.ServerID), p.Sealed, &flow); err != nil {
+		return p.AccountID, p.ServerID, fmt.Errorf("open the pending authorization: %w", err)
 	}
+	if err := flow.checkIssuer(iss); err != nil {
+		return p.AccountID, p.ServerID, fmt.Errorf("finish the authorization: %w", err)
+	}
+	hc, guard := newAuthClient(g.transport, g.authTimeout(), true)
+	cfg := flow.config()
+	tok, err := cfg.Exchange(context.WithValue(ctx, oauth2.HTTPClient, hc), code,
+		oauth2.VerifierOption(flow.Verifier), oauth2.SetAuthURLParam("resource", flow.Resource))
+	if err != nil {
+		return p.AccountID, p.ServerID, fmt.Errorf("finish the authorization: token exchange: %w", authFailure(guard, err))
+	}
+	if err := checkAudience(tok.AccessToken, flow.Resource); err != nil {
+		return p.AccountID, p.ServerID, fmt.Errorf("finish the authorization: %w", err)
+	}
+	tok.Expiry = onClock(g.opts.Now, tok.Expiry)
+	if err := g.saveGrant(ctx, p.AccountID, p.ServerID, cfg, tok, flow.Resource); err != nil {
+		return p.AccountID, p.ServerID, err
+	}
+	g.Forget(p.ServerID)
+	if g.opts.Changed != nil {
+		g.opts.Changed(p.AccountID)
+	}
+	return p.AccountID, p.ServerID, nil
 }
 
 // saveGrant seals what the token exchange obtained into the server.

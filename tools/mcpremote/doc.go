@@ -74,11 +74,14 @@
 // a shallow projection of it when no client should take it whole
 // (projection.go).
 //
-// Consent (oauth_authorization_code): Authorize runs the go-sdk's
-// AuthorizationCodeHandler against the server's 401 (discovery,
-// registration, state, PKCE) and returns the URL for the user; Complete
-// hands it the callback's code by state, which is bound to the account and
-// server and good once. The tokens obtained are sealed into the server.
+// Consent (oauth_authorization_code): Authorize meets the server's 401
+// and does what the go-sdk's AuthorizationCodeHandler does (discovery,
+// registration, state, PKCE, consent.go) but keeps the pending flow in
+// the Store (PendingAuthorization: the state's hash, the verifier and
+// client sealed), and returns the URL for the user; Complete, on any
+// process sharing the store, takes that row by the callback's state
+// (bound to the account and server, good once, until AuthorizeTimeout)
+// and exchanges the code. The tokens obtained are sealed into the server.
 // An expired access token (on the gateway's clock, Now) is refreshed once,
 // however many calls on however many links and replicas find it expired
 // at the same moment (grant.go): the gateway's callers of a grant share

@@ -76,9 +76,7 @@ type Gateway struct {
 	mu    sync.Mutex
 	links map[string]*link // by server id
 
-	// auths are the authorizations waiting for their callback; closing
-	// ends them with the gateway.
-	auths       authorizations
+	// closing ends the gateway's background work.
 	closing     context.Context
 	closeFlight context.CancelFunc
 	// relists are the re-listings on list_changed in flight; closed stops

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // MemStore is a Store in memory (tests, a server without a data store).
@@ -16,11 +17,13 @@ type MemStore struct {
 	// updating are the locks of UpdateMCPSecrets by server id: a
 	// one-slot channel, so a waiter can give up with its context.
 	updating map[string]chan struct{}
+	// auths are the pending authorizations by state key.
+	auths map[string]PendingAuthorization
 }
 
 // NewMemStore returns an empty MemStore.
 func NewMemStore() *MemStore {
-	return &MemStore{servers: map[string]Server{}, snaps: map[string]Snapshot{}, updating: map[string]chan struct{}{}}
+	return &MemStore{servers: map[string]Server{}, snaps: map[string]Snapshot{}, updating: map[string]chan struct{}{}, auths: map[string]PendingAuthorization{}}
 }
 
 var _ Store = (*MemStore)(nil)
@@ -193,4 +196,30 @@ func clone(s Server) Server {
 		s.Tools = t
 	}
 	return s
+}
+
+// PutMCPAuthorization implements Store.
+func (m *MemStore) PutMCPAuthorization(_ context.Context, p PendingAuthorization) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, o := range m.auths {
+		if o.AccountID == p.AccountID && o.ServerID == p.ServerID || !o.ExpiresAt.After(p.ExpiresAt.Add(-AuthorizeTimeout)) {
+			delete(m.auths, k)
+		}
+	}
+	p.Sealed = bytes.Clone(p.Sealed)
+	m.auths[string(p.State)] = p
+	return nil
+}
+
+// TakeMCPAuthorization implements Store.
+func (m *MemStore) TakeMCPAuthorization(_ context.Context, state []byte, now time.Time) (PendingAuthorization, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.auths[string(state)]
+	delete(m.auths, string(state))
+	if !ok || !p.ExpiresAt.After(now) {
+		return PendingAuthorization{}, ErrUnknownState
+	}
+	return p, nil
 }

@@ -101,20 +101,30 @@ func (s *Sealer) Seal(account, id string, sec Secrets) ([]byte, error) {
 	if sec.empty() {
 		return nil, nil
 	}
-	if s == nil || s.current.aead == nil {
-		return nil, ErrNoKey
-	}
-	plain, err := json.Marshal(sec)
+	out, err := s.sealJSON(aad(account, id), sec)
 	if err != nil {
 		return nil, fmt.Errorf("seal secrets: %w", err)
 	}
+	return out, nil
+}
+
+// sealJSON seals v's JSON under the current key with the additional data
+// ad, which names what the value belongs to.
+func (s *Sealer) sealJSON(ad []byte, v any) ([]byte, error) {
+	if s == nil || s.current.aead == nil {
+		return nil, ErrNoKey
+	}
+	plain, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
 	nonce := make([]byte, s.current.aead.NonceSize())
 	if _, err := rand.Read(nonce); err != nil {
-		return nil, fmt.Errorf("seal secrets: %w", err)
+		return nil, err
 	}
 	out := append([]byte{sealVersion}, s.current.id...)
 	out = append(out, nonce...)
-	return s.current.aead.Seal(out, nonce, plain, aad(account, id)), nil
+	return s.current.aead.Seal(out, nonce, plain, ad), nil
 }
 
 // Open opens what Seal made for the same (account, id).
@@ -123,24 +133,32 @@ func (s *Sealer) Open(account, id string, sealed []byte) (Secrets, error) {
 	if len(sealed) == 0 {
 		return sec, nil
 	}
+	if err := s.openJSON(aad(account, id), sealed, &sec); err != nil {
+		return Secrets{}, err
+	}
+	return sec, nil
+}
+
+// openJSON opens what sealJSON made with the same additional data into v.
+func (s *Sealer) openJSON(ad, sealed []byte, v any) error {
 	if len(sealed) < 1+8+12 || sealed[0] != sealVersion {
-		return sec, errors.New("the sealed secrets of this MCP server are not in a known format")
+		return errors.New("the sealed secrets of this MCP server are not in a known format")
 	}
 	if s == nil {
-		return sec, ErrNoKey
+		return ErrNoKey
 	}
 	aead, ok := s.keys[string(sealed[1:9])]
 	if !ok {
-		return sec, ErrUnknownKey
+		return ErrUnknownKey
 	}
-	plain, err := aead.Open(nil, sealed[9:21], sealed[21:], aad(account, id))
+	plain, err := aead.Open(nil, sealed[9:21], sealed[21:], ad)
 	if err != nil {
-		return sec, fmt.Errorf("open the secrets of this MCP server: %w", err)
+		return fmt.Errorf("open the secrets of this MCP server: %w", err)
 	}
-	if err := json.Unmarshal(plain, &sec); err != nil {
-		return sec, fmt.Errorf("open the secrets of this MCP server: %w", err)
+	if err := json.Unmarshal(plain, v); err != nil {
+		return fmt.Errorf("open the secrets of this MCP server: %w", err)
 	}
-	return sec, nil
+	return nil
 }
 
 // Stale reports whether sealed was made under a key other than the

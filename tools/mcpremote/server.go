@@ -193,4 +193,13 @@ type Store interface {
 	// is, nothing stored; ErrSecretsChanged when an UpdateMCPServer (which
 	// takes no lock) wrote the server meanwhile.
 	UpdateMCPSecrets(ctx context.Context, account, id string, update func(sealed []byte) ([]byte, error)) error
+	// PutMCPAuthorization keeps a pending authorization until its
+	// ExpiresAt, ending the server's earlier pending ones (their URLs
+	// then lead nowhere, so repeated starts cannot pile up) and
+	// dropping expired ones of any server.
+	PutMCPAuthorization(ctx context.Context, p PendingAuthorization) error
+	// TakeMCPAuthorization removes and returns the pending authorization
+	// whose State is state, atomically: of two takers of one state, one
+	// gets it. ErrUnknownState when there is none or it expired at now.
+	TakeMCPAuthorization(ctx context.Context, state []byte, now time.Time) (PendingAuthorization, error)
 }

@@ -55,20 +55,6 @@ func onClock(now func() time.Time, expiry time.Time) time.Time {
 	return now().Add(time.Until(expiry))
 }
 
-// refreshingTokens starts from tok (its expiry on the gateway's clock)
-// and then refreshes it with its refresh token under c.
-func (g *Gateway) refreshingTokens(ctx context.Context, c *oauth2.Config, tok *oauth2.Token) oauth2.TokenSource {
-	return &clockTokens{now: g.opts.Now, tok: tok, fetch: func(cur *oauth2.Token) (*oauth2.Token, error) {
-		var refresh string
-		if cur != nil {
-			refresh = cur.RefreshToken
-		}
-		// A token without an access token is due: x/oauth2 refreshes it,
-		// keeping the refresh token when the server sends no new one.
-		return c.TokenSource(ctx, &oauth2.Token{RefreshToken: refresh}).Token()
-	}}
-}
-
 // clientCredentialsTokens fetches a new token from cc when one is due.
 func (g *Gateway) clientCredentialsTokens(ctx context.Context, cc *clientcredentials.Config) oauth2.TokenSource {
 	return &clockTokens{now: g.opts.Now, fetch: func(*oauth2.Token) (*oauth2.Token, error) { return cc.Token(ctx) }}

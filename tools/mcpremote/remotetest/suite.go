@@ -16,7 +16,7 @@ import (
 
 // Run checks st against the Store contract: tenancy, name uniqueness per
 // account, secrets kept byte for byte, snapshots, updates of the secrets
-// one at a time.
+// one at a time, pending authorizations taken once.
 func Run(t *testing.T, st mcpremote.Store) {
 	ctx := context.Background()
 	off := false
@@ -103,6 +103,7 @@ func Run(t *testing.T, st mcpremote.Store) {
 		t.Fatalf("snapshot of a deleted server: %v", err)
 	}
 	capped(t, st, a)
+	authorizations(t, st)
 }
 
 // snapshots checks the snapshots of the server id of acct_1: tenancy,
