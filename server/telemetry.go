@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -13,7 +12,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
-	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/toolhost/toolhost/internal/instrument"
 )
 
 // Telemetry is what the HTTP server instruments itself with: the
@@ -35,14 +35,11 @@ const ScopeName = "github.com/toolhost/toolhost"
 // under the catch-all "/".
 func traced(t *Telemetry, next http.Handler) http.Handler {
 	tracer := t.Tracer.Tracer(ScopeName)
-	dur, err := t.Meter.Meter(ScopeName).Float64Histogram("http.server.request.duration",
+	dur := instrument.Float64Histogram(t.Meter.Meter(ScopeName), "http.server.request.duration",
 		metric.WithUnit("s"), metric.WithDescription("Duration of HTTP server requests."),
 		metric.WithExplicitBucketBoundaries(0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10))
-	if err != nil {
-		panic(err) // a constant name and unit the SDK accepts
-	}
-	_, noTraces := t.Tracer.(tracenoop.TracerProvider)
-	sets := &routeSets{m: map[routeLabels]*routeSet{}}
+	noTraces, _ := instrument.Off(t.Tracer, t.Meter)
+	sets := instrument.NewAttrSets(newRouteSet)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		// The caller's context goes on even with no span of ours: the
@@ -59,16 +56,16 @@ func traced(t *Telemetry, next http.Handler) http.Handler {
 		if sw.status == 0 {
 			sw.status = http.StatusOK
 		}
-		rs := sets.get(routeLabels{method(r.Method), routeOf(r.Pattern), sw.status})
+		rs := sets.Get(routeLabels{method(r.Method), routeOf(r.Pattern), sw.status})
 		if span != nil {
 			if sw.status >= 500 {
 				span.SetStatus(codes.Error, "")
 			}
 			span.SetName(rs.name)
-			span.SetAttributes(rs.attrs...)
+			span.SetAttributes(rs.Attrs...)
 			span.End()
 		}
-		dur.Record(context.WithoutCancel(ctx), time.Since(start).Seconds(), rs.option)
+		dur.Record(context.WithoutCancel(ctx), time.Since(start).Seconds(), rs.Option)
 	})
 }
 
@@ -81,23 +78,11 @@ type routeLabels struct {
 }
 
 type routeSet struct {
-	name   string
-	attrs  []attribute.KeyValue
-	option metric.MeasurementOption
+	name string
+	instrument.Set
 }
 
-type routeSets struct {
-	mu sync.RWMutex
-	m  map[routeLabels]*routeSet
-}
-
-func (s *routeSets) get(k routeLabels) *routeSet {
-	s.mu.RLock()
-	rs, ok := s.m[k]
-	s.mu.RUnlock()
-	if ok {
-		return rs
-	}
+func newRouteSet(k routeLabels) routeSet {
 	attrs := []attribute.KeyValue{
 		attribute.String("http.request.method", k.method),
 		attribute.String("http.route", k.route),
@@ -106,11 +91,7 @@ func (s *routeSets) get(k routeLabels) *routeSet {
 	if k.status >= 500 {
 		attrs = append(attrs, attribute.String("error.type", strconv.Itoa(k.status)))
 	}
-	rs = &routeSet{name: k.method + " " + k.route, attrs: attrs, option: metric.WithAttributeSet(attribute.NewSet(attrs...))}
-	s.mu.Lock()
-	s.m[k] = rs
-	s.mu.Unlock()
-	return rs
+	return routeSet{name: k.method + " " + k.route, Set: instrument.NewSet(attrs...)}
 }
 
 // routeOf is a mux pattern as http.route: its path template, without the

@@ -3,17 +3,15 @@ package tools
 import (
 	"context"
 	"strings"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
-	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
-	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/toolhost/toolhost/internal/clip"
+	"github.com/toolhost/toolhost/internal/instrument"
 	"github.com/toolhost/toolhost/journal"
 )
 
@@ -46,7 +44,7 @@ type instruments struct {
 	// providers: then a call builds no span and no attribute set, so
 	// telemetry that is off costs the pipeline nothing.
 	tracing, measuring bool
-	sets               *labelSets
+	sets               *instrument.AttrSets[callLabels, instrument.Set]
 }
 
 // callLabels are the labels of one call's metrics; every field takes a
@@ -54,25 +52,8 @@ type instruments struct {
 type callLabels struct{ tool, provider, face, status, errType string }
 
 // labelSet is a callLabels' attributes and the metric option made of
-// them, built once.
-type labelSet struct {
-	attrs  []attribute.KeyValue
-	option metric.MeasurementOption
-}
-
-// labelSets caches a labelSet per callLabels, so a call allocates none.
-type labelSets struct {
-	mu sync.RWMutex
-	m  map[callLabels]*labelSet
-}
-
-func (s *labelSets) get(k callLabels) *labelSet {
-	s.mu.RLock()
-	ls, ok := s.m[k]
-	s.mu.RUnlock()
-	if ok {
-		return ls
-	}
+// them, built once per callLabels so a call allocates none.
+func labelSet(k callLabels) instrument.Set {
 	attrs := []attribute.KeyValue{
 		attribute.String("gen_ai.tool.name", k.tool),
 		attribute.String(AttrProviderType, k.provider),
@@ -82,36 +63,20 @@ func (s *labelSets) get(k callLabels) *labelSet {
 	if k.errType != "" {
 		attrs = append(attrs, attribute.String("error.type", k.errType))
 	}
-	ls = &labelSet{attrs: attrs, option: metric.WithAttributeSet(attribute.NewSet(attrs...))}
-	s.mu.Lock()
-	s.m[k] = ls
-	s.mu.Unlock()
-	return ls
+	return instrument.NewSet(attrs...)
 }
 
 func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider) instruments {
-	if tp == nil {
-		tp = tracenoop.NewTracerProvider()
-	}
-	if mp == nil {
-		mp = metricnoop.NewMeterProvider()
-	}
+	tp, mp = instrument.Providers(tp, mp)
 	m := mp.Meter(scopeName)
-	dur, err := m.Float64Histogram("toolhost.tool.call.duration", metric.WithUnit("s"),
+	dur := instrument.Float64Histogram(m, "toolhost.tool.call.duration", metric.WithUnit("s"),
 		metric.WithDescription("Duration of tool calls through the pipeline, by tool, face and outcome."),
 		metric.WithExplicitBucketBoundaries(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300))
-	if err != nil {
-		panic(err) // a constant name and unit the SDK accepts
-	}
-	ref, err := m.Int64Counter("toolhost.tool.refusals", metric.WithUnit("{call}"),
+	ref := instrument.Int64Counter(m, "toolhost.tool.refusals", metric.WithUnit("{call}"),
 		metric.WithDescription("Calls the pipeline refused before running them, by stage and reason (limits, permissions, approvals, arguments)."))
-	if err != nil {
-		panic(err)
-	}
-	_, noTraces := tp.(tracenoop.TracerProvider)
-	_, noMetrics := mp.(metricnoop.MeterProvider)
+	noTraces, noMetrics := instrument.Off(tp, mp)
 	return instruments{tracer: tp.Tracer(scopeName), duration: dur, refusals: ref, tracing: !noTraces, measuring: !noMetrics,
-		sets: &labelSets{m: map[callLabels]*labelSet{}}}
+		sets: instrument.NewAttrSets(labelSet)}
 }
 
 // start opens the call's span and, when the face gave no trace id, takes
@@ -142,18 +107,18 @@ func (in instruments) end(ctx context.Context, span trace.Span, c *callRecord, e
 	} else if out.IsError {
 		k.errType = codeLabel(out.Code)
 	}
-	ls := in.sets.get(k)
+	ls := in.sets.Get(k)
 	d := time.Duration(0)
 	if !c.start.IsZero() {
 		d = c.e.opts.Clock().Sub(c.start)
 	}
 	if in.measuring {
-		in.duration.Record(context.WithoutCancel(ctx), max(d, 0).Seconds(), ls.option)
+		in.duration.Record(context.WithoutCancel(ctx), max(d, 0).Seconds(), ls.Option)
 	}
 	if span == nil {
 		return
 	}
-	attrs := ls.attrs
+	attrs := ls.Attrs
 	if !span.IsRecording() {
 		span.End()
 		return

@@ -3,7 +3,6 @@ package mcp
 import (
 	"context"
 	"reflect"
-	"sync"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -12,9 +11,9 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
-	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/toolhost/toolhost/internal/clip"
+	"github.com/toolhost/toolhost/internal/instrument"
 	"github.com/toolhost/toolhost/server"
 )
 
@@ -32,30 +31,15 @@ type telemetry struct {
 	tracing  bool // false for the no-op provider: no span is started
 	prop     propagation.TextMapPropagator
 	duration metric.Float64Histogram
-	sets     *opSets
+	sets     *instrument.AttrSets[opLabels, instrument.Set]
 }
 
-// opLabels are an operation's metric labels (each bounded); opSet their
-// attributes and metric option, built once so a request allocates none.
+// opLabels are an operation's metric labels (each bounded); newOpSet
+// builds their attributes and metric option, once per combination (the
+// telemetry's sets keep them) so a request allocates none.
 type opLabels struct{ method, tool, errType string }
 
-type opSet struct {
-	attrs  []attribute.KeyValue
-	option metric.MeasurementOption
-}
-
-type opSets struct {
-	mu sync.RWMutex
-	m  map[opLabels]*opSet
-}
-
-func (s *opSets) get(k opLabels) *opSet {
-	s.mu.RLock()
-	o, ok := s.m[k]
-	s.mu.RUnlock()
-	if ok {
-		return o
-	}
+func newOpSet(k opLabels) instrument.Set {
 	attrs := []attribute.KeyValue{attribute.String("mcp.method.name", k.method)}
 	if k.tool != "" {
 		attrs = append(attrs, attribute.String("gen_ai.tool.name", k.tool))
@@ -63,26 +47,19 @@ func (s *opSets) get(k opLabels) *opSet {
 	if k.errType != "" {
 		attrs = append(attrs, attribute.String("error.type", k.errType))
 	}
-	o = &opSet{attrs: attrs, option: metric.WithAttributeSet(attribute.NewSet(attrs...))}
-	s.mu.Lock()
-	s.m[k] = o
-	s.mu.Unlock()
-	return o
+	return instrument.NewSet(attrs...)
 }
 
 func newTelemetry(t *server.Telemetry) *telemetry {
 	if t == nil {
 		return nil
 	}
-	dur, err := t.Meter.Meter(server.ScopeName).Float64Histogram("mcp.server.operation.duration", metric.WithUnit("s"),
+	dur := instrument.Float64Histogram(t.Meter.Meter(server.ScopeName), "mcp.server.operation.duration", metric.WithUnit("s"),
 		metric.WithDescription("MCP request or notification duration as observed on the receiver from the time it was received until the result or ack is sent."),
 		metric.WithExplicitBucketBoundaries(0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300))
-	if err != nil {
-		panic(err) // a constant name and unit the SDK accepts
-	}
-	_, noTraces := t.Tracer.(tracenoop.TracerProvider)
+	noTraces, _ := instrument.Off(t.Tracer, t.Meter)
 	return &telemetry{tracer: t.Tracer.Tracer(server.ScopeName), tracing: !noTraces, prop: t.Propagator, duration: dur,
-		sets: &opSets{m: map[opLabels]*opSet{}}}
+		sets: instrument.NewAttrSets(newOpSet)}
 }
 
 // mcpMethods are the method names a metric label may take; any other is
@@ -110,7 +87,7 @@ func (s *Server) traced(next sdk.MethodHandler) sdk.MethodHandler {
 		}
 		meta := metaOf(req.GetParams())
 		if _, ok := meta["traceparent"].(string); ok {
-			ctx = tel.prop.Extract(ctx, metaCarrier(meta))
+			ctx = tel.prop.Extract(ctx, instrument.MetaCarrier(meta))
 		}
 		label := method
 		if !mcpMethods[label] {
@@ -140,9 +117,9 @@ func (s *Server) traced(next sdk.MethodHandler) sdk.MethodHandler {
 			k.errType = "tool_error"
 			span.SetStatus(codes.Error, "tool_error")
 		}
-		ls := tel.sets.get(k)
+		ls := tel.sets.Get(k)
 		if span.IsRecording() {
-			span.SetAttributes(ls.attrs...)
+			span.SetAttributes(ls.Attrs...)
 			if tool != "" {
 				span.SetAttributes(attribute.String("gen_ai.tool.name", clip.Runes(tool, 128)), attribute.String("gen_ai.operation.name", "execute_tool"))
 			}
@@ -151,7 +128,7 @@ func (s *Server) traced(next sdk.MethodHandler) sdk.MethodHandler {
 			}
 		}
 		span.End()
-		tel.duration.Record(context.WithoutCancel(ctx), time.Since(start).Seconds(), ls.option)
+		tel.duration.Record(context.WithoutCancel(ctx), time.Since(start).Seconds(), ls.Option)
 		return res, err
 	}
 }
@@ -182,22 +159,4 @@ func metaOf(p sdk.Params) map[string]any {
 		return nil
 	}
 	return p.GetMeta()
-}
-
-// metaCarrier reads the trace context from a request's _meta.
-type metaCarrier map[string]any
-
-func (m metaCarrier) Get(key string) string {
-	v, _ := m[key].(string)
-	return v
-}
-
-func (m metaCarrier) Set(key, value string) { m[key] = value }
-
-func (m metaCarrier) Keys() []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	return keys
 }

@@ -6,10 +6,10 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
-	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
-	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/toolhost/toolhost/internal/instrument"
 )
 
 // scopeName is the instrumentation scope of fetch_page's spans and
@@ -32,33 +32,18 @@ type instruments struct {
 }
 
 func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider, prop propagation.TextMapPropagator) instruments {
-	if tp == nil {
-		tp = tracenoop.NewTracerProvider()
-	}
-	if mp == nil {
-		mp = metricnoop.NewMeterProvider()
-	}
+	tp, mp = instrument.Providers(tp, mp)
 	m := mp.Meter(scopeName)
-	b, err := m.Int64Counter("toolhost.fetch.bytes", metric.WithUnit("By"),
+	b := instrument.Int64Counter(m, "toolhost.fetch.bytes", metric.WithUnit("By"),
 		metric.WithDescription("Bytes fetch_page read from the web (decoded bodies), by content kind."))
-	if err != nil {
-		panic(err) // a constant name and unit the SDK accepts
-	}
-	c, err := m.Int64Counter("toolhost.fetch.cache.lookups", metric.WithUnit("{lookup}"),
+	c := instrument.Int64Counter(m, "toolhost.fetch.cache.lookups", metric.WithUnit("{lookup}"),
 		metric.WithDescription("fetch_page's page cache lookups, by result (hit, miss)."))
-	if err != nil {
-		panic(err)
-	}
 	return instruments{tracer: tp.Tracer(scopeName), bytes: b, cache: c, prop: prop}
 }
 
 // lookup counts a cache lookup.
 func (in instruments) lookup(ctx context.Context, hit bool) {
-	r := "miss"
-	if hit {
-		r = "hit"
-	}
-	in.cache.Add(context.WithoutCancel(ctx), 1, metric.WithAttributes(attribute.String("toolhost.result", r)))
+	instrument.CountLookup(ctx, in.cache, hit)
 }
 
 // startGet opens the client span of one request (no URL: the span names

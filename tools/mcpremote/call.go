@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolhost/toolhost/catalog"
 	"github.com/toolhost/toolhost/internal/clip"
+	"github.com/toolhost/toolhost/internal/instrument"
 	"github.com/toolhost/toolhost/internal/wire"
 	"github.com/toolhost/toolhost/tools"
 )
@@ -126,7 +127,7 @@ func (t *remoteTool) attempt(ctx context.Context, l *link, inv *tools.Invocation
 		params.SetProgressToken(token)
 	}
 	if p := t.g.opts.Propagator; p != nil {
-		p.Inject(cctx, metaCarrier(params.Meta))
+		p.Inject(cctx, instrument.MetaCarrier(params.Meta))
 	}
 	res, err := sess.CallTool(withTracker(cctx, tr), params)
 	if err == nil {

@@ -55,22 +55,3 @@ func endAttempt(span trace.Span, status int, err error) {
 	}
 	span.End()
 }
-
-// metaCarrier writes the trace context into a request's _meta, where the
-// MCP semantic conventions carry it.
-type metaCarrier map[string]any
-
-func (m metaCarrier) Get(key string) string {
-	v, _ := m[key].(string)
-	return v
-}
-
-func (m metaCarrier) Set(key, value string) { m[key] = value }
-
-func (m metaCarrier) Keys() []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	return keys
-}

@@ -7,10 +7,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
-	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
-	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/toolhost/toolhost/internal/instrument"
 	"github.com/toolhost/toolhost/sandbox"
 )
 
@@ -35,24 +34,13 @@ type instruments struct {
 }
 
 func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider) instruments {
-	if tp == nil {
-		tp = tracenoop.NewTracerProvider()
-	}
-	if mp == nil {
-		mp = metricnoop.NewMeterProvider()
-	}
+	tp, mp = instrument.Providers(tp, mp)
 	m := mp.Meter(scopeName)
 	buckets := metric.WithExplicitBucketBoundaries(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
-	q, err := m.Float64Histogram("toolhost.sandbox.queue.duration", metric.WithUnit("s"),
+	q := instrument.Float64Histogram(m, "toolhost.sandbox.queue.duration", metric.WithUnit("s"),
 		metric.WithDescription("How long a run_code program waited before it started (runtime, account share, run slot), by language."), buckets)
-	if err != nil {
-		panic(err) // a constant name and unit the SDK accepts
-	}
-	r, err := m.Float64Histogram("toolhost.sandbox.run.duration", metric.WithUnit("s"),
+	r := instrument.Float64Histogram(m, "toolhost.sandbox.run.duration", metric.WithUnit("s"),
 		metric.WithDescription("How long a run_code program ran, by language and outcome."), buckets)
-	if err != nil {
-		panic(err)
-	}
 	return instruments{tracer: tp.Tracer(scopeName), queue: q, run: r}
 }
 

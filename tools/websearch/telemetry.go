@@ -8,9 +8,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
-	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
-	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/toolhost/toolhost/internal/instrument"
 )
 
 // scopeName is the instrumentation scope of web_search's spans and
@@ -30,38 +30,20 @@ type instruments struct {
 }
 
 func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider) instruments {
-	if tp == nil {
-		tp = tracenoop.NewTracerProvider()
-	}
-	if mp == nil {
-		mp = metricnoop.NewMeterProvider()
-	}
+	tp, mp = instrument.Providers(tp, mp)
 	m := mp.Meter(scopeName)
-	lat, err := m.Float64Histogram("toolhost.search.provider.duration", metric.WithUnit("s"),
+	lat := instrument.Float64Histogram(m, "toolhost.search.provider.duration", metric.WithUnit("s"),
 		metric.WithDescription("Duration of a search engine request, by provider and outcome."),
 		metric.WithExplicitBucketBoundaries(0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30))
-	if err != nil {
-		panic(err) // a constant name and unit the SDK accepts
-	}
-	fo, err := m.Int64Counter("toolhost.search.failovers", metric.WithUnit("{request}"),
+	fo := instrument.Int64Counter(m, "toolhost.search.failovers", metric.WithUnit("{request}"),
 		metric.WithDescription("Search engine requests sent to a next provider, by reason (failure, hedge)."))
-	if err != nil {
-		panic(err)
-	}
-	c, err := m.Int64Counter("toolhost.search.cache.lookups", metric.WithUnit("{lookup}"),
+	c := instrument.Int64Counter(m, "toolhost.search.cache.lookups", metric.WithUnit("{lookup}"),
 		metric.WithDescription("web_search's answer cache lookups, by result (hit, miss)."))
-	if err != nil {
-		panic(err)
-	}
 	return instruments{tracer: tp.Tracer(scopeName), latency: lat, failovers: fo, cache: c}
 }
 
 func (in instruments) lookup(ctx context.Context, hit bool) {
-	r := "miss"
-	if hit {
-		r = "hit"
-	}
-	in.cache.Add(context.WithoutCancel(ctx), 1, metric.WithAttributes(attribute.String("toolhost.result", r)))
+	instrument.CountLookup(ctx, in.cache, hit)
 }
 
 func (in instruments) failover(ctx context.Context, reason string) {

@@ -6,15 +6,14 @@ import (
 	"path"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
-	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
-	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/toolhost/toolhost/internal/instrument"
 )
 
 // scopeName is the instrumentation scope of the loop's spans and metrics.
@@ -40,25 +39,19 @@ func (r *Runner) startRound(ctx context.Context, run *Run, round int, final bool
 // provider is gen_ai.provider.name ("openai", "anthropic"). A TokenCounter
 // stays one.
 func Traced(up Upstream, route *Route, provider string, tp trace.TracerProvider, mp metric.MeterProvider) Upstream {
-	_, noTraces := tp.(tracenoop.TracerProvider)
-	_, noMetrics := mp.(metricnoop.MeterProvider)
+	noTraces, noMetrics := instrument.Off(tp, mp)
 	if noTraces && noMetrics {
 		return up // telemetry off costs a model call nothing
 	}
 	m := mp.Meter(scopeName)
-	dur, err := m.Float64Histogram("gen_ai.client.operation.duration", metric.WithUnit("s"),
+	dur := instrument.Float64Histogram(m, "gen_ai.client.operation.duration", metric.WithUnit("s"),
 		metric.WithDescription("GenAI operation duration."),
 		metric.WithExplicitBucketBoundaries(0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92))
-	if err != nil {
-		panic(err) // a constant name and unit the SDK accepts
-	}
-	tok, err := m.Int64Histogram("gen_ai.client.token.usage", metric.WithUnit("{token}"),
+	tok := instrument.Int64Histogram(m, "gen_ai.client.token.usage", metric.WithUnit("{token}"),
 		metric.WithDescription("Number of input and output tokens used."),
 		metric.WithExplicitBucketBoundaries(1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864))
-	if err != nil {
-		panic(err)
-	}
-	t := &tracedUpstream{up: up, route: route, provider: provider, dur: dur, tok: tok, opts: map[[2]string]*callOptions{}}
+	t := &tracedUpstream{up: up, route: route, provider: provider, dur: dur, tok: tok}
+	t.opts = instrument.NewAttrSets(t.newOptions)
 	if !noTraces {
 		t.tracer = tp.Tracer(scopeName)
 	}
@@ -78,25 +71,19 @@ type tracedUpstream struct {
 
 	// opts are the metric options of each model label and error type,
 	// built once (the labels are bounded by the route's configuration).
-	mu   sync.RWMutex
-	opts map[[2]string]*callOptions
+	opts *instrument.AttrSets[[2]string, *callOptions]
 }
 
 // callOptions are one label set's options: the duration's and the two
 // token types'.
 type callOptions struct {
-	attrs              []attribute.KeyValue
-	dur, input, output metric.MeasurementOption
+	instrument.Set // the duration's
+	input, output  metric.MeasurementOption
 }
 
-func (t *tracedUpstream) options(model, etype string) *callOptions {
-	k := [2]string{model, etype}
-	t.mu.RLock()
-	o, ok := t.opts[k]
-	t.mu.RUnlock()
-	if ok {
-		return o
-	}
+// newOptions builds the options of a model label and error type.
+func (t *tracedUpstream) newOptions(k [2]string) *callOptions {
+	model, etype := k[0], k[1]
 	attrs := []attribute.KeyValue{
 		attribute.String("gen_ai.operation.name", "chat"),
 		attribute.String("gen_ai.provider.name", t.provider),
@@ -109,11 +96,7 @@ func (t *tracedUpstream) options(model, etype string) *callOptions {
 	withType := func(tt string) metric.MeasurementOption {
 		return metric.WithAttributeSet(attribute.NewSet(append(slices.Clip(attrs), attribute.String("gen_ai.token.type", tt))...))
 	}
-	o = &callOptions{attrs: attrs, dur: metric.WithAttributeSet(attribute.NewSet(attrs...)), input: withType("input"), output: withType("output")}
-	t.mu.Lock()
-	t.opts[k] = o
-	t.mu.Unlock()
-	return o
+	return &callOptions{Set: instrument.NewSet(attrs...), input: withType("input"), output: withType("output")}
 }
 
 type tracedCounter struct {
@@ -138,15 +121,15 @@ func (t *tracedUpstream) Call(ctx context.Context, req *UpstreamRequest, onDelta
 		etype = errorType(err)
 		span.SetStatus(codes.Error, etype)
 	}
-	o := t.options(model, etype)
+	o := t.opts.Get([2]string{model, etype})
 	bg := context.WithoutCancel(ctx)
-	t.dur.Record(bg, time.Since(start).Seconds(), o.dur)
+	t.dur.Record(bg, time.Since(start).Seconds(), o.Option)
 	if resp != nil && resp.Usage.Present {
 		t.tok.Record(bg, resp.Usage.InputTokens, o.input)
 		t.tok.Record(bg, resp.Usage.OutputTokens, o.output)
 	}
 	if span.IsRecording() {
-		span.SetAttributes(o.attrs...)
+		span.SetAttributes(o.Attrs...)
 		span.SetAttributes(attribute.Bool("gen_ai.request.stream", req.Stream))
 		if resp != nil {
 			span.SetAttributes(attribute.String("gen_ai.response.id", resp.ID), attribute.String("gen_ai.response.model", resp.Model),
