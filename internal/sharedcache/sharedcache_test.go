@@ -4,34 +4,18 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/toolhost/toolhost/internal/sharedcache/sharedcachetest"
 )
 
 func open(t *testing.T, o Options) (*Redis, redis.UniversalClient, string) {
 	t.Helper()
-	u := os.Getenv("TOOLHOST_TEST_REDIS")
-	if u == "" {
-		t.Skip("TOOLHOST_TEST_REDIS is not set (CI sets it)")
-	}
-	opt, err := redis.ParseURL(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opt)
-	prefix := fmt.Sprintf("toolhost-test:%s:%d:", t.Name(), time.Now().UnixNano())
-	t.Cleanup(func() {
-		ctx := context.Background()
-		iter := rdb.Scan(ctx, 0, prefix+"*", 100).Iterator()
-		for iter.Next(ctx) {
-			rdb.Del(ctx, iter.Val())
-		}
-		rdb.Close()
-	})
+	rdb, prefix := sharedcachetest.Redis(t)
 	return New(rdb, prefix, o), rdb, prefix
 }
 

@@ -1,40 +1,20 @@
 package fetchpage
 
 import (
-	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/toolhost/toolhost/internal/sharedcache"
+	"github.com/toolhost/toolhost/internal/sharedcache/sharedcachetest"
 	"github.com/toolhost/toolhost/tools"
 )
 
 // A page fetched by one replica is a cache hit on another that shares the
 // Redis cache, with what the extraction cut; a PDF is not shared.
 func TestSharedCacheServesAnotherReplica(t *testing.T) {
-	u := os.Getenv("TOOLHOST_TEST_REDIS")
-	if u == "" {
-		t.Skip("TOOLHOST_TEST_REDIS is not set (CI sets it)")
-	}
-	opt, err := redis.ParseURL(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opt)
-	prefix := fmt.Sprintf("toolhost-test:fetch:%d:", time.Now().UnixNano())
-	t.Cleanup(func() {
-		ctx := context.Background()
-		for iter := rdb.Scan(ctx, 0, prefix+"*", 100).Iterator(); iter.Next(ctx); {
-			rdb.Del(ctx, iter.Val())
-		}
-		rdb.Close()
-	})
+	rdb, prefix := sharedcachetest.Redis(t)
 	f := newFixture(t, Config{IgnoreRobots: true})
 	f.mux.HandleFunc("/p", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")

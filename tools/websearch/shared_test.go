@@ -1,19 +1,16 @@
 package websearch
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"os"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/toolhost/toolhost/catalog"
 	"github.com/toolhost/toolhost/internal/config/duration"
 	"github.com/toolhost/toolhost/internal/sharedcache"
+	"github.com/toolhost/toolhost/internal/sharedcache/sharedcachetest"
 	"github.com/toolhost/toolhost/tools"
 )
 
@@ -37,23 +34,7 @@ func sharedHarness(t *testing.T, cfg Config, shared SharedCache, clock *fakeCloc
 // shares the Redis cache, until the TTL on the replicas' clock; the cache
 // directory is then not written.
 func TestSharedCacheAnswersOnAnotherReplica(t *testing.T) {
-	u := os.Getenv("TOOLHOST_TEST_REDIS")
-	if u == "" {
-		t.Skip("TOOLHOST_TEST_REDIS is not set (CI sets it)")
-	}
-	opt, err := redis.ParseURL(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opt)
-	prefix := fmt.Sprintf("toolhost-test:websearch:%d:", time.Now().UnixNano())
-	t.Cleanup(func() {
-		ctx := context.Background()
-		for iter := rdb.Scan(ctx, 0, prefix+"*", 100).Iterator(); iter.Next(ctx); {
-			rdb.Del(ctx, iter.Val())
-		}
-		rdb.Close()
-	})
+	rdb, prefix := sharedcachetest.Redis(t)
 	f := newFixture(t, engineByKind(t, KindSearXNG), modeSuccess)
 	dir := t.TempDir()
 	cfg := Config{Providers: []ProviderConfig{f.providerConfig("", 10*time.Second)},
