@@ -290,13 +290,7 @@ func TestMCPElicitationCancelledWhileWaiting(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		params := &sdk.CallToolParams{Name: "demo__write", Arguments: map[string]any{"note": "later"}}
-		params.SetProgressToken("tok")
-		_, err := cs.CallTool(ctx, params)
-		done <- err
-	}()
+	done := callInBackground(ctx, cs, "demo__write", map[string]any{"note": "later"})
 	<-asked
 	if msg := <-progress; !strings.Contains(msg, "waiting for the user's approval of demo__write") {
 		t.Errorf("progress %q", msg)
@@ -321,4 +315,17 @@ func TestMCPElicitationCancelledWhileWaiting(t *testing.T) {
 	if r.State != journal.StateCancelledBeforeCommit || e.ts.Calls("write") != 0 {
 		t.Fatalf("after cancel: %s %s, %d runs", r.State, r.ErrorCode, e.ts.Calls("write"))
 	}
+}
+
+// callInBackground calls tool with args and a progress token on cs, and
+// returns where the call's error arrives once it ends (ctx cancels it).
+func callInBackground(ctx context.Context, cs *sdk.ClientSession, tool string, args map[string]any) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		params := &sdk.CallToolParams{Name: tool, Arguments: args}
+		params.SetProgressToken("tok")
+		_, err := cs.CallTool(ctx, params)
+		done <- err
+	}()
+	return done
 }

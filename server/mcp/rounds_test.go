@@ -357,13 +357,7 @@ func TestMCPInputRequiredCancelledWhileWaiting(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		params := &sdk.CallToolParams{Name: "demo__write", Arguments: map[string]any{"note": "later"}}
-		params.SetProgressToken("tok")
-		_, err := cs.CallTool(ctx, params)
-		done <- err
-	}()
+	done := callInBackground(ctx, cs, "demo__write", map[string]any{"note": "later"})
 	<-asked
 	if msg := <-progress; !strings.Contains(msg, "asking the user to approve demo__write") {
 		t.Errorf("progress %q", msg)
