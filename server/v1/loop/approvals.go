@@ -97,6 +97,20 @@ type approver interface {
 	DecideApproval(ctx context.Context, account, id string, d approval.Decision) (approval.Approval, error)
 }
 
+// readApproval reads the approval an answer names, in account: one it
+// does not hold is the caller's 400 approval_request_unknown.
+func readApproval(ctx context.Context, ap approver, account string, ans ApprovalAnswer) (approval.Approval, error) {
+	a, err := ap.GetApproval(ctx, account, ans.ID)
+	if errors.Is(err, approval.ErrNotFound) {
+		return a, &ApprovalError{Status: http.StatusBadRequest, Reason: ReasonApprovalUnknown, Param: ans.Param,
+			Message: fmt.Sprintf("no approval request %q was made to this account", clipID(ans.ID))}
+	}
+	if err != nil {
+		return a, fmt.Errorf("%w: read approval %s: %w", ErrInternal, ans.ID, err)
+	}
+	return a, nil
+}
+
 // answered is one checked answer with its approval.
 type answered struct {
 	ApprovalAnswer
@@ -128,13 +142,9 @@ func (r *Runner) resume(ctx context.Context, run *Run, st *runState, runID strin
 	account := run.Caller.AccountID
 	checked := make([]answered, 0, len(answers))
 	for _, ans := range answers {
-		a, err := ap.GetApproval(ctx, account, ans.ID)
-		if errors.Is(err, approval.ErrNotFound) {
-			return nil, &ApprovalError{Status: http.StatusBadRequest, Reason: ReasonApprovalUnknown, Param: ans.Param,
-				Message: fmt.Sprintf("no approval request %q was made to this account", clipID(ans.ID))}
-		}
+		a, err := readApproval(ctx, ap, account, ans)
 		if err != nil {
-			return nil, fmt.Errorf("%w: read approval %s: %w", ErrInternal, ans.ID, err)
+			return nil, err
 		}
 		c, err := check(ans, a)
 		if err != nil {
@@ -400,13 +410,9 @@ func (r *Runner) PreviewApprovals(ctx context.Context, account string, msgs []Me
 	checked := make([]answered, 0, len(answers))
 	var calls []Call
 	for _, ans := range answers {
-		a, err := ap.GetApproval(ctx, account, ans.ID)
-		if errors.Is(err, approval.ErrNotFound) {
-			return nil, &ApprovalError{Status: http.StatusBadRequest, Reason: ReasonApprovalUnknown, Param: ans.Param,
-				Message: fmt.Sprintf("no approval request %q was made to this account", clipID(ans.ID))}
-		}
+		a, err := readApproval(ctx, ap, account, ans)
 		if err != nil {
-			return nil, fmt.Errorf("%w: read approval %s: %w", ErrInternal, ans.ID, err)
+			return nil, err
 		}
 		checked = append(checked, answered{ApprovalAnswer: ans, a: a, run: ans.Approve})
 		if ans.Approve {
