@@ -263,6 +263,9 @@ func NewExecutor(opts Options, ts ...Tool) (*Executor, error) {
 	if err := e.addReadResult(); err != nil {
 		return nil, err
 	}
+	if err := e.addWaitJob(); err != nil {
+		return nil, err
+	}
 	if err := e.addSessionTools(); err != nil {
 		return nil, err
 	}
