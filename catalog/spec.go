@@ -18,6 +18,16 @@ const (
 	SideEffectIrreversible SideEffect = "irreversible"
 )
 
+// Async capabilities of a tool (Spec.Async, the runtime catalog's
+// async_capability).
+const (
+	InlineOnly = "inline_only"
+	DeferredOK = "deferred_ok"
+)
+
+// Deferrable reports whether a call of the tool may run as a background job.
+func (s Spec) Deferrable() bool { return s.Async == DeferredOK }
+
 // SchemaDialect is the JSON Schema dialect every tool schema is written in and
 // validated against.
 const SchemaDialect = "https://json-schema.org/draft/2020-12/schema"
@@ -71,6 +81,14 @@ type Spec struct {
 	ReplaySafe bool `json:"replay_safe"`
 	// PaidUnit names what the tool bills per unit ("" for free tools).
 	PaidUnit string `json:"paid_unit,omitempty"`
+	// Async is the tool's async_capability: DeferredOK when a call may run
+	// as a durable background job that answers first with a receipt;
+	// InlineOnly (or empty) when every call runs while its caller waits.
+	// DeferByDefault makes a background job the default delivery of a
+	// DeferredOK tool (default_delivery_mode async_job); a caller may still
+	// ask for inline.
+	Async          string `json:"async_capability,omitempty"`
+	DeferByDefault bool   `json:"defer_by_default,omitempty"`
 
 	// zh are the Chinese schemas Prepare rendered (nil: rendered per call).
 	zh *zhSchemas
@@ -112,6 +130,14 @@ func (s Spec) Check() error {
 	}
 	if err := checkSchemaZH(s.Output, s.OutputZH); err != nil {
 		return fmt.Errorf("tool %s: output schema: %w", s.Name, err)
+	}
+	switch s.Async {
+	case "", InlineOnly, DeferredOK:
+	default:
+		return fmt.Errorf("tool %s: unknown async capability %q", s.Name, s.Async)
+	}
+	if s.DeferByDefault && s.Async != DeferredOK {
+		return fmt.Errorf("tool %s: deferred by default but not deferred_ok", s.Name)
 	}
 	if s.Annotations.ReadOnly && s.SideEffect == SideEffectIrreversible {
 		return fmt.Errorf("tool %s: read-only hint contradicts irreversible side effects", s.Name)

@@ -35,6 +35,7 @@ var wallClockReads = map[string]string{
 	// (latency, pacing, demand rates) and deadlines that timers and
 	// contexts enforce: the runtime's timers could not follow a fake clock.
 	"tools/pipeline.go normalize":                           "a call's deadline, a context deadline",
+	"tools/jobs.go jobPipeline":                             "a job attempt's deadline, a context deadline",
 	"tools/record.go claim":                                 "a call's deadline, a context deadline",
 	"tools/authorize.go Authorize":                          "the concurrency lease lasts until the call's deadline",
 	"journal/spool.go put":                                  "how long a write has waited in the spool, paced by a timer",

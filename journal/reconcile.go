@@ -19,7 +19,9 @@ func (j *Journal) Reconcile(ctx context.Context) (int, error) {
 	alive := map[string]bool{}
 	var ws []Write
 	for _, r := range open {
-		if r.InstanceID == j.opts.InstanceID {
+		if r.InstanceID == j.opts.InstanceID || r.DeliveryMode == DeliveryAsync {
+			// A deferred call belongs to its job queue, which runs it
+			// again or ends it when the process that ran it is gone.
 			continue
 		}
 		a, seen := alive[r.InstanceID]
@@ -54,6 +56,11 @@ func (j *Journal) Reconcile(ctx context.Context) (int, error) {
 	}
 	return len(ws), nil
 }
+
+// DeliveryAsync is the delivery mode of a deferred call: its record stays
+// open across the death of the process that queued or ran it (the job
+// queue owns it), so reconciliation leaves it alone.
+const DeliveryAsync = "async_job"
 
 // ReconcileReason is the reason written into reconciliation events.
 const ReconcileReason = "reconciled at start-up: the process that ran this call ended before recording its outcome"

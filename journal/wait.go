@@ -55,7 +55,7 @@ const ReconcileReasonReplica = "reconciled by another replica: the process that 
 // reconcileDead closes r when the process that opened it is gone, and
 // returns the closed record (ok) as the store then holds it.
 func (j *Journal) reconcileDead(ctx context.Context, r Record) (Record, bool, error) {
-	if r.InstanceID == "" || r.InstanceID == j.opts.InstanceID {
+	if r.InstanceID == "" || r.InstanceID == j.opts.InstanceID || r.DeliveryMode == DeliveryAsync {
 		return Record{}, false, nil
 	}
 	alive, err := j.store.Alive(ctx, r.InstanceID)

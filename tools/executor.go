@@ -68,6 +68,10 @@ type Outcome struct {
 	// the stored result of an earlier call with the same idempotency key
 	// and arguments: it names that call's execution id.
 	ReplayOf string
+	// Receipt is set when the call was deferred (delivery.go): the outcome
+	// is then a success whose Structured and Text carry the receipt, and
+	// the tool's result comes later, in the journal.
+	Receipt *Receipt
 }
 
 // ErrorObject is the error object a failed outcome carries in Structured,
@@ -168,6 +172,14 @@ type Options struct {
 	// providers.
 	Tracer trace.TracerProvider
 	Meter  metric.MeterProvider
+	// Jobs is the durable queue deferred calls run from (delivery.go); nil
+	// refuses async_job with delivery_unsupported. MaxJobsPerAccount
+	// bounds an account's queued and running jobs
+	// (DefaultMaxJobsPerAccount); JobTimeout is the deadline of one
+	// attempt of a deferred call (DefaultJobTimeout).
+	Jobs              JobQueue
+	MaxJobsPerAccount int
+	JobTimeout        time.Duration
 }
 
 type entry struct {
@@ -218,6 +230,12 @@ func NewExecutor(opts Options, ts ...Tool) (*Executor, error) {
 	}
 	if opts.ApprovalTTL <= 0 {
 		opts.ApprovalTTL = DefaultApprovalTTL
+	}
+	if opts.MaxJobsPerAccount <= 0 {
+		opts.MaxJobsPerAccount = DefaultMaxJobsPerAccount
+	}
+	if opts.JobTimeout <= 0 {
+		opts.JobTimeout = DefaultJobTimeout
 	}
 	if opts.MaxResultBytes <= 0 {
 		opts.MaxResultBytes = DefaultMaxResultBytes

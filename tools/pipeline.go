@@ -35,6 +35,8 @@ type pipeline struct {
 	sessionPolicy approval.Policy
 	ref           Reference
 	inv           *Invocation
+	// async: the call runs as a background job (delivery.go).
+	async bool
 }
 
 // Execute runs one proposal through the whole pipeline and records every
@@ -90,6 +92,9 @@ func (pl *pipeline) run(ctx context.Context) (*Outcome, error) {
 	}
 	if o != nil || err != nil {
 		return o, err
+	}
+	if pl.async {
+		return pl.enqueue(ctx)
 	}
 	if o, err := pl.open(ctx); o != nil || err != nil {
 		return o, err
@@ -158,6 +163,9 @@ func (pl *pipeline) resolve(ctx context.Context) (*Outcome, error) {
 	c.out.Version = ent.spec.Version
 	c.rec.ToolVersion = ent.spec.Version
 	c.rec.SideEffectLevel = string(ent.spec.SideEffect)
+	if te := pl.checkDelivery(ctx); te != nil {
+		return c.reject(ctx, journal.StateParseRejected, StatusError, te)
+	}
 	return nil, nil
 }
 

@@ -103,6 +103,9 @@ type callRecord struct {
 	// opened says its record was written when it began to wait for it.
 	confirmation *confirmationDetail
 	opened       bool
+	// job: the record is a deferred call's (jobs.go), whose outcome is
+	// written to the store itself before the queue forgets the job.
+	job bool
 }
 
 // Account is the account whose journal a caller's calls land in: its own,
@@ -300,7 +303,11 @@ func (c *callRecord) finish(ctx context.Context, spec catalog.Spec, ran, toolErr
 		return err
 	}
 	c.settle(commit)
-	if err := c.e.tel.write(ctx, "finish", func(ctx context.Context) error { return c.e.journal.Finish(ctx, c.rec, c.tr.Take()) }); err != nil {
+	write := c.e.journal.Finish
+	if c.job {
+		write = c.e.journal.Progress
+	}
+	if err := c.e.tel.write(ctx, "finish", func(ctx context.Context) error { return write(ctx, c.rec, c.tr.Take()) }); err != nil {
 		return fmt.Errorf("record the outcome of %s: %w", c.rec.ToolName, err)
 	}
 	return nil

@@ -62,6 +62,10 @@ type Remote struct {
 	ApprovalBasis   string
 	// CatalogSource is live or cached.
 	CatalogSource string
+	// DeliveryBasis is where the tool's async_capability and
+	// default_delivery_mode came from: the account's override, else the
+	// platform's default (inline only).
+	DeliveryBasis string
 }
 
 // RemoteListing is what the runtime catalog shows of remote servers.
@@ -185,6 +189,9 @@ func (e *Executor) addRemote(ctx context.Context, cat *RuntimeCatalog, account, 
 		if r.SchemaBasis != "" {
 			t.ParameterSchemaBasis = r.SchemaBasis
 			t.MetadataBasisDetail["parameter_schema"] = BasisScope{r.SchemaBasis, basisScope[r.SchemaBasis]}
+		}
+		if r.DeliveryBasis != "" {
+			t.MetadataBasisDetail["async_capability"] = BasisScope{r.DeliveryBasis, basisScope[r.DeliveryBasis]}
 		}
 		src := r.CatalogSource
 		t.CatalogSource = &src

@@ -124,7 +124,14 @@ func runtimeTool(spec catalog.Spec, providerID, providerType, source string, slo
 		SideEffectLevelBasis: basisDeclared, AllowedSlotsBasis: slotsBasis, ParameterSchemaBasis: basisDeclared,
 		ReplaySafetyBasis: replayBasis,
 	}
+	if spec.Deferrable() {
+		t.AsyncCapability = catalog.DeferredOK
+	}
+	if deliveryOf(spec, DeliveryDefault) == DeliveryAsync {
+		t.DefaultDeliveryMode, t.ResultVisibility = string(DeliveryAsync), VisibilityDeferred
+	}
 	t.MetadataBasisDetail = map[string]BasisScope{
+		"async_capability":  {basisDeclared, basisScope[basisDeclared]},
 		"side_effect_level": {t.SideEffectLevelBasis, basisScope[t.SideEffectLevelBasis]},
 		"allowed_slots":     {t.AllowedSlotsBasis, basisScope[t.AllowedSlotsBasis]},
 		"parameter_schema":  {t.ParameterSchemaBasis, basisScope[t.ParameterSchemaBasis]},

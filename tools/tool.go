@@ -107,6 +107,9 @@ type Proposal struct {
 	// request's require_approval): like a session's, it makes the tool's
 	// policy stricter, never looser; "" changes nothing.
 	RequireApproval approval.Policy
+	// Delivery asks for inline or deferred delivery (delivery.go); ""
+	// leaves it to the tool's default_delivery_mode.
+	Delivery Delivery
 }
 
 // Invocation is a call the runtime has parsed, validated, normalized and is
@@ -129,7 +132,10 @@ type Invocation struct {
 	// bills by work done (run_code seconds, PDF pages) stops there.
 	UnitBudget float64
 	// Free says the tool expects the call to cost nothing (CostProbe).
-	Free     bool
+	Free bool
+	// Deferred says the call runs as a background job (RunJob): a tool
+	// may then allow it the longer limits of deferred runs.
+	Deferred bool
 	progress ProgressFunc
 	admitted any // what the limit gate admitted (authorize.go)
 	// attempts are those the tool reports (attempt.go); nil records none.

@@ -355,6 +355,11 @@ func (g *Gateway) remote(srv Server, t *sdk.Tool, source string) (*tools.Remote,
 	if t.Annotations != nil {
 		spec.Annotations.Idempotent = t.Annotations.IdempotentHint
 	}
+	deliveryBasis := tools.BasisPlatform
+	if o.AsyncCapability != nil {
+		spec.Async, deliveryBasis = *o.AsyncCapability, tools.BasisAccountOverride
+		spec.DeferByDefault = o.DefaultDeliveryMode != nil && *o.DefaultDeliveryMode == "async_job"
+	}
 	if err := spec.Check(); err != nil {
 		return nil, name, fmt.Errorf("%q cannot be offered: %w", t.Name, err)
 	}
@@ -366,7 +371,7 @@ func (g *Gateway) remote(srv Server, t *sdk.Tool, source string) (*tools.Remote,
 	pol, polBasis := requireApproval(o, srv.Defaults)
 	return &tools.Remote{Tool: rt, ProviderID: "mcp:" + srv.ID, AllowedSlots: slots, SideEffectBasis: sideBasis,
 		RequireApproval: pol, ApprovalBasis: polBasis,
-		SlotsBasis: slotsBasis, SchemaBasis: schemaBasis, CatalogSource: source}, name, nil
+		SlotsBasis: slotsBasis, SchemaBasis: schemaBasis, CatalogSource: source, DeliveryBasis: deliveryBasis}, name, nil
 }
 
 // sideEffect is the tool's side-effect level and where it came from: the

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolhost/toolhost/catalog"
 	"github.com/toolhost/toolhost/internal/clip"
 	"github.com/toolhost/toolhost/tools/approval"
 )
@@ -164,6 +165,9 @@ func (r Rules) Apply(s *Server, sec *Secrets, in Input, create bool) error {
 			if err := r.governance("tools", clip.Echo(name)+": ", o.SideEffectLevel, o.AllowedSlots, o.RequireApproval); err != nil {
 				return err
 			}
+			if err := delivery(clip.Echo(name)+": ", o); err != nil {
+				return err
+			}
 		}
 		s.Tools = t
 	}
@@ -172,6 +176,27 @@ func (r Rules) Apply(s *Server, sec *Secrets, in Input, create bool) error {
 			return err
 		}
 		s.Defaults = *in.Defaults
+	}
+	return nil
+}
+
+// delivery checks an override's async_capability and
+// default_delivery_mode.
+func delivery(prefix string, o Override) error {
+	if o.AsyncCapability != nil && *o.AsyncCapability != catalog.InlineOnly && *o.AsyncCapability != catalog.DeferredOK {
+		return fieldErr("tools", "%sasync_capability must be inline_only or deferred_ok", prefix)
+	}
+	if o.DefaultDeliveryMode == nil {
+		return nil
+	}
+	switch *o.DefaultDeliveryMode {
+	case "inline":
+	case "async_job":
+		if o.AsyncCapability == nil || *o.AsyncCapability != catalog.DeferredOK {
+			return fieldErr("tools", "%sdefault_delivery_mode async_job needs async_capability deferred_ok", prefix)
+		}
+	default:
+		return fieldErr("tools", "%sdefault_delivery_mode must be inline or async_job", prefix)
 	}
 	return nil
 }

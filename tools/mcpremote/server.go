@@ -88,6 +88,11 @@ type Override struct {
 	// RequireApproval is the tool's approval policy (never, always,
 	// side_effect); nil keeps the server's default.
 	RequireApproval *string `json:"require_approval,omitempty"`
+	// AsyncCapability (inline_only, deferred_ok) lets calls of the tool run
+	// as background jobs; DefaultDeliveryMode (inline, async_job) makes
+	// that their default. nil: inline only, the platform's default.
+	AsyncCapability     *string `json:"async_capability,omitempty"`
+	DefaultDeliveryMode *string `json:"default_delivery_mode,omitempty"`
 }
 
 // Defaults are a server-level default of every tool of the server. The

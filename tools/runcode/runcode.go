@@ -56,7 +56,10 @@ func (t *Tool) Spec() catalog.Spec {
 	return catalog.Spec{
 		Name:    "run_code",
 		Version: "1.0.0",
-		Title:   catalog.Text{ZH: "运行代码", EN: "Run code"},
+		// A long program may run as a background job when its caller
+		// asks (async_job); inline stays the default.
+		Async: catalog.DeferredOK,
+		Title: catalog.Text{ZH: "运行代码", EN: "Run code"},
 		Description: catalog.Text{
 			ZH: fmt.Sprintf("在隔离沙箱中运行 Python 3.12（默认，仅标准库：json、math、statistics、decimal、fractions、re、datetime、csv、sqlite3 等；没有 numpy 等第三方包）或 JavaScript（QuickJS，返回最后一个表达式的值，console.log 输出到 stdout）。没有网络，没有主机文件；工作目录是私有的临时目录，files 中的输入文件放在其中，程序写到 out/ 下的文件会返回。限制：内存 %d MiB，超时 timeout_ms（默认 10000，最多 60000），stdout/stderr 各保留前 %d KiB。异常不是工具错误：exit_code 非 0，traceback 在 stderr 中。按开始的运行秒数计费。", cfg.MemoryLimitMiB, cfg.StdoutLimit>>10),
 			EN: fmt.Sprintf("Runs Python 3.12 (default; standard library only: json, math, statistics, decimal, fractions, re, datetime, csv, sqlite3 and more; no third-party packages such as numpy) or JavaScript (QuickJS; the value of the last expression is returned, console.log goes to stdout) in an isolated sandbox. No network and no host files: the working directory is a private temporary one holding the input files, and files the program writes under out/ are returned. Limits: %d MiB of memory, timeout_ms (default 10000, at most 60000), the first %d KiB of stdout and of stderr are kept. An exception is not a tool error: exit_code is non-zero and the traceback is in stderr. Billed per started second of run time.", cfg.MemoryLimitMiB, cfg.StdoutLimit>>10),

@@ -56,7 +56,9 @@ func (*Tool) spec() catalog.Spec {
 	return catalog.Spec{
 		Name:    "sleep",
 		Version: "1.0.0",
-		Title:   catalog.Text{ZH: "等待（测试用）", EN: "Sleep (testing)"},
+		// Deferred when asked: tests of background jobs use it.
+		Async: catalog.DeferredOK,
+		Title: catalog.Text{ZH: "等待（测试用）", EN: "Sleep (testing)"},
 		Description: catalog.Text{
 			ZH: "测试用：等待 ms 毫秒，分 steps 步报告进度，返回开始时正在运行的 sleep 调用数。",
 			EN: "For testing: waits ms milliseconds in steps, reporting progress at each step, and returns how many sleep calls were running when it started.",
