@@ -36,6 +36,7 @@ var wallClockReads = map[string]string{
 	// contexts enforce: the runtime's timers could not follow a fake clock.
 	"tools/pipeline.go normalize":                           "a call's deadline, a context deadline",
 	"tools/jobs.go jobPipeline":                             "a job attempt's deadline, a context deadline",
+	"tools/jobwait.go WaitJob":                              "how long wait_job waits, a context deadline",
 	"tools/record.go claim":                                 "a call's deadline, a context deadline",
 	"tools/authorize.go Authorize":                          "the concurrency lease lasts until the call's deadline",
 	"journal/spool.go put":                                  "how long a write has waited in the spool, paced by a timer",

@@ -133,6 +133,9 @@ func deliveryOf(spec catalog.Spec, d Delivery) Delivery {
 // account is at its limit of jobs.
 func (pl *pipeline) checkDelivery(ctx context.Context) *Error {
 	e, spec := pl.e, pl.ent.spec
+	if _, err := ParseDelivery(string(pl.p.Delivery)); err != nil {
+		return Errorf(CodeInvalidArgs, "%s: %v", spec.Name, err)
+	}
 	if deliveryOf(spec, pl.p.Delivery) != DeliveryAsync {
 		return nil
 	}

@@ -284,6 +284,9 @@ func NewExecutor(opts Options, ts ...Tool) (*Executor, error) {
 	if err := e.addWaitJob(); err != nil {
 		return nil, err
 	}
+	if err := e.addCancelJob(); err != nil {
+		return nil, err
+	}
 	if err := e.addSessionTools(); err != nil {
 		return nil, err
 	}

@@ -39,6 +39,16 @@ import (
 // idempotency key.
 const IdempotencyMetaKey = "toolhost/idempotency-key"
 
+// DeliveryMetaKey asks, in a tools/call's _meta, for a delivery mode:
+// "async_job" runs the call as a background job and answers at once with
+// a receipt (its _meta[ReceiptMetaKey] and its structured content), the
+// result then read from the execution's resource; "inline" runs it while
+// the client waits. Without it the tool's default_delivery_mode applies.
+const (
+	DeliveryMetaKey = "toolhost/delivery"
+	ReceiptMetaKey  = "toolhost/receipt"
+)
+
 // SlotMetaKey is the _meta key of tools/call declaring the caller slot
 // (narrator, director, …); FloorMetaKey names the turn the call belongs to,
 // which max_calls_per_turn counts (else every call is its own turn).
@@ -382,7 +392,7 @@ func sdkTool(spec catalog.Spec, lang catalog.Lang) *sdk.Tool {
 		Meta: sdk.Meta{"toolhost/version": spec.Version, "toolhost/side_effect_level": string(spec.SideEffect)},
 	}
 	if len(spec.Output) > 0 {
-		t.OutputSchema = spec.OutputIn(lang)
+		t.OutputSchema = outputSchema(spec, lang)
 	}
 	return t
 }
@@ -491,6 +501,11 @@ func (s *Server) handler(name string, structuredErrors bool) sdk.ToolHandler {
 		if k, ok := req.Params.Meta[IdempotencyMetaKey].(string); ok {
 			p.IdempotencyKey = k
 		}
+		if v, ok := req.Params.Meta[DeliveryMetaKey]; ok {
+			// A value that is not a known mode is refused by the
+			// pipeline, like an unknown slot.
+			p.Delivery = tools.Delivery(metaString(v))
+		}
 		if token := req.Params.GetProgressToken(); token != nil {
 			session := req.Session
 			p.Progress = increasing(func(progress, total float64, message string) {
@@ -563,6 +578,11 @@ func render(out *tools.Outcome, structuredErrors bool) *sdk.CallToolResult {
 	}
 	if len(out.Structured) > 0 {
 		res.StructuredContent = json.RawMessage(out.Structured)
+	}
+	if out.Receipt != nil {
+		// A deferred call: the receipt, and the resource that will hold
+		// the result (subscribe.go).
+		res.Meta[ReceiptMetaKey] = out.Receipt
 	}
 	return res
 }

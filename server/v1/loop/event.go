@@ -124,6 +124,10 @@ type Call struct {
 	// Continued says the result was cut and its rest is kept: read_result
 	// reads it (and is offered to the model from the next round).
 	Continued bool
+	// Deferred says the call went to the background: its result is a
+	// receipt, and wait_job and cancel_job are offered to the model from
+	// the next round.
+	Deferred bool
 	// Withheld says the result went over the run's result-byte budget: the
 	// model read a note instead (the caller still gets Result).
 	Withheld bool

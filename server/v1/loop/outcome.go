@@ -17,6 +17,7 @@ func fillCall(c *Call, out *tools.Outcome, lang catalog.Lang) {
 	c.IsError = out.IsError
 	c.Code = out.Code
 	c.Continued = out.Continuation != nil
+	c.Deferred = out.Receipt != nil
 	if out.IsError && out.Code == tools.CodeApprovalRequired {
 		pending(c, out, lang)
 		return

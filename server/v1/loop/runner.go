@@ -272,7 +272,7 @@ func (r *Runner) Run(ctx context.Context, run *Run) (*Result, error) {
 			return r.pause(ctx, run, res, rr, hosted, hostedCalls, emit)
 		}
 		st.msgs = appendRound(st.msgs, resp.Message, calls, idsAdded, hostedCalls, run.Lang)
-		if d, ok := offerReadResult(cat, run, hosted, hostedCalls); ok {
+		for _, d := range offerFollowUps(cat, run, hosted, hostedCalls) {
 			st.fns = append(st.fns, d)
 			names.host(d.Name)
 			res.Definitions = append(res.Definitions, d)
@@ -505,22 +505,32 @@ func (r *Runner) executeOne(ctx context.Context, run *Run, runID string, visible
 	return nil
 }
 
-// offerReadResult is read_result's definition when a call of the round
-// came back cut with its rest kept (tools.Outcome.Continuation) and the
-// run does not host read_result yet: the cut result's note tells the
-// model to call it, so from the next round on it may, whether or not the
-// request declared it. Not when the caller has a function of that name
-// (the caller's wins), nor when the run's catalog lacks it.
-func offerReadResult(cat Catalog, run *Run, hosted map[string]bool, calls []Call) (Function, bool) {
-	if hosted[tools.ReadResultTool] || !slices.ContainsFunc(calls, func(c Call) bool { return c.Continued }) ||
-		slices.ContainsFunc(run.Request.Tools, func(f Function) bool { return f.Name == tools.ReadResultTool }) {
-		return Function{}, false
+// offerFollowUps are the definitions of the tools a call of the round
+// points the model to and the run does not host yet: read_result when a
+// call came back cut with its rest kept (tools.Outcome.Continuation: the
+// cut result's note tells the model to call it); wait_job and cancel_job
+// when a call went to the background (its receipt names the execution to
+// wait for). From the next round on the model may call them, whether or
+// not the request declared them — not when the caller has a function of
+// that name (the caller's wins), nor when the run's catalog lacks it.
+func offerFollowUps(cat Catalog, run *Run, hosted map[string]bool, calls []Call) []Function {
+	var names []string
+	if slices.ContainsFunc(calls, func(c Call) bool { return c.Continued }) {
+		names = append(names, tools.ReadResultTool)
 	}
-	defs, err := DefinitionsFrom(cat, []string{tools.ReadResultTool}, run.Lang)
-	if err != nil {
-		return Function{}, false
+	if slices.ContainsFunc(calls, func(c Call) bool { return c.Deferred }) {
+		names = append(names, tools.WaitJobTool, tools.CancelJobTool)
 	}
-	return defs[0], true
+	var out []Function
+	for _, name := range names {
+		if hosted[name] || slices.ContainsFunc(run.Request.Tools, func(f Function) bool { return f.Name == name }) {
+			continue
+		}
+		if defs, err := DefinitionsFrom(cat, []string{name}, run.Lang); err == nil {
+			out = append(out, defs[0])
+		}
+	}
+	return out
 }
 
 // withoutHosted returns the final message without hosted calls and the
