@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -102,6 +103,42 @@ func TestDeferredSandboxJobRunsAgainAfterKill9(t *testing.T) {
 			}
 			if ends != 1 {
 				t.Fatalf("events %v: want exactly one end", states)
+			}
+		})
+	}
+}
+
+// TestJobsCommandsListShowAndCancelAQueuedJob: with no server working the
+// queue, a deferred call stays queued; toolhost jobs lists and shows it,
+// cancel ends it without running, and a second cancel says it has ended.
+func TestJobsCommandsListShowAndCancelAQueuedJob(t *testing.T) {
+	for name, extra := range journalBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			store := append([]string{"--data", t.TempDir()}, extra...)
+			code, out, errOut := runCLI(t, append(append([]string{"call", "--test-tools", "--async"}, store...), "sleep", `{"ms":1}`)...)
+			var receipt struct {
+				Structured struct {
+					ExecutionID string `json:"execution_id"`
+				} `json:"structuredContent"`
+			}
+			if code != exitOK || json.Unmarshal([]byte(out), &receipt) != nil {
+				t.Fatalf("call --async: exit %d\n%s\n%s", code, out, errOut)
+			}
+			id := receipt.Structured.ExecutionID
+			code, out, errOut = runCLI(t, append([]string{"jobs", "list", "--json", "--status", "queued"}, store...)...)
+			var l execList
+			if code != exitOK || json.Unmarshal([]byte(out), &l) != nil || len(l.Data) != 1 || l.Data[0]["id"] != id {
+				t.Fatalf("jobs list: exit %d\n%s\n%s", code, out, errOut)
+			}
+			if code, out, _ = runCLI(t, append([]string{"jobs", "show", id}, store...)...); code != exitOK || !strings.Contains(out, `"status": "queued"`) {
+				t.Fatalf("jobs show: exit %d\n%s", code, out)
+			}
+			code, out, errOut = runCLI(t, append([]string{"jobs", "cancel", id}, store...)...)
+			if code != exitOK || !strings.Contains(out, `"state": "cancelled_before_commit"`) || !strings.Contains(out, `"lifecycle_state": "finished"`) {
+				t.Fatalf("jobs cancel: exit %d\n%s\n%s", code, out, errOut)
+			}
+			if code, _, errOut = runCLI(t, append([]string{"jobs", "cancel", id}, store...)...); code != 1 || !strings.Contains(errOut, "already finished") {
+				t.Fatalf("second cancel: exit %d, %s", code, errOut)
 			}
 		})
 	}
