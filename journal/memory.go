@@ -187,7 +187,7 @@ func (m *MemStore) List(_ context.Context, q Query) ([]Record, int, error) {
 func matches(r *Record, q Query) bool {
 	eq := func(want, have string) bool { return want == "" || want == have }
 	if r.AccountID != q.AccountID || !eq(q.SessionID, r.SessionID) || !eq(q.FloorID, r.FloorID) ||
-		!eq(q.RunID, r.RunID) || !eq(q.CallerSlot, r.CallerSlot) || !eq(q.Face, r.Face) || !eq(q.ToolName, r.ToolName) ||
+		!eq(q.RunID, r.RunID) || !eq(q.CallerSlot, r.CallerSlot) || !eq(q.Face, r.Face) || !eq(q.ToolName, r.ToolName) || !eq(q.DeliveryMode, r.DeliveryMode) ||
 		!eq(string(q.Lifecycle), string(r.Lifecycle)) || !eq(string(q.Commit), string(r.Commit)) ||
 		!eq(q.ProviderType, r.ProviderType) {
 		return false

@@ -103,19 +103,21 @@ const (
 
 // Query filters, sorts and pages records. Empty fields do not filter.
 type Query struct {
-	AccountID     string
-	SessionID     string
-	FloorID       string
-	RunID         string
-	PageID        string
-	HasPageID     bool // PageID filter given
-	CallerSlot    string
-	Face          string
-	ToolName      string
-	Statuses      []Status
-	Lifecycle     Lifecycle
-	Commit        Commit
-	ProviderType  string
+	AccountID    string
+	SessionID    string
+	FloorID      string
+	RunID        string
+	PageID       string
+	HasPageID    bool // PageID filter given
+	CallerSlot   string
+	Face         string
+	ToolName     string
+	Statuses     []Status
+	Lifecycle    Lifecycle
+	Commit       Commit
+	ProviderType string
+	// DeliveryMode filters by delivery (inline, async_job: the jobs).
+	DeliveryMode  string
 	SortBy        string // default started_at
 	Asc           bool   // default descending
 	Limit, Offset int

@@ -54,6 +54,11 @@ func commands() []command {
 				}
 				return cmdJournal(ctx, args, stdout, stderr)
 			}},
+		{name: "jobs", args: "SUBCOMMAND", summary: "deferred calls (background jobs) in the store the server uses: list, show ID, cancel ID",
+			subcommands: jobSubcommands,
+			run: func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+				return cmdJobs(ctx, args, stdout, stderr)
+			}},
 		{name: "keys", args: "SUBCOMMAND", summary: "API keys, limits and usage in the store the server uses",
 			subcommands: keySubcommands,
 			run: func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {

@@ -287,6 +287,15 @@ func cmdStdio(ctx context.Context, args []string, stderr io.Writer) error {
 	return nil
 }
 
+// delivery is the call's delivery mode: async_job with --async, else the
+// tool's default.
+func delivery(async bool) tools.Delivery {
+	if async {
+		return tools.DeliveryAsync
+	}
+	return tools.DeliveryDefault
+}
+
 func cmdCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("call")
 	var c common
@@ -295,6 +304,7 @@ func cmdCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	idem := fs.String("idempotency-key", "", "idempotency `KEY` for this call: a repeat with the same key and arguments returns the stored result")
 	slot := fs.String("slot", "", "caller `SLOT` this call declares (narrator, director, verifier, memory, or tools.slots of the config)")
 	sess := fs.String("session", "", "session `ID` the call belongs to: its tool permissions apply, and it is created when new")
+	async := fs.Bool("async", false, "run the call as a background job (async_job) of the store's queue: print its receipt at once; a toolhost serve on the same store runs it (toolhost jobs show ID reads its result)")
 	approve := fs.Bool("approve", false, "approve the call if its approval policy asks (else a terminal on stdin is asked, y/N; without one the call ends approval_required, exit 1)")
 	if err := parseFlags(ctx, fs, args, &c); err != nil {
 		return exitCodeOf(err, stderr, "call")
@@ -347,6 +357,7 @@ func cmdCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		CallID:         "cli",
 		Caller:         tools.Caller{Face: "cli", Slot: *slot, SessionID: *sess},
 		IdempotencyKey: *idem,
+		Delivery:       delivery(*async),
 		Lang:           catalog.Lang(*lang),
 		Confirm:        confirmer(*approve, stdin, stderr),
 		Progress: func(p, total float64, msg string) {

@@ -107,6 +107,8 @@ type Config struct {
 		// tool's is its server's (mcp-servers overrides and defaults).
 		RequireApproval map[string]string `json:"require_approval"`
 	} `json:"tools"`
+	// Jobs configures deferred calls (jobs.go).
+	Jobs Jobs `json:"jobs"`
 	// Search configures web_search: the ordered provider list and the cache.
 	Search websearch.Config `json:"search"`
 	// Fetch configures fetch_page (SSRF allow-list, limits, robots, cache).
@@ -188,6 +190,7 @@ func Default() Config {
 	c.Tools.MaxResultBytes = tools.DefaultMaxResultBytes
 	c.Tools.MaxStoredResultBytes = tools.DefaultMaxStoredResultBytes
 	c.Tools.ApprovalTTL = duration.Duration(tools.DefaultApprovalTTL)
+	c.Jobs = defaultJobs()
 	c.Tools.MaxDefinitionsPerAccount = tooldef.DefaultMaxPerAccount
 	c.MCPServers.MaxPerAccount = mcpremote.DefaultMaxPerAccount
 	c.ShutdownTimeout = duration.Duration(server.DefaultShutdownTimeout)
@@ -242,6 +245,9 @@ func (c *Config) Validate() error {
 	}
 	if d := c.Tools.ApprovalTTL.D(); d < time.Second || d > 7*24*time.Hour {
 		return fmt.Errorf("tools.approval_ttl %q: want from \"1s\" to \"168h\" (the default, 15m)", d.String())
+	}
+	if err := c.Jobs.validate(); err != nil {
+		return err
 	}
 	if s := c.Log.Sample(); s < 0 || s > 1 {
 		return fmt.Errorf("log.call_sample %g: want a fraction from 0 to 1", s)

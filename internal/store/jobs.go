@@ -108,8 +108,8 @@ func (d *DB) Jobs(opts JobOptions) (*Jobs, error) {
 		FetchPollInterval: opts.PollInterval,
 		FetchCooldown:     min(opts.PollInterval, river.FetchCooldownDefault),
 		// Our own deadline ends an attempt (tools.Options.JobTimeout);
-		// river's is a backstop past it.
-		JobTimeout:           opts.JobTimeout + 30*time.Second,
+		// river's is a backstop past it, before the rescue.
+		JobTimeout:           opts.JobTimeout + (opts.RescueAfter-opts.JobTimeout)/2,
 		RescueStuckJobsAfter: opts.RescueAfter,
 	}
 	var err error

@@ -15,6 +15,7 @@ import (
 	"github.com/toolhost/toolhost/internal/store/storetest"
 	"github.com/toolhost/toolhost/journal"
 	"github.com/toolhost/toolhost/tools"
+	"github.com/toolhost/toolhost/tools/approval"
 )
 
 // gateTool is a deferrable tool that counts its runs and, when gated,
@@ -65,7 +66,8 @@ func newJobRig(t *testing.T, db *store.DB, side catalog.SideEffect, started bool
 	j := journal.New(db, journal.Options{InstanceID: uuid.NewString()})
 	t.Cleanup(j.Close)
 	g := newGate(side)
-	exec, err := tools.NewExecutor(tools.Options{Journal: j, Jobs: jobs}, g)
+	exec, err := tools.NewExecutor(tools.Options{Journal: j, Jobs: jobs,
+		Policies: map[string]approval.Policy{"gate": approval.Never}}, g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,5 +186,53 @@ func TestAsyncOfAnInlineOnlyToolIsRefused(t *testing.T) {
 	}
 	if !out.IsError || out.Code != tools.CodeDeliveryUnsupported {
 		t.Fatalf("want delivery_unsupported, got %+v", out)
+	}
+}
+
+// An attempt that stops mid-call (its process stopping, or dying: the
+// record stays running either way) is followed by one that runs a
+// sandbox call again and ends an irreversible one uncertain, unsent.
+func TestAttemptAfterAStoppedOneFollowsReplaySafety(t *testing.T) {
+	cases := []struct {
+		side     catalog.SideEffect
+		runs     int64
+		status   journal.Status
+		endState journal.State
+	}{
+		{catalog.SideEffectSandbox, 2, journal.StatusSuccess, journal.StateObserved},
+		{catalog.SideEffectIrreversible, 1, journal.StatusUncertain, journal.StateOutcomeUnknown},
+	}
+	for name, db := range storetest.Open(t, "jobs_replay") {
+		for _, tc := range cases {
+			t.Run(name+"/"+string(tc.side), func(t *testing.T) {
+				r := newJobRig(t, db, tc.side, false)
+				out := r.deferCall(t)
+				run := tools.JobRun{AccountID: tools.LocalAccount, ExecutionID: out.ExecutionID, Attempt: 1, Cancelled: func() bool { return false }}
+				ctx, stop := context.WithCancel(context.Background())
+				errc := make(chan error, 1)
+				go func() { errc <- r.exec.RunJob(ctx, run) }()
+				<-r.gate.started
+				stop() // the process stops: the attempt is handed back
+				if err := <-errc; !errors.Is(err, tools.ErrHandedBack) {
+					t.Fatalf("first attempt: %v, want ErrHandedBack", err)
+				}
+				rec, _ := db.Get(context.Background(), tools.LocalAccount, out.ExecutionID)
+				if rec.Status != journal.StatusRunning || rec.Lifecycle != journal.Opened {
+					t.Fatalf("after the stopped attempt: %s %s", rec.Status, rec.Lifecycle)
+				}
+				close(r.gate.release)
+				run.Attempt = 2
+				if err := r.exec.RunJob(context.Background(), run); err != nil {
+					t.Fatal(err)
+				}
+				done, _ := db.Get(context.Background(), tools.LocalAccount, out.ExecutionID)
+				if done.Status != tc.status || done.State != tc.endState || done.Lifecycle != journal.Finished {
+					t.Fatalf("ended %s in %s (%s), want %s in %s", done.Status, done.State, done.Lifecycle, tc.status, tc.endState)
+				}
+				if n := r.gate.runs.Load(); n != tc.runs {
+					t.Fatalf("the tool ran %d times, want %d", n, tc.runs)
+				}
+			})
+		}
 	}
 }

@@ -389,7 +389,7 @@ func (d *DB) List(ctx context.Context, q journal.Query) ([]journal.Record, int, 
 	for _, f := range []struct{ col, v string }{
 		{"session_id", q.SessionID}, {"run_id", q.RunID}, {"caller_slot", q.CallerSlot}, {"face", q.Face},
 		{"tool_name", q.ToolName}, {"lifecycle_state", string(q.Lifecycle)}, {"commit_outcome", string(q.Commit)},
-		{"provider_type", q.ProviderType},
+		{"provider_type", q.ProviderType}, {"delivery_mode", q.DeliveryMode},
 	} {
 		if f.v != "" {
 			add(f.col+" = ?", f.v)

@@ -124,7 +124,10 @@ type App struct {
 	mcpStore   mcpremote.Store
 	mcpChanged func(account string)
 	exec       *tools.Executor
-	closers    []func()
+	// jobs is the queue of deferred calls; WorkJobs makes this process
+	// run them.
+	jobs    *store.Jobs
+	closers []func()
 	// registry is what /metrics serves.
 	registry *prometheus.Registry
 }
@@ -202,6 +205,11 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		return nil, ConfigError{err}
 	}
 	a.onClose(a.gateway.Close)
+	jobs, err := a.db.Jobs(store.JobOptions{Workers: o.Config.Jobs.Workers, JobTimeout: o.Config.Jobs.Timeout.D(),
+		RescueAfter: o.Config.Jobs.RescueAfter.D(), Drain: o.Config.ShutdownTimeout.D() / 2, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
 	a.exec, err = tools.NewExecutor(tools.Options{
 		DefaultTimeout:       o.Config.Tools.DefaultTimeout.D(),
 		MaxResultBytes:       o.Config.Tools.MaxResultBytes,
@@ -225,11 +233,32 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		Policies:             policies(o.Config.Tools.RequireApproval),
 		Tracer:               o.telemetry().Tracer,
 		Meter:                o.telemetry().Meter,
+		Jobs:                 jobs,
+		MaxJobsPerAccount:    o.Config.Jobs.MaxPerAccount,
+		JobTimeout:           o.Config.Jobs.Timeout.D(),
 	}, kit.tools...)
 	if err != nil {
 		return nil, fmt.Errorf("tools: %w", err)
 	}
+	a.jobs = jobs
 	return a, nil
+}
+
+// WorkJobs makes this process run deferred calls from the store's job
+// queue (serve), until Close: it lets running jobs finish for half the
+// shutdown timeout, then hands them back to the queue.
+func (a *App) WorkJobs(ctx context.Context) error {
+	if err := a.jobs.Start(ctx, a.exec.RunJob); err != nil {
+		return err
+	}
+	a.onClose(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), a.o.Config.ShutdownTimeout.D())
+		defer cancel()
+		if err := a.jobs.Stop(ctx); err != nil {
+			a.o.Logger.Warn("stopping the job queue", "err", err)
+		}
+	})
+	return nil
 }
 
 // policies are the config's approval policies (checked by Validate).

@@ -44,6 +44,11 @@ func (a *App) Server(ctx context.Context, addr string, listen net.Addr) (*Server
 		},
 	})
 	a.startRetention()
+	// Deferred calls run on every serve process sharing the store; their
+	// stop (Close) comes when the server's has ended.
+	if err := a.WorkJobs(context.WithoutCancel(ctx)); err != nil {
+		return nil, err
+	}
 	_, oauth := rt.authn.(server.TokenAuthenticator)
 	return &Server{Server: srv, OAuth: oauth}, nil
 }

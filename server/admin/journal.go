@@ -391,41 +391,44 @@ type ExecutionView struct {
 	// Attempts are the tries of a remote call (GET /tool-executions/{id}
 	// only; absent elsewhere and for calls that report none): number,
 	// invocation id, backoff, jitter, deadline left and outcome of each.
-	Attempts        []json.RawMessage `json:"attempts,omitempty"`
-	CallID          *string           `json:"call_id"`
-	CallerSlot      *string           `json:"caller_slot"`
-	CommitOutcome   journal.Commit    `json:"commit_outcome"`
-	CreatedAt       *int64            `json:"created_at"`
-	DeliveryMode    string            `json:"delivery_mode"`
-	DurationMS      int64             `json:"duration_ms"`
-	ErrorCode       *string           `json:"error_code"`
-	ErrorMessage    *string           `json:"error_message"`
-	Face            *string           `json:"face"`
-	FinishedAt      *int64            `json:"finished_at"`
-	FloorID         *string           `json:"floor_id"`
-	ID              string            `json:"id"`
-	IdempotencyKey  *string           `json:"idempotency_key"`
-	KeyID           *string           `json:"key_id"`
-	LifecycleState  journal.Lifecycle `json:"lifecycle_state"`
-	PageID          *string           `json:"page_id"`
-	ProviderID      string            `json:"provider_id"`
-	ProviderType    string            `json:"provider_type"`
-	ReplayParentID  *string           `json:"replay_parent_execution_id"`
-	Result          any               `json:"result"`
-	Round           int               `json:"round"`
-	RunID           *string           `json:"run_id"`
-	RuntimeJobID    *string           `json:"runtime_job_id"`
-	SessionID       *string           `json:"session_id"`
-	SideEffectLevel *string           `json:"side_effect_level"`
-	StartedAt       *int64            `json:"started_at"`
-	State           journal.State     `json:"state"`
-	Status          journal.Status    `json:"status"`
-	Summary         string            `json:"summary"`
-	ToolName        string            `json:"tool_name"`
-	ToolVersion     string            `json:"tool_version"`
-	TraceID         *string           `json:"trace_id"`
-	Truncated       bool              `json:"truncated"`
-	Units           float64           `json:"units"`
+	Attempts       []json.RawMessage `json:"attempts,omitempty"`
+	CallID         *string           `json:"call_id"`
+	CallerSlot     *string           `json:"caller_slot"`
+	CommitOutcome  journal.Commit    `json:"commit_outcome"`
+	CreatedAt      *int64            `json:"created_at"`
+	DeliveryMode   string            `json:"delivery_mode"`
+	DurationMS     int64             `json:"duration_ms"`
+	ErrorCode      *string           `json:"error_code"`
+	ErrorMessage   *string           `json:"error_message"`
+	Face           *string           `json:"face"`
+	FinishedAt     *int64            `json:"finished_at"`
+	FloorID        *string           `json:"floor_id"`
+	ID             string            `json:"id"`
+	IdempotencyKey *string           `json:"idempotency_key"`
+	KeyID          *string           `json:"key_id"`
+	LifecycleState journal.Lifecycle `json:"lifecycle_state"`
+	PageID         *string           `json:"page_id"`
+	ProviderID     string            `json:"provider_id"`
+	ProviderType   string            `json:"provider_type"`
+	ReplayParentID *string           `json:"replay_parent_execution_id"`
+	Result         any               `json:"result"`
+	// ResultVisibility is deferred_receipt for a deferred call (its caller
+	// got a receipt; the result is here), else immediate.
+	ResultVisibility string         `json:"result_visibility"`
+	Round            int            `json:"round"`
+	RunID            *string        `json:"run_id"`
+	RuntimeJobID     *string        `json:"runtime_job_id"`
+	SessionID        *string        `json:"session_id"`
+	SideEffectLevel  *string        `json:"side_effect_level"`
+	StartedAt        *int64         `json:"started_at"`
+	State            journal.State  `json:"state"`
+	Status           journal.Status `json:"status"`
+	Summary          string         `json:"summary"`
+	ToolName         string         `json:"tool_name"`
+	ToolVersion      string         `json:"tool_version"`
+	TraceID          *string        `json:"trace_id"`
+	Truncated        bool           `json:"truncated"`
+	Units            float64        `json:"units"`
 }
 
 // Execution is one record in the /tool-executions shape.
@@ -439,13 +442,21 @@ func Execution(r journal.Record) ExecutionView {
 		ErrorMessage: str(r.ErrorMessage), DurationMS: r.Duration.Milliseconds(),
 		StartedAt: millis(r.StartedAt), FinishedAt: millis(r.FinishedAt),
 		DeliveryMode: r.DeliveryMode, AttemptNo: r.AttemptNo, RuntimeJobID: str(r.RuntimeJobID),
-		ReplayParentID: str(r.ReplayParentID), CreatedAt: millis(r.CreatedAt),
+		ReplayParentID: str(r.ReplayParentID), CreatedAt: millis(r.CreatedAt), ResultVisibility: visibility(r),
 
 		Face: str(r.Face), AccountID: r.AccountID, KeyID: str(r.KeyID), Round: r.Round, CallID: str(r.CallID),
 		ArgsRaw: string(r.ArgsRaw), ArgsDigest: str(r.ArgsDigest), IdempotencyKey: str(r.IdempotencyKey),
 		TraceID: str(r.TraceID), State: r.State, ErrorCode: str(r.ErrorCode), Summary: r.Summary,
 		Units: r.Units, Truncated: r.Truncated,
 	}
+}
+
+// visibility is a record's result_visibility.
+func visibility(r journal.Record) string {
+	if r.DeliveryMode == journal.DeliveryAsync {
+		return "deferred_receipt"
+	}
+	return "immediate"
 }
 
 // CallRecordView is one record in the legacy /tools/call-records shape:

@@ -90,7 +90,7 @@ func TestJournalWireBytesUnchanged(t *testing.T) {
 			"face": oldStr(r.Face), "account_id": r.AccountID, "key_id": oldStr(r.KeyID), "round": r.Round, "call_id": oldStr(r.CallID),
 			"args_raw": string(r.ArgsRaw), "args_digest": oldStr(r.ArgsDigest), "idempotency_key": oldStr(r.IdempotencyKey),
 			"trace_id": oldStr(r.TraceID), "state": r.State, "error_code": oldStr(r.ErrorCode), "summary": r.Summary,
-			"units": r.Units, "truncated": r.Truncated,
+			"units": r.Units, "truncated": r.Truncated, "result_visibility": "immediate",
 		})
 		got, err := json.Marshal(admin.Execution(r))
 		if err != nil || string(got) != string(old) {

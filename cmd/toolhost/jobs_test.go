@@ -1,0 +1,145 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// jobsConfig is a config file whose jobs are rescued seconds after their
+// process died, not minutes.
+func jobsConfig(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(path, []byte(`{"jobs": {"timeout": "5s", "rescue_after": "6s"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// enqueue asks for a deferred call through toolhost call --async on the
+// store of args and returns its receipt.
+func enqueue(t *testing.T, bin string, args []string, tool, argJSON string) (execID, jobID string) {
+	t.Helper()
+	out, err := exec.Command(bin, append(append([]string{"call", "--test-tools", "--async"}, args...), tool, argJSON)...).Output()
+	if err != nil {
+		t.Fatalf("toolhost call --async: %v\n%s", err, out)
+	}
+	var res struct {
+		IsError    bool `json:"isError"`
+		Structured struct {
+			ExecutionID  string `json:"execution_id"`
+			RuntimeJobID string `json:"runtime_job_id"`
+			Status       string `json:"status"`
+		} `json:"structuredContent"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil || res.IsError || res.Structured.Status != "queued" {
+		t.Fatalf("receipt: %v %s", err, out)
+	}
+	return res.Structured.ExecutionID, res.Structured.RuntimeJobID
+}
+
+// waitRecord polls the execution's record over REST until cond holds; a
+// rescue waits for river's leader, which looks every 30 s.
+func waitRecord(t *testing.T, addr, id string, cond func(map[string]any) bool) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		var one struct {
+			Data map[string]any `json:"data"`
+		}
+		getJSON(t, "http://"+addr+"/tool-executions/"+id, http.StatusOK, &one)
+		if cond(one.Data) {
+			return one.Data
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("execution %s: condition not reached; last %v", id, one.Data)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestDeferredSandboxJobRunsAgainAfterKill9: a deferred call with sandbox
+// side effects whose server is killed while it runs is run again by the
+// next server on the same store and ends once, successfully, on its
+// second attempt.
+func TestDeferredSandboxJobRunsAgainAfterKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kill -9 and restart of real serve processes, waiting for river's rescue (up to a minute); runs in make test")
+	}
+	bin := buildBinary(t)
+	for name, extra := range journalBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			data := t.TempDir()
+			args := append([]string{"--dev", "--data", data, "--config", jobsConfig(t, data)}, extra...)
+			first := startReplica(t, bin, args...)
+			id, jobID := enqueue(t, bin, append([]string{"--data", data, "--config", jobsConfig(t, data)}, extra...), "sleep_effect", `{"ms":4000}`)
+			rec := waitRecord(t, first.addr, id, func(r map[string]any) bool { return r["status"] == "running" })
+			if rec["delivery_mode"] != "async_job" || rec["runtime_job_id"] != jobID || rec["result_visibility"] != "deferred_receipt" {
+				t.Fatalf("running record: %v", rec)
+			}
+			if err := first.cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			first.cmd.Wait()
+
+			second := startReplica(t, bin, args...)
+			done := waitRecord(t, second.addr, id, func(r map[string]any) bool { return r["lifecycle_state"] == "finished" })
+			if done["status"] != "success" || done["attempt_no"] != float64(2) || done["commit_outcome"] != "committed" {
+				t.Fatalf("finished record: status %v attempt %v commit %v", done["status"], done["attempt_no"], done["commit_outcome"])
+			}
+			states, _ := eventStates(t, second.addr, id)
+			ends := 0
+			for _, s := range states {
+				switch s {
+				case "observed", "failed_before_commit", "outcome_unknown", "cancelled_before_commit":
+					ends++
+				}
+			}
+			if ends != 1 {
+				t.Fatalf("events %v: want exactly one end", states)
+			}
+		})
+	}
+}
+
+// TestJobsCommandsListShowAndCancelAQueuedJob: with no server working the
+// queue, a deferred call stays queued; toolhost jobs lists and shows it,
+// cancel ends it without running, and a second cancel says it has ended.
+func TestJobsCommandsListShowAndCancelAQueuedJob(t *testing.T) {
+	for name, extra := range journalBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			store := append([]string{"--data", t.TempDir()}, extra...)
+			code, out, errOut := runCLI(t, append(append([]string{"call", "--test-tools", "--async"}, store...), "sleep", `{"ms":1}`)...)
+			var receipt struct {
+				Structured struct {
+					ExecutionID string `json:"execution_id"`
+				} `json:"structuredContent"`
+			}
+			if code != exitOK || json.Unmarshal([]byte(out), &receipt) != nil {
+				t.Fatalf("call --async: exit %d\n%s\n%s", code, out, errOut)
+			}
+			id := receipt.Structured.ExecutionID
+			code, out, errOut = runCLI(t, append([]string{"jobs", "list", "--json", "--status", "queued"}, store...)...)
+			var l execList
+			if code != exitOK || json.Unmarshal([]byte(out), &l) != nil || len(l.Data) != 1 || l.Data[0]["id"] != id {
+				t.Fatalf("jobs list: exit %d\n%s\n%s", code, out, errOut)
+			}
+			if code, out, _ = runCLI(t, append([]string{"jobs", "show", id}, store...)...); code != exitOK || !strings.Contains(out, `"status": "queued"`) {
+				t.Fatalf("jobs show: exit %d\n%s", code, out)
+			}
+			code, out, errOut = runCLI(t, append([]string{"jobs", "cancel", id}, store...)...)
+			if code != exitOK || !strings.Contains(out, `"state": "cancelled_before_commit"`) || !strings.Contains(out, `"lifecycle_state": "finished"`) {
+				t.Fatalf("jobs cancel: exit %d\n%s\n%s", code, out, errOut)
+			}
+			if code, _, errOut = runCLI(t, append([]string{"jobs", "cancel", id}, store...)...); code != 1 || !strings.Contains(errOut, "already finished") {
+				t.Fatalf("second cancel: exit %d, %s", code, errOut)
+			}
+		})
+	}
+}

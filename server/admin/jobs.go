@@ -1,0 +1,54 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/toolhost/toolhost/journal"
+	"github.com/toolhost/toolhost/server"
+	"github.com/toolhost/toolhost/tools"
+)
+
+// JobCanceller cancels an account's deferred call (tools.Executor).
+type JobCanceller interface {
+	CancelJob(ctx context.Context, accountID, executionID string) (journal.Record, error)
+}
+
+// Jobs serves the cancellation of deferred calls:
+// DELETE /tool-executions/{id}/job.
+type Jobs struct {
+	Cancel JobCanceller
+	// Account is as Journal's.
+	Account func(*http.Request) string
+}
+
+// Routes returns the routes for server.Options.Routes.
+func (j *Jobs) Routes() map[string]http.Handler {
+	return map[string]http.Handler{"DELETE /tool-executions/{id}/job": http.HandlerFunc(j.cancel)}
+}
+
+// cancel ends a queued job at once (200, the record finished) or asks a
+// running one to stop wherever it runs (202, the record still running:
+// it ends as a cancelled call does).
+func (j *Jobs) cancel(w http.ResponseWriter, r *http.Request) {
+	rec, err := j.Cancel.CancelJob(r.Context(), accountOf(r, j.Account), r.PathValue("id"))
+	switch {
+	case errors.Is(err, tools.ErrJobNotFound):
+		server.WriteError(w, http.StatusNotFound, "not_found", "no deferred execution of this id")
+		return
+	case errors.Is(err, tools.ErrJobFinished):
+		server.WriteError(w, http.StatusConflict, "job_finished", "the job has already ended with status "+string(rec.Status))
+		return
+	case err != nil:
+		writeErr(w, err)
+		return
+	}
+	status := http.StatusOK
+	if rec.Lifecycle != journal.Finished {
+		status = http.StatusAccepted
+	}
+	server.WriteJSON(w, status, struct {
+		Data ExecutionView `json:"data"`
+	}{Execution(rec)})
+}
