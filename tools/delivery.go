@@ -187,8 +187,8 @@ func (pl *pipeline) enqueue(ctx context.Context) (*Outcome, error) {
 	out := c.out
 	out.Status, out.Receipt = StatusSuccess, rc
 	out.Structured, _ = json.Marshal(body)
-	out.Text = fmt.Sprintf("%s runs in the background as job %s (execution %s, status queued). Its result will be at %s.",
-		spec.Name, jobID, r.ID, rc.ResultURI)
+	out.Text = fmt.Sprintf("%s runs in the background as job %s (execution %s, status queued). Its result will be at %s. To wait for it, call %s with {\"execution_id\":\"%s\"}; to stop it, %s with the same.",
+		spec.Name, jobID, r.ID, rc.ResultURI, WaitJobTool, r.ID, CancelJobTool)
 	out.Summary = "queued as job " + jobID
 	out.Duration = e.opts.Clock().Sub(c.start)
 	return out, nil
