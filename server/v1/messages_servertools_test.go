@@ -14,8 +14,10 @@ import (
 	"testing"
 
 	"github.com/toolhost/toolhost/sandbox"
+	v1 "github.com/toolhost/toolhost/server/v1"
 	"github.com/toolhost/toolhost/server/v1/fakeupstream"
 	"github.com/toolhost/toolhost/server/v1/loop"
+	"github.com/toolhost/toolhost/server/v1/upstream/anthropic"
 	"github.com/toolhost/toolhost/tools"
 	"github.com/toolhost/toolhost/tools/fetchpage"
 	"github.com/toolhost/toolhost/tools/runcode"
@@ -285,5 +287,77 @@ func TestMessagesServerToolsRefused(t *testing.T) {
 				t.Fatalf("status %d: %s", resp.status, resp.body)
 			}
 		})
+	}
+}
+
+// anthropicReplay is an Anthropic Messages API that answers every request
+// with one message holding the given content blocks (server tool blocks,
+// which the fake upstream's script does not express), recording the
+// bodies it was sent.
+func anthropicReplay(t *testing.T, content string) (url string, bodies <-chan map[string]any) {
+	t.Helper()
+	got := make(chan map[string]any, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		got <- body
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"msg_up","type":"message","role":"assistant","model":"fake-1","content":%s,"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":5,"server_tool_use":{"web_search_requests":1}}}`, content)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, got
+}
+
+// withAnthropicRoute routes fake-* to an Anthropic upstream at url.
+func withAnthropicRoute(t *testing.T, url string) envOption {
+	return func(o *v1.Options, _ *recordingExec) {
+		up := anthropic.New(anthropic.Config{Name: "anthropic", BaseURL: url, APIKey: "sk-ant-test"})
+		router, err := loop.NewRouter(&loop.Route{Name: "anthropic", Protocol: loop.DialectAnthropic, Models: []string{"fake-*"}, SupportsTools: true, Upstream: up})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Router = router
+	}
+}
+
+// On a route whose upstream is Anthropic's API the server tools pass
+// through untouched: the declaration is forwarded as written, the
+// upstream's server_tool_use and web_search_tool_result blocks and its
+// cited text come back as they came, and sent back in the next request
+// they reach the upstream as they are; no hosted call runs.
+func TestMessagesServerToolsPassThroughOnAnthropicRoute(t *testing.T) {
+	blocks := `[{"type":"server_tool_use","id":"srvtoolu_01","name":"web_search","input":{"query":"perovskite"}},` +
+		`{"type":"web_search_tool_result","tool_use_id":"srvtoolu_01","content":[{"type":"web_search_result","url":"https://a.example/","title":"A","encrypted_content":"EqgfCioIARgBIiQ","page_age":"April 30, 2025"}]},` +
+		`{"type":"text","text":"Sealed with glass.","citations":[{"type":"web_search_result_location","url":"https://a.example/","title":"A","encrypted_index":"Eo8BCioIAhgBIiQ","cited_text":"glass"}]}]`
+	url, bodies := anthropicReplay(t, blocks)
+	decl := `{"type":"web_search_20250305","name":"web_search","max_uses":3,"allowed_domains":["a.example"],"user_location":{"type":"approximate","city":"Paris"}}`
+	e := newToolsEnv(t, "toolhost", loop.DialectAnthropic, fakeupstream.Script{}, tools.Options{}, searxngTools(t), withAnthropicRoute(t, url))
+	resp := e.postTo("/v1/messages", `{`+messagesPrefix+`,"messages":[{"role":"user","content":"seal?"}],"tools":[`+decl+`]}`, nil)
+	if resp.status != http.StatusOK {
+		t.Fatalf("status %d: %s", resp.status, resp.body)
+	}
+	sent := <-bodies
+	if got := encodeJSON(sent["tools"], false); string(got) != string(encodeJSON(decodeJSON(t, []byte("["+decl+"]")), false)) {
+		t.Errorf("tools sent upstream %s, want the declaration as written", got)
+	}
+	msg := decodeJSON(t, resp.body).(map[string]any)
+	if got, want := encodeJSON(msg["content"], false), encodeJSON(decodeJSON(t, []byte(blocks)), false); string(got) != string(want) {
+		t.Errorf("content %s, want the upstream's %s", got, want)
+	}
+	if len(e.exec.Proposals()) != 0 {
+		t.Errorf("hosted calls ran: %v", e.exec.Proposals())
+	}
+
+	next := `{` + messagesPrefix + `,"messages":[{"role":"user","content":"seal?"},{"role":"assistant","content":` + blocks + `},{"role":"user","content":"more"}],"tools":[` + decl + `]}`
+	if resp := e.postTo("/v1/messages", next, nil); resp.status != http.StatusOK {
+		t.Fatalf("status %d: %s", resp.status, resp.body)
+	}
+	sent = <-bodies
+	asst := sent["messages"].([]any)[1].(map[string]any)
+	if got, want := encodeJSON(asst["content"], false), encodeJSON(decodeJSON(t, []byte(blocks)), false); string(got) != string(want) {
+		t.Errorf("assistant turn sent upstream %s, want the blocks as they came", got)
 	}
 }
