@@ -116,8 +116,8 @@ func foundItems(c loop.Call) []foundItem {
 func serverResult(t serverTool, c loop.Call) json.RawMessage {
 	blk := serverResultBlock{ToolUseID: serverUseID(c.ID), Type: t.name + "_tool_result"}
 	failed := c.IsError || c.Status == loop.StatusFailed
-	switch {
-	case t.name == "web_search":
+	switch t.name {
+	case "web_search":
 		blk.Caller = &directCaller{Type: "direct"}
 		if failed {
 			blk.Content = serverToolError{Type: "web_search_tool_result_error", ErrorCode: serverErrorCode(t, c.Code)}
@@ -133,7 +133,7 @@ func serverResult(t serverTool, c loop.Call) json.RawMessage {
 			list = append(list, item)
 		}
 		blk.Content = list
-	case t.name == "web_fetch":
+	case "web_fetch":
 		blk.Caller = &directCaller{Type: "direct"}
 		if failed {
 			blk.Content = serverToolError{Type: "web_fetch_tool_result_error", ErrorCode: serverErrorCode(t, c.Code)}

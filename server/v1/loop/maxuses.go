@@ -14,13 +14,13 @@ const CodeMaxUses = "max_uses_exceeded"
 // overUses fails, without running them, the calls of a tool beyond its
 // Hosted.MaxUses for the whole run, counting those already made; used
 // holds the run's counts by tool and is updated.
-func overUses(max map[string]int, used map[string]int, calls []Call, lang catalog.Lang) {
-	if len(max) == 0 {
+func overUses(limits map[string]int, used map[string]int, calls []Call, lang catalog.Lang) {
+	if len(limits) == 0 {
 		return
 	}
 	for i := range calls {
 		c := &calls[i]
-		limit, ok := max[c.Name]
+		limit, ok := limits[c.Name]
 		if !ok {
 			continue
 		}
