@@ -361,3 +361,29 @@ func TestMessagesServerToolsPassThroughOnAnthropicRoute(t *testing.T) {
 		t.Errorf("assistant turn sent upstream %s, want the blocks as they came", got)
 	}
 }
+
+// The Responses web search tool's own tool_choice ({"type":"web_search"})
+// makes the model call the hosted web_search that serves it; without a web
+// search tool in tools it is refused, naming what is missing.
+func TestResponsesWebSearchToolChoice(t *testing.T) {
+	rounds := []fakeupstream.Round{
+		{ToolCalls: []fakeupstream.ToolCall{call("call_s", "web_search", `{"query":"perovskite"}`)}},
+		{Content: "See " + citedURL},
+	}
+	e := newToolsEnv(t, "toolhost", loop.DialectOpenAI, fakeupstream.Script{Conversations: []fakeupstream.Conversation{{Rounds: rounds}}}, tools.Options{}, searxngTools(t))
+	resp := e.postTo("/v1/responses", `{"model":"fake-1","input":"seal?","tools":[{"type":"web_search"}],"tool_choice":{"type":"web_search"}}`, nil)
+	if resp.status != http.StatusOK {
+		t.Fatalf("status %d: %s", resp.status, resp.body)
+	}
+	reqs := e.upstreamRequests()
+	if got := strings.TrimSpace(string(encodeJSON(reqs[0]["tool_choice"], false))); got != `{"function":{"name":"web_search"},"type":"function"}` {
+		t.Errorf("first round's tool_choice %s", got)
+	}
+	if _, forced := reqs[1]["tool_choice"].(map[string]any); forced {
+		t.Errorf("second round's tool_choice %v, want it relaxed after the search", reqs[1]["tool_choice"])
+	}
+	resp = e.postTo("/v1/responses", `{"model":"fake-1","input":"seal?","tool_choice":{"type":"web_search_preview"}}`, nil)
+	if resp.status != http.StatusBadRequest || !strings.Contains(string(resp.body), "needs a web search tool") {
+		t.Fatalf("status %d: %s", resp.status, resp.body)
+	}
+}

@@ -276,6 +276,14 @@ func (h *Handler) parseResponsesToolChoice(raw json.RawMessage, enabled map[stri
 		// A string (or nonsense, which the chat parser refuses).
 		return h.parseToolChoice(raw, enabled)
 	}
+	if isWebSearchTool(obj.Type) {
+		// The built-in tool's own choice: its search is the hosted
+		// web_search, which the model is then made to call.
+		if !enabled[searchToolName] {
+			return loop.ToolChoice{}, badRequest(ReasonToolChoiceNotEnabled, "tool_choice.type", fmt.Sprintf("tool_choice %q needs a web search tool in tools", obj.Type))
+		}
+		return loop.ToolChoice{Mode: loop.ToolChoiceFunction, Name: searchToolName}, nil
+	}
 	switch obj.Type {
 	case "mcp":
 		return h.parseToolChoice(raw, enabled)
@@ -285,7 +293,7 @@ func (h *Handler) parseResponsesToolChoice(raw json.RawMessage, enabled map[stri
 		}
 		return loop.ToolChoice{Mode: loop.ToolChoiceFunction, Name: upstreamName(obj.Namespace, obj.Name)}, nil
 	}
-	return loop.ToolChoice{}, badRequest(ReasonInvalidRequest, "tool_choice.type", fmt.Sprintf("tool_choice type %q is not supported here; use \"auto\", \"none\", \"required\", a function, a custom tool or the mcp form", obj.Type))
+	return loop.ToolChoice{}, badRequest(ReasonInvalidRequest, "tool_choice.type", fmt.Sprintf("tool_choice type %q is not supported here; use \"auto\", \"none\", \"required\", a function, a custom tool, the web search tool or the mcp form", obj.Type))
 }
 
 // translateResponsesOptions adds to opts the Chat Completions spelling of
