@@ -32,6 +32,10 @@ type responsesRequest struct {
 	// names maps the upstream names of namespaced and custom tools back
 	// (responses_tooltypes.go).
 	names callerNames
+	// interpreter says a code_interpreter tool was declared, served by
+	// run_code; codeOnly that run_code is enabled only for it
+	// (responses_codeinterpreter.go).
+	interpreter, codeOnly bool
 }
 
 // responsesEcho are the fields of a request a response repeats as sent.
@@ -150,6 +154,7 @@ func (h *Handler) parseResponses(body []byte) (*responsesRequest, error) {
 		return nil, err
 	}
 	rr.enableWebSearch(enabledSet)
+	rr.enableInterpreter(enabledSet)
 	if err := h.applyHosted(&rr.hosted, rr.declared, enabledSet, rr.loop.Tools, top[label], label,
 		fmt.Sprintf("a tools item {\"type\":\"mcp\",\"server_label\":%q}", label), "function", "rename it or leave the hosted tool out of allowed_tools", nil); err != nil {
 		return nil, err
@@ -251,6 +256,10 @@ func (h *Handler) parseResponsesTools(t json.RawMessage, rr *responsesRequest, l
 			}
 		case typ == "tool_search":
 			// Deferred tools are given to the model with the others.
+		case typ == "code_interpreter":
+			if err := rr.codeInterpreterTool(item, param); err != nil {
+				return nil, err
+			}
 		case isWebSearchTool(typ):
 			if err := rr.webSearchTool(item, param); err != nil {
 				return nil, err
