@@ -95,6 +95,13 @@ const script = (notePath) => ({
       ],
     },
     {
+      match: "[typed-ci]",
+      rounds: [
+        { tool_calls: [{ id: "call_tci", name: "run_code", arguments: JSON.stringify({ language: "javascript", code: "console.log(6 * 7)" }) }] },
+        { content: "6 * 7 is 42." },
+      ],
+    },
+    {
       match: "[agents]",
       rounds: [
         { tool_calls: [{ id: "call_pick", name: "random_choice", arguments: JSON.stringify({ options: ["tea"] }) }] },
@@ -353,7 +360,7 @@ describe("openai client's own types, Codex's kinds of tools", () => {
   });
 });
 
-describe("anthropic client's own types, server tools on an OpenAI route", () => {
+describe("the SDKs' own types, vendors' built-in tools on an OpenAI route", () => {
   test("server_tool_use and the tools' result blocks compile without casts under tsc --strict and run", async () => {
     const out = join(work, "typed-servertools");
     const tsc = join(here, "node_modules", "typescript", "bin", "tsc");
@@ -373,6 +380,23 @@ describe("anthropic client's own types, server tools on an OpenAI route", () => 
     // The model saw toolhost's functions, not the server tool declarations.
     const [first] = await upstreamRequests("typed-srv");
     assert.deepEqual(first.tools.map((t) => t.function.name).sort(), ["run_code", "web_search"]);
+  });
+
+  test("code_interpreter_call items compile without casts under tsc --strict and run", async () => {
+    const out = join(work, "typed-servertools");
+    const tsc = join(here, "node_modules", "typescript", "bin", "tsc");
+    await promisify(execFile)(process.execPath, [tsc, "-p", join(here, "typed", "tsconfig.servertools.json"), "--outDir", out])
+      .catch((err) => assert.fail(`tsc: ${err.stdout}${err.stderr}`));
+    const { codeInterpreter } = await import(join(out, "responses-codeinterpreter.js"));
+    const client = new OpenAI({ baseURL: `${server.base}/v1`, apiKey: "dev", maxRetries: 0 });
+    const { whole, streamed } = await codeInterpreter(client, "fake-1", "typed-ci");
+    for (const got of [whole, streamed]) {
+      assert.deepEqual([got.call.status, got.call.code, got.logs], ["completed", "console.log(6 * 7)", ["42\n"]]);
+    }
+    assert.deepEqual(streamed.events, [
+      "response.code_interpreter_call.in_progress", "response.code_interpreter_call_code.delta", "response.code_interpreter_call_code.done",
+      "response.code_interpreter_call.interpreting", "response.code_interpreter_call.completed",
+    ]);
   });
 });
 
