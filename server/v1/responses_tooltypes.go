@@ -235,7 +235,6 @@ var builtinRefusals = map[string]string{
 	"computer_use_preview":      "computer use needs a model trained for OpenAI's computer actions and a screen it drives",
 	"image_generation":          "it needs OpenAI's image model, which the upstream of this route does not have",
 	"programmatic_tool_calling": "it runs model-written programs in OpenAI containers",
-	"local_shell":               "it is the legacy shell tool of codex-mini; declare the shell tool or a function instead",
 }
 
 // addCallerTool adds a translated tool of the caller to the loop request,
