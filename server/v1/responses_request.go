@@ -165,6 +165,9 @@ func (h *Handler) parseResponses(body []byte) (*responsesRequest, error) {
 
 	if tc := in.ToolChoice; present(tc) {
 		choice, err := h.parseResponsesToolChoice(tc, enabledSet)
+		if isAllowedTools(tc) {
+			choice, err = rr.allowedTools(tc)
+		}
 		if err != nil {
 			return nil, err
 		}
