@@ -155,7 +155,7 @@ func (h *Handler) parseMessages(r *http.Request, body []byte) (*messagesRequest,
 		if err != nil {
 			return nil, err
 		}
-		mr.loop.ToolChoice = choice
+		mr.loop.ToolChoice = mr.builtins.choice(choice)
 	}
 	return mr, nil
 }

@@ -187,3 +187,17 @@ func (mr *messagesRequest) serverToolBounds(d serverToolDecl, f serverToolFields
 	mr.hosted.Fixed[d.kind.hosted] = fixed
 	return nil
 }
+
+// choice is a tool_choice naming a served server tool ({"type":"tool",
+// "name":"web_fetch"}) as the choice of the hosted tool serving it.
+func (s serverTools) choice(c loop.ToolChoice) loop.ToolChoice {
+	if c.Mode != loop.ToolChoiceFunction {
+		return c
+	}
+	for hosted, t := range s {
+		if t.name == c.Name {
+			return loop.ToolChoice{Mode: loop.ToolChoiceFunction, Name: hosted}
+		}
+	}
+	return c
+}

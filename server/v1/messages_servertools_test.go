@@ -204,7 +204,8 @@ func TestMessagesServerToolsContinued(t *testing.T) {
 // are never fetched) and a look-alike domain in another script
 // (exаmple.org, Cyrillic а) is refused as url_not_allowed, and the page
 // server never sees them; without a filter the page comes back as a
-// web_fetch_result document.
+// web_fetch_result document, which the model read fenced. A tool_choice
+// naming web_fetch makes the model call fetch_page.
 func TestMessagesWebFetchServedHoldsDomains(t *testing.T) {
 	hits := make(chan string, 8)
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -232,7 +233,7 @@ func TestMessagesWebFetchServedHoldsDomains(t *testing.T) {
 			args, _ := json.Marshal(map[string]string{"url": c.url})
 			rounds := []fakeupstream.Round{{ToolCalls: []fakeupstream.ToolCall{call("call_f", "fetch_page", string(args))}}, {Content: "done"}}
 			e := newToolsEnv(t, "toolhost", loop.DialectOpenAI, fakeupstream.Script{Conversations: []fakeupstream.Conversation{{Rounds: rounds}}}, tools.Options{}, []tools.Tool{fp})
-			resp := e.postTo("/v1/messages", `{`+messagesPrefix+`,"messages":[{"role":"user","content":"read it"}],"tools":[{"type":"web_fetch_20250910","name":"web_fetch",`+c.decl+`}]}`, nil)
+			resp := e.postTo("/v1/messages", `{`+messagesPrefix+`,"messages":[{"role":"user","content":"read it"}],"tools":[{"type":"web_fetch_20250910","name":"web_fetch",`+c.decl+`}],"tool_choice":{"type":"tool","name":"web_fetch"}}`, nil)
 			if resp.status != http.StatusOK {
 				t.Fatalf("status %d: %s", resp.status, resp.body)
 			}
@@ -251,6 +252,16 @@ func TestMessagesWebFetchServedHoldsDomains(t *testing.T) {
 				default:
 				}
 				return
+			}
+			// The model was made to call fetch_page, and read the page
+			// fenced: it is outside data.
+			reqs := e.upstreamRequests()
+			if got := strings.TrimSpace(string(encodeJSON(reqs[0]["tool_choice"], false))); got != `{"function":{"name":"fetch_page"},"type":"function"}` {
+				t.Errorf("tool_choice sent upstream %s", got)
+			}
+			msgs := reqs[1]["messages"].([]any)
+			if page, ok := tools.Unfence(msgs[len(msgs)-1].(map[string]any)["content"].(string)); !ok || !strings.Contains(page, "Glass-glass lamination") {
+				t.Errorf("the model read %v, want the page fenced", msgs[len(msgs)-1])
 			}
 			doc := res["content"].(map[string]any)
 			if res["type"] != "web_fetch_result" || doc["type"] != "document" || !strings.Contains(doc["source"].(map[string]any)["data"].(string), "Glass-glass lamination") {
