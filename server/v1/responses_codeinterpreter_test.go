@@ -92,3 +92,18 @@ func TestResponsesCodeInterpreterContinued(t *testing.T) {
 		t.Errorf("round trip %v %v", calls, msgs[2])
 	}
 }
+
+// code_interpreter declared twice is refused; so is it on a server that
+// does not publish run_code (no sandbox runtimes).
+func TestResponsesCodeInterpreterRefused(t *testing.T) {
+	e := newToolsEnv(t, "toolhost", loop.DialectOpenAI, fakeupstream.Script{}, tools.Options{}, []tools.Tool{runCodeTool(t)})
+	resp := e.postTo("/v1/responses", `{"model":"fake-1","input":"x","tools":[{"type":"code_interpreter","container":"auto"},{"type":"code_interpreter","container":"auto"}]}`, nil)
+	if resp.status != http.StatusBadRequest || !strings.Contains(string(resp.body), "declare one code_interpreter tool") {
+		t.Fatalf("status %d: %s", resp.status, resp.body)
+	}
+	e = newEnv(t, "toolhost", nil)
+	resp = e.postTo("/v1/responses", `{"model":"fake-1","input":"x","tools":[{"type":"code_interpreter","container":"auto"}]}`, nil)
+	if resp.status != http.StatusBadRequest || !strings.Contains(string(resp.body), "tool_type_unsupported") {
+		t.Fatalf("status %d: %s", resp.status, resp.body)
+	}
+}
