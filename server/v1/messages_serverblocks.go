@@ -268,7 +268,7 @@ func citeBlocks(blocks []json.RawMessage, found []foundItem) []json.RawMessage {
 	return out
 }
 
-// serverFound are the web search results of the calls serving web_search
+// found are the web search results of the calls serving web_search
 // among calls.
 func (s serverTools) found(calls []loop.Call) []foundItem {
 	var out []foundItem
@@ -334,7 +334,7 @@ func continuedServerResult(b json.RawMessage, param string) (json.RawMessage, er
 	}
 	var errObj serverToolError
 	if json.Unmarshal(r.Content, &errObj) == nil && errObj.ErrorCode != "" {
-		return marshal(toolResultBlock{Type: "tool_result", ToolUseID: r.ToolUseID, IsError: true, Content: mustJSON(errObj.ErrorCode)})
+		return marshal(toolResultBlock{Type: "tool_result", ToolUseID: r.ToolUseID, IsError: true, Content: stringJSON(errObj.ErrorCode)})
 	}
 	var text string
 	switch r.Type {
@@ -376,13 +376,13 @@ func continuedServerResult(b json.RawMessage, param string) (json.RawMessage, er
 		}{out.ReturnCode, out.Stdout, out.Stderr})
 		text = string(enc)
 	}
-	return marshal(toolResultBlock{Type: "tool_result", ToolUseID: r.ToolUseID, Content: mustJSON(tools.Fence(text))})
+	return marshal(toolResultBlock{Type: "tool_result", ToolUseID: r.ToolUseID, Content: stringJSON(tools.Fence(text))})
 }
 
-// mustJSON is a string as JSON.
-func mustJSON(s string) json.RawMessage {
+// stringJSON is s as a JSON string.
+func stringJSON(s string) json.RawMessage {
 	b, _ := json.Marshal(s)
 	return b
 }
 
-func quote(s string) string { return string(mustJSON(s)) }
+func quote(s string) string { return string(stringJSON(s)) }
