@@ -72,17 +72,22 @@ func TestResponsesCodeInterpreterServed(t *testing.T) {
 }
 
 // A code_interpreter_call item sent back reaches the upstream as the
-// run_code call the model made and its logs.
+// run_code call the model made and its logs; the tool's own tool_choice
+// makes the model call run_code.
 func TestResponsesCodeInterpreterContinued(t *testing.T) {
 	e := newToolsEnv(t, "toolhost", loop.DialectOpenAI, fakeupstream.Script{Conversations: []fakeupstream.Conversation{{Rounds: []fakeupstream.Round{{Content: "ok"}}}}}, tools.Options{}, []tools.Tool{runCodeTool(t)})
 	body := `{"model":"fake-1","tools":[{"type":"code_interpreter","container":"auto"}],"input":[{"role":"user","content":"6*7?"},` +
 		`{"type":"code_interpreter_call","id":"ci_call_1","code":"print(6*7)","container_id":"cntr_x","status":"completed","outputs":[{"type":"logs","logs":"42\n"}]},` +
 		`{"role":"user","content":"thanks"}]}`
-	resp := e.postTo("/v1/responses", body, nil)
+	resp := e.postTo("/v1/responses", strings.Replace(body, `"tools"`, `"tool_choice":{"type":"code_interpreter"},"tools"`, 1), nil)
 	if resp.status != http.StatusOK {
 		t.Fatalf("status %d: %s", resp.status, resp.body)
 	}
-	msgs := e.upstreamRequests()[0]["messages"].([]any)
+	up := e.upstreamRequests()[0]
+	if got := strings.TrimSpace(string(encodeJSON(up["tool_choice"], false))); got != `{"function":{"name":"run_code"},"type":"function"}` {
+		t.Errorf("tool_choice sent upstream %s", got)
+	}
+	msgs := up["messages"].([]any)
 	if len(msgs) != 4 {
 		t.Fatalf("upstream messages %v", msgs)
 	}
@@ -93,12 +98,17 @@ func TestResponsesCodeInterpreterContinued(t *testing.T) {
 	}
 }
 
-// code_interpreter declared twice is refused; so is it on a server that
-// does not publish run_code (no sandbox runtimes).
+// code_interpreter declared twice is refused, as is its tool_choice without
+// it, and the tool on a server that does not publish run_code (no sandbox
+// runtimes).
 func TestResponsesCodeInterpreterRefused(t *testing.T) {
 	e := newToolsEnv(t, "toolhost", loop.DialectOpenAI, fakeupstream.Script{}, tools.Options{}, []tools.Tool{runCodeTool(t)})
 	resp := e.postTo("/v1/responses", `{"model":"fake-1","input":"x","tools":[{"type":"code_interpreter","container":"auto"},{"type":"code_interpreter","container":"auto"}]}`, nil)
 	if resp.status != http.StatusBadRequest || !strings.Contains(string(resp.body), "declare one code_interpreter tool") {
+		t.Fatalf("status %d: %s", resp.status, resp.body)
+	}
+	resp = e.postTo("/v1/responses", `{"model":"fake-1","input":"x","tool_choice":{"type":"code_interpreter"}}`, nil)
+	if resp.status != http.StatusBadRequest || !strings.Contains(string(resp.body), "needs a code_interpreter tool") {
 		t.Fatalf("status %d: %s", resp.status, resp.body)
 	}
 	e = newEnv(t, "toolhost", nil)

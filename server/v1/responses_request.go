@@ -288,13 +288,13 @@ func (h *Handler) parseResponsesToolChoice(raw json.RawMessage, enabled map[stri
 		// A string (or nonsense, which the chat parser refuses).
 		return h.parseToolChoice(raw, enabled)
 	}
-	if isWebSearchTool(obj.Type) {
-		// The built-in tool's own choice: its search is the hosted
-		// web_search, which the model is then made to call.
-		if !enabled[searchToolName] {
-			return loop.ToolChoice{}, badRequest(ReasonToolChoiceNotEnabled, "tool_choice.type", fmt.Sprintf("tool_choice %q needs a web search tool in tools", obj.Type))
+	if served, tool := builtinChoice(obj.Type); served != "" {
+		// A built-in tool's own choice: the hosted tool serving it is
+		// the one the model is then made to call.
+		if !enabled[served] {
+			return loop.ToolChoice{}, badRequest(ReasonToolChoiceNotEnabled, "tool_choice.type", fmt.Sprintf("tool_choice %q needs a %s tool in tools", obj.Type, tool))
 		}
-		return loop.ToolChoice{Mode: loop.ToolChoiceFunction, Name: searchToolName}, nil
+		return loop.ToolChoice{Mode: loop.ToolChoiceFunction, Name: served}, nil
 	}
 	switch obj.Type {
 	case "mcp":
@@ -305,7 +305,19 @@ func (h *Handler) parseResponsesToolChoice(raw json.RawMessage, enabled map[stri
 		}
 		return loop.ToolChoice{Mode: loop.ToolChoiceFunction, Name: upstreamName(obj.Namespace, obj.Name)}, nil
 	}
-	return loop.ToolChoice{}, badRequest(ReasonInvalidRequest, "tool_choice.type", fmt.Sprintf("tool_choice type %q is not supported here; use \"auto\", \"none\", \"required\", a function, a custom tool, the web search tool or the mcp form", obj.Type))
+	return loop.ToolChoice{}, badRequest(ReasonInvalidRequest, "tool_choice.type", fmt.Sprintf("tool_choice type %q is not supported here; use \"auto\", \"none\", \"required\", a function, a custom tool, the web search or code_interpreter tool or the mcp form", obj.Type))
+}
+
+// builtinChoice is the hosted tool serving the built-in tool a tool_choice
+// type names, and what to call that tool in a refusal; "" for other types.
+func builtinChoice(typ string) (served, tool string) {
+	switch {
+	case isWebSearchTool(typ):
+		return searchToolName, "web search"
+	case typ == "code_interpreter":
+		return codeToolName, "code_interpreter"
+	}
+	return "", ""
 }
 
 // translateResponsesOptions adds to opts the Chat Completions spelling of
