@@ -23,6 +23,7 @@ import { promisify } from "node:util";
 import { after, before, describe, test } from "node:test";
 import { Agent, run, hostedMcpTool, setDefaultOpenAIClient, setOpenAIAPI, setTracingDisabled } from "@openai/agents";
 import OpenAI from "openai";
+import Anthropic from "@anthropic-ai/sdk";
 import { startFakeUpstream } from "./lib/fakeupstream.mjs";
 import { node22Bin, startServer, tempDir } from "./lib/server.mjs";
 
@@ -78,6 +79,26 @@ const script = (notePath) => ({
       rounds: [
         { tool_calls: [{ id: "call_tws", name: "web_search", arguments: JSON.stringify({ query: "perovskite sealing" }) }] },
         { content: `Glass–glass lamination, per ${CITED}.` },
+      ],
+    },
+    {
+      match: "[typed-srv]",
+      rounds: [
+        {
+          content: "Looking.",
+          tool_calls: [
+            { id: "call_tsrv", name: "web_search", arguments: JSON.stringify({ query: "perovskite sealing" }) },
+            { id: "call_tcode", name: "run_code", arguments: JSON.stringify({ language: "javascript", code: "console.log(6 * 7)" }) },
+          ],
+        },
+        { content: `Glass–glass lamination, per ${CITED}; 42.` },
+      ],
+    },
+    {
+      match: "[typed-ci]",
+      rounds: [
+        { tool_calls: [{ id: "call_tci", name: "run_code", arguments: JSON.stringify({ language: "javascript", code: "console.log(6 * 7)" }) }] },
+        { content: "6 * 7 is 42." },
       ],
     },
     {
@@ -336,6 +357,46 @@ describe("openai client's own types, Codex's kinds of tools", () => {
     const calls = second.messages.find((m) => m.role === "assistant").tool_calls.map((c) => `${c.function.name} ${c.function.arguments}`);
     assert.deepEqual(calls, [`crm__lookup {"id":"c-7"}`, `apply_patch {"input":"*** Begin Patch\\n*** End Patch"}`]);
     assert.deepEqual(second.messages.filter((m) => m.role === "tool").map((m) => m.content), [`{"name":"Ada"}`, "Done!"]);
+  });
+});
+
+describe("the SDKs' own types, vendors' built-in tools on an OpenAI route", () => {
+  test("server_tool_use and the tools' result blocks compile without casts under tsc --strict and run", async () => {
+    const out = join(work, "typed-servertools");
+    const tsc = join(here, "node_modules", "typescript", "bin", "tsc");
+    await promisify(execFile)(process.execPath, [tsc, "-p", join(here, "typed", "tsconfig.servertools.json"), "--outDir", out])
+      .catch((err) => assert.fail(`tsc: ${err.stdout}${err.stderr}`));
+    const { serverToolTypes } = await import(join(out, "messages-servertools.js"));
+    const client = new Anthropic({ baseURL: server.base, apiKey: "dev", maxRetries: 0 });
+    const { whole, streamed } = await serverToolTypes(client, "fake-1", "typed-srv");
+    for (const got of [whole, streamed]) {
+      assert.deepEqual(got.types, ["text", "server_tool_use", "server_tool_use", "web_search_tool_result", "bash_code_execution_tool_result", "text"]);
+      assert.deepEqual(got.uses.map((u) => u.name), ["web_search", "bash_code_execution"]);
+      assert.ok(got.results.some((r) => r.url === CITED), JSON.stringify(got.results));
+      assert.deepEqual([got.code.stdout, got.code.return_code], ["42\n", 0]);
+      assert.deepEqual(got.citations.map((c) => c.url), [CITED]);
+    }
+    assert.deepEqual(streamed, whole);
+    // The model saw toolhost's functions, not the server tool declarations.
+    const [first] = await upstreamRequests("typed-srv");
+    assert.deepEqual(first.tools.map((t) => t.function.name).sort(), ["run_code", "web_search"]);
+  });
+
+  test("code_interpreter_call items compile without casts under tsc --strict and run", async () => {
+    const out = join(work, "typed-servertools");
+    const tsc = join(here, "node_modules", "typescript", "bin", "tsc");
+    await promisify(execFile)(process.execPath, [tsc, "-p", join(here, "typed", "tsconfig.servertools.json"), "--outDir", out])
+      .catch((err) => assert.fail(`tsc: ${err.stdout}${err.stderr}`));
+    const { codeInterpreter } = await import(join(out, "responses-codeinterpreter.js"));
+    const client = new OpenAI({ baseURL: `${server.base}/v1`, apiKey: "dev", maxRetries: 0 });
+    const { whole, streamed } = await codeInterpreter(client, "fake-1", "typed-ci");
+    for (const got of [whole, streamed]) {
+      assert.deepEqual([got.call.status, got.call.code, got.logs], ["completed", "console.log(6 * 7)", ["42\n"]]);
+    }
+    assert.deepEqual(streamed.events, [
+      "response.code_interpreter_call.in_progress", "response.code_interpreter_call_code.delta", "response.code_interpreter_call_code.done",
+      "response.code_interpreter_call.interpreting", "response.code_interpreter_call.completed",
+    ]);
   });
 });
 

@@ -61,7 +61,7 @@ func (h *Handler) countTokens(w http.ResponseWriter, r *http.Request) {
 	}
 	method := "estimate:" + estimateEncoding
 	var n int64
-	route, perr := h.opts.Router.Pick(mr.loop.Model, mr.declared)
+	route, perr := h.opts.Router.Pick(mr.loop.Model, mr.declared || mr.builtin)
 	if tc, ok := upstreamCounter(route); perr == nil && ok {
 		n, err = tc.CountTokens(ctx, req)
 		if err != nil {

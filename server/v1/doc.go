@@ -37,5 +37,12 @@
 // hosted web_search and fetch_page, their domain filters fixed over the
 // model's arguments (loop.Hosted.Fixed), their calls rendered as
 // web_search_call items and the results they found cited as url_citation
-// annotations.
+// annotations; code_interpreter is served by run_code, its calls rendered
+// as code_interpreter_call items.
+//
+// Messages server tools (messages_servertools.go): on a route whose
+// upstream is Anthropic's API they pass through; elsewhere web_search,
+// fetch_page and run_code serve them, within their declared max_uses
+// (loop.Hosted.MaxUses) and domain filters, their calls rendered as
+// server_tool_use and the tools' result blocks.
 package v1

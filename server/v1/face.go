@@ -54,6 +54,9 @@ type hostedRequest struct {
 	// search is the web search the request asked for, served by the
 	// hosted web_search (nil when none; responses_websearch.go).
 	search *webSearchDecl
+	// builtin says the request declared a vendor's built-in tool, which
+	// only a route with tool calling serves.
+	builtin bool
 }
 
 func (c *hostedRequest) common() *hostedRequest { return c }
@@ -97,7 +100,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, f face, body []b
 		f.writeError(w, re)
 		return
 	}
-	route, err := h.opts.Router.Pick(c.loop.Model, c.declared)
+	route, err := h.opts.Router.Pick(c.loop.Model, c.declared || c.builtin)
 	if err != nil {
 		f.writeError(w, h.runError(ctx, err))
 		return

@@ -64,15 +64,17 @@ func (h *Handler) messagesResponse(mr *messagesRequest, run *loop.Run, res *loop
 		content = append(content, h.mcpToolUse(c.ID, c.Name, c.Args), resultBlock(c))
 	}
 	paused := len(res.Awaiting()) > 0
+	var found []foundItem // web search results, which later texts cite
 	for n, rr := range res.Rounds {
 		if n == len(res.Rounds)-1 && !paused {
 			break
 		}
-		content = append(content, h.hostedRoundBlocks(rr)...)
-		content = append(content, resultBlocks(rr.Calls)...)
+		content = append(content, citeBlocks(h.hostedRoundBlocks(rr, mr.builtins), found)...)
+		content = append(content, resultBlocks(rr.Calls, mr.builtins)...)
+		found = append(found, mr.builtins.found(rr.Calls)...)
 	}
 	if !paused {
-		content = append(content, finalBlocks(res)...)
+		content = append(content, citeBlocks(finalBlocks(res), found)...)
 	}
 	stopReason, stopSeq := messagesStop(res)
 	return message{
@@ -143,8 +145,8 @@ func modelBlocks(resp *loop.UpstreamResponse, msg loop.Message) []json.RawMessag
 }
 
 // hostedRoundBlocks: the round's blocks with its hosted tool_use blocks as
-// mcp_tool_use.
-func (h *Handler) hostedRoundBlocks(rr loop.RoundResult) []json.RawMessage {
+// mcp_tool_use, or server_tool_use for those serving a server tool.
+func (h *Handler) hostedRoundBlocks(rr loop.RoundResult, bt serverTools) []json.RawMessage {
 	// Calls skipped for a budget are left out, as in the last round.
 	hosted, skipped := map[string]bool{}, map[string]bool{}
 	for _, c := range rr.Calls {
@@ -163,7 +165,11 @@ func (h *Handler) hostedRoundBlocks(rr loop.RoundResult) []json.RawMessage {
 			continue
 		}
 		if u.Type == "tool_use" && hosted[u.ID] {
-			b = h.mcpToolUse(u.ID, u.Name, u.Input)
+			if t, ok := bt.serves(u.Name); ok {
+				b = serverToolUse(t, loop.Call{ID: u.ID}, objectOrEmpty(u.Input))
+			} else {
+				b = h.mcpToolUse(u.ID, u.Name, u.Input)
+			}
 		}
 		out = append(out, b)
 	}
@@ -219,12 +225,19 @@ func resultBlock(c loop.Call) json.RawMessage {
 	return b
 }
 
-func resultBlocks(calls []loop.Call) []json.RawMessage {
+// resultBlocks are the results of a round's calls: mcp_tool_result, or
+// the server tool's result block for a call serving one.
+func resultBlocks(calls []loop.Call, bt serverTools) []json.RawMessage {
 	out := make([]json.RawMessage, 0, len(calls))
 	for _, c := range calls {
-		if c.Status != loop.StatusSkipped {
-			out = append(out, resultBlock(c))
+		if c.Status == loop.StatusSkipped {
+			continue
 		}
+		if t, ok := bt.serves(c.Name); ok {
+			out = append(out, serverResult(t, c))
+			continue
+		}
+		out = append(out, resultBlock(c))
 	}
 	return out
 }

@@ -210,6 +210,9 @@ func assembleStream(t *testing.T, b []byte, label string) map[string]any {
 				blk["signature"] = blk["signature"].(string) + d["signature"].(string)
 			case "input_json_delta":
 				partial[i].WriteString(d["partial_json"].(string))
+			case "citations_delta":
+				cs, _ := blk["citations"].([]any)
+				blk["citations"] = append(cs, d["citation"])
 			default:
 				t.Fatalf("unknown delta %v", d["type"])
 			}

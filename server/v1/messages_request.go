@@ -29,6 +29,13 @@ const (
 type messagesRequest struct {
 	hostedRequest
 	h *Handler
+	// builtins are the declared server tools hosted tools serve
+	// (messages_servertools.go); nil when none, or on a route whose
+	// upstream runs them.
+	builtins serverTools
+	// serverDecls are the server tool items of tools, until the route
+	// tells whether they pass through.
+	serverDecls []serverToolDecl
 }
 
 // messagesFields are the members of a Messages request the face consumes;
@@ -93,6 +100,16 @@ func (h *Handler) parseMessages(r *http.Request, body []byte) (*messagesRequest,
 	if err != nil {
 		return nil, err
 	}
+	// Server tools: forwarded to an upstream that runs them, else served.
+	native := h.nativeServerTools(mr.loop.Model)
+	if len(mr.serverDecls) > 0 {
+		mr.builtin = true
+		if native {
+			mr.passServerTools(mr.serverDecls)
+		} else if err := mr.serveServerTools(mr.serverDecls, enabledSet); err != nil {
+			return nil, err
+		}
+	}
 	for name := range servers {
 		if !toolsets[name] {
 			return nil, badRequest(ReasonServerWithoutToolset, "mcp_servers", fmt.Sprintf("MCP server %q has no mcp_toolset in tools; add {\"type\":\"mcp_toolset\",\"mcp_server_name\":%q}", name, name))
@@ -118,7 +135,7 @@ func (h *Handler) parseMessages(r *http.Request, body []byte) (*messagesRequest,
 	}
 	for i, raw := range msgs {
 		param := fmt.Sprintf("messages[%d]", i)
-		expanded, err := h.expandContinuation(raw, param)
+		expanded, err := h.expandContinuation(raw, param, !native)
 		if err != nil {
 			return nil, err
 		}
@@ -138,7 +155,7 @@ func (h *Handler) parseMessages(r *http.Request, body []byte) (*messagesRequest,
 		if err != nil {
 			return nil, err
 		}
-		mr.loop.ToolChoice = choice
+		mr.loop.ToolChoice = mr.builtins.choice(choice)
 	}
 	return mr, nil
 }
@@ -313,6 +330,13 @@ func (h *Handler) parseMessagesTools(t json.RawMessage, servers map[string]bool,
 		if err := json.Unmarshal(item, &head); err != nil {
 			return nil, nil, badRequest(ReasonInvalidRequest, param, "each tool must be an object")
 		}
+		if kind, ok := serverToolKindOf(head.Type); ok {
+			if len(mr.serverDecls) >= len(serverToolKinds) {
+				return nil, nil, badRequest(ReasonInvalidRequest, param, "declare each server tool (web_search, web_fetch, code_execution) once")
+			}
+			mr.serverDecls = append(mr.serverDecls, serverToolDecl{kind: kind, typ: head.Type, item: item, param: param})
+			continue
+		}
 		if head.Type != "mcp_toolset" {
 			mr.loop.Tools = append(mr.loop.Tools, loop.Function{
 				Name: head.Name, Description: head.Description, Parameters: head.InputSchema,
@@ -408,8 +432,9 @@ func systemText(raw json.RawMessage) (string, error) {
 // expandContinuation turns an assistant message holding our mcp_tool_use /
 // mcp_tool_result blocks (a previous response sent back) into the tool
 // round trips the model made: assistant [..., tool_use] → user
-// [tool_result] → assistant [...]. Other messages pass unchanged.
-func (h *Handler) expandContinuation(raw json.RawMessage, param string) ([]json.RawMessage, error) {
+// [tool_result] → assistant [...]; with servers, the server tools' blocks
+// too (messages_serverblocks.go). Other messages pass unchanged.
+func (h *Handler) expandContinuation(raw json.RawMessage, param string, servers bool) ([]json.RawMessage, error) {
 	var w struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
@@ -428,7 +453,7 @@ func (h *Handler) expandContinuation(raw json.RawMessage, param string) ([]json.
 	ours := false
 	for _, b := range blocks {
 		t := anthropic.BlockType(b)
-		if t == "mcp_tool_use" || t == "mcp_tool_result" {
+		if t == "mcp_tool_use" || t == "mcp_tool_result" || servers && isServerBlock(t) {
 			ours = true
 			break
 		}
@@ -457,9 +482,16 @@ func (h *Handler) expandContinuation(raw json.RawMessage, param string) ([]json.
 	}
 	for i, b := range blocks {
 		bp := fmt.Sprintf("%s.content[%d]", param, i)
-		switch anthropic.BlockType(b) {
-		case "mcp_tool_use":
+		typ := anthropic.BlockType(b)
+		if servers && isServerBlock(typ) {
+			typ = "server:" + typ
+		}
+		switch typ {
+		case "mcp_tool_use", "server:server_tool_use":
 			nb, err := h.continuedToolUse(b, bp)
+			if typ != "mcp_tool_use" {
+				nb, err = continuedServerUse(b, bp)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -469,8 +501,11 @@ func (h *Handler) expandContinuation(raw json.RawMessage, param string) ([]json.
 				}
 			}
 			asst = append(asst, nb)
-		case "mcp_tool_result":
+		case "mcp_tool_result", "server:web_search_tool_result", "server:web_fetch_tool_result", "server:code_execution_tool_result", "server:bash_code_execution_tool_result":
 			nb, err := continuedToolResult(b, bp)
+			if typ != "mcp_tool_result" {
+				nb, err = continuedServerResult(b, bp)
+			}
 			if err != nil {
 				return nil, err
 			}

@@ -2,6 +2,7 @@ package v1
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/toolhost/toolhost/internal/wire"
 	"github.com/toolhost/toolhost/server/v1/loop"
@@ -27,6 +28,10 @@ type messagesStream struct {
 	proposed   []loop.Call
 	finished   map[string]loop.Call
 	nextResult int
+	// text is the open text block's text, and found the web search
+	// results so far, which it cites when it closes.
+	text  strings.Builder
+	found []foundItem
 }
 
 // messagesEvent is one event of the stream; Extra holds the extension
@@ -108,6 +113,9 @@ func (s *messagesStream) stop(i int) error {
 }
 
 func (s *messagesStream) closeAll() error {
+	if err := s.cite(); err != nil {
+		return err
+	}
 	for _, i := range s.open {
 		if err := s.stop(i); err != nil {
 			return err
@@ -137,7 +145,9 @@ func (s *messagesStream) event(ev loop.Event) error {
 				return err
 			}
 			s.textOpen = i
+			s.text.Reset()
 		}
+		s.text.WriteString(ev.Text)
 		return s.delta(s.textOpen, textDelta{Type: "text_delta", Text: ev.Text})
 	case loop.EventDeltaExtra:
 		if ev.Dialect != loop.DialectAnthropic {
@@ -211,7 +221,11 @@ func (s *messagesStream) proposeCalls(calls []loop.Call) error {
 	}
 	s.proposed = calls
 	for _, c := range calls {
-		i, err := s.openBlock(toolUseBlock{Type: "mcp_tool_use", ID: c.ID, Name: c.Name, ServerName: s.h.opts.Label, Input: json.RawMessage(`{}`)})
+		var block any = toolUseBlock{Type: "mcp_tool_use", ID: c.ID, Name: c.Name, ServerName: s.h.opts.Label, Input: json.RawMessage(`{}`)}
+		if t, ok := s.mr.builtins.serves(c.Name); ok {
+			block = serverToolUse(t, c, json.RawMessage(`{}`))
+		}
+		i, err := s.openBlock(block)
 		if err != nil {
 			return err
 		}
@@ -237,7 +251,12 @@ func (s *messagesStream) flushResults() error {
 		s.nextResult++
 		i := s.next
 		s.next++
-		if err := s.send("content_block_start", messagesEvent{Index: &i, ContentBlock: mcpToolResult(c)}); err != nil {
+		var block any = mcpToolResult(c)
+		if t, ok := s.mr.builtins.serves(c.Name); ok {
+			block = serverResult(t, c)
+			s.found = append(s.found, s.mr.builtins.found([]loop.Call{c})...)
+		}
+		if err := s.send("content_block_start", messagesEvent{Index: &i, ContentBlock: block}); err != nil {
 			return err
 		}
 		if err := s.stop(i); err != nil {
@@ -261,4 +280,27 @@ func (s *messagesStream) finish(run *loop.Run, res *loop.Result) {
 		return
 	}
 	_ = s.send("message_stop", messagesEvent{Extra: s.h.labelled(nil, s.h.extension(s.mr.declared, run, res))})
+}
+
+// citationsDelta is a citation added to the open text block.
+type citationsDelta struct {
+	Citation webSearchCitation `json:"citation"`
+	Type     string            `json:"type"`
+}
+
+// cite sends, before the open text block closes, a citations_delta for
+// each link of its text to a web search result found so far.
+func (s *messagesStream) cite() error {
+	if s.textOpen < 0 || len(s.found) == 0 {
+		return nil
+	}
+	b, _ := marshal(textBlock{Type: "text", Text: s.text.String()})
+	var cited citedTextBlock
+	_ = json.Unmarshal(citeBlocks([]json.RawMessage{b}, s.found)[0], &cited)
+	for _, c := range cited.Citations {
+		if err := s.delta(s.textOpen, citationsDelta{Type: "citations_delta", Citation: c}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -32,9 +32,14 @@ func (responsesFace) writeError(w http.ResponseWriter, e *requestError) { writeR
 
 // prepare makes the mcp_list_tools item before the loop runs.
 func (rq *responsesRequest) prepare(run *loop.Run) error {
-	var skip map[string]bool
+	skip := map[string]bool{}
 	if rq.search != nil {
-		skip = rq.search.onlyHere
+		for n := range rq.search.onlyHere {
+			skip[n] = true
+		}
+	}
+	if rq.codeOnly {
+		skip[codeToolName] = true
 	}
 	item, err := rq.h.listToolsItem(run, skip)
 	rq.listTools = item
@@ -195,6 +200,8 @@ func (rq *responsesRequest) hostedItem(c loop.Call) any {
 		return newApprovalRequestItem(label, c)
 	case rq.servesSearch(c.Name):
 		return newWebSearchCallItem(c, true)
+	case rq.servesCode(c.Name):
+		return newCodeInterpreterItem(c, true)
 	}
 	return newMCPCallItem(label, c, true)
 }

@@ -32,6 +32,10 @@ type responsesRequest struct {
 	// names maps the upstream names of namespaced and custom tools back
 	// (responses_tooltypes.go).
 	names callerNames
+	// interpreter says a code_interpreter tool was declared, served by
+	// run_code; codeOnly that run_code is enabled only for it
+	// (responses_codeinterpreter.go).
+	interpreter, codeOnly bool
 }
 
 // responsesEcho are the fields of a request a response repeats as sent.
@@ -150,6 +154,7 @@ func (h *Handler) parseResponses(body []byte) (*responsesRequest, error) {
 		return nil, err
 	}
 	rr.enableWebSearch(enabledSet)
+	rr.enableInterpreter(enabledSet)
 	if err := h.applyHosted(&rr.hosted, rr.declared, enabledSet, rr.loop.Tools, top[label], label,
 		fmt.Sprintf("a tools item {\"type\":\"mcp\",\"server_label\":%q}", label), "function", "rename it or leave the hosted tool out of allowed_tools", nil); err != nil {
 		return nil, err
@@ -160,6 +165,9 @@ func (h *Handler) parseResponses(body []byte) (*responsesRequest, error) {
 
 	if tc := in.ToolChoice; present(tc) {
 		choice, err := h.parseResponsesToolChoice(tc, enabledSet)
+		if isAllowedTools(tc) {
+			choice, err = rr.allowedTools(tc)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -251,6 +259,10 @@ func (h *Handler) parseResponsesTools(t json.RawMessage, rr *responsesRequest, l
 			}
 		case typ == "tool_search":
 			// Deferred tools are given to the model with the others.
+		case typ == "code_interpreter":
+			if err := rr.codeInterpreterTool(item, param); err != nil {
+				return nil, err
+			}
 		case isWebSearchTool(typ):
 			if err := rr.webSearchTool(item, param); err != nil {
 				return nil, err
@@ -276,6 +288,14 @@ func (h *Handler) parseResponsesToolChoice(raw json.RawMessage, enabled map[stri
 		// A string (or nonsense, which the chat parser refuses).
 		return h.parseToolChoice(raw, enabled)
 	}
+	if served, tool := builtinChoice(obj.Type); served != "" {
+		// A built-in tool's own choice: the hosted tool serving it is
+		// the one the model is then made to call.
+		if !enabled[served] {
+			return loop.ToolChoice{}, badRequest(ReasonToolChoiceNotEnabled, "tool_choice.type", fmt.Sprintf("tool_choice %q needs a %s tool in tools", obj.Type, tool))
+		}
+		return loop.ToolChoice{Mode: loop.ToolChoiceFunction, Name: served}, nil
+	}
 	switch obj.Type {
 	case "mcp":
 		return h.parseToolChoice(raw, enabled)
@@ -285,7 +305,19 @@ func (h *Handler) parseResponsesToolChoice(raw json.RawMessage, enabled map[stri
 		}
 		return loop.ToolChoice{Mode: loop.ToolChoiceFunction, Name: upstreamName(obj.Namespace, obj.Name)}, nil
 	}
-	return loop.ToolChoice{}, badRequest(ReasonInvalidRequest, "tool_choice.type", fmt.Sprintf("tool_choice type %q is not supported here; use \"auto\", \"none\", \"required\", a function, a custom tool or the mcp form", obj.Type))
+	return loop.ToolChoice{}, badRequest(ReasonInvalidRequest, "tool_choice.type", fmt.Sprintf("tool_choice type %q is not supported here; use \"auto\", \"none\", \"required\", a function, a custom tool, the web search or code_interpreter tool or the mcp form", obj.Type))
+}
+
+// builtinChoice is the hosted tool serving the built-in tool a tool_choice
+// type names, and what to call that tool in a refusal; "" for other types.
+func builtinChoice(typ string) (served, tool string) {
+	switch {
+	case isWebSearchTool(typ):
+		return searchToolName, "web search"
+	case typ == "code_interpreter":
+		return codeToolName, "code_interpreter"
+	}
+	return "", ""
 }
 
 // translateResponsesOptions adds to opts the Chat Completions spelling of

@@ -210,6 +210,9 @@ func (s *responsesStream) hostedCall(c loop.Call) error {
 	if s.rq.servesSearch(c.Name) {
 		return s.webSearchCall(i, c)
 	}
+	if s.rq.servesCode(c.Name) {
+		return s.codeInterpreterCall(i, c)
+	}
 	added.Item = newMCPCallItem(label, c, false)
 	if err := s.send("response.output_item.added", added); err != nil {
 		return err

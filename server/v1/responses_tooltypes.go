@@ -25,7 +25,9 @@ import (
 //     with the others;
 //   - the built-in tools OpenAI runs on its own servers are refused with
 //     the reason (builtinRefusals), except the web search ones, which
-//     toolhost's hosted web_search serves (responses_websearch.go).
+//     toolhost's hosted web_search serves (responses_websearch.go), and
+//     code_interpreter, which run_code serves
+//     (responses_codeinterpreter.go).
 //
 // callerTool is what a function the upstream knows stands for.
 type callerTool struct {
@@ -231,10 +233,8 @@ var builtinRefusals = map[string]string{
 	"file_search":               "it searches OpenAI vector stores, which the upstream of this route does not have",
 	"computer":                  "computer use needs a model trained for OpenAI's computer actions and a screen it drives",
 	"computer_use_preview":      "computer use needs a model trained for OpenAI's computer actions and a screen it drives",
-	"code_interpreter":          "it runs code in OpenAI containers; use the hosted run_code tool ({\"type\":\"mcp\"} declaration) instead",
 	"image_generation":          "it needs OpenAI's image model, which the upstream of this route does not have",
 	"programmatic_tool_calling": "it runs model-written programs in OpenAI containers",
-	"local_shell":               "it is the legacy shell tool of codex-mini; declare the shell tool or a function instead",
 }
 
 // addCallerTool adds a translated tool of the caller to the loop request,

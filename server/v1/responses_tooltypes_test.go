@@ -125,6 +125,45 @@ var toolTypeCases = []responsesCase{
 		},
 	},
 	{
+		// codex-mini's legacy local_shell: a function whose arguments are
+		// the exec action, its call a local_shell_call item; the item and
+		// its local_shell_call_output sent back are the function's round
+		// trip.
+		name: "local_shell_call",
+		rounds: []fakeupstream.Round{
+			{ToolCalls: []fakeupstream.ToolCall{call("call_ls", "local_shell", `{"command":["ls","-la"],"working_directory":"/tmp"}`)}, Usage: usage(20, 5, 0, 0)},
+			{Content: "Listed.", Usage: usage(40, 3, 0, 0)},
+		},
+		body: `{"model":"fake-1","input":"list files","tools":[{"type":"local_shell"}]}`,
+		check: func(t *testing.T, e *env, p loop.Dialect, stream bool, out map[string]any) {
+			if got := itemTypes(out); got != "local_shell_call" {
+				t.Fatalf("output items %s", got)
+			}
+			ls := out["output"].([]any)[0].(map[string]any)
+			a := ls["action"].(map[string]any)
+			if ls["id"] != "lsh_call_ls" || ls["call_id"] != "call_ls" || a["type"] != "exec" || fmt.Sprint(a["command"]) != "[ls -la]" || a["working_directory"] != "/tmp" || a["timeout_ms"] != nil || len(a["env"].(map[string]any)) != 0 {
+				t.Errorf("local_shell_call %v", ls)
+			}
+			if stream {
+				return
+			}
+			// Sent back with its output (by the call's id, as the API's
+			// local_shell_call_output names it), the model reads the round
+			// trip and answers.
+			next := `{"model":"fake-1","tools":[{"type":"local_shell"}],"input":[{"role":"user","content":"list files"},` + string(encodeJSON(ls, false)) +
+				`,{"type":"local_shell_call_output","id":"call_ls","output":"a.txt\nb.txt"}]}`
+			resp := e.postTo("/v1/responses", next, nil)
+			if resp.status != http.StatusOK {
+				t.Fatalf("status %d: %s", resp.status, resp.body)
+			}
+			reqs := e.upstreamRequests()
+			msgs := reqs[len(reqs)-1]["messages"].([]any)
+			if p == loop.DialectOpenAI && (len(msgs) != 3 || msgs[2].(map[string]any)["content"] != "a.txt\nb.txt" || msgs[2].(map[string]any)["tool_call_id"] != "call_ls") {
+				t.Errorf("upstream messages %v", msgs)
+			}
+		},
+	},
+	{
 		// Their calls and outputs sent back: the model sees the function
 		// round trips.
 		name:   "apply_patch_and_shell_continuation",
@@ -246,7 +285,6 @@ func TestResponsesRefusesToolsItCannotExpress(t *testing.T) {
 		{"computer", `[{"type":"computer_use_preview","display_width":1,"display_height":1,"environment":"linux"}]`, "tool_type_unsupported", `"computer_use_preview"`},
 		{"image_generation", `[{"type":"image_generation"}]`, "tool_type_unsupported", "image model"},
 		{"code_interpreter", `[{"type":"code_interpreter","container":{"type":"auto"}}]`, "tool_type_unsupported", "run_code"},
-		{"local_shell", `[{"type":"local_shell"}]`, "tool_type_unsupported", `"local_shell"`},
 		{"shell_and_function_named_shell", `[{"type":"shell"},{"type":"function","name":"shell","parameters":{}}]`, "invalid_request", `"shell"`},
 		{"namespace_of_mcp", `[{"type":"namespace","name":"x","description":"","tools":[{"type":"mcp","server_label":"a"}]}]`, "tool_type_unsupported", `not "mcp"`},
 		{"namespace_without_name", `[{"type":"namespace","tools":[]}]`, "invalid_request", "namespace tool needs a name"},

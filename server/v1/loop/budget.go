@@ -95,13 +95,14 @@ type spending struct {
 	deadline   time.Time // zero: no wall clock
 	modelCalls int
 	toolCalls  int
-	fed        int64 // result bytes fed to the model
-	withheld   bool  // a result was withheld: the byte budget is spent
-	rounds     int   // hosted rounds run
+	fed        int64          // result bytes fed to the model
+	withheld   bool           // a result was withheld: the byte budget is spent
+	rounds     int            // hosted rounds run
+	uses       map[string]int // calls by tool, for Hosted.MaxUses
 }
 
 func newSpending(b Budgets, maxRounds int, start time.Time) *spending {
-	s := &spending{b: b, maxRounds: maxRounds}
+	s := &spending{b: b, maxRounds: maxRounds, uses: map[string]int{}}
 	if b.WallClock > 0 {
 		s.deadline = start.Add(b.WallClock)
 	}

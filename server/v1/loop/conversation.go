@@ -143,6 +143,10 @@ type Hosted struct {
 	// Fixed are arguments the caller set for a hosted tool, by tool name:
 	// they replace the model's own in every call of it (fixedargs.go).
 	Fixed map[string]map[string]json.RawMessage
+	// MaxUses bounds the calls of a hosted tool over the whole run, by
+	// tool name: a call beyond it fails with CodeMaxUses without running
+	// (maxuses.go).
+	MaxUses map[string]int
 }
 
 // Caller is who sent the request; it becomes the tools.Caller of every

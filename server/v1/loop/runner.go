@@ -315,6 +315,7 @@ type runState struct {
 // are skipped; the results are counted against the byte budget.
 func (r *Runner) hostedRound(ctx context.Context, run *Run, res *Result, st *runState, rr *RoundResult, hostedCalls []Call, emit Sink) error {
 	ran := st.spend.admit(hostedCalls, run.Lang)
+	overUses(run.Hosted.MaxUses, st.spend.uses, ran, run.Lang)
 	if len(ran) > 0 {
 		if err := emit(Event{Kind: EventHostedCallsProposed, Round: rr.Round, Calls: cloneCalls(ran)}); err != nil {
 			return err
@@ -457,6 +458,9 @@ func (r *Runner) execute(ctx context.Context, run *Run, runID string, visible []
 // name up among the visible ones only, until the run's wall clock: a call
 // still running then is cancelled, one that would start after it does not.
 func (r *Runner) executeOne(ctx context.Context, run *Run, runID string, visible []string, spend *spending, c *Call) error {
+	if c.Code == CodeMaxUses {
+		return nil // over its tool's max uses: not run (maxuses.go)
+	}
 	if spend.expired() {
 		overrun(run.Lang, c)
 		return nil
