@@ -177,6 +177,8 @@ func (s *responsesStream) event(ev loop.Event) error {
 		return s.send("response.output_text.delta", d)
 	case loop.EventCallerCallDelta:
 		return s.callerCall(ev)
+	case loop.EventDeltaExtra:
+		return s.nativeItemEvent(ev)
 	case loop.EventHostedCallsProposed:
 		return s.closeMessage("completed")
 	case loop.EventHostedCallsDone:

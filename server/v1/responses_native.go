@@ -1,0 +1,119 @@
+package v1
+
+import (
+	"encoding/json"
+	"slices"
+
+	"github.com/toolhost/toolhost/server/v1/loop"
+)
+
+// A /v1/responses request over a route whose protocol is "responses"
+// (server/v1/upstream/responses) keeps what a Responses provider takes
+// natively:
+//
+//   - the request's members the face does not consume (include, store,
+//     reasoning, prompt_cache_key, client_metadata, text, truncation,
+//     max_output_tokens, ...) go to the provider as they came, in place of
+//     their Chat Completions translation;
+//   - the built-in tools the provider runs itself (web_search, file_search,
+//     code_interpreter, image_generation, computer use, local_shell) are
+//     forwarded rather than served by toolhost or refused, and their
+//     output items come back untouched;
+//   - reasoning items (encrypted_content, summaries) and the built-in
+//     tools' items of the input ride on the conversation as native items,
+//     and those of every round's output are returned to the caller as the
+//     provider wrote them, before the round's message (whole, or streamed
+//     as output_item.added and done when the provider finished them).
+//
+// The round's text is the face's own message item, as on the other
+// routes, so the stream and the JSON response agree; annotations the
+// provider put on its text are not carried over.
+//
+// The caller's functions, custom and namespace tools still go through the
+// canonical functions (responses_tooltypes.go), so the loop runs the hosted
+// tools and maps the caller's calls back. The route is the one that serves
+// the model with tool calling (else without), the one serve will pick.
+
+// nativeConsumed are the members the face reads itself or that the
+// canonical request carries.
+var nativeConsumed = []string{"model", "input", "instructions", "tools", "tool_choice", "stream"}
+
+// providerTools are the Responses tool types a Responses provider runs.
+var providerTools = map[string]bool{
+	"file_search": true, "code_interpreter": true, "image_generation": true, "computer": true,
+	"computer_use_preview": true, "local_shell": true,
+}
+
+// providerItems are the input item types with no canonical form that a
+// Responses provider reads back (reasoning and web_search_call are read on
+// every route and left out of the others).
+var providerItems = map[string]bool{
+	"file_search_call": true, "code_interpreter_call": true, "image_generation_call": true,
+	"computer_call": true, "computer_call_output": true, "local_shell_call": true,
+	"local_shell_call_output": true, "item_reference": true, "compaction": true,
+}
+
+// nativeRoute reports whether model goes to a Responses provider.
+func (h *Handler) nativeRoute(model string) bool {
+	if h.opts.Router == nil {
+		return false
+	}
+	rt, err := h.opts.Router.Pick(model, true)
+	if err != nil {
+		if rt, err = h.opts.Router.Pick(model, false); err != nil {
+			return false
+		}
+	}
+	return rt.Protocol == loop.DialectResponses
+}
+
+// nativeRequest is the caller's members for a Responses provider: all but
+// those the face consumes and the extension field.
+func (h *Handler) nativeRequest(top map[string]json.RawMessage) *loop.Native {
+	n := &loop.Native{Dialect: loop.DialectResponses, Fields: map[string]json.RawMessage{}}
+	for k, v := range top {
+		if k != h.opts.Label && !slices.Contains(nativeConsumed, k) {
+			n.Fields[k] = v
+		}
+	}
+	return n
+}
+
+// providerTool forwards a built-in tool to a Responses provider; false when
+// the route is no Responses one or the provider does not run the type.
+func (rr *responsesRequest) providerTool(typ string, item json.RawMessage) bool {
+	if rr.loop.Native == nil || !(providerTools[typ] || isWebSearchTool(typ)) {
+		return false
+	}
+	rr.loop.Native.Tools = append(rr.loop.Native.Tools, item)
+	return true
+}
+
+// nativeItem keeps an input item with no canonical form for the assistant
+// turn it belongs to (the next one rebuilt).
+func (b *inputBuilder) nativeItem(item json.RawMessage) {
+	if len(b.results) > 0 {
+		b.flush()
+	}
+	b.native = append(b.native, item)
+}
+
+// nativeItemEvent streams an item of a Responses provider's round that has
+// no canonical form (loop.EventDeltaExtra {"item": ITEM}): added and done
+// as the provider finished it, after the open message item closes.
+func (s *responsesStream) nativeItemEvent(ev loop.Event) error {
+	item, ok := ev.Extra["item"]
+	if ev.Dialect != loop.DialectResponses || !ok {
+		return nil
+	}
+	if err := s.closeMessage("completed"); err != nil {
+		return err
+	}
+	i := s.add(item)
+	added := at(i, "")
+	added.Item = item
+	if err := s.send("response.output_item.added", added); err != nil {
+		return err
+	}
+	return s.itemDone(i, item)
+}

@@ -1,0 +1,207 @@
+package v1_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/toolhost/toolhost/server/v1/fakeupstream"
+	"github.com/toolhost/toolhost/server/v1/loop"
+)
+
+// responsesProtocols are the upstream protocols /v1/responses is tested
+// over: the two canonical translations and a Responses provider.
+var responsesProtocols = append(protocols[:len(protocols):len(protocols)], loop.DialectResponses)
+
+// providerSearch is a web search the provider ran itself.
+const providerSearch = `{"type":"web_search_call","id":"ws_1","status":"completed","action":{"type":"search","query":"noon"}}`
+
+// nativeRounds: the model reasons, the provider searches, the model calls
+// a hosted tool; then it reasons and calls the caller's function; then,
+// once the caller answered, it speaks.
+var nativeRounds = []fakeupstream.Round{
+	{Reasoning: "plan", Items: []json.RawMessage{json.RawMessage(providerSearch)}, ToolCalls: []fakeupstream.ToolCall{call("call_t", "get_time", `{"timezone":"UTC"}`)},
+		Usage: json.RawMessage(`{"input_tokens":50,"input_tokens_details":{"cached_tokens":10},"output_tokens":9,"output_tokens_details":{"reasoning_tokens":4},"total_tokens":59}`)},
+	{Reasoning: "answer", Content: "It is noon.", ToolCalls: []fakeupstream.ToolCall{call("call_w", "get_weather", `{"city":"Paris"}`)}, Usage: usage(80, 6, 0, 2)},
+	{Content: "Noon and sunny.", Usage: usage(120, 4, 0, 0)},
+}
+
+// nativeBody is a Codex-like request: earlier reasoning in the input,
+// built-in tools, and members only a Responses provider reads.
+const nativeBody = `{"model":"fake-1","input":[{"role":"user","content":"hello"},` +
+	`{"type":"reasoning","id":"rs_prev","summary":[],"encrypted_content":"enc_prev"},` +
+	`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Hi."}]},` +
+	`{"role":"user","content":"time and weather?"}],` +
+	`"tools":[` + weatherFnFlat + `,{"type":"web_search","filters":{"allowed_domains":["example.org"]}},{"type":"file_search","vector_store_ids":["vs_1"]},` +
+	`{"type":"mcp","server_label":"LABEL","allowed_tools":["get_time"],"require_approval":"never"}],` +
+	`"include":["reasoning.encrypted_content"],"store":false,"reasoning":{"effort":"low","summary":"auto"},"prompt_cache_key":"k1",` +
+	`"client_metadata":{"x":"y"},"text":{"verbosity":"low"},"truncation":"auto","max_output_tokens":500}`
+
+// Over a Responses route, /v1/responses keeps what the provider gives
+// natively: the caller's members and built-in tools reach it as they came,
+// the earlier reasoning item goes back in its place, the provider's
+// reasoning and web_search_call items come back to the caller and, within
+// the run, to the provider in the next round; the hosted tool still runs
+// here and the caller's function call ends the run.
+func TestResponsesNativeGolden(t *testing.T) {
+	tc := responsesCase{
+		name:   "native_reasoning_and_builtin",
+		rounds: nativeRounds,
+		body:   nativeBody,
+		check: func(t *testing.T, e *env, _ loop.Dialect, _ bool, out map[string]any) {
+			if got := itemTypes(out); got != "mcp_list_tools reasoning web_search_call mcp_call reasoning message function_call" {
+				t.Errorf("output items %s", got)
+			}
+			if u := out["usage"].(map[string]any); fmt.Sprint(u["output_tokens_details"]) != "map[reasoning_tokens:6]" {
+				t.Errorf("usage %v", u)
+			}
+			var names []string
+			for _, p := range e.exec.Proposals() {
+				names = append(names, p.Tool)
+			}
+			if !slices.Equal(names, []string{"get_time"}) {
+				t.Errorf("hosted calls %v: the provider's web search is not toolhost's", names)
+			}
+			reqs := e.upstreamRequests()
+			if len(reqs) != 2 {
+				t.Fatalf("%d upstream calls", len(reqs))
+			}
+			first := reqs[0]
+			for k, want := range map[string]string{"include": `["reasoning.encrypted_content"]`, "store": "false", "reasoning": `{"effort":"low","summary":"auto"}`,
+				"prompt_cache_key": `"k1"`, "client_metadata": `{"x":"y"}`, "text": `{"verbosity":"low"}`, "truncation": `"auto"`, "max_output_tokens": "500"} {
+				if got := string(encodeJSON(first[k], false)); strings.TrimSpace(got) != want {
+					t.Errorf("upstream %s = %s, want %s as sent", k, got, want)
+				}
+			}
+			if _, ok := first["max_tokens"]; ok {
+				t.Errorf("a Chat Completions translation reached the provider: %v", first)
+			}
+			if got := inputTypes(first); got != "message reasoning message message" {
+				t.Errorf("first input %s", got)
+			}
+			if got := toolTypes(first); got != "function:get_weather function:get_time web_search file_search" {
+				t.Errorf("first tools %s", got)
+			}
+			if got := inputTypes(reqs[1]); got != "message reasoning message message reasoning web_search_call function_call function_call_output" {
+				t.Errorf("second input %s", got)
+			}
+			if s := string(encodeJSON(reqs[1]["input"], false)); !strings.Contains(s, `"encrypted_content":"enc_fake:plan"`) || !strings.Contains(s, `"id":"ws_1"`) {
+				t.Errorf("second input lost the provider's items: %s", s)
+			}
+		},
+	}
+	for _, stream := range []bool{false, true} {
+		t.Run(modeName(stream), func(t *testing.T) {
+			e := newProtocolEnv(t, "toolhost", loop.DialectResponses, fakeupstream.Script{Conversations: []fakeupstream.Conversation{{Rounds: tc.rounds}}})
+			runResponsesCase(t, e, loop.DialectResponses, tc, stream)
+		})
+	}
+}
+
+// The output sent back as input continues the run: the reasoning and
+// web_search_call items go back to the provider in their turns, the
+// mcp_call becomes the function call round trip, mcp_list_tools is left
+// out.
+func TestResponsesNativeContinuation(t *testing.T) {
+	e := newProtocolEnv(t, "toolhost", loop.DialectResponses, fakeupstream.Script{Conversations: []fakeupstream.Conversation{{Rounds: nativeRounds}}})
+	first := e.postTo("/v1/responses", nativeBody, nil)
+	if first.status != http.StatusOK {
+		t.Fatalf("status %d: %s", first.status, first.body)
+	}
+	var resp struct {
+		Output []json.RawMessage `json:"output"`
+	}
+	if err := json.Unmarshal(first.body, &resp); err != nil {
+		t.Fatal(err)
+	}
+	var body map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(strings.ReplaceAll(nativeBody, "LABEL", e.label)), &body); err != nil {
+		t.Fatal(err)
+	}
+	var input []json.RawMessage
+	_ = json.Unmarshal(body["input"], &input)
+	input = append(input, resp.Output...)
+	input = append(input, json.RawMessage(`{"type":"function_call_output","call_id":"call_w","output":"sunny"}`))
+	body["input"], _ = json.Marshal(input)
+	next, _ := json.Marshal(body)
+	second := e.postTo("/v1/responses", string(next), nil)
+	if second.status != http.StatusOK {
+		t.Fatalf("status %d: %s", second.status, second.body)
+	}
+	if !strings.Contains(string(second.body), "Noon and sunny.") {
+		t.Fatalf("answer %s", second.body)
+	}
+	reqs := e.upstreamRequests()
+	last := reqs[len(reqs)-1]
+	want := "message reasoning message message reasoning web_search_call function_call function_call_output reasoning message function_call function_call_output"
+	if got := inputTypes(last); got != want {
+		t.Errorf("continued input %s,\nwant %s", got, want)
+	}
+}
+
+// The Chat Completions and Messages faces work over a Responses route
+// through the canonical translation: the provider gets input items, the
+// hosted tool runs, the answer is the face's own format, and the
+// reasoning item of a round goes back to the provider in the next.
+func TestCanonicalFacesOverAResponsesRoute(t *testing.T) {
+	rounds := []fakeupstream.Round{
+		{Reasoning: "plan", ToolCalls: []fakeupstream.ToolCall{call("call_t", "get_time", `{"timezone":"UTC"}`)}, Usage: usage(20, 5, 0, 1)},
+		{Content: "It is noon.", Usage: usage(40, 3, 0, 0), ChunkRunes: 100},
+	}
+	bodies := map[string]string{
+		"/v1/chat/completions": `{"model":"fake-1","messages":[{"role":"user","content":"time?"}],"max_tokens":100,"tools":[{"type":"mcp","server_label":"LABEL","allowed_tools":["get_time"],"require_approval":"never"}]}`,
+		"/v1/messages":         `{"model":"fake-1","max_tokens":100,"messages":[{"role":"user","content":"time?"}],"mcp_servers":[{"type":"url","url":"https://example.org/mcp","name":"LABEL"}],"tools":[{"type":"mcp_toolset","mcp_server_name":"LABEL"}]}`,
+	}
+	for path, body := range bodies {
+		for _, stream := range []bool{false, true} {
+			t.Run(path+"/"+modeName(stream), func(t *testing.T) {
+				e := newProtocolEnv(t, "toolhost", loop.DialectResponses, fakeupstream.Script{Conversations: []fakeupstream.Conversation{{Rounds: rounds}}})
+				b := body
+				if stream {
+					b = withStream(b)
+				}
+				resp := e.postTo(path, b, nil)
+				if resp.status != http.StatusOK || !strings.Contains(string(resp.body), "noon") {
+					t.Fatalf("status %d: %s", resp.status, resp.body)
+				}
+				reqs := e.upstreamRequests()
+				if len(reqs) != 2 {
+					t.Fatalf("%d upstream calls", len(reqs))
+				}
+				if got := inputTypes(reqs[1]); got != "message reasoning function_call function_call_output" {
+					t.Errorf("second input %s", got)
+				}
+				if fmt.Sprint(reqs[0]["max_output_tokens"]) != "100" {
+					t.Errorf("max_tokens reached the provider as %v", reqs[0]["max_output_tokens"])
+				}
+			})
+		}
+	}
+}
+
+// inputTypes lists the input item types of a Responses request.
+func inputTypes(req map[string]any) string {
+	var ts []string
+	for _, it := range req["input"].([]any) {
+		ts = append(ts, fmt.Sprint(it.(map[string]any)["type"]))
+	}
+	return strings.Join(ts, " ")
+}
+
+// toolTypes lists the tools of a Responses request (functions with their
+// names).
+func toolTypes(req map[string]any) string {
+	var ts []string
+	for _, it := range req["tools"].([]any) {
+		m := it.(map[string]any)
+		s := fmt.Sprint(m["type"])
+		if s == "function" {
+			s += ":" + fmt.Sprint(m["name"])
+		}
+		ts = append(ts, s)
+	}
+	return strings.Join(ts, " ")
+}
