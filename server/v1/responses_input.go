@@ -182,14 +182,8 @@ func (h *Handler) inputItem(b *inputBuilder, item json.RawMessage, param string)
 			return h.otherServer(param, it.ServerLabel)
 		}
 		return nil
-	case "reasoning", "web_search_call":
-		// No Chat Completions form (a web search's findings are in the
-		// text that followed it): kept for a Responses upstream.
-		b.nativeItem(item)
-		return nil
 	}
-	if b.nativeRoute && providerItems[it.Type] {
-		b.nativeItem(item)
+	if b.keepNative(it.Type, item) {
 		return nil
 	}
 	if ok, err := clientToolInput(b, it.Type, item, param); ok {

@@ -89,6 +89,19 @@ func (rr *responsesRequest) providerTool(typ string, item json.RawMessage) bool 
 	return true
 }
 
+// keepNative keeps an input item with no Chat Completions form for a
+// Responses upstream: reasoning and web_search_call on every route (the
+// others leave them out; a web search's findings are in the text that
+// followed it), the other built-in tools' items on a Responses route. It
+// says whether it kept the item.
+func (b *inputBuilder) keepNative(typ string, item json.RawMessage) bool {
+	if typ == "reasoning" || typ == "web_search_call" || (b.nativeRoute && providerItems[typ]) {
+		b.nativeItem(item)
+		return true
+	}
+	return false
+}
+
 // nativeItem keeps an input item with no canonical form for the assistant
 // turn it belongs to (the next one rebuilt).
 func (b *inputBuilder) nativeItem(item json.RawMessage) {
