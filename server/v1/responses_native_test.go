@@ -205,3 +205,57 @@ func toolTypes(req map[string]any) string {
 	}
 	return strings.Join(ts, " ")
 }
+
+// Hostile or wrong requests over a Responses route are refused as on the
+// others, with the same status and reason, and nothing reaches the
+// provider; members the face consumes cannot be overridden from the
+// caller's own (they are not forwarded), and the provider's errors map to
+// the codes the other routes give.
+func TestResponsesNativeRefusalsAndErrors(t *testing.T) {
+	const user = `"model":"fake-1","input":"hi"`
+	cases := []struct {
+		name   string
+		body   string
+		round  fakeupstream.Round
+		status int
+		code   string
+		says   string
+	}{
+		{"unknown tool type", `{` + user + `,"tools":[{"type":"teleport"}]}`, fakeupstream.Round{}, 400, "tool_type_unsupported", `"teleport"`},
+		{"stateful", `{` + user + `,"previous_response_id":"resp_1"}`, fakeupstream.Round{}, 400, "stateful_responses_unsupported", "previous_response_id"},
+		{"unknown input item", `{"model":"fake-1","input":[{"type":"teleport_call"}]}`, fakeupstream.Round{}, 400, "input_item_unsupported", `"teleport_call"`},
+		{"other mcp server", `{` + user + `,"tools":[{"type":"mcp","server_label":"other","server_url":"https://example.org/mcp"}]}`, fakeupstream.Round{}, 400, "server_tool_unsupported", `"other"`},
+		{"provider 4xx", `{` + user + `}`, fakeupstream.Round{Status: 400, Error: json.RawMessage(`{"message":"Unsupported parameter: 'truncation'.","type":"invalid_request_error"}`)}, 400, "upstream_rejected", "Unsupported parameter"},
+		{"provider 5xx", `{` + user + `}`, fakeupstream.Round{Status: 503}, 502, "upstream_error", "scripted error"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newProtocolEnv(t, "toolhost", loop.DialectResponses, fakeupstream.Script{Conversations: []fakeupstream.Conversation{{Rounds: []fakeupstream.Round{tc.round}}}})
+			resp := e.postTo("/v1/responses", tc.body, nil)
+			var got struct {
+				Error struct {
+					Code    string `json:"code"`
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			_ = json.Unmarshal(resp.body, &got)
+			if resp.status != tc.status || got.Error.Code != tc.code || !strings.Contains(got.Error.Message, tc.says) {
+				t.Fatalf("status %d code %q: %s; want %d %s saying %s", resp.status, got.Error.Code, resp.body, tc.status, tc.code, tc.says)
+			}
+			if n := len(e.fake.Requests()); (tc.round.Status == 0) != (n == 0) {
+				t.Fatalf("%d upstream calls", n)
+			}
+		})
+	}
+	// The consumed members go as the face decided, whatever the caller's
+	// members say.
+	e := newProtocolEnv(t, "toolhost", loop.DialectResponses, fakeupstream.Script{Conversations: []fakeupstream.Conversation{{Rounds: []fakeupstream.Round{{Content: "ok"}}}}})
+	resp := e.postTo("/v1/responses", `{`+user+`,"instructions":"Be brief.","stream_options":{"include_obfuscation":false},"LABEL":{}}`, nil)
+	if resp.status != http.StatusOK {
+		t.Fatalf("status %d: %s", resp.status, resp.body)
+	}
+	req := e.upstreamRequests()[0]
+	if req["model"] != "fake-1" || req["instructions"] != "Be brief." || req["stream"] != nil || req["stream_options"] != nil || req["toolhost"] != nil {
+		t.Fatalf("upstream request %v", req)
+	}
+}
