@@ -259,3 +259,49 @@ func TestResponsesNativeRefusalsAndErrors(t *testing.T) {
 		t.Fatalf("upstream request %v", req)
 	}
 }
+
+// Over a Responses route a namespace's tools are functions named
+// NAMESPACE__NAME and a custom tool a function with one string input, as
+// on the other routes; the provider's calls of them (a function_call, a
+// custom_tool_call) come back to the caller as function_call with its
+// namespace and custom_tool_call with its input, whole and streamed.
+func TestResponsesNativeNamespaceAndCustomTools(t *testing.T) {
+	rounds := []fakeupstream.Round{{ToolCalls: []fakeupstream.ToolCall{
+		call("call_l", "crm__lookup", `{"id":"c-7"}`),
+		{ID: "call_p", Name: "apply_diff", Arguments: "*** Begin Patch", Custom: true},
+	}}}
+	body := `{"model":"fake-1","input":"patch it","tools":[` +
+		`{"type":"namespace","name":"crm","description":"CRM","tools":[{"type":"function","name":"lookup","parameters":{"type":"object","properties":{"id":{"type":"string"}}}}]},` +
+		`{"type":"custom","name":"apply_diff","description":"Applies a diff"}]}`
+	for _, stream := range []bool{false, true} {
+		t.Run(modeName(stream), func(t *testing.T) {
+			e := newProtocolEnv(t, "toolhost", loop.DialectResponses, fakeupstream.Script{Conversations: []fakeupstream.Conversation{{Rounds: rounds}}})
+			b := body
+			var out map[string]any
+			if stream {
+				resp := e.postTo("/v1/responses", withStream(b), nil)
+				out = checkResponsesStream(t, resp.body, e.label)
+			} else {
+				resp := e.postTo("/v1/responses", b, nil)
+				if resp.status != http.StatusOK {
+					t.Fatalf("status %d: %s", resp.status, resp.body)
+				}
+				out = decodeJSON(t, resp.body).(map[string]any)
+			}
+			if got := itemTypes(out); got != "function_call custom_tool_call" {
+				t.Fatalf("output items %s", got)
+			}
+			items := out["output"].([]any)
+			fn, custom := items[0].(map[string]any), items[1].(map[string]any)
+			if fn["name"] != "lookup" || fn["namespace"] != "crm" || fn["arguments"] != `{"id":"c-7"}` {
+				t.Errorf("function_call %v", fn)
+			}
+			if custom["name"] != "apply_diff" || custom["input"] != "*** Begin Patch" || custom["call_id"] != "call_p" {
+				t.Errorf("custom_tool_call %v", custom)
+			}
+			if got := toolTypes(e.upstreamRequests()[0]); got != "function:crm__lookup function:apply_diff" {
+				t.Errorf("upstream tools %s", got)
+			}
+		})
+	}
+}
