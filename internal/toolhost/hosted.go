@@ -63,7 +63,7 @@ func hostedRoutes(o *Options, exec *tools.Executor, ks *keys.Service, db *store.
 			Unavailable:   unavailable,
 		}
 		tel := o.telemetry()
-		route.Upstream = loop.Traced(up, route, string(route.Protocol), tel.Tracer, tel.Meter)
+		route.Upstream = loop.Traced(up, route, genAIProvider(route.Protocol), tel.Tracer, tel.Meter)
 		routes = append(routes, route)
 	}
 	router, err := loop.NewRouter(routes...)
@@ -134,6 +134,15 @@ func routeUpstream(o *Options, rc config.Route, key string) (loop.Upstream, erro
 		return responses.New(responses.Config{Name: rc.Name, BaseURL: rc.BaseURL, APIKey: key, Propagator: prop, Timeouts: t}), nil
 	}
 	return nil, fmt.Errorf("protocol %q is not supported (want \"openai\", \"anthropic\" or \"responses\")", rc.Protocol)
+}
+
+// genAIProvider is gen_ai.provider.name of a route's protocol: the API's
+// vendor, so a Responses route is "openai" like a Chat Completions one.
+func genAIProvider(d loop.Dialect) string {
+	if d == loop.DialectResponses {
+		return string(loop.DialectOpenAI)
+	}
+	return string(d)
 }
 
 // routeProtocol is the dialect of a route's protocol setting.
