@@ -31,8 +31,10 @@ import (
 //
 // The caller's functions, custom and namespace tools still go through the
 // canonical functions (responses_tooltypes.go), so the loop runs the hosted
-// tools and maps the caller's calls back. The route is the one that serves
-// the model with tool calling (else without), the one serve will pick.
+// tools and maps the caller's calls back. The request is native when the
+// routes serve may pick for the model (with tool calling and without) all
+// speak the Responses API; when they differ, it takes the canonical path,
+// so a built-in tool is never forwarded to a route that would drop it.
 
 // nativeConsumed are the members the face reads itself or that the
 // canonical request carries.
@@ -53,18 +55,24 @@ var providerItems = map[string]bool{
 	"local_shell_call_output": true, "item_reference": true, "compaction": true,
 }
 
-// nativeRoute reports whether model goes to a Responses provider.
+// nativeRoute reports whether model goes to a Responses provider whatever
+// the request declares.
 func (h *Handler) nativeRoute(model string) bool {
 	if h.opts.Router == nil {
 		return false
 	}
-	rt, err := h.opts.Router.Pick(model, true)
-	if err != nil {
-		if rt, err = h.opts.Router.Pick(model, false); err != nil {
+	native := false
+	for _, tools := range []bool{true, false} {
+		rt, err := h.opts.Router.Pick(model, tools)
+		if err != nil {
+			continue
+		}
+		if rt.Protocol != loop.DialectResponses {
 			return false
 		}
+		native = true
 	}
-	return rt.Protocol == loop.DialectResponses
+	return native
 }
 
 // nativeRequest is the caller's members for a Responses provider: all but

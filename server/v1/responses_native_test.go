@@ -8,8 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	v1 "github.com/toolhost/toolhost/server/v1"
 	"github.com/toolhost/toolhost/server/v1/fakeupstream"
 	"github.com/toolhost/toolhost/server/v1/loop"
+	"github.com/toolhost/toolhost/server/v1/upstream/openai"
+	"github.com/toolhost/toolhost/server/v1/upstream/responses"
 )
 
 // responsesProtocols are the upstream protocols /v1/responses is tested
@@ -303,5 +306,29 @@ func TestResponsesNativeNamespaceAndCustomTools(t *testing.T) {
 				t.Errorf("upstream tools %s", got)
 			}
 		})
+	}
+}
+
+// A model whose routes differ in protocol (a Chat Completions route
+// without tool calling first, a Responses one with it) takes the canonical
+// path: a built-in tool only a Responses provider runs is refused, never
+// forwarded where it could be dropped.
+func TestResponsesNativeOnlyWhenEveryRouteIsResponses(t *testing.T) {
+	mixed := func(o *v1.Options, _ *recordingExec) {
+		up := responses.New(responses.Config{Name: "resp", BaseURL: "http://127.0.0.1:9/v1"})
+		chat := openai.New(openai.Config{Name: "chat", BaseURL: "http://127.0.0.1:9/v1"})
+		r, err := loop.NewRouter(
+			&loop.Route{Name: "chat", Protocol: loop.DialectOpenAI, Models: []string{"fake-*"}, Upstream: chat},
+			&loop.Route{Name: "resp", Protocol: loop.DialectResponses, Models: []string{"fake-*"}, SupportsTools: true, Upstream: up},
+		)
+		if err != nil {
+			panic(err)
+		}
+		o.Router = r
+	}
+	e := newProtocolEnv(t, "toolhost", loop.DialectResponses, fakeupstream.Script{}, mixed)
+	resp := e.postTo("/v1/responses", `{"model":"fake-1","input":"hi","tools":[{"type":"file_search","vector_store_ids":["vs_1"]}]}`, nil)
+	if resp.status != http.StatusBadRequest || !strings.Contains(string(resp.body), "tool_type_unsupported") {
+		t.Fatalf("status %d: %s", resp.status, resp.body)
 	}
 }
