@@ -5,7 +5,8 @@
 // items (encrypted_content, summaries) returned and carried back, whole and
 // streamed; its own Responses members and built-in tools reach the
 // provider as it sent them. Codex CLI (`codex exec`, pinned from npm) runs
-// a function round trip over the same route.
+// a function round trip over the same route, and gets the provider's own
+// web search as its web_search item.
 
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
@@ -39,6 +40,7 @@ const script = {
         { content: "The command printed codex-native-ok." },
       ],
     },
+    { match: "[codex-ws]", rounds: [{ reasoning_content: "look", items: [{ ...providerSearch, action: { type: "search", query: "perovskite sealing" } }], content: "Sealed with glass." }] },
     { match: "", rounds: Array.from({ length: 8 }, () => ({ content: "ok" })) },
   ],
 };
@@ -179,18 +181,23 @@ describe("Codex CLI over a Responses route", () => {
     ].join("\n"));
   });
 
-  test("the model reasons, calls one of Codex's functions, Codex answers it", async () => {
+  // codex exec on a loopback-only environment, nothing sent home.
+  const codex = (prompt) => {
     const closed = "http://127.0.0.1:9";
     const env = {
       PATH: `${dirname(node22Bin())}:${process.env.PATH}`, HOME: home, CODEX_HOME: home,
       HTTP_PROXY: closed, HTTPS_PROXY: closed, ALL_PROXY: closed, http_proxy: closed, https_proxy: closed, all_proxy: closed,
       NO_PROXY: "127.0.0.1,localhost", no_proxy: "127.0.0.1,localhost",
     };
-    const r = await new Promise((res) => {
-      const child = execFile(codexBin, ["exec", "--json", "--skip-git-repo-check", "--sandbox", "danger-full-access", "[codex-native] run the check"],
+    return new Promise((res) => {
+      const child = execFile(codexBin, ["exec", "--json", "--skip-git-repo-check", "--sandbox", "danger-full-access", prompt],
         { cwd, env, timeout: 120_000, maxBuffer: 16 << 20 }, (err, stdout, stderr) => res({ code: err ? (err.code ?? 1) : 0, stdout, stderr }));
       child.stdin.end();
     });
+  };
+
+  test("the model reasons, calls one of Codex's functions, Codex answers it", async () => {
+    const r = await codex("[codex-native] run the check");
     assert.equal(r.code, 0, r.stderr);
     const evs = r.stdout.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
     const cmd = evs.find((e) => e.type === "item.completed" && e.item.type === "command_execution");
@@ -210,5 +217,16 @@ describe("Codex CLI over a Responses route", () => {
     assert.ok(second.some((i) => i.type === "reasoning" && i.encrypted_content === "enc_fake:run it"), JSON.stringify(second.map((i) => i.type)));
     const out = second.find((i) => i.type === "function_call_output" && i.call_id === "call_exec");
     assert.match(JSON.stringify(out), /codex-native-ok/);
+  });
+
+  test("the provider's own web search reaches Codex as its web_search item", async () => {
+    const r = await codex("[codex-ws] how are perovskite modules sealed?");
+    assert.equal(r.code, 0, r.stderr);
+    const evs = r.stdout.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
+    const ws = evs.find((e) => e.type === "item.completed" && e.item.type === "web_search");
+    assert.ok(ws, `no web_search item in ${r.stdout}`);
+    assert.match(JSON.stringify(ws.item), /perovskite sealing/);
+    const text = evs.filter((e) => e.type === "item.completed" && e.item.type === "agent_message").map((e) => e.item.text).join("\n");
+    assert.equal(text, "Sealed with glass.");
   });
 });
