@@ -170,7 +170,7 @@ func (rq *responsesRequest) responsesOutput(res *loop.Result) []any {
 		}
 		if text != "" {
 			item := newMessageItem(roundItemID(base, rr.Round), text, status)
-			item.Content[0].Annotations = citations(text, found)
+			item.Content[0].Annotations = append(citations(text, found), providerCitations(rr.Response.Message.Raw)...)
 			out = append(out, item)
 		}
 		out = rq.roundCalls(out, rr, &found)

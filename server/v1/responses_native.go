@@ -3,6 +3,7 @@ package v1
 import (
 	"encoding/json"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/toolhost/toolhost/server/v1/loop"
 )
@@ -26,8 +27,9 @@ import (
 //     as output_item.added and done when the provider finished them).
 //
 // The round's text is the face's own message item, as on the other
-// routes, so the stream and the JSON response agree; annotations the
-// provider put on its text are not carried over.
+// routes, so the stream and the JSON response agree; the url_citation
+// annotations the provider put on its text are carried over, their
+// indices moved to the round's whole text.
 //
 // The caller's functions, custom and namespace tools still go through the
 // canonical functions (responses_tooltypes.go), so the loop runs the hosted
@@ -119,12 +121,79 @@ func (b *inputBuilder) nativeItem(item json.RawMessage) {
 	b.native = append(b.native, item)
 }
 
+// messageText is what the face reads of a provider's message item.
+type messageText struct {
+	Content []struct {
+		Text        string            `json:"text"`
+		Refusal     string            `json:"refusal"`
+		Annotations []json.RawMessage `json:"annotations"`
+	} `json:"content"`
+}
+
+// itemCitations are the url_citation annotations of a provider's message
+// item, shifted by offset characters; the item's text length comes with
+// them.
+func itemCitations(item json.RawMessage, offset int) ([]urlCitation, int) {
+	var m messageText
+	if json.Unmarshal(item, &m) != nil {
+		return nil, 0
+	}
+	var out []urlCitation
+	n := 0
+	for _, c := range m.Content {
+		for _, raw := range c.Annotations {
+			var a urlCitation
+			if json.Unmarshal(raw, &a) == nil && a.Type == "url_citation" {
+				a.StartIndex += offset + n
+				a.EndIndex += offset + n
+				out = append(out, a)
+			}
+		}
+		n += utf8.RuneCountInString(c.Text) + utf8.RuneCountInString(c.Refusal)
+	}
+	return out, n
+}
+
+// providerCitations are the url_citation annotations of the message items
+// of a provider's round output (raw), indexed in the round's whole text.
+func providerCitations(raw json.RawMessage) []urlCitation {
+	var items []json.RawMessage
+	if json.Unmarshal(raw, &items) != nil {
+		return nil
+	}
+	var out []urlCitation
+	offset := 0
+	for _, it := range items {
+		var h struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(it, &h) != nil || h.Type != "message" {
+			continue
+		}
+		notes, n := itemCitations(it, offset)
+		out = append(out, notes...)
+		offset += n
+	}
+	return out
+}
+
 // nativeItemEvent streams an item of a Responses provider's round that has
 // no canonical form (loop.EventDeltaExtra {"item": ITEM}): added and done
 // as the provider finished it, after the open message item closes.
 func (s *responsesStream) nativeItemEvent(ev loop.Event) error {
+	if ev.Dialect != loop.DialectResponses {
+		return nil
+	}
+	if msg, ok := ev.Extra["message"]; ok && s.msgIndex >= 0 {
+		// The message's text has streamed into the open item: its
+		// annotations go on it when it closes.
+		_, n := itemCitations(msg, 0)
+		notes, _ := itemCitations(msg, utf8.RuneCountInString(s.msgText.String())-n)
+		s.provided = append(s.provided, notes...)
+		return nil
+	}
 	item, ok := ev.Extra["item"]
-	if ev.Dialect != loop.DialectResponses || !ok {
+	if !ok {
 		return nil
 	}
 	if err := s.closeMessage("completed"); err != nil {

@@ -28,7 +28,7 @@ const providerSearch = `{"type":"web_search_call","id":"ws_1","status":"complete
 var nativeRounds = []fakeupstream.Round{
 	{Reasoning: "plan", Items: []json.RawMessage{json.RawMessage(providerSearch)}, ToolCalls: []fakeupstream.ToolCall{call("call_t", "get_time", `{"timezone":"UTC"}`)},
 		Usage: json.RawMessage(`{"input_tokens":50,"input_tokens_details":{"cached_tokens":10},"output_tokens":9,"output_tokens_details":{"reasoning_tokens":4},"total_tokens":59}`)},
-	{Reasoning: "answer", Content: "It is noon.", ToolCalls: []fakeupstream.ToolCall{call("call_w", "get_weather", `{"city":"Paris"}`)}, Usage: usage(80, 6, 0, 2)},
+	{Reasoning: "answer", Content: "It is noon.", Annotations: []json.RawMessage{json.RawMessage(`{"type":"url_citation","start_index":6,"end_index":10,"url":"https://example.org/time","title":"Time"}`)}, ToolCalls: []fakeupstream.ToolCall{call("call_w", "get_weather", `{"city":"Paris"}`)}, Usage: usage(80, 6, 0, 2)},
 	{Content: "Noon and sunny.", Usage: usage(120, 4, 0, 0)},
 }
 
@@ -47,7 +47,8 @@ const nativeBody = `{"model":"fake-1","input":[{"role":"user","content":"hello"}
 // natively: the caller's members and built-in tools reach it as they came,
 // the earlier reasoning item goes back in its place, the provider's
 // reasoning and web_search_call items come back to the caller and, within
-// the run, to the provider in the next round; the hosted tool still runs
+// the run, to the provider in the next round, its url_citation on the
+// text with it; the hosted tool still runs
 // here and the caller's function call ends the run.
 func TestResponsesNativeGolden(t *testing.T) {
 	tc := responsesCase{
@@ -57,6 +58,10 @@ func TestResponsesNativeGolden(t *testing.T) {
 		check: func(t *testing.T, e *env, _ loop.Dialect, _ bool, out map[string]any) {
 			if got := itemTypes(out); got != "mcp_list_tools reasoning web_search_call mcp_call reasoning message function_call" {
 				t.Errorf("output items %s", got)
+			}
+			text := out["output"].([]any)[5].(map[string]any)["content"].([]any)[0].(map[string]any)
+			if notes := fmt.Sprint(text["annotations"]); notes != "[map[end_index:10 start_index:6 title:Time type:url_citation url:https://example.org/time]]" {
+				t.Errorf("annotations %s", notes)
 			}
 			if u := out["usage"].(map[string]any); fmt.Sprint(u["output_tokens_details"]) != "map[reasoning_tokens:6]" {
 				t.Errorf("usage %v", u)

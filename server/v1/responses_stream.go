@@ -38,6 +38,9 @@ type responsesStream struct {
 	fcalls []*streamedCall
 	// found are the web search results so far, which texts cite.
 	found []searchResult
+	// provided are the citations a Responses provider put on the open
+	// message's text (responses_native.go).
+	provided []urlCitation
 }
 
 type streamedCall struct {
@@ -295,7 +298,8 @@ func (s *responsesStream) closeMessage(status string) error {
 	}
 	i, text := s.msgIndex, s.msgText.String()
 	s.msgIndex = -1
-	notes := citations(text, s.found)
+	notes := append(citations(text, s.found), s.provided...)
+	s.provided = nil
 	for n, a := range notes {
 		ev := at(i, s.msgID)
 		ev.ContentIndex, ev.AnnotationIndex, ev.Annotation = ref(0), ref(n), &a

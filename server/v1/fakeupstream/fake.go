@@ -60,7 +60,10 @@ type Round struct {
 	// the reasoning item and before the message (the calls of a
 	// provider's built-in tools: web_search_call, ...); the other faces
 	// leave them out.
-	Items        []json.RawMessage `json:"items,omitempty"`
+	Items []json.RawMessage `json:"items,omitempty"`
+	// Annotations go on the content's output_text part on the Responses
+	// face (url_citation, ...).
+	Annotations  []json.RawMessage `json:"annotations,omitempty"`
 	FinishReason string            `json:"finish_reason,omitempty"`
 	Usage        json.RawMessage   `json:"usage,omitempty"`
 	// ChunkRunes is how many runes of content each stream chunk carries

@@ -212,8 +212,12 @@ func responsesOutput(rd Round) []any {
 		out = append(out, it)
 	}
 	if rd.Content != "" {
+		notes := []any{}
+		for _, a := range rd.Annotations {
+			notes = append(notes, a)
+		}
 		out = append(out, messageItem{Type: "message", ID: "msg_" + rd.ID, Role: "assistant", Status: "completed",
-			Content: []outputText{{Type: "output_text", Text: rd.Content, Annotations: []any{}}}})
+			Content: []outputText{{Type: "output_text", Text: rd.Content, Annotations: notes}}})
 	}
 	for _, tc := range rd.ToolCalls {
 		if tc.Custom {

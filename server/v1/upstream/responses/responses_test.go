@@ -177,7 +177,8 @@ func view(r *loop.UpstreamResponse, deltas []loop.Delta) []byte {
 func fakeRound() fakeupstream.Round {
 	return fakeupstream.Round{
 		ID: "resp_r0", Reasoning: "think first", Content: "Here: [a](https://example.org/a)",
-		Items: []json.RawMessage{raw(`{"type":"web_search_call","id":"ws_1","status":"completed","action":{"type":"search","query":"news"}}`)},
+		Annotations: []json.RawMessage{raw(`{"type":"url_citation","start_index":6,"end_index":31,"url":"https://example.org/a","title":"a"}`)},
+		Items:       []json.RawMessage{raw(`{"type":"web_search_call","id":"ws_1","status":"completed","action":{"type":"search","query":"news"}}`)},
 		ToolCalls: []fakeupstream.ToolCall{
 			{ID: "call_a", Name: "web_search", Arguments: `{"query":"more news"}`},
 			{ID: "call_b", Name: "apply_diff", Arguments: "*** Begin Patch", Custom: true},

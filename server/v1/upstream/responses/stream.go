@@ -19,7 +19,8 @@ import (
 // arguments flow as deltas; each finished item with no canonical form
 // (reasoning, a built-in tool's call) flows whole as an Extra delta
 // {"item": ITEM} of loop.DialectResponses, for a renderer of the same
-// dialect.
+// dialect, and each finished message item as {"message": ITEM} (its
+// annotations).
 type StreamAssembler struct {
 	started bool
 	meta    loop.Meta
@@ -129,7 +130,10 @@ func (a *StreamAssembler) done(ev eventJSON) (*loop.Delta, error) {
 	}
 	a.items[ev.OutputIndex] = ev.Item
 	switch h.Type {
-	case "message", "function_call":
+	case "message":
+		// Its text flowed; the whole item carries the annotations.
+		return &loop.Delta{Extra: map[string]json.RawMessage{"message": ev.Item}, Dialect: loop.DialectResponses}, nil
+	case "function_call":
 		return nil, nil
 	case "custom_tool_call":
 		args, _ := upstream.Marshal(customInput{Input: h.Input}) // a string always encodes
