@@ -19,13 +19,14 @@ import { startFakeUpstream } from "./lib/fakeupstream.mjs";
 import { node22Bin, startServer, tempDir } from "./lib/server.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
+const citation = { type: "url_citation", start_index: 6, end_index: 10, url: "https://example.org/time", title: "Time" };
 const providerSearch = { type: "web_search_call", id: "ws_1", status: "completed", action: { type: "search", query: "noon" } };
 
 // A hosted round (get_time) after the provider's own web search, then a
 // call of the caller's get_weather, then the answer.
 const rounds = [
   { reasoning_content: "plan", items: [providerSearch], tool_calls: [{ id: "call_t", name: "get_time", arguments: '{"timezone":"UTC"}' }] },
-  { reasoning_content: "answer", content: "It is noon.", tool_calls: [{ id: "call_w", name: "get_weather", arguments: '{"city":"Paris"}' }] },
+  { reasoning_content: "answer", content: "It is noon.", annotations: [citation], tool_calls: [{ id: "call_w", name: "get_weather", arguments: '{"city":"Paris"}' }] },
   { content: "Noon and sunny." },
 ];
 
@@ -104,6 +105,7 @@ function checkOutput(resp) {
   assert.match(time.output, /UTC/);
   assert.equal(answer.encrypted_content, "enc_fake:answer");
   assert.equal(text.content[0].text, "It is noon.");
+  assert.deepEqual(text.content[0].annotations, [citation]);
   assert.deepEqual([fn.call_id, fn.name, fn.arguments], ["call_w", "get_weather", '{"city":"Paris"}']);
 }
 
