@@ -310,3 +310,21 @@ func TestLoadHostedBudgets(t *testing.T) {
 		t.Errorf("defaults %+v", def)
 	}
 }
+
+// A route's protocol is one of the three clients; any other value is
+// refused by Load with the route's key and the values it accepts, and the
+// three (and the empty default) load.
+func TestLoadChecksTheRouteProtocol(t *testing.T) {
+	for _, p := range config.RouteProtocols {
+		if _, err := loadFile(t, `{"hosted": {"routes": [{"name": "a", "protocol": "`+p+`"}]}}`); err != nil {
+			t.Fatalf("protocol %q: %v", p, err)
+		}
+	}
+	for _, p := range []string{"Responses", "chat", "openai-responses"} {
+		_, err := loadFile(t, `{"hosted": {"routes": [{"name": "a"}, {"name": "b", "protocol": "`+p+`"}]}}`)
+		want := `hosted.routes[1].protocol "` + p + `": want "openai" (Chat Completions, the default), "anthropic" (Messages) or "responses"`
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("protocol %q: err = %v, want one containing %s", p, err, want)
+		}
+	}
+}

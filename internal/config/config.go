@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/toolhost/toolhost/internal/config/duration"
@@ -263,8 +264,17 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	for i, r := range c.Hosted.Routes {
+		if !slices.Contains(RouteProtocols, r.Protocol) {
+			return fmt.Errorf("hosted.routes[%d].protocol %q: want \"openai\" (Chat Completions, the default), \"anthropic\" (Messages) or \"responses\" (the OpenAI Responses API)", i, clipKey(r.Protocol))
+		}
+	}
 	return c.checkBounds()
 }
+
+// RouteProtocols are the values of hosted.routes[].protocol ("" is
+// "openai").
+var RouteProtocols = []string{"", "openai", "anthropic", "responses"}
 
 // clipKey shortens a value echoed in an error.
 func clipKey(s string) string {
@@ -426,11 +436,12 @@ type Auth struct {
 // (hosted.routes[]).
 type Route struct {
 	Name string `json:"name"`
-	// Protocol is the upstream's wire format: "openai" (Chat Completions)
-	// or "anthropic" (the Messages API).
+	// Protocol is the upstream's wire format: "openai" (Chat Completions,
+	// the default), "anthropic" (the Messages API) or "responses" (the
+	// OpenAI Responses API).
 	Protocol string `json:"protocol"`
-	// BaseURL is the API root ("https://…/v1"); /chat/completions is
-	// appended.
+	// BaseURL is the API root ("https://…/v1"); /chat/completions,
+	// /messages or /responses is appended.
 	BaseURL string `json:"base_url"`
 	// APIKeyEnv names the environment variable holding the API key; the key
 	// itself never goes into the file.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/toolhost/toolhost/internal/config"
 	"github.com/toolhost/toolhost/internal/idempotency"
 	"github.com/toolhost/toolhost/internal/keys"
 	"github.com/toolhost/toolhost/internal/store"
@@ -16,6 +17,7 @@ import (
 	"github.com/toolhost/toolhost/server/v1/upstream"
 	"github.com/toolhost/toolhost/server/v1/upstream/anthropic"
 	"github.com/toolhost/toolhost/server/v1/upstream/openai"
+	"github.com/toolhost/toolhost/server/v1/upstream/responses"
 	"github.com/toolhost/toolhost/tools"
 )
 
@@ -45,35 +47,9 @@ func hostedRoutes(o *Options, exec *tools.Executor, ks *keys.Service, db *store.
 			}
 			key = v
 		}
-		var up loop.Upstream
-		switch rc.Protocol {
-		case "openai", "":
-			up = openai.New(openai.Config{
-				Name:       rc.Name,
-				BaseURL:    rc.BaseURL,
-				APIKey:     key,
-				Propagator: o.telemetry().Propagator,
-				Timeouts: upstream.Timeouts{
-					Header: rc.HeaderTimeout.D(),
-					Idle:   rc.IdleTimeout.D(),
-					Total:  rc.RequestTimeout.D(),
-				},
-			})
-		case "anthropic":
-			// The Messages API; /messages is appended to base_url.
-			up = anthropic.New(anthropic.Config{
-				Name:       rc.Name,
-				BaseURL:    rc.BaseURL,
-				APIKey:     key,
-				Propagator: o.telemetry().Propagator,
-				Timeouts: upstream.Timeouts{
-					Header: rc.HeaderTimeout.D(),
-					Idle:   rc.IdleTimeout.D(),
-					Total:  rc.RequestTimeout.D(),
-				},
-			})
-		default:
-			return nil, nil, ConfigError{fmt.Errorf("hosted.routes[%d] (%s): protocol %q is not supported (want \"openai\" or \"anthropic\")", i, rc.Name, rc.Protocol)}
+		up, err := routeUpstream(o, rc, key)
+		if err != nil {
+			return nil, nil, ConfigError{fmt.Errorf("hosted.routes[%d] (%s): %w", i, rc.Name, err)}
 		}
 		if rc.BaseURL == "" {
 			return nil, nil, ConfigError{fmt.Errorf("hosted.routes[%d] (%s): base_url is required", i, rc.Name)}
@@ -87,7 +63,7 @@ func hostedRoutes(o *Options, exec *tools.Executor, ks *keys.Service, db *store.
 			Unavailable:   unavailable,
 		}
 		tel := o.telemetry()
-		route.Upstream = loop.Traced(up, route, string(route.Protocol), tel.Tracer, tel.Meter)
+		route.Upstream = loop.Traced(up, route, genAIProvider(route.Protocol), tel.Tracer, tel.Meter)
 		routes = append(routes, route)
 	}
 	router, err := loop.NewRouter(routes...)
@@ -143,10 +119,39 @@ type hostedStatus struct {
 	Routes []loop.RouteStatus `json:"routes"`
 }
 
+// routeUpstream is the client of a route's protocol.
+func routeUpstream(o *Options, rc config.Route, key string) (loop.Upstream, error) {
+	t := upstream.Timeouts{Header: rc.HeaderTimeout.D(), Idle: rc.IdleTimeout.D(), Total: rc.RequestTimeout.D()}
+	prop := o.telemetry().Propagator
+	switch rc.Protocol {
+	case "openai", "":
+		return openai.New(openai.Config{Name: rc.Name, BaseURL: rc.BaseURL, APIKey: key, Propagator: prop, Timeouts: t}), nil
+	case "anthropic":
+		// The Messages API; /messages is appended to base_url.
+		return anthropic.New(anthropic.Config{Name: rc.Name, BaseURL: rc.BaseURL, APIKey: key, Propagator: prop, Timeouts: t}), nil
+	case "responses":
+		// The Responses API; /responses is appended to base_url.
+		return responses.New(responses.Config{Name: rc.Name, BaseURL: rc.BaseURL, APIKey: key, Propagator: prop, Timeouts: t}), nil
+	}
+	return nil, fmt.Errorf("protocol %q is not supported (want \"openai\", \"anthropic\" or \"responses\")", rc.Protocol)
+}
+
+// genAIProvider is gen_ai.provider.name of a route's protocol: the API's
+// vendor, so a Responses route is "openai" like a Chat Completions one.
+func genAIProvider(d loop.Dialect) string {
+	if d == loop.DialectResponses {
+		return string(loop.DialectOpenAI)
+	}
+	return string(d)
+}
+
 // routeProtocol is the dialect of a route's protocol setting.
 func routeProtocol(p string) loop.Dialect {
-	if p == "anthropic" {
+	switch p {
+	case "anthropic":
 		return loop.DialectAnthropic
+	case "responses":
+		return loop.DialectResponses
 	}
 	return loop.DialectOpenAI
 }

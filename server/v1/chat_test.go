@@ -397,6 +397,8 @@ func checkInventedRound(t *testing.T, e *env, p loop.Dialect, refusal string) {
 		switch {
 		case m["role"] == "tool":
 			got = append(got, result{id: m["tool_call_id"].(string), text: m["content"].(string), isError: strings.HasPrefix(m["content"].(string), "[tool error] ")})
+		case m["type"] == "function_call_output":
+			got = append(got, result{id: m["call_id"].(string), text: m["output"].(string), isError: strings.HasPrefix(m["output"].(string), "[tool error] ")})
 		case p == loop.DialectAnthropic && m["role"] == "user":
 			blocks, _ := m["content"].([]any)
 			for _, b := range blocks {

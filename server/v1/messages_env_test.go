@@ -17,6 +17,7 @@ import (
 	"github.com/toolhost/toolhost/server/v1/loop"
 	"github.com/toolhost/toolhost/server/v1/upstream/anthropic"
 	"github.com/toolhost/toolhost/server/v1/upstream/openai"
+	"github.com/toolhost/toolhost/server/v1/upstream/responses"
 	"github.com/toolhost/toolhost/tools"
 	"github.com/toolhost/toolhost/tools/sleep"
 )
@@ -55,8 +56,11 @@ func newToolsEnv(t *testing.T, label string, protocol loop.Dialect, script fakeu
 	rec := &recordingExec{Executor: ex, started: make(chan struct{}, 16), finished: make(chan *tools.Outcome, 64)}
 	store := v1.NewRoundStore(0)
 	var up loop.Upstream = openai.New(openai.Config{Name: "fake", BaseURL: fake.URL(), APIKey: "sk-test"})
-	if protocol == loop.DialectAnthropic {
+	switch protocol {
+	case loop.DialectAnthropic:
 		up = anthropic.New(anthropic.Config{Name: "fake", BaseURL: fake.URL(), APIKey: "sk-ant-test"})
+	case loop.DialectResponses:
+		up = responses.New(responses.Config{Name: "fake", BaseURL: fake.URL(), APIKey: "sk-test"})
 	}
 	router, err := loop.NewRouter(
 		&loop.Route{Name: "fake", Protocol: protocol, Models: []string{"fake-*"}, SupportsTools: true,

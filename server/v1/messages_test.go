@@ -40,7 +40,11 @@ func upstreamMessages(t *testing.T, e *env, i int) []any {
 	if i >= len(reqs) {
 		t.Fatalf("no upstream request %d", i)
 	}
-	msgs, _ := reqs[i]["messages"].([]any)
+	msgs, ok := reqs[i]["messages"].([]any)
+	if !ok {
+		// A Responses upstream's input items.
+		msgs, _ = reqs[i]["input"].([]any)
+	}
 	return msgs
 }
 

@@ -161,6 +161,11 @@ func (rq *responsesRequest) responsesOutput(res *loop.Result) []any {
 	last := len(res.Rounds) - 1
 	var found []searchResult
 	for n, rr := range res.Rounds {
+		// A Responses provider's reasoning and built-in tool items, as it
+		// wrote them (responses_native.go).
+		for _, it := range rr.Response.Message.NativeItems {
+			out = append(out, it)
+		}
 		text, status := rr.Response.Message.Text, "completed"
 		if n == last {
 			text = res.Message.Text
@@ -170,20 +175,27 @@ func (rq *responsesRequest) responsesOutput(res *loop.Result) []any {
 		}
 		if text != "" {
 			item := newMessageItem(roundItemID(base, rr.Round), text, status)
-			item.Content[0].Annotations = citations(text, found)
+			item.Content[0].Annotations = append(citations(text, found), providerCitations(rr.Response.Message.Raw)...)
 			out = append(out, item)
 		}
-		for _, c := range rr.Calls {
-			if item := rq.hostedItem(c); item != nil {
-				out = append(out, item)
-			}
-			if rq.servesSearch(c.Name) {
-				found = append(found, searchResults(c)...)
-			}
-		}
+		out = rq.roundCalls(out, rr, &found)
 	}
 	for _, c := range res.Message.ToolCalls {
 		out = append(out, rq.names.callItem(c.ID, c.Name, string(c.Args), "completed"))
+	}
+	return out
+}
+
+// roundCalls adds the items of a round's executed hosted calls, and the
+// web search results they found.
+func (rq *responsesRequest) roundCalls(out []any, rr loop.RoundResult, found *[]searchResult) []any {
+	for _, c := range rr.Calls {
+		if item := rq.hostedItem(c); item != nil {
+			out = append(out, item)
+		}
+		if rq.servesSearch(c.Name) {
+			*found = append(*found, searchResults(c)...)
+		}
 	}
 	return out
 }
@@ -417,10 +429,11 @@ func responsesUsage(u loop.Usage) *responsesUsageJSON {
 	}
 	out := &responsesUsageJSON{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.InputTokens + u.OutputTokens}
 	out.InputTokensDetails.CachedTokens = u.CachedInputTokens
-	if u.Dialect == loop.DialectOpenAI {
-		if n, ok := u.Detail.Object("completion_tokens_details")["reasoning_tokens"].(json.Number); ok {
-			out.OutputTokensDetails.ReasoningTokens, _ = n.Int64()
-		}
+	switch u.Dialect {
+	case loop.DialectOpenAI:
+		out.OutputTokensDetails.ReasoningTokens = u.Detail.Object("completion_tokens_details").Number("reasoning_tokens")
+	case loop.DialectResponses:
+		out.OutputTokensDetails.ReasoningTokens = u.Detail.Object("output_tokens_details").Number("reasoning_tokens")
 	}
 	return out
 }

@@ -14,9 +14,11 @@ import (
 // Function calls and mcp_call items next to each other become one
 // assistant message with tool calls followed by the results, the shape Chat
 // Completions requires; custom_tool_call items become calls of the custom
-// tool's function (responses_tooltypes.go); mcp_list_tools, reasoning and
-// web_search_call items are dropped.
-func (h *Handler) responsesInput(raw json.RawMessage) ([]loop.Message, []loop.ApprovalAnswer, error) {
+// tool's function (responses_tooltypes.go); mcp_list_tools items are
+// dropped; reasoning and web_search_call items (and, when native, the other
+// items of a provider's built-in tools) ride on their assistant turn as
+// native items (responses_native.go), which only a Responses upstream sends.
+func (h *Handler) responsesInput(raw json.RawMessage, native bool) ([]loop.Message, []loop.ApprovalAnswer, error) {
 	if !present(raw) {
 		return nil, nil, badRequest(ReasonInvalidRequest, "input", "input is required: a string or a list of items")
 	}
@@ -28,7 +30,7 @@ func (h *Handler) responsesInput(raw json.RawMessage) ([]loop.Message, []loop.Ap
 	if err := json.Unmarshal(raw, &items); err != nil || len(items) == 0 {
 		return nil, nil, badRequest(ReasonInvalidRequest, "input", "input must be a string or a non-empty list of items")
 	}
-	b := &inputBuilder{approvals: scanApprovals(items)}
+	b := &inputBuilder{approvals: scanApprovals(items), nativeRoute: native}
 	for i, item := range items {
 		if err := h.inputItem(b, item, fmt.Sprintf("input[%d]", i)); err != nil {
 			return nil, nil, err
@@ -51,6 +53,11 @@ type inputBuilder struct {
 	// The approval items of the input (responses_approvals.go).
 	approvals inputApprovals
 	answers   []loop.ApprovalAnswer
+	// native are the items with no canonical form waiting for the
+	// assistant turn they belong to; nativeRoute says the request goes to
+	// a Responses provider (responses_native.go).
+	native      []json.RawMessage
+	nativeRoute bool
 }
 
 // hostedCall adds a call and its result to the assistant turn being
@@ -76,8 +83,10 @@ func (b *inputBuilder) callerCall(c loop.ToolCall) {
 
 func (b *inputBuilder) flush() {
 	if b.assistant {
-		b.out = append(b.out, loop.Message{Role: loop.RoleAssistant, Text: b.text.String(), ToolCalls: b.calls})
+		b.out = append(b.out, loop.Message{Role: loop.RoleAssistant, Text: b.text.String(), ToolCalls: b.calls, NativeItems: b.native})
 	}
+	// Items no assistant turn follows have nothing to ride on.
+	b.native = nil
 	b.out = append(b.out, b.results...)
 	b.text.Reset()
 	b.calls, b.results, b.assistant = nil, nil, false
@@ -174,10 +183,14 @@ func (h *Handler) inputItem(b *inputBuilder, item json.RawMessage, param string)
 		}
 		return nil
 	case "code_interpreter_call":
-		return continuedCodeCall(b, item, param)
-	case "reasoning", "web_search_call":
-		// Reasoning items have no Chat Completions form; a web search's
-		// findings are in the text that followed it.
+		// toolhost ran it (run_code), unless the route's provider runs
+		// its own code interpreter: then the item goes back to it as
+		// it came.
+		if !b.nativeRoute {
+			return continuedCodeCall(b, item, param)
+		}
+	}
+	if b.keepNative(it.Type, item) {
 		return nil
 	}
 	if ok, err := clientToolInput(b, it.Type, item, param); ok {

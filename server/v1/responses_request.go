@@ -109,6 +109,9 @@ func (h *Handler) parseResponses(body []byte) (*responsesRequest, error) {
 	if err := json.Unmarshal(in.Model, &rr.loop.Model); err != nil || rr.loop.Model == "" {
 		return nil, badRequest(ReasonInvalidRequest, "model", "model is required and must be a string")
 	}
+	if h.nativeRoute(rr.loop.Model) {
+		rr.loop.Native = h.nativeRequest(top)
+	}
 	for _, k := range []string{"previous_response_id", "conversation", "prompt"} {
 		if present(top[k]) {
 			return nil, badRequest(ReasonStatefulUnsupported, k, k+" is not supported: responses are not stored here; send the previous output as input instead")
@@ -141,7 +144,7 @@ func (h *Handler) parseResponses(body []byte) (*responsesRequest, error) {
 			rr.loop.Messages = append(rr.loop.Messages, loop.Message{Role: loop.RoleSystem, Text: s})
 		}
 	}
-	msgs, answers, err := h.responsesInput(in.Input)
+	msgs, answers, err := h.responsesInput(in.Input, rr.loop.Native != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -210,6 +213,9 @@ func (h *Handler) parseResponsesTools(t json.RawMessage, rr *responsesRequest, l
 		var head functionHead
 		if err := json.Unmarshal(item, &head); err != nil {
 			return nil, badRequest(ReasonInvalidRequest, param, "each tool must be an object")
+		}
+		if rr.providerTool(head.Type, item) {
+			continue
 		}
 		switch typ := head.Type; {
 		case typ == "function":

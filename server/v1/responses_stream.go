@@ -38,6 +38,9 @@ type responsesStream struct {
 	fcalls []*streamedCall
 	// found are the web search results so far, which texts cite.
 	found []searchResult
+	// provided are the citations a Responses provider put on the open
+	// message's text (responses_native.go).
+	provided []urlCitation
 }
 
 type streamedCall struct {
@@ -177,6 +180,8 @@ func (s *responsesStream) event(ev loop.Event) error {
 		return s.send("response.output_text.delta", d)
 	case loop.EventCallerCallDelta:
 		return s.callerCall(ev)
+	case loop.EventDeltaExtra:
+		return s.nativeItemEvent(ev)
 	case loop.EventHostedCallsProposed:
 		return s.closeMessage("completed")
 	case loop.EventHostedCallsDone:
@@ -296,7 +301,8 @@ func (s *responsesStream) closeMessage(status string) error {
 	}
 	i, text := s.msgIndex, s.msgText.String()
 	s.msgIndex = -1
-	notes := citations(text, s.found)
+	notes := append(citations(text, s.found), s.provided...)
+	s.provided = nil
 	for n, a := range notes {
 		ev := at(i, s.msgID)
 		ev.ContentIndex, ev.AnnotationIndex, ev.Annotation = ref(0), ref(n), &a

@@ -285,7 +285,7 @@ func itemTypes(resp map[string]any) string {
 
 func TestResponsesGolden(t *testing.T) {
 	for _, label := range labels {
-		for _, p := range protocols {
+		for _, p := range responsesProtocols {
 			for _, tc := range responsesCases {
 				for _, stream := range []bool{false, true} {
 					t.Run(fmt.Sprintf("%s/%s/%s/%s", label, p, tc.name, modeName(stream)), func(t *testing.T) {
@@ -442,7 +442,7 @@ func checkResponsesStream(t *testing.T, body []byte, label string) map[string]an
 // The terminal event's response of a stream is the JSON response: same
 // output items, status, usage and extension field.
 func TestResponsesStreamEqualsResponse(t *testing.T) {
-	for _, p := range protocols {
+	for _, p := range responsesProtocols {
 		for _, tc := range responsesCases {
 			t.Run(fmt.Sprintf("%s/%s", p, tc.name), func(t *testing.T) {
 				label := "acme_tools"

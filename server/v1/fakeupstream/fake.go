@@ -1,8 +1,10 @@
 // Package fakeupstream is a scripted stand-in for an OpenAI-compatible model
 // API, for tests of the hosted loop. It serves POST /v1/chat/completions on
-// 127.0.0.1 in the real wire format, streaming (SSE chunks, tool-call deltas
-// split into pieces, a usage chunk when stream_options.include_usage is set)
-// and not, and answers from a script of rounds.
+// 127.0.0.1 in the real wire format, streaming (SSE chunks, tool-call
+// deltas split into pieces, a usage chunk when stream_options.include_usage
+// is set) and not, and answers from a script of rounds. The same script
+// answers POST /v1/messages (anthropic.go) and POST /v1/responses
+// (responses.go).
 //
 // Which round answers a request is computed from the request itself: the
 // conversation is chosen by the first script entry whose Match is contained
@@ -52,10 +54,18 @@ type Round struct {
 	Content string `json:"content,omitempty"`
 	// Reasoning is sent as reasoning_content (the field some
 	// OpenAI-compatible APIs use for thinking text).
-	Reasoning    string          `json:"reasoning_content,omitempty"`
-	ToolCalls    []ToolCall      `json:"tool_calls,omitempty"`
-	FinishReason string          `json:"finish_reason,omitempty"`
-	Usage        json.RawMessage `json:"usage,omitempty"`
+	Reasoning string     `json:"reasoning_content,omitempty"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// Items are output items the Responses face sends as they are, after
+	// the reasoning item and before the message (the calls of a
+	// provider's built-in tools: web_search_call, ...); the other faces
+	// leave them out.
+	Items []json.RawMessage `json:"items,omitempty"`
+	// Annotations go on the content's output_text part on the Responses
+	// face (url_citation, ...).
+	Annotations  []json.RawMessage `json:"annotations,omitempty"`
+	FinishReason string            `json:"finish_reason,omitempty"`
+	Usage        json.RawMessage   `json:"usage,omitempty"`
 	// ChunkRunes is how many runes of content each stream chunk carries
 	// (default 4); ArgsChunk how many bytes of arguments (default 8).
 	ChunkRunes int `json:"chunk_runes,omitempty"`
@@ -81,6 +91,9 @@ type ToolCall struct {
 	// Completions): its first group becomes Arguments, as a model copies
 	// the arguments a tool result told it to use.
 	ArgumentsFrom string `json:"arguments_from,omitempty"`
+	// Custom makes the call a custom_tool_call whose input is Arguments
+	// on the Responses face (a function call on the others).
+	Custom bool `json:"custom,omitempty"`
 }
 
 // LoadScript reads a JSON script file.
@@ -134,6 +147,7 @@ func Listen(addr string, script Script) (*Server, error) {
 	mux.HandleFunc("POST /v1/chat/completions", s.chat)
 	mux.HandleFunc("POST /v1/messages", s.messages)
 	mux.HandleFunc("POST /v1/messages/count_tokens", s.countTokens)
+	mux.HandleFunc("POST /v1/responses", s.responses)
 	mux.HandleFunc("GET /v1/requests", s.listRequests)
 	mux.HandleFunc("GET /v1/traceparents", s.listTraceparents)
 	s.hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}

@@ -15,6 +15,8 @@ const (
 	DialectOpenAI Dialect = "openai"
 	// DialectAnthropic is the Anthropic Messages wire format.
 	DialectAnthropic Dialect = "anthropic"
+	// DialectResponses is the OpenAI Responses wire format.
+	DialectResponses Dialect = "responses"
 )
 
 // Role of a message in the canonical conversation.
@@ -52,6 +54,12 @@ type Message struct {
 	// ApprovalID marks the RoleTool result of a call decided by one of
 	// Request.Approvals: the loop fills in Text and IsError.
 	ApprovalID string
+	// NativeItems are Responses items of the turn that have no canonical
+	// form (reasoning items with their encrypted_content, the calls of
+	// built-in tools the provider ran: web_search_call, ...), verbatim and
+	// in the order they came. They precede the message's canonical content;
+	// only a Responses upstream sends them, the others leave them out.
+	NativeItems []json.RawMessage
 
 	Dialect Dialect
 	Raw     json.RawMessage
@@ -128,6 +136,21 @@ type Request struct {
 	// (approval.Decision.Via).
 	Approvals   []ApprovalAnswer
 	ApprovalVia string
+	// Native is what the caller's request says that only an upstream of
+	// its dialect can take (nil when nothing).
+	Native *Native
+}
+
+// Native are the parts of a caller's request in its own wire format that
+// the canonical form does not carry: the members toolhost does not use
+// (include, store, reasoning, prompt_cache_key, ...) and the tools the
+// provider runs itself (web_search, file_search, ...). An upstream of
+// Dialect sends them as they came, in place of the translated Options;
+// the others ignore them.
+type Native struct {
+	Dialect Dialect
+	Fields  map[string]json.RawMessage
+	Tools   []json.RawMessage
 }
 
 // Hosted says which hosted tools a request enabled and how the loop may

@@ -9,12 +9,14 @@
 // receives format-neutral Events while the loop runs (for streaming), and
 // renders the Result. An Upstream (server/v1/upstream/openai for
 // OpenAI-compatible Chat Completions, server/v1/upstream/anthropic for Messages,
-// both on the shared transport of server/v1/upstream) translates the canonical
-// conversation into its protocol; this package never imports them. Where
-// the caller's format and the upstream protocol are the same dialect,
-// whatever the loop does not read travels verbatim (Message.Raw,
-// Request.Options, Usage.Detail); where they differ, the upstream client
-// translates the canonical fields.
+// server/v1/upstream/responses for the Responses API, all on the shared
+// transport of server/v1/upstream) translates the canonical conversation
+// into its protocol; this package never imports them. Where the caller's
+// format and the upstream protocol are the same dialect, whatever the loop
+// does not read travels verbatim (Message.Raw, Request.Options,
+// Usage.Detail; for the Responses dialect Request.Native and
+// Message.NativeItems); where they differ, the upstream client translates
+// the canonical fields.
 //
 // Invariants:
 //   - hosted tool definitions are appended after the caller's functions;

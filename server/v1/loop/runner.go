@@ -358,6 +358,7 @@ func upstreamRequest(req *Request, msgs []Message, fns []Function, tc ToolChoice
 		Options:        req.Options,
 		OptionsDialect: req.OptionsDialect,
 		Stream:         req.Stream,
+		Native:         req.Native,
 	}
 	if len(fns) == 0 {
 		up.ToolChoice = ToolChoice{}

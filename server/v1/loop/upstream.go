@@ -29,6 +29,9 @@ type UpstreamRequest struct {
 	Options        map[string]json.RawMessage
 	OptionsDialect Dialect
 	Stream         bool
+	// Native: the caller's fields and tools for an upstream of its
+	// dialect (Request.Native).
+	Native *Native
 }
 
 // Delta is one streamed piece of an upstream response.

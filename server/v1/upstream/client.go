@@ -3,7 +3,8 @@
 // with every size bounded and every error wrapped once, naming the route.
 //
 // The protocol clients live below it (server/v1/upstream/openai speaks Chat
-// Completions, server/v1/upstream/anthropic speaks Messages); each translates
+// Completions, server/v1/upstream/anthropic Messages,
+// server/v1/upstream/responses the Responses API); each translates
 // the canonical conversation of package loop into its wire format and
 // supplies a Decoder for its stream. This package knows neither format.
 //
