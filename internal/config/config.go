@@ -137,6 +137,8 @@ type Config struct {
 	// Sandbox holds run_code's limits (memory, output caps, concurrency,
 	// queue, warm pools); see sandbox.Config.
 	Sandbox sandbox.Config `json:"sandbox"`
+	// Console configures the operator console (docs/console.md).
+	Console Console `json:"console"`
 }
 
 // Budgets is hosted.budgets: the bounds of one hosted /v1 loop
@@ -256,6 +258,9 @@ func (c *Config) Validate() error {
 				return fmt.Errorf("server.trusted_proxies %q: want an IP address or a CIDR range such as 10.0.0.0/8", clipKey(p))
 			}
 		}
+	}
+	if err := c.Console.validate(); err != nil {
+		return err
 	}
 	return c.checkBounds()
 }
