@@ -31,6 +31,7 @@ func (a *App) consoleRoutes(rt *routeTable) (map[string]http.Handler, error) {
 		Lifetime: a.o.Config.Console.SessionLifetime.D(),
 		TraceURL: a.o.Config.Console.TraceURL,
 		Secure:   func(r *http.Request) bool { return r.TLS != nil || https },
+		RunCode:  func() any { return a.sandbox.Status() },
 		Logger:   a.o.Logger,
 	})
 	if err != nil {

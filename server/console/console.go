@@ -50,6 +50,9 @@ type Options struct {
 	// or through a trusted proxy): the session cookie is then Secure. Nil:
 	// only a direct TLS connection.
 	Secure func(*http.Request) bool
+	// RunCode reports run_code's pools for the overview (nil: not shown);
+	// its value is shown as JSON.
+	RunCode func() any
 	// Pages are more pages, shown in the navigation after the built-in
 	// ones (the job queue's, once it exists).
 	Pages []Page
@@ -133,6 +136,9 @@ func (c *Console) Routes() map[string]http.Handler {
 		"GET " + Prefix + "/keys":              c.signedIn(c.keys),
 		"POST " + Prefix + "/keys":             c.signedIn(c.createKey),
 		"POST " + Prefix + "/keys/{id}/revoke": c.signedIn(c.revokeKey),
+		"GET " + Prefix + "/mcp-servers":       c.signedIn(c.mcpServers),
+		"POST " + Prefix + "/mcp-servers":      c.signedIn(c.registerMCPServer),
+		"POST " + Prefix + "/mcp-servers/{id}": c.signedIn(c.mcpServerAction),
 	}
 	for _, p := range c.o.Pages {
 		routes["GET "+Prefix+p.Path] = c.signedIn(c.extraPage(p))

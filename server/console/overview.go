@@ -39,6 +39,7 @@ type overviewData struct {
 	Capped    bool
 	Scanned   int
 	Since     time.Time
+	RunCode   string
 }
 
 func (c *Console) overview(w http.ResponseWriter, r *http.Request, rq *request) {
@@ -95,6 +96,9 @@ func (c *Console) stats(ctx context.Context, account string) (*overviewData, err
 	})
 	if d.Day > 0 {
 		d.ErrorRate = float64(d.Errors) / float64(d.Day)
+	}
+	if c.o.RunCode != nil {
+		d.RunCode = prettyJSON(c.o.RunCode())
 	}
 	return d, nil
 }
