@@ -13,21 +13,22 @@
 // screenshot over this data goes to docs/console/.
 
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { after, before, test } from "node:test";
 import { chromium } from "playwright-core";
-import { startServer, tempDir } from "./lib/server.mjs";
+import { freePort, startServer, tempDir, toolhostBin } from "./lib/server.mjs";
 import { connectHTTP, textOf } from "./lib/mcp.mjs";
 
 const shots = new URL("../docs/console/", import.meta.url).pathname;
 const axeSource = await readFile(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 const XSS = `<script>alert("x")</script><img src=x onerror=alert("y")>`;
 
-let server, work, browser, admin;
+let server, work, browser, admin, remote, remotePort;
 const accounts = {}; // name → { secret, id }
 const problems = []; // dialogs, console errors, page errors: none allowed
 const clients = [];
@@ -35,7 +36,18 @@ const clients = [];
 before(async () => {
   work = await tempDir("toolhost-console-");
   const config = join(work, "config.json");
+  remotePort = await freePort();
+  remote = spawn(join(dirname(toolhostBin()), "mcp-testserver"), ["-addr", `127.0.0.1:${remotePort}`], { stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  const onData = (c) => (out += c);
+  remote.stdout.on("data", onData);
+  remote.stderr.on("data", onData);
+  while (!/listening on/.test(out)) {
+    assert.equal(remote.exitCode, null, `mcp-testserver exited: ${out}`);
+    await Promise.race([once(remote.stdout, "data"), once(remote.stderr, "data")]);
+  }
   await writeFile(config, JSON.stringify({
+    fetch: { allow_private: ["127.0.0.1"] },
     tools: { require_approval: { roll_dice: "always" } },
     console: { trace_url: "https://traces.example/trace/{trace_id}" },
   }));
@@ -60,6 +72,10 @@ after(async () => {
   for (const c of clients) await c.close().catch(() => {});
   await browser?.close();
   await server?.stop();
+  if (remote && remote.exitCode === null) {
+    remote.kill("SIGTERM");
+    await once(remote, "exit");
+  }
   if (work) await rm(work, { recursive: true, force: true });
 });
 
@@ -264,6 +280,7 @@ test("keys: a key created in the console works on /mcp, and revoked there no lon
   const refused = await fetch(server.mcpURL, { method: "POST", headers: { Authorization: `Bearer ${secret}`, "Content-Type": "application/json", Accept: "application/json, text/event-stream" },
     body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }) });
   assert.equal(refused.status, 401);
+  await visit(page, "/console/grants?account=acme", "grants");
   await context.close();
   assert.deepEqual(problems, []);
 });
@@ -286,6 +303,8 @@ test("tenancy: an account sees and acts on its own data only, forged and cross-s
   }
   await visit(page, "/console/approvals");
   assert.equal(await page.locator(`#approval-${pending.approval_id}`).count(), 0);
+  res = await page.goto(`${server.base}/console/grants`);
+  assert.equal(res.status(), 403, "grants are the admin scope's");
 
   // Forged posts with globex's own valid CSRF token, for acme's objects.
   const csrf = await page.getAttribute("input[name=csrf]", "value");
@@ -321,6 +340,62 @@ test("tenancy: an account sees and acts on its own data only, forged and cross-s
   await acme.context.close();
   assert.equal((await api("GET", `/approvals/${pending.approval_id}`, accounts.acme.secret)).body.data.status, "pending");
   assert.equal((await api("GET", `/admin/keys/${accounts.acme.id}`, admin)).status, 200);
+  assert.deepEqual(problems, []);
+});
+
+test("remote MCP servers: one registered in the console is in the runtime catalog; hostile URLs and errors are text", async () => {
+  const { context, page } = await signIn(accounts.acme.secret);
+  await visit(page, "/console/mcp-servers");
+  const form = page.locator("form[action='/console/mcp-servers']");
+  await form.locator("input[name=name]").fill("demo");
+  await form.locator("input[name=url]").fill(`http://127.0.0.1:${remotePort}/mcp`);
+  await form.locator("button[type=submit]").click();
+  await page.waitForSelector("#notice");
+  assert.match(await page.textContent("#notice"), /Registered demo: live, \d+ tools/);
+  assert.match(await page.textContent("#server-demo .server-status"), /listed \d+s ago/);
+  assert.match(await page.textContent("#server-demo .server-tools"), /echo/);
+
+  assert.equal((await api("POST", "/sessions", accounts.acme.secret, { id: "sess_console" })).status, 201);
+  const runtime = await api("GET", "/sessions/sess_console/tools/runtime", accounts.acme.secret);
+  assert.equal(runtime.status, 200, JSON.stringify(runtime.body));
+  assert.ok(JSON.stringify(runtime.body).includes("demo__echo"), "the registered server's tools are in the runtime catalog");
+
+  await page.locator("#server-demo button[value=refresh]").click();
+  await page.waitForSelector("#notice");
+  assert.match(await page.textContent("#notice"), /Refreshed demo: live/);
+
+  // Hostile text: a URL with markup (nothing answers there), a name the API refuses.
+  await form.locator("input[name=name]").fill("hostile");
+  await form.locator("input[name=url]").fill(`http://127.0.0.1:9/mcp?q=${XSS}`);
+  await form.locator("button[type=submit]").click();
+  await page.waitForSelector("#server-hostile");
+  assert.ok((await page.textContent("#server-hostile .server-url")).includes("<script>"), "the URL is shown as text");
+  await page.locator("#register-h").scrollIntoViewIfNeeded();
+  await form.locator("input[name=name]").evaluate((el) => el.removeAttribute("pattern"));
+  await form.locator("input[name=name]").fill(`x<img src=x onerror=alert("name")>`);
+  await form.locator("input[name=url]").fill(`http://127.0.0.1:${remotePort}/mcp`);
+  await form.locator("button[type=submit]").click();
+  await page.waitForSelector("[role=alert]");
+  assert.match(await page.textContent("[role=alert]"), /validation_error/);
+  assert.equal(await page.locator("main img, main script").count(), 0);
+  await page.goto(server.base + "/console/mcp-servers");
+  await accessible(page);
+  await shot(page, "mcp-servers");
+  const servers = await api("GET", "/mcp-servers", accounts.acme.secret);
+  const demo = servers.body.data.find((s) => s.name === "demo");
+  await context.close();
+
+  // Another account cannot refresh or delete it, by page or forged post.
+  const globex = await signIn(accounts.globex.secret);
+  await visit(globex.page, "/console/mcp-servers");
+  assert.equal(await globex.page.locator("#server-demo").count(), 0);
+  const csrf = await globex.page.getAttribute("input[name=csrf]", "value");
+  for (const action of ["refresh", "delete"]) {
+    const res = await globex.context.request.post(`${server.base}/console/mcp-servers/${demo.id}`, { form: { csrf, action }, headers: { Origin: server.base } });
+    assert.equal(res.status(), 404, action);
+  }
+  await globex.context.close();
+  assert.equal((await api("GET", `/mcp-servers/${demo.id}`, accounts.acme.secret)).status, 200);
   assert.deepEqual(problems, []);
 });
 

@@ -2,6 +2,7 @@ package console
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -30,6 +31,19 @@ type mcpServer struct {
 	} `json:"catalog"`
 	// Age is how old the listing shown is, on the console's clock.
 	Age string `json:"-"`
+}
+
+// listing says what the listing a registration or refresh made found.
+func (s mcpServer) listing() string {
+	source := "not listed"
+	if s.Catalog.Source != nil {
+		source = *s.Catalog.Source
+	}
+	out := fmt.Sprintf("%s: %s, %d tools", s.Name, source, len(s.Catalog.Tools))
+	if s.Catalog.Error != nil {
+		out += " (" + *s.Catalog.Error + ")"
+	}
+	return out + "."
 }
 
 type mcpServersData struct {
@@ -92,7 +106,7 @@ func (c *Console) registerMCPServer(w http.ResponseWriter, r *http.Request, rq *
 		Data mcpServer `json:"data"`
 	}
 	st, msg, err := c.apiCall(r.Context(), rq, http.MethodPost, "/mcp-servers", body, &out)
-	c.afterMCPServerAction(w, r, rq, st, msg, err, "Registered "+out.Data.Name+".")
+	c.afterMCPServerAction(w, r, rq, st, msg, err, "Registered "+out.Data.listing())
 }
 
 // mcpServerAction refreshes, deletes or starts the OAuth connection of
@@ -106,11 +120,7 @@ func (c *Console) mcpServerAction(w http.ResponseWriter, r *http.Request, rq *re
 			Data mcpServer `json:"data"`
 		}
 		st, msg, err := c.apiCall(r.Context(), rq, http.MethodPost, "/mcp-servers/"+id+"/refresh", nil, &out)
-		source := "unknown"
-		if out.Data.Catalog.Source != nil {
-			source = *out.Data.Catalog.Source
-		}
-		c.afterMCPServerAction(w, r, rq, st, msg, err, "Refreshed "+out.Data.Name+": "+source+".")
+		c.afterMCPServerAction(w, r, rq, st, msg, err, "Refreshed "+out.Data.listing())
 	case "delete":
 		st, msg, err := c.apiCall(r.Context(), rq, http.MethodDelete, "/mcp-servers/"+id, nil, nil)
 		c.afterMCPServerAction(w, r, rq, st, msg, err, "Deleted.")

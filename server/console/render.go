@@ -12,7 +12,7 @@ import (
 )
 
 // pageNames are the templates that each fill the layout's "content".
-var pageNames = []string{"signin", "overview", "executions", "execution", "approvals", "keys", "mcpservers", "extra", "error"}
+var pageNames = []string{"signin", "overview", "executions", "execution", "approvals", "keys", "mcpservers", "grants", "extra", "error"}
 
 var funcs = template.FuncMap{
 	"pretty": prettyJSON,
