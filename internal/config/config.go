@@ -140,6 +140,8 @@ type Config struct {
 	// Sandbox holds run_code's limits (memory, output caps, concurrency,
 	// queue, warm pools); see sandbox.Config.
 	Sandbox sandbox.Config `json:"sandbox"`
+	// Console configures the operator console (docs/console.md).
+	Console Console `json:"console"`
 }
 
 // Budgets is hosted.budgets: the bounds of one hosted /v1 loop
@@ -268,6 +270,9 @@ func (c *Config) Validate() error {
 		if !slices.Contains(RouteProtocols, r.Protocol) {
 			return fmt.Errorf("hosted.routes[%d].protocol %q: want \"openai\" (Chat Completions, the default), \"anthropic\" (Messages) or \"responses\" (the OpenAI Responses API)", i, clipKey(r.Protocol))
 		}
+	}
+	if err := c.Console.validate(); err != nil {
+		return err
 	}
 	return c.checkBounds()
 }

@@ -87,6 +87,12 @@ func (a *App) routes(ctx context.Context, mcpSrv *mcpface.Server, listen net.Add
 	// The browser comes back from a remote server's authorization server
 	// without a key; the state binds it (docs/mcp-servers.md).
 	rt.add(access{public: true}, mcpCallback)
+	// Last: the console calls every route above in process.
+	consoleRoutes, err := a.consoleRoutes(rt)
+	if err != nil {
+		return nil, nil, err
+	}
+	rt.add(access{public: true}, consoleRoutes)
 	return rt, health, nil
 }
 

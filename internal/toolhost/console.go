@@ -1,0 +1,49 @@
+package toolhost
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/toolhost/toolhost/internal/keys"
+	"github.com/toolhost/toolhost/server"
+	"github.com/toolhost/toolhost/server/console"
+)
+
+// consoleRoutes builds the operator console over the REST routes already
+// in rt (each behind its own authentication and scope, which the console
+// calls in process) and the journal's store. Its routes take no bearer:
+// the console checks its own session cookie.
+func (a *App) consoleRoutes(rt *routeTable) (map[string]http.Handler, error) {
+	api := http.NewServeMux()
+	for pattern, h := range rt.m {
+		api.Handle(pattern, h)
+	}
+	var authn server.Authenticator = a.keys
+	if a.o.Dev {
+		authn = devKeys{}
+	}
+	https := strings.HasPrefix(strings.ToLower(a.o.Config.Auth.OAuth.PublicURL), "https:")
+	c, err := console.New(console.Options{
+		Keys: authn, API: api,
+		Journal: a.exec.Journal().Store(), Slots: a.exec.Slots(),
+		Secret:   []byte(a.o.SecretKey),
+		Lifetime: a.o.Config.Console.SessionLifetime.D(),
+		TraceURL: a.o.Config.Console.TraceURL,
+		Secure:   func(r *http.Request) bool { return r.TLS != nil || https },
+		RunCode:  func() any { return a.sandbox.Status() },
+		Logger:   a.o.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c.Routes(), nil
+}
+
+// devKeys signs anyone in as the local account in --dev, where the REST
+// routes check no key either.
+type devKeys struct{}
+
+func (devKeys) Authenticate(context.Context, string) (*keys.Key, error) {
+	return &keys.Key{ID: "dev", AccountID: server.DevIdentity.AccountID, Name: "dev", Scopes: keys.AllScopes}, nil
+}

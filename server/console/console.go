@@ -1,0 +1,237 @@
+package console
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/toolhost/toolhost/internal/keys"
+	"github.com/toolhost/toolhost/journal"
+	"github.com/toolhost/toolhost/server"
+)
+
+// Prefix is where the console is served.
+const Prefix = "/console"
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Options are what the console reads and acts through.
+type Options struct {
+	// Keys authenticates the key a session holds, at every request.
+	Keys server.Authenticator
+	// API is the REST routes, each behind the authentication and scope it
+	// is mounted with: the pages that read or change approvals, keys and
+	// usage call it in process with the session's key as the bearer.
+	API http.Handler
+	// Journal is the execution journal's store; Slots the caller slots its
+	// caller_slot filter takes (nil: the default ones).
+	Journal journal.Store
+	Slots   []string
+	// Secret derives the session and CSRF keys; replicas given the same
+	// one share sessions. Empty: a random key (sessions end with the
+	// process).
+	Secret []byte
+	// Lifetime of a session from sign-in (DefaultLifetime when 0).
+	Lifetime time.Duration
+	// TraceURL, when set, links an execution's trace id: "{trace_id}" in
+	// it is replaced by the id (for example a Jaeger or Tempo URL).
+	TraceURL string
+	// Secure reports whether a request reached toolhost over TLS (directly
+	// or through a trusted proxy): the session cookie is then Secure. Nil:
+	// only a direct TLS connection.
+	Secure func(*http.Request) bool
+	// RunCode reports run_code's pools for the overview (nil: not shown);
+	// its value is shown as JSON.
+	RunCode func() any
+	// Pages are more pages, shown in the navigation after the built-in
+	// ones (the job queue's, once it exists).
+	Pages []Page
+	// Now is the clock (nil: time.Now).
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Page is one more console page: Path is below Prefix ("/jobs"), Title
+// its navigation label. Render returns the page's body for the signed-in
+// viewer; the console escapes nothing in it, so build it with html/template.
+type Page struct {
+	Path, Title string
+	Render      func(ctx context.Context, v Viewer) (template.HTML, error)
+}
+
+// Viewer is who is signed in: the key's account and whether it holds the
+// admin scope.
+type Viewer struct {
+	AccountID string
+	KeyID     string
+	Scopes    []string
+	Admin     bool
+}
+
+// Console serves the pages.
+type Console struct {
+	o     Options
+	seal  *sealer
+	pages map[string]*template.Template
+	cop   *http.CrossOriginProtection
+}
+
+// New builds the console.
+func New(o Options) (*Console, error) {
+	if o.Keys == nil || o.API == nil || o.Journal == nil {
+		return nil, errors.New("console: Keys, API and Journal are required")
+	}
+	if o.Lifetime <= 0 {
+		o.Lifetime = DefaultLifetime
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Secure == nil {
+		o.Secure = func(r *http.Request) bool { return r.TLS != nil }
+	}
+	s, err := newSealer(o.Secret)
+	if err != nil {
+		return nil, err
+	}
+	pages, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	c := &Console{o: o, seal: s, pages: pages, cop: http.NewCrossOriginProtection()}
+	c.cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.refuse(w, http.StatusForbidden, "cross_site_request", "cross-site requests to the console are refused")
+	}))
+	return c, nil
+}
+
+// Routes are the console's routes, to be mounted without authentication:
+// the console checks its own session cookie.
+func (c *Console) Routes() map[string]http.Handler {
+	static, _ := fs.Sub(staticFS, "static")
+	routes := map[string]http.Handler{
+		"GET " + Prefix + "/{$}":                 http.RedirectHandler(Prefix+"/overview", http.StatusSeeOther),
+		"GET " + Prefix + "/static/":             http.StripPrefix(Prefix+"/static/", http.FileServerFS(static)),
+		"GET " + Prefix + "/sign-in":             http.HandlerFunc(c.signInPage),
+		"POST " + Prefix + "/sign-in":            http.HandlerFunc(c.signIn),
+		"POST " + Prefix + "/sign-out":           c.signedIn(c.signOut),
+		"GET " + Prefix + "/overview":            c.signedIn(c.overview),
+		"GET " + Prefix + "/executions":          c.signedIn(c.executions),
+		"GET " + Prefix + "/executions/{id}":     c.signedIn(c.execution),
+		"GET " + Prefix + "/approvals":           c.signedIn(c.approvals),
+		"POST " + Prefix + "/approvals/{id}":     c.signedIn(c.decide),
+		"GET " + Prefix + "/keys":                c.signedIn(c.keys),
+		"POST " + Prefix + "/keys":               c.signedIn(c.createKey),
+		"POST " + Prefix + "/keys/{id}/revoke":   c.signedIn(c.revokeKey),
+		"GET " + Prefix + "/mcp-servers":         c.signedIn(c.mcpServers),
+		"POST " + Prefix + "/mcp-servers":        c.signedIn(c.registerMCPServer),
+		"POST " + Prefix + "/mcp-servers/{id}":   c.signedIn(c.mcpServerAction),
+		"GET " + Prefix + "/grants":              c.signedIn(c.grants),
+		"POST " + Prefix + "/grants/{id}/revoke": c.signedIn(c.revokeGrant),
+	}
+	for _, p := range c.o.Pages {
+		routes["GET "+Prefix+p.Path] = c.signedIn(c.extraPage(p))
+	}
+	for pattern, h := range routes {
+		routes[pattern] = c.headers(h)
+	}
+	return routes
+}
+
+// request is one signed-in request: the viewer, the key it holds and the
+// session (for the CSRF token).
+type request struct {
+	Viewer
+	secret string
+	key    *keys.Key
+	sess   session
+	csrf   string
+}
+
+// signedIn admits a request carrying a live session whose key still
+// authenticates; an unsafe method must also pass the cross-origin check
+// and carry the session's CSRF token. Without a session a GET goes to the
+// sign-in page and anything else is 401.
+func (c *Console) signedIn(h func(http.ResponseWriter, *http.Request, *request)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rq, err := c.session(r)
+		if err != nil {
+			if r.Method == http.MethodGet {
+				http.Redirect(w, r, Prefix+"/sign-in", http.StatusSeeOther)
+				return
+			}
+			c.refuse(w, http.StatusUnauthorized, "not_signed_in", "sign in to the console first")
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if err := c.cop.Check(r); err != nil {
+				c.refuse(w, http.StatusForbidden, "cross_site_request", "cross-site requests to the console are refused")
+				return
+			}
+			r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+			if err := r.ParseForm(); err != nil || !c.seal.checkCSRF(rq.sess.ID, r.PostForm.Get("csrf")) {
+				c.refuse(w, http.StatusForbidden, "csrf_token_invalid", "the form's CSRF token is missing or wrong; reload the page and try again")
+				return
+			}
+		}
+		h(w, r, rq)
+	})
+}
+
+// session opens the request's cookie and authenticates its key again, so
+// a revoked key ends the session at once.
+func (c *Console) session(r *http.Request) (*request, error) {
+	ck, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return nil, errBadSession
+	}
+	ss, err := c.seal.open(ck.Value, c.o.Now())
+	if err != nil {
+		return nil, err
+	}
+	k, err := c.o.Keys.Authenticate(r.Context(), ss.Secret)
+	if err != nil {
+		return nil, fmt.Errorf("console session key: %w", err)
+	}
+	return &request{
+		Viewer: Viewer{AccountID: k.AccountID, KeyID: k.ID, Scopes: k.Scopes, Admin: k.Has(keys.ScopeAdmin)},
+		secret: ss.Secret, key: k, sess: ss, csrf: c.seal.csrf(ss.ID),
+	}, nil
+}
+
+// account is the account a page shows: the viewer's own, or for an admin
+// the one ?account= (or the form's account) names. Any other key naming
+// an account not its own is refused.
+func (rq *request) account(r *http.Request) (string, bool) {
+	a := r.FormValue("account")
+	if a == "" || a == rq.AccountID {
+		return rq.AccountID, true
+	}
+	return a, rq.Admin
+}
+
+// headers sets the security headers of every console answer.
+func (c *Console) headers(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("Referrer-Policy", "same-origin")
+		hd.Set("Cache-Control", "no-store")
+		h.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,126 @@
+package console
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/toolhost/toolhost/journal"
+	"github.com/toolhost/toolhost/server/admin"
+)
+
+// executionFilters are the /tool-executions filters the page's form
+// offers, read by admin.ExecutionQuery exactly as the REST route reads them.
+var executionFilters = []string{"session_id", "floor_id", "run_id", "page_id", "caller_slot", "face", "tool_name", "status",
+	"lifecycle_state", "commit_outcome", "provider_type", "sort_by", "sort_order", "limit", "offset"}
+
+type executionsData struct {
+	Rows    []admin.ExecutionView
+	Total   int
+	Filters map[string]string
+	Prev    string // query of the previous page, "" on the first
+	Next    string // query of the next page, "" on the last
+	Offset  int
+}
+
+// executions lists the account's journal with the REST route's filters.
+// Unlike GET /tool-executions it needs no session, floor or run: the
+// console browses the account's whole journal.
+func (c *Console) executions(w http.ResponseWriter, r *http.Request, rq *request) {
+	account, ok := rq.account(r)
+	if !ok {
+		c.forbidAccount(w, rq)
+		return
+	}
+	v := url.Values{}
+	d := &executionsData{Filters: map[string]string{}}
+	for _, name := range executionFilters {
+		// An empty field of the form is no filter; a value is checked.
+		if s := r.URL.Query().Get(name); s != "" {
+			v.Set(name, s)
+			d.Filters[name] = s
+		}
+	}
+	vw := view{Title: "Executions", Nav: "executions", Account: account, Data: d}
+	q, err := admin.ExecutionQuery(v, account, c.o.Slots)
+	if err != nil {
+		vw.Error = err.Error()
+		c.render(w, http.StatusBadRequest, "executions", rq, vw)
+		return
+	}
+	recs, total, err := c.o.Journal.List(r.Context(), q)
+	if err != nil {
+		c.o.Logger.Error("console: executions", "err", err)
+		vw.Error = "the journal cannot be read right now"
+		c.render(w, http.StatusServiceUnavailable, "executions", rq, vw)
+		return
+	}
+	d.Total, d.Offset = total, q.Offset
+	for _, rec := range recs {
+		d.Rows = append(d.Rows, admin.Execution(rec))
+	}
+	page := func(off int) string {
+		p := url.Values{}
+		for k, s := range d.Filters {
+			p.Set(k, s)
+		}
+		if account != rq.AccountID {
+			p.Set("account", account)
+		}
+		p.Set("offset", strconv.Itoa(off))
+		return p.Encode()
+	}
+	if q.Offset > 0 {
+		d.Prev = page(max(0, q.Offset-q.Limit))
+	}
+	if q.Offset+len(recs) < total {
+		d.Next = page(q.Offset + len(recs))
+	}
+	c.render(w, http.StatusOK, "executions", rq, vw)
+}
+
+type executionData struct {
+	X        admin.ExecutionView
+	Events   []admin.EventView
+	Attempts int
+	Raw      string
+	Args     string
+	Result   string
+	Text     string
+	Trace    string
+}
+
+// execution is one record's life: its fields, its events in order
+// (transitions and attempts), raw and normalized arguments, the result as
+// the model received it.
+func (c *Console) execution(w http.ResponseWriter, r *http.Request, rq *request) {
+	account, ok := rq.account(r)
+	if !ok {
+		c.forbidAccount(w, rq)
+		return
+	}
+	id := r.PathValue("id")
+	rec, err := c.o.Journal.Get(r.Context(), account, id)
+	if errors.Is(err, journal.ErrNotFound) {
+		c.render(w, http.StatusNotFound, "error", rq, view{Title: "Not found", Data: "not_found", Error: "no execution " + id + " in account " + account})
+		return
+	}
+	var evs []journal.Event
+	if err == nil {
+		evs, err = c.o.Journal.Events(r.Context(), account, id)
+	}
+	if err != nil {
+		c.o.Logger.Error("console: execution", "err", err)
+		c.render(w, http.StatusServiceUnavailable, "error", rq, view{Title: "Unavailable", Data: "journal_unavailable", Error: "the journal cannot be read right now"})
+		return
+	}
+	x := admin.Execution(rec)
+	x.Attempts = admin.Attempts(evs)
+	d := &executionData{X: x, Attempts: len(x.Attempts), Raw: string(rec.ArgsRaw), Args: prettyJSON(rec.Args),
+		Result: prettyJSON(rec.Result), Text: rec.ResultText, Trace: c.traceLink(rec.TraceID)}
+	for _, e := range evs {
+		d.Events = append(d.Events, admin.Event(e))
+	}
+	c.render(w, http.StatusOK, "execution", rq, view{Title: "Execution " + id, Nav: "executions", Account: account, Data: d})
+}

@@ -1,0 +1,154 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/toolhost/toolhost/internal/keys"
+	"github.com/toolhost/toolhost/journal"
+)
+
+// overviewScan bounds how many of the last day's records the overview
+// reads (newest first); the page says when it stopped short.
+const overviewScan = 20000
+
+// refusalCodes are the limit refusals the overview counts.
+var refusalCodes = []string{keys.CodeRateLimited, keys.CodeConcurrencyLimit, keys.CodeMonthlyCapReached, keys.CodeLimitsUnavailable}
+
+// toolStats is one tool on one face.
+type toolStats struct {
+	Tool, Face string
+	Hour, Day  int
+	Errors     int
+	ErrorRate  float64
+	P50, P99   time.Duration
+	Refusals   int
+	durations  []time.Duration
+}
+
+type overviewData struct {
+	Rows      []*toolStats
+	Hour, Day int
+	Errors    int
+	ErrorRate float64
+	Refusals  int
+	Capped    bool
+	Scanned   int
+	Since     time.Time
+	RunCode   string
+}
+
+func (c *Console) overview(w http.ResponseWriter, r *http.Request, rq *request) {
+	account, ok := rq.account(r)
+	if !ok {
+		c.forbidAccount(w, rq)
+		return
+	}
+	d, err := c.stats(r.Context(), account)
+	if err != nil {
+		c.o.Logger.Error("console: overview", "err", err)
+		c.render(w, http.StatusServiceUnavailable, "overview", rq, view{Title: "Overview", Nav: "overview", Account: account, Error: "the journal cannot be read right now"})
+		return
+	}
+	c.render(w, http.StatusOK, "overview", rq, view{Title: "Overview", Nav: "overview", Account: account, Data: d})
+}
+
+// stats reads the account's calls of the last day, newest first, and sums
+// them per tool and face.
+func (c *Console) stats(ctx context.Context, account string) (*overviewData, error) {
+	now := c.o.Now()
+	d := &overviewData{Since: now.Add(-24 * time.Hour)}
+	by := map[[2]string]*toolStats{}
+	q := journal.Query{AccountID: account, SortBy: journal.SortStartedAt, Limit: 500}
+	for d.Scanned < overviewScan {
+		recs, _, err := c.o.Journal.List(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("overview: %w", err)
+		}
+		done := len(recs) < q.Limit
+		for _, rec := range recs {
+			if rec.StartedAt.Before(d.Since) {
+				done = true
+				break
+			}
+			d.Scanned++
+			d.add(by, rec, now)
+		}
+		if done {
+			break
+		}
+		q.Offset += q.Limit
+	}
+	d.Capped = d.Scanned >= overviewScan
+	for _, s := range by {
+		s.finish()
+		d.Rows = append(d.Rows, s)
+	}
+	sort.Slice(d.Rows, func(i, j int) bool {
+		if d.Rows[i].Day != d.Rows[j].Day {
+			return d.Rows[i].Day > d.Rows[j].Day
+		}
+		return d.Rows[i].Tool+d.Rows[i].Face < d.Rows[j].Tool+d.Rows[j].Face
+	})
+	if d.Day > 0 {
+		d.ErrorRate = float64(d.Errors) / float64(d.Day)
+	}
+	if c.o.RunCode != nil {
+		d.RunCode = prettyJSON(c.o.RunCode())
+	}
+	return d, nil
+}
+
+func (d *overviewData) add(by map[[2]string]*toolStats, rec journal.Record, now time.Time) {
+	k := [2]string{rec.ToolName, rec.Face}
+	s := by[k]
+	if s == nil {
+		s = &toolStats{Tool: rec.ToolName, Face: rec.Face}
+		by[k] = s
+	}
+	s.Day++
+	d.Day++
+	if !rec.StartedAt.Before(now.Add(-time.Hour)) {
+		s.Hour++
+		d.Hour++
+	}
+	if rec.ErrorCode != "" || (rec.Status != journal.StatusSuccess && rec.Lifecycle == journal.Finished) {
+		s.Errors++
+		d.Errors++
+	}
+	if slices.Contains(refusalCodes, rec.ErrorCode) {
+		s.Refusals++
+		d.Refusals++
+	}
+	if !rec.FinishedAt.IsZero() {
+		s.durations = append(s.durations, rec.Duration)
+	}
+}
+
+func (s *toolStats) finish() {
+	if s.Day > 0 {
+		s.ErrorRate = float64(s.Errors) / float64(s.Day)
+	}
+	if len(s.durations) == 0 {
+		return
+	}
+	slices.Sort(s.durations)
+	s.P50 = quantile(s.durations, 0.50)
+	s.P99 = quantile(s.durations, 0.99)
+}
+
+// quantile is the nearest-rank quantile of sorted durations.
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	i := int(q*float64(len(sorted))+0.999999) - 1
+	i = max(0, min(i, len(sorted)-1))
+	return sorted[i]
+}
+
+func (c *Console) forbidAccount(w http.ResponseWriter, rq *request) {
+	c.render(w, http.StatusForbidden, "error", rq, view{Title: "Refused", Data: "forbidden",
+		Error: "only a key with the admin scope may view another account"})
+}

@@ -1,0 +1,84 @@
+package console
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/toolhost/toolhost/internal/keys"
+)
+
+// signInPage shows the sign-in form, its CSRF token bound to a fresh
+// nonce cookie (so a cross-site page cannot sign a browser in to the
+// attacker's account).
+func (c *Console) signInPage(w http.ResponseWriter, r *http.Request) {
+	c.signInForm(w, r, http.StatusOK, "")
+}
+
+func (c *Console) signInForm(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	nonce, err := randomID()
+	if err != nil {
+		c.refuse(w, http.StatusInternalServerError, "internal_error", "the sign-in form could not be prepared")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: preCookie, Value: nonce, Path: Prefix, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: c.o.Secure(r), MaxAge: 600})
+	c.render(w, status, "signin", nil, view{Title: "Sign in", Error: msg, CSRF: c.seal.csrf("pre:" + nonce)})
+}
+
+// signIn exchanges an API key for a session cookie.
+func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
+	if err := c.cop.Check(r); err != nil {
+		c.refuse(w, http.StatusForbidden, "cross_site_request", "cross-site requests to the console are refused")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	ck, err := r.Cookie(preCookie)
+	if err != nil || r.ParseForm() != nil || !c.seal.checkCSRF("pre:"+ck.Value, r.PostForm.Get("csrf")) {
+		c.refuse(w, http.StatusForbidden, "csrf_token_invalid", "the sign-in form's CSRF token is missing or wrong; reload the page and try again")
+		return
+	}
+	secret := strings.TrimSpace(r.PostForm.Get("api_key"))
+	k, err := c.o.Keys.Authenticate(r.Context(), secret)
+	switch {
+	case secret == "":
+		c.signInForm(w, r, http.StatusUnauthorized, "Enter an API key.")
+		return
+	case errors.Is(err, keys.ErrRevoked):
+		c.signInForm(w, r, http.StatusUnauthorized, "That API key has been revoked.")
+		return
+	case errors.Is(err, keys.ErrInvalidKey):
+		c.signInForm(w, r, http.StatusUnauthorized, "That API key is not valid.")
+		return
+	case err != nil:
+		c.o.Logger.Warn("console: sign-in", "err", err)
+		c.signInForm(w, r, http.StatusServiceUnavailable, "API keys cannot be checked right now; try again shortly.")
+		return
+	}
+	id, err := randomID()
+	if err != nil {
+		c.refuse(w, http.StatusInternalServerError, "internal_error", "the session could not be opened")
+		return
+	}
+	exp := c.o.Now().Add(c.o.Lifetime)
+	v, err := c.seal.seal(session{Secret: secret, ID: id, Expires: exp.Unix()})
+	if err != nil {
+		c.refuse(w, http.StatusInternalServerError, "internal_error", "the session could not be opened")
+		return
+	}
+	c.o.Logger.Info("console: signed in", "account", k.AccountID, "key_id", k.ID)
+	http.SetCookie(w, &http.Cookie{Name: preCookie, Value: "", Path: Prefix, MaxAge: -1, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: c.o.Secure(r)})
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: v, Path: Prefix, Expires: exp,
+		MaxAge: int(c.o.Lifetime.Seconds()), HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.o.Secure(r)})
+	http.Redirect(w, r, Prefix+"/overview", http.StatusSeeOther)
+}
+
+// signOut ends the session: the browser forgets the cookie and this
+// replica its id.
+func (c *Console) signOut(w http.ResponseWriter, r *http.Request, rq *request) {
+	c.seal.revoke(rq.sess, c.o.Now())
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: Prefix, MaxAge: -1, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: c.o.Secure(r)})
+	http.Redirect(w, r, Prefix+"/sign-in", http.StatusSeeOther)
+}
