@@ -69,7 +69,7 @@ func TestExecutorPipeline(t *testing.T) {
 	}{
 		{name: "defaults applied before the call", run: echo, args: `{}`, wantStatus: StatusSuccess, wantText: `{"n":3}`, wantCalls: 1},
 		{name: "numbers canonical", run: echo, args: `{"n":4.0,"s":"x"}`, wantStatus: StatusSuccess, wantText: `{"n":4,"s":"x"}`, wantCalls: 1},
-		{name: "unknown tool names itself and the list", tool: "nope", run: echo, wantStatus: StatusError, wantCode: CodeUnknownTool, wantText: `unknown tool "nope"; available tools: probe`},
+		{name: "unknown tool names itself and the list", tool: "nope", run: echo, wantStatus: StatusError, wantCode: CodeUnknownTool, wantText: `unknown tool "nope"; available tools: cancel_job, probe, read_result, wait_job`},
 		{name: "duplicate key never executes", run: echo, args: `{"n":1,"n":2}`, wantStatus: StatusError, wantCode: CodeInvalidJSON, wantText: `duplicate key "n"`},
 		{name: "schema violation never executes", run: echo, args: `{"n":11}`, wantStatus: StatusError, wantCode: CodeInvalidArgs, wantText: "at /n: maximum: got 11, want 10"},
 		{name: "additional property refused", run: echo, args: `{"x":1}`, wantStatus: StatusError, wantCode: CodeInvalidArgs, wantText: "additional properties 'x' not allowed"},
