@@ -173,8 +173,6 @@ func (h *Handler) inputItem(b *inputBuilder, item json.RawMessage, param string)
 			return h.otherServer(param, it.ServerLabel)
 		}
 		return nil
-	case "code_interpreter_call":
-		return continuedCodeCall(b, item, param)
 	case "reasoning", "web_search_call":
 		// Reasoning items have no Chat Completions form; a web search's
 		// findings are in the text that followed it.
