@@ -153,6 +153,10 @@ func clientToolInput(b *inputBuilder, typ string, item json.RawMessage, param st
 	}
 	switch typ {
 	case "apply_patch_call", "shell_call", "apply_patch_call_output", "shell_call_output", "local_shell_call":
+	case "code_interpreter_call":
+		// Not a client-run tool, but an item of a tool with a type of its
+		// own all the same (responses_codeinterpreter.go).
+		return true, continuedCodeCall(b, item, param)
 	case "local_shell_call_output":
 		// Its id is the call's (local_shell_call's call_id, or its item
 		// id); a call_id member is read as well.

@@ -182,13 +182,6 @@ func (h *Handler) inputItem(b *inputBuilder, item json.RawMessage, param string)
 			return h.otherServer(param, it.ServerLabel)
 		}
 		return nil
-	case "code_interpreter_call":
-		// toolhost ran it (run_code), unless the route's provider runs
-		// its own code interpreter: then the item goes back to it as
-		// it came.
-		if !b.nativeRoute {
-			return continuedCodeCall(b, item, param)
-		}
 	}
 	if b.keepNative(it.Type, item) {
 		return nil
