@@ -248,6 +248,9 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 // queue (serve), until Close: it lets running jobs finish for half the
 // shutdown timeout, then hands them back to the queue.
 func (a *App) WorkJobs(ctx context.Context) error {
+	if err := observeJobs(&a.o, a.jobs); err != nil {
+		return err
+	}
 	if err := a.jobs.Start(ctx, a.exec.RunJob); err != nil {
 		return err
 	}
