@@ -70,10 +70,25 @@ func waitRecord(t *testing.T, addr, id string, cond func(map[string]any) bool) m
 	}
 }
 
+// deleteJob sends DELETE u and checks the status.
+func deleteJob(t *testing.T, u string, want int) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodDelete, u, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != want {
+		t.Fatalf("DELETE %s: %d, want %d", u, resp.StatusCode, want)
+	}
+}
+
 // TestDeferredSandboxJobRunsAgainAfterKill9: a deferred call with sandbox
 // side effects whose server is killed while it runs is run again by the
 // next server on the same store and ends once, successfully, on its
-// second attempt.
+// second attempt. Then DELETE /tool-executions/{id}/job: 409 for it, 404
+// for no job, 202 for a running one, which ends cancelled.
 func TestDeferredSandboxJobRunsAgainAfterKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kill -9 and restart of real serve processes, waiting for river's rescue (up to a minute); runs in make test")
@@ -109,6 +124,17 @@ func TestDeferredSandboxJobRunsAgainAfterKill9(t *testing.T) {
 			}
 			if ends != 1 {
 				t.Fatalf("events %v: want exactly one end", states)
+			}
+			base := "http://" + second.addr + "/tool-executions/"
+			deleteJob(t, base+id+"/job", http.StatusConflict)
+			deleteJob(t, base+"no-such-execution/job", http.StatusNotFound)
+			// A running job cancelled over REST ends cancelled.
+			running, _ := enqueue(t, bin, append([]string{"--data", data, "--config", jobsConfig(t, data)}, extra...), "sleep", `{"ms":4000}`)
+			waitRecord(t, second.addr, running, func(r map[string]any) bool { return r["status"] == "running" })
+			deleteJob(t, base+running+"/job", http.StatusAccepted)
+			ended := waitRecord(t, second.addr, running, func(r map[string]any) bool { return r["lifecycle_state"] == "finished" })
+			if ended["error_code"] != "cancelled" || ended["state"] != "cancelled_before_commit" {
+				t.Fatalf("cancelled job: %v %v", ended["error_code"], ended["state"])
 			}
 		})
 	}
