@@ -112,7 +112,7 @@ func (d *DB) Jobs(opts JobOptions) (*Jobs, error) {
 		Workers:           workers,
 		Logger:            opts.Logger,
 		FetchPollInterval: opts.PollInterval,
-		FetchCooldown:     min(opts.PollInterval, river.FetchCooldownDefault),
+		FetchCooldown:     min(opts.PollInterval, 10*time.Millisecond),
 		// Our own deadline ends an attempt (tools.Options.JobTimeout);
 		// river's is a backstop past it, before the rescue.
 		JobTimeout:           opts.JobTimeout + (opts.RescueAfter-opts.JobTimeout)/2,
