@@ -127,6 +127,15 @@ clean:
 load-prune:
 	$(GO) run ./bench/prunewrite -postgres "$(TOOLHOST_TEST_POSTGRES)" $(PRUNE_FLAGS)
 
+# Background jobs: enqueue-to-start latency (p50, p99) and jobs started per
+# second with 8 concurrent enqueuers on one process that works the queue, on
+# SQLite and, when TOOLHOST_TEST_POSTGRES is set, PostgreSQL: docs/jobs.md
+# "Throughput". BENCH_JOBS sets how many jobs (500).
+BENCH_JOBS ?= 500
+.PHONY: bench-jobs
+bench-jobs:
+	$(GO) test ./internal/store -run '^$$' -bench BenchmarkJobEnqueueToStart -benchtime $(BENCH_JOBS)x
+
 # tools/call throughput and latency over streamable HTTP at 1 and 8 clients:
 # toolhost (get_time) vs the reference TypeScript server-everything (echo) vs
 # a bare go-sdk server (echo), started one after

@@ -25,6 +25,7 @@ var testSleeps = map[string]string{
 	// to pass (the assertion is on the state, not on when it was reached).
 	"cmd/toolhost/cancel_test.go finishedRunCode":                 "a bounded poll of another process's journal",
 	"cmd/toolhost/journal_test.go journalWaitFor":                 "a bounded poll of another process's journal",
+	"cmd/toolhost/jobs_test.go waitRecord":                        "a bounded poll of another process's journal (a job rescued by river's leader)",
 	"cmd/toolhost/main_test.go TestHealthzReportsRunCodeRuntimes": "a bounded poll of another process's /healthz",
 }
 

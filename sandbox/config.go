@@ -113,5 +113,9 @@ func (c Config) withDefaults() Config {
 // MaxTimeout is the longest wall-clock time one run may take.
 const MaxTimeout = 60 * time.Second
 
+// MaxLongTimeout is the longest wall-clock time of a long run
+// (Request.LongRun): a background job's, whose caller does not wait.
+const MaxLongTimeout = 24 * time.Hour
+
 // progressEvery is how often a waiting or running program reports progress.
 const progressEvery = time.Second

@@ -45,8 +45,12 @@ type Request struct {
 	Code     string
 	Stdin    []byte
 	// Timeout is the wall-clock budget of the run itself (not the queue).
-	// Zero or more than MaxTimeout means MaxTimeout.
+	// Zero or more than MaxTimeout means MaxTimeout (MaxLongTimeout for a
+	// LongRun).
 	Timeout time.Duration
+	// LongRun lets Timeout exceed MaxTimeout: a run nobody waits for (a
+	// background job's). Memory and the other limits are the same.
+	LongRun bool
 	Files   []File
 	// Args, when set (JavaScript only), makes Code the body of a function
 	// of one parameter, args, called with this JSON value: a tool
@@ -364,8 +368,12 @@ func (s *Sandbox) Run(ctx context.Context, req Request) (*Result, error) {
 		return nil, ErrClosed
 	}
 	defer s.runs.Done()
-	if req.Timeout <= 0 || req.Timeout > MaxTimeout {
-		req.Timeout = MaxTimeout
+	most := MaxTimeout
+	if req.LongRun {
+		most = MaxLongTimeout
+	}
+	if req.Timeout <= 0 || req.Timeout > most {
+		req.Timeout = most
 	}
 	for _, f := range req.Files {
 		if err := ValidFileName(f.Name); err != nil {

@@ -291,7 +291,11 @@ func synopsis(name string) (string, string) {
 		return "toolhost " + name, ""
 	}
 	if len(words) > 1 {
-		if s, ok := keySynopsis[words[1]]; ok {
+		subs := keySynopsis
+		if c.name == "jobs" {
+			subs = jobSynopsis
+		}
+		if s, ok := subs[words[1]]; ok {
 			return "toolhost " + name + s.args, s.summary
 		}
 	}

@@ -17,8 +17,16 @@ import (
 	"github.com/toolhost/toolhost/tools"
 )
 
-// jobSubcommands are toolhost jobs' subcommands.
-var jobSubcommands = []string{"list", "show", "cancel"}
+// jobSubcommands are toolhost jobs' subcommands, and jobSynopsis their
+// arguments and what each does.
+var (
+	jobSubcommands = []string{"list", "show", "cancel"}
+	jobSynopsis    = map[string]struct{ args, summary string }{
+		"list":   {"", "lists the account's background jobs, newest first"},
+		"show":   {" ID", "prints one job's execution in the /tool-executions/{id} shape: its status, and its result once it has ended"},
+		"cancel": {" ID", "cancels a job: a queued one ends at once, a running one is told to stop wherever it runs"},
+	}
+)
 
 // cmdJobs is `toolhost jobs list|show|cancel`: the deferred calls of an
 // account in the store the server uses. list and show read the store

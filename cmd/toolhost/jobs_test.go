@@ -1,14 +1,20 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/tools/mcpremote/testserver"
 )
 
 // jobsConfig is a config file whose jobs are rescued seconds after their
@@ -64,10 +70,25 @@ func waitRecord(t *testing.T, addr, id string, cond func(map[string]any) bool) m
 	}
 }
 
+// deleteJob sends DELETE u and checks the status.
+func deleteJob(t *testing.T, u string, want int) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodDelete, u, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != want {
+		t.Fatalf("DELETE %s: %d, want %d", u, resp.StatusCode, want)
+	}
+}
+
 // TestDeferredSandboxJobRunsAgainAfterKill9: a deferred call with sandbox
 // side effects whose server is killed while it runs is run again by the
 // next server on the same store and ends once, successfully, on its
-// second attempt.
+// second attempt. Then DELETE /tool-executions/{id}/job: 409 for it, 404
+// for no job, 202 for a running one, which ends cancelled.
 func TestDeferredSandboxJobRunsAgainAfterKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kill -9 and restart of real serve processes, waiting for river's rescue (up to a minute); runs in make test")
@@ -104,6 +125,17 @@ func TestDeferredSandboxJobRunsAgainAfterKill9(t *testing.T) {
 			if ends != 1 {
 				t.Fatalf("events %v: want exactly one end", states)
 			}
+			base := "http://" + second.addr + "/tool-executions/"
+			deleteJob(t, base+id+"/job", http.StatusConflict)
+			deleteJob(t, base+"no-such-execution/job", http.StatusNotFound)
+			// A running job cancelled over REST ends cancelled.
+			running, _ := enqueue(t, bin, append([]string{"--data", data, "--config", jobsConfig(t, data)}, extra...), "sleep", `{"ms":4000}`)
+			waitRecord(t, second.addr, running, func(r map[string]any) bool { return r["status"] == "running" })
+			deleteJob(t, base+running+"/job", http.StatusAccepted)
+			ended := waitRecord(t, second.addr, running, func(r map[string]any) bool { return r["lifecycle_state"] == "finished" })
+			if ended["error_code"] != "cancelled" || ended["state"] != "cancelled_before_commit" {
+				t.Fatalf("cancelled job: %v %v", ended["error_code"], ended["state"])
+			}
 		})
 	}
 }
@@ -139,6 +171,64 @@ func TestJobsCommandsListShowAndCancelAQueuedJob(t *testing.T) {
 			}
 			if code, _, errOut = runCLI(t, append([]string{"jobs", "cancel", id}, store...)...); code != 1 || !strings.Contains(errOut, "already finished") {
 				t.Fatalf("second cancel: exit %d, %s", code, errOut)
+			}
+		})
+	}
+}
+
+// TestDeferredIrreversibleRemoteJobIsNeverSentTwice: a remote MCP tool the
+// account defers by default (its override), irreversible, in flight at its
+// server when toolhost is killed: the next server ends it uncertain and
+// never calls the tool again (the test server counts its calls).
+func TestDeferredIrreversibleRemoteJobIsNeverSentTwice(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kill -9 and restart of real serve processes, waiting for river's rescue (up to a minute); runs in make test")
+	}
+	bin := buildBinary(t)
+	for name, extra := range journalBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			ts := testserver.New(true) // hang-write is among the misbehaving tools
+			remote := httptest.NewServer(ts.Handler())
+			t.Cleanup(remote.Close)
+			data := t.TempDir()
+			cfg := filepath.Join(data, "config.json")
+			if err := os.WriteFile(cfg, []byte(`{"fetch": {"allow_private": ["127.0.0.1"]}, "jobs": {"timeout": "5s", "rescue_after": "6s"}}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			args := append([]string{"--dev", "--data", data, "--config", cfg}, extra...)
+			first := startReplica(t, bin, args...)
+			resp, err := http.Post("http://"+first.addr+"/mcp-servers", "application/json", strings.NewReader(`{"name":"demo","url":"`+remote.URL+`",
+				"tools": {"hang-write": {"async_capability": "deferred_ok", "default_delivery_mode": "async_job", "require_approval": "never"}}}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusCreated {
+				t.Fatalf("register the remote MCP server: %d", resp.StatusCode)
+			}
+			sent := ts.Reached("hang-write", 1)
+			res, err := devSession(t, first.addr).CallTool(context.Background(), &sdk.CallToolParams{Name: "demo__hang_write", Arguments: map[string]any{}})
+			if err != nil || res.IsError {
+				t.Fatalf("call: %v %+v", err, res)
+			}
+			receipt, _ := res.StructuredContent.(map[string]any)
+			id, _ := receipt["execution_id"].(string)
+			if receipt["status"] != "queued" || id == "" {
+				t.Fatalf("receipt %v", res.StructuredContent)
+			}
+			<-sent
+			if err := first.cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			first.cmd.Wait()
+
+			second := startReplica(t, bin, args...)
+			done := waitRecord(t, second.addr, id, func(r map[string]any) bool { return r["lifecycle_state"] == "finished" })
+			if done["status"] != "uncertain" || done["state"] != "outcome_unknown" || done["side_effect_level"] != "irreversible" {
+				t.Fatalf("finished record: status %v state %v side effect %v", done["status"], done["state"], done["side_effect_level"])
+			}
+			if n := ts.Calls("hang-write"); n != 1 {
+				t.Fatalf("the remote tool was called %d times, want once", n)
 			}
 		})
 	}

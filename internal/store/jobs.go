@@ -53,7 +53,8 @@ type JobOptions struct {
 	// JobTimeout. Default JobTimeout + 1 min.
 	RescueAfter time.Duration
 	// PollInterval is how often a process looks for new jobs when no
-	// notification tells it (SQLite always polls). Default 1 s.
+	// notification tells it (SQLite always polls). Default 1 s on
+	// PostgreSQL, 250 ms on SQLite.
 	PollInterval time.Duration
 	// Drain is how long Stop lets running jobs finish before it cancels
 	// them and hands them back. Default 10 s.
@@ -90,7 +91,12 @@ func (d *DB) Jobs(opts JobOptions) (*Jobs, error) {
 		opts.RescueAfter = opts.JobTimeout + time.Minute
 	}
 	if opts.PollInterval <= 0 {
+		// PostgreSQL tells a process of a new job at once (LISTEN); a
+		// SQLite process finds it only by looking.
 		opts.PollInterval = time.Second
+		if !d.pg() {
+			opts.PollInterval = 250 * time.Millisecond
+		}
 	}
 	if opts.Drain <= 0 {
 		opts.Drain = 10 * time.Second
@@ -106,7 +112,7 @@ func (d *DB) Jobs(opts JobOptions) (*Jobs, error) {
 		Workers:           workers,
 		Logger:            opts.Logger,
 		FetchPollInterval: opts.PollInterval,
-		FetchCooldown:     min(opts.PollInterval, river.FetchCooldownDefault),
+		FetchCooldown:     min(opts.PollInterval, 10*time.Millisecond),
 		// Our own deadline ends an attempt (tools.Options.JobTimeout);
 		// river's is a backstop past it, before the rescue.
 		JobTimeout:           opts.JobTimeout + (opts.RescueAfter-opts.JobTimeout)/2,
@@ -251,4 +257,33 @@ func (q *riverQueue[TTx]) stop(ctx context.Context, drain time.Duration) error {
 		return err
 	}
 	return q.client.StopAndCancel(ctx)
+}
+
+// JobStats is the queue's depth: toolhost's jobs waiting to run (queued:
+// available, scheduled or waiting for a retry), running, and the age of
+// the oldest waiting one (/healthz, the metrics).
+type JobStats struct {
+	Queued          int     `json:"queued"`
+	Running         int     `json:"running"`
+	OldestQueuedAge float64 `json:"oldest_queued_age_s"`
+}
+
+// Stats reads the queue's depth from river's table.
+func (j *Jobs) Stats(ctx context.Context) (JobStats, error) {
+	age := `EXTRACT(EPOCH FROM (now() - min(created_at)))`
+	if !j.d.pg() {
+		age = `(julianday('now') - julianday(min(created_at))) * 86400.0`
+	}
+	var s JobStats
+	var oldest sql.NullFloat64
+	err := j.d.db.QueryRowContext(ctx, j.d.q(`SELECT
+		count(*) FILTER (WHERE state IN ('available', 'scheduled', 'retryable', 'pending')),
+		count(*) FILTER (WHERE state = 'running'),
+		(SELECT `+age+` FROM river_job WHERE queue = ? AND state IN ('available', 'scheduled', 'retryable', 'pending'))
+		FROM river_job WHERE queue = ?`), JobQueueName, JobQueueName).Scan(&s.Queued, &s.Running, &oldest)
+	if err != nil {
+		return JobStats{}, fmt.Errorf("job queue depth: %w", err)
+	}
+	s.OldestQueuedAge = max(oldest.Float64, 0)
+	return s, nil
 }

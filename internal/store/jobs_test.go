@@ -236,3 +236,21 @@ func TestAttemptAfterAStoppedOneFollowsReplaySafety(t *testing.T) {
 		}
 	}
 }
+
+func TestJobStatsCountTheQueue(t *testing.T) {
+	for name, db := range storetest.Open(t, "jobs_stats") {
+		t.Run(name, func(t *testing.T) {
+			r := newJobRig(t, db, catalog.SideEffectNone, false)
+			for range 3 {
+				r.deferCall(t)
+			}
+			s, err := r.jobs.Stats(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Queued != 3 || s.Running != 0 || s.OldestQueuedAge < 0 {
+				t.Fatalf("stats %+v, want 3 queued", s)
+			}
+		})
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/toolhost/toolhost/internal/keys"
 	"github.com/toolhost/toolhost/internal/store"
 	"github.com/toolhost/toolhost/internal/telemetry"
+	"github.com/toolhost/toolhost/journal"
 	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/tools"
 	"github.com/toolhost/toolhost/tools/approval"
@@ -205,12 +206,21 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		return nil, ConfigError{err}
 	}
 	a.onClose(a.gateway.Close)
-	jobs, err := a.db.Jobs(store.JobOptions{Workers: o.Config.Jobs.Workers, JobTimeout: o.Config.Jobs.Timeout.D(),
-		RescueAfter: o.Config.Jobs.RescueAfter.D(), Drain: o.Config.ShutdownTimeout.D() / 2, Logger: logger})
-	if err != nil {
+	if a.jobs, err = jobQueue(o, a.db, logger); err != nil {
 		return nil, err
 	}
-	a.exec, err = tools.NewExecutor(tools.Options{
+	a.exec, err = tools.NewExecutor(a.executorOptions(jr, authorizer, sessions), kit.tools...)
+	if err != nil {
+		return nil, fmt.Errorf("tools: %w", err)
+	}
+	return a, nil
+}
+
+// executorOptions are the executor's options from the config and the
+// parts Open built.
+func (a *App) executorOptions(jr *journal.Journal, authorizer tools.Authorizer, sessions session.Store) tools.Options {
+	o, logger := &a.o, a.o.Logger
+	return tools.Options{
 		DefaultTimeout:       o.Config.Tools.DefaultTimeout.D(),
 		MaxResultBytes:       o.Config.Tools.MaxResultBytes,
 		MaxStoredResultBytes: o.Config.Tools.MaxStoredResultBytes,
@@ -233,21 +243,26 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		Policies:             policies(o.Config.Tools.RequireApproval),
 		Tracer:               o.telemetry().Tracer,
 		Meter:                o.telemetry().Meter,
-		Jobs:                 jobs,
+		Jobs:                 a.jobs,
 		MaxJobsPerAccount:    o.Config.Jobs.MaxPerAccount,
 		JobTimeout:           o.Config.Jobs.Timeout.D(),
-	}, kit.tools...)
-	if err != nil {
-		return nil, fmt.Errorf("tools: %w", err)
 	}
-	a.jobs = jobs
-	return a, nil
+}
+
+// jobQueue is the store's queue of deferred calls, from the config's jobs
+// section; running jobs may drain for half the shutdown timeout.
+func jobQueue(o *Options, db *store.DB, logger *slog.Logger) (*store.Jobs, error) {
+	return db.Jobs(store.JobOptions{Workers: o.Config.Jobs.Workers, JobTimeout: o.Config.Jobs.Timeout.D(),
+		RescueAfter: o.Config.Jobs.RescueAfter.D(), Drain: o.Config.ShutdownTimeout.D() / 2, Logger: logger})
 }
 
 // WorkJobs makes this process run deferred calls from the store's job
 // queue (serve), until Close: it lets running jobs finish for half the
 // shutdown timeout, then hands them back to the queue.
 func (a *App) WorkJobs(ctx context.Context) error {
+	if err := observeJobs(&a.o, a.jobs); err != nil {
+		return err
+	}
 	if err := a.jobs.Start(ctx, a.exec.RunJob); err != nil {
 		return err
 	}

@@ -3,9 +3,11 @@ package toolhost
 import (
 	"context"
 	"net"
+	"time"
 
 	"github.com/toolhost/toolhost/catalog"
 	"github.com/toolhost/toolhost/internal/config"
+	"github.com/toolhost/toolhost/internal/store"
 	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/server"
 	mcpface "github.com/toolhost/toolhost/server/mcp"
@@ -40,7 +42,7 @@ func (a *App) Server(ctx context.Context, addr string, listen net.Addr) (*Server
 		Logger:          a.o.Logger,
 		Telemetry:       a.o.serverTelemetry(),
 		Health: func() any {
-			return serveHealth{Hosted: hostedHealth(), RunCode: a.sandbox.Status()}
+			return serveHealth{Hosted: hostedHealth(), RunCode: a.sandbox.Status(), Jobs: a.jobStats()}
 		},
 	})
 	a.startRetention()
@@ -57,6 +59,21 @@ func (a *App) Server(ctx context.Context, addr string, listen net.Addr) (*Server
 type serveHealth struct {
 	Hosted  any                                        `json:"hosted"`
 	RunCode map[sandbox.Language]sandbox.RuntimeStatus `json:"run_code"`
+	// Jobs is the job queue's depth; null when the store did not answer.
+	Jobs *store.JobStats `json:"jobs"`
+}
+
+// jobStats is the queue's depth for /healthz, or nil when the store does
+// not answer within two seconds (the health answer itself must not hang).
+func (a *App) jobStats() *store.JobStats {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	s, err := a.jobs.Stats(ctx)
+	if err != nil {
+		a.o.Logger.Warn("job queue depth", "err", err)
+		return nil
+	}
+	return &s
 }
 
 // Stdio is the MCP face of toolhost stdio, its tool descriptions in lang.

@@ -2,6 +2,7 @@ package toolhost
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/toolhost/toolhost/internal/instrument"
+	"github.com/toolhost/toolhost/internal/store"
 	"github.com/toolhost/toolhost/internal/telemetry"
 	"github.com/toolhost/toolhost/journal"
 	"github.com/toolhost/toolhost/server"
@@ -82,6 +84,39 @@ func observeJournal(o *Options, j *journal.Journal) error {
 	}
 	return nil
 }
+
+// observeJobs reports the job queue's depth at each collection:
+// toolhost.jobs.queued, toolhost.jobs.running and
+// toolhost.jobs.oldest_queued_age (one query for the three).
+func observeJobs(o *Options, jobs *store.Jobs) error {
+	m := o.telemetry().Meter.Meter(jobsScope)
+	queued, err1 := m.Int64ObservableGauge("toolhost.jobs.queued", metric.WithUnit("{job}"),
+		metric.WithDescription("Deferred calls waiting in the job queue (available, scheduled or waiting for a retry)."))
+	running, err2 := m.Int64ObservableGauge("toolhost.jobs.running", metric.WithUnit("{job}"),
+		metric.WithDescription("Deferred calls running on any process that shares the store."))
+	age, err3 := m.Float64ObservableGauge("toolhost.jobs.oldest_queued_age", metric.WithUnit("s"),
+		metric.WithDescription("Age of the oldest deferred call waiting in the job queue (0 when none waits)."))
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	_, err := m.RegisterCallback(func(ctx context.Context, obs metric.Observer) error {
+		s, err := jobs.Stats(ctx)
+		if err != nil {
+			return err
+		}
+		obs.ObserveInt64(queued, int64(s.Queued))
+		obs.ObserveInt64(running, int64(s.Running))
+		obs.ObserveFloat64(age, s.OldestQueuedAge)
+		return nil
+	}, queued, running, age)
+	if err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	return nil
+}
+
+// jobsScope is the instrumentation scope of the job queue's metrics.
+const jobsScope = "github.com/toolhost/toolhost/internal/store/jobs"
 
 // journalScope is the instrumentation scope of the journal's metrics.
 const journalScope = "github.com/toolhost/toolhost/journal"

@@ -68,7 +68,7 @@ func toolset(o *Options, logger *slog.Logger, to toolsetOptions) (*toolkit, erro
 			fp.Close()
 			return nil, err
 		}
-		ts = append(ts, runcode.New(sb).WithTelemetry(tel.Tracer, tel.Meter))
+		ts = append(ts, runcode.New(sb).WithTelemetry(tel.Tracer, tel.Meter).WithDeferredLimit(o.Config.Jobs.Timeout.D()))
 		cleanups = append(cleanups, func() { closeSandbox(sb, logger) })
 	}
 	if o.TestTools {

@@ -44,11 +44,30 @@ const (
 type Tool struct {
 	sb  *sandbox.Sandbox
 	tel instruments
+	// longest is the most timeout_ms of a deferred run (a background
+	// job); an inline run's is sandbox.MaxTimeout.
+	longest time.Duration
+}
+
+// DefaultDeferredTimeout is the longest run of a deferred call
+// (WithDeferredLimit).
+const DefaultDeferredTimeout = 10 * time.Minute
+
+// WithDeferredLimit sets the longest run of a deferred call (timeout_ms up
+// to d; the config's jobs.timeout): minutes, where an inline run has
+// sandbox.MaxTimeout. Memory and the other limits stay as they are.
+func (t *Tool) WithDeferredLimit(d time.Duration) *Tool {
+	if d > 0 {
+		t.longest = min(d, sandbox.MaxLongTimeout)
+	}
+	return t
 }
 
 // New returns run_code running programs in sb. The caller owns sb and
 // closes it after the tool is no longer used.
-func New(sb *sandbox.Sandbox) *Tool { return &Tool{sb: sb, tel: newInstruments(nil, nil)} }
+func New(sb *sandbox.Sandbox) *Tool {
+	return &Tool{sb: sb, tel: newInstruments(nil, nil), longest: DefaultDeferredTimeout}
+}
 
 // Spec is the static contract of run_code.
 func (t *Tool) Spec() catalog.Spec {
@@ -61,8 +80,8 @@ func (t *Tool) Spec() catalog.Spec {
 		Async: catalog.DeferredOK,
 		Title: catalog.Text{ZH: "运行代码", EN: "Run code"},
 		Description: catalog.Text{
-			ZH: fmt.Sprintf("在隔离沙箱中运行 Python 3.12（默认，仅标准库：json、math、statistics、decimal、fractions、re、datetime、csv、sqlite3 等；没有 numpy 等第三方包）或 JavaScript（QuickJS，返回最后一个表达式的值，console.log 输出到 stdout）。没有网络，没有主机文件；工作目录是私有的临时目录，files 中的输入文件放在其中，程序写到 out/ 下的文件会返回。限制：内存 %d MiB，超时 timeout_ms（默认 10000，最多 60000），stdout/stderr 各保留前 %d KiB。异常不是工具错误：exit_code 非 0，traceback 在 stderr 中。按开始的运行秒数计费。", cfg.MemoryLimitMiB, cfg.StdoutLimit>>10),
-			EN: fmt.Sprintf("Runs Python 3.12 (default; standard library only: json, math, statistics, decimal, fractions, re, datetime, csv, sqlite3 and more; no third-party packages such as numpy) or JavaScript (QuickJS; the value of the last expression is returned, console.log goes to stdout) in an isolated sandbox. No network and no host files: the working directory is a private temporary one holding the input files, and files the program writes under out/ are returned. Limits: %d MiB of memory, timeout_ms (default 10000, at most 60000), the first %d KiB of stdout and of stderr are kept. An exception is not a tool error: exit_code is non-zero and the traceback is in stderr. Billed per started second of run time.", cfg.MemoryLimitMiB, cfg.StdoutLimit>>10),
+			ZH: fmt.Sprintf("在隔离沙箱中运行 Python 3.12（默认，仅标准库：json、math、statistics、decimal、fractions、re、datetime、csv、sqlite3 等；没有 numpy 等第三方包）或 JavaScript（QuickJS，返回最后一个表达式的值，console.log 输出到 stdout）。没有网络，没有主机文件；工作目录是私有的临时目录，files 中的输入文件放在其中，程序写到 out/ 下的文件会返回。限制：内存 %d MiB，超时 timeout_ms（默认 10000，最多 60000；作为后台作业 async_job 运行时可达服务器的后台上限，数分钟），stdout/stderr 各保留前 %d KiB。异常不是工具错误：exit_code 非 0，traceback 在 stderr 中。按开始的运行秒数计费。", cfg.MemoryLimitMiB, cfg.StdoutLimit>>10),
+			EN: fmt.Sprintf("Runs Python 3.12 (default; standard library only: json, math, statistics, decimal, fractions, re, datetime, csv, sqlite3 and more; no third-party packages such as numpy) or JavaScript (QuickJS; the value of the last expression is returned, console.log goes to stdout) in an isolated sandbox. No network and no host files: the working directory is a private temporary one holding the input files, and files the program writes under out/ are returned. Limits: %d MiB of memory, timeout_ms (default 10000, at most 60000; up to the server's deferred limit, minutes, when the call runs as a background job, async_job), the first %d KiB of stdout and of stderr are kept. An exception is not a tool error: exit_code is non-zero and the traceback is in stderr. Billed per started second of run time.", cfg.MemoryLimitMiB, cfg.StdoutLimit>>10),
 		},
 		Input: json.RawMessage(`{
   "type": "object",
@@ -70,7 +89,7 @@ func (t *Tool) Spec() catalog.Spec {
     "code": {"type": "string", "minLength": 1, "description": "the program (at most 100 KB); Python runs as a script, JavaScript as a global script where top-level await works"},
     "language": {"type": "string", "enum": ["python", "javascript"], "default": "python"},
     "stdin": {"type": "string", "description": "text the program reads from standard input (at most 1 MiB; Python only)"},
-    "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 60000, "default": 10000, "description": "wall-clock limit of the run"},
+    "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 86400000, "default": 10000, "description": "wall-clock limit of the run: at most 60000, or the server's deferred limit (minutes) when the call runs as a background job"},
     "files": {
       "type": "array",
       "description": "input files placed in the working directory (at most 20, 10 MiB in all); JavaScript sees them as the global object files (name -> text)",
@@ -124,7 +143,7 @@ func (t *Tool) Spec() catalog.Spec {
 		InputZH: catalog.SchemaZH{
 			"/properties/code":                        "程序（最多 100 KB）；Python 作为脚本运行，JavaScript 作为全局脚本运行，可以在顶层使用 await",
 			"/properties/stdin":                       "程序从标准输入读取的文本（最多 1 MiB；仅 Python）",
-			"/properties/timeout_ms":                  "运行的挂钟时间上限",
+			"/properties/timeout_ms":                  "运行的挂钟时间上限：最多 60000；作为后台作业运行时可达服务器的后台上限（数分钟）",
 			"/properties/files":                       "放在工作目录中的输入文件（最多 20 个，共 10 MiB）；JavaScript 把它们看作全局对象 files（文件名 -> 文本）",
 			"/properties/files/items/properties/name": "相对路径，如 data.csv 或 in/a.txt",
 		},
@@ -183,7 +202,11 @@ func (t *Tool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, 
 	if err := inv.Decode(&in); err != nil {
 		return nil, tools.Errorf(CodeInvalidInput, "%v", err)
 	}
-	req, err := request(in)
+	longest := sandbox.MaxTimeout
+	if inv.Deferred {
+		longest = max(t.longest, sandbox.MaxTimeout)
+	}
+	req, err := request(in, longest)
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +289,7 @@ func (t *Tool) MaxUnits(inv *tools.Invocation) float64 {
 }
 
 // request checks the input's sizes and builds the sandbox request.
-func request(in input) (sandbox.Request, error) {
+func request(in input, longest time.Duration) (sandbox.Request, error) {
 	if len(in.Code) > MaxCodeBytes {
 		return sandbox.Request{}, tools.Errorf(CodeCodeTooLarge, "code is %d bytes, more than the %d allowed; put data in files instead of the code", len(in.Code), MaxCodeBytes)
 	}
@@ -285,15 +308,18 @@ func request(in input) (sandbox.Request, error) {
 	}
 	timeout := DefaultTimeout
 	if in.TimeoutMS != 0 {
-		if in.TimeoutMS < 1 || in.TimeoutMS > int(sandbox.MaxTimeout/time.Millisecond) {
-			return sandbox.Request{}, tools.Errorf(CodeInvalidInput, "timeout_ms must be between 1 and %d", sandbox.MaxTimeout.Milliseconds())
+		if in.TimeoutMS < 1 || int64(in.TimeoutMS) > longest.Milliseconds() {
+			if longest == sandbox.MaxTimeout {
+				return sandbox.Request{}, tools.Errorf(CodeInvalidInput, "timeout_ms must be between 1 and %d; a longer run must be a background job (async_job)", sandbox.MaxTimeout.Milliseconds())
+			}
+			return sandbox.Request{}, tools.Errorf(CodeInvalidInput, "timeout_ms must be between 1 and %d in a background job", longest.Milliseconds())
 		}
 		timeout = time.Duration(in.TimeoutMS) * time.Millisecond
 	}
 	if len(in.Files) > MaxFiles {
 		return sandbox.Request{}, tools.Errorf(CodeInvalidInput, "%d files given, at most %d are allowed", len(in.Files), MaxFiles)
 	}
-	req := sandbox.Request{Language: lang, Code: in.Code, Stdin: []byte(in.Stdin), Timeout: timeout}
+	req := sandbox.Request{Language: lang, Code: in.Code, Stdin: []byte(in.Stdin), Timeout: timeout, LongRun: timeout > sandbox.MaxTimeout}
 	seen := map[string]bool{}
 	total := 0
 	for _, f := range in.Files {
