@@ -34,8 +34,9 @@ const CITED = "https://pubs.acs.org/doi/10.1021/acsenergylett.3c00001";
 
 // One conversation per scenario, chosen by its "[key]" in the user's
 // message; the last one answers whatever else a client asks on the side
-// (titles, quota checks). Claude Code is asked to read the note at notePath.
-const script = (notePath) => ({
+// (titles, quota checks). Claude Code is asked to read the note at notePath;
+// web_fetch reads the page at pageURL.
+const script = (notePath, pageURL) => ({
   conversations: [
     { match: "[codex-text]", rounds: [{ content: "Hello from the fake model." }] },
     {
@@ -112,6 +113,31 @@ const script = (notePath) => ({
       ],
     },
     {
+      match: "[typed-fetch]",
+      rounds: [
+        {
+          tool_calls: [
+            { id: "call_tfetch", name: "fetch_page", arguments: JSON.stringify({ url: pageURL }) },
+            { id: "call_tpy", name: "run_code", arguments: JSON.stringify({ language: "python", code: "print(6 * 7)" }) },
+          ],
+        },
+        { content: "The page says glass; 42." },
+      ],
+    },
+    {
+      match: "[typed-client]",
+      rounds: [
+        {
+          tool_calls: [
+            { id: "call_ap", name: "apply_patch", arguments: JSON.stringify({ type: "update_file", path: "a.go", diff: "@@\n-a\n+b" }) },
+            { id: "call_sh", name: "shell", arguments: JSON.stringify({ commands: ["go test ./..."], timeout_ms: 60000 }) },
+            { id: "call_ls", name: "local_shell", arguments: JSON.stringify({ command: ["ls", "-la"], working_directory: "/tmp" }) },
+          ],
+        },
+        { content: "Patch failed; tests pass; two files." },
+      ],
+    },
+    {
       match: "[typed-ci]",
       rounds: [
         { tool_calls: [{ id: "call_tci", name: "run_code", arguments: JSON.stringify({ language: "javascript", code: "console.log(6 * 7)" }) }] },
@@ -133,17 +159,25 @@ let work;
 let fake;
 let fakeURL;
 let searx;
+let pageURL;
 let server;
 let proxy;
 let proxyURL;
 /** Response bodies toolhost sent through the recording proxy, by path. */
 const recorded = [];
 
-/** A SearXNG-format engine on 127.0.0.1 replaying the recorded answer. */
+/**
+ * A SearXNG-format engine on 127.0.0.1 replaying the recorded answer, which
+ * also serves the page web_fetch reads at /page.
+ */
 async function startSearx() {
   const body = await readFile(join(repo, "tools", "websearch", "testdata", "searxng", "search"));
   const srv = http.createServer((req, res) => {
     const u = new URL(req.url, "http://x");
+    if (u.pathname === "/page") {
+      return res.writeHead(200, { "Content-Type": "text/html; charset=utf-8" })
+        .end("<html><head><title>Sealing</title></head><body><article><h1>Sealing</h1><p>Glass-glass lamination kept 95% after 1000 hours.</p></article></body></html>");
+    }
     if (u.pathname !== "/search" || !u.searchParams.get("q")) return res.writeHead(400).end();
     res.writeHead(200, { "Content-Type": "application/json" }).end(body);
   });
@@ -201,12 +235,14 @@ before(async () => {
   work = await tempDir("toolhost-agent-clients-");
   const notePath = join(work, "note.txt");
   await writeFile(notePath, "claude-e2e-note\n");
-  fake = await startFakeUpstream(script(notePath), { dir: work });
-  fakeURL = fake.url;
   searx = await startSearx();
+  pageURL = `http://127.0.0.1:${searx.address().port}/page`;
+  fake = await startFakeUpstream(script(notePath, pageURL), { dir: work });
+  fakeURL = fake.url;
   const config = join(work, "config.json");
   const route = (name, protocol, models) => ({ name, protocol, base_url: fakeURL, api_key_env: "FAKE_UPSTREAM_KEY", models, supports_tools: true });
   await writeFile(config, JSON.stringify({
+    fetch: { allow_private: ["127.0.0.1"], ignore_robots: true },
     search: { providers: [{ kind: "searxng", name: "local", base_url: `http://127.0.0.1:${searx.address().port}` }], cache: { max_entries: -1 } },
     hosted: { label: "toolhost", routes: [route("fake-openai", "openai", ["fake-*"]), route("fake-anthropic", "anthropic", ["claude-fake-*"])] },
   }));
@@ -377,7 +413,54 @@ describe("openai client's own types, Codex's kinds of tools", () => {
   });
 });
 
+describe("openai client's own types, the tools the caller runs", () => {
+  test("apply_patch_call, shell_call and local_shell_call items and their outputs compile without casts under tsc --strict and run", async () => {
+    const out = join(work, "typed-clienttools");
+    const tsc = join(here, "node_modules", "typescript", "bin", "tsc");
+    await promisify(execFile)(process.execPath, [tsc, "-p", join(here, "typed", "tsconfig.clienttools.json"), "--outDir", out])
+      .catch((err) => assert.fail(`tsc: ${err.stdout}${err.stderr}`));
+    const { clientTools } = await import(join(out, "responses-clienttools.js"));
+    const client = new OpenAI({ baseURL: `${server.base}/v1`, apiKey: "dev", maxRetries: 0 });
+    const got = await clientTools(client, "fake-1", "typed-client");
+    assert.deepEqual([got.patch.call_id, got.patch.operation], ["call_ap", { type: "update_file", path: "a.go", diff: "@@\n-a\n+b" }]);
+    assert.deepEqual([got.shell.call_id, got.shell.action.commands, got.shell.action.timeout_ms], ["call_sh", ["go test ./..."], 60000]);
+    assert.deepEqual([got.local.call_id, got.local.action.type, got.local.action.command, got.local.action.working_directory], ["call_ls", "exec", ["ls", "-la"], "/tmp"]);
+    assert.equal(got.continued, "Patch failed; tests pass; two files.");
+    // The continuation gave the model the three calls and their outputs.
+    const [, second] = await upstreamRequests("typed-client");
+    const calls = second.messages.find((m) => m.role === "assistant").tool_calls.map((c) => [c.id, c.function.name]);
+    assert.deepEqual(calls, [["call_ap", "apply_patch"], ["call_sh", "shell"], ["call_ls", "local_shell"]]);
+    const results = second.messages.filter((m) => m.role === "tool").map((m) => [m.tool_call_id, JSON.stringify(m.content)]);
+    assert.deepEqual(results.map(([id]) => id), ["call_ap", "call_sh", "call_ls"]);
+    assert.match(results[0][1], /a\.go: no such file/);
+    assert.match(results[1][1], /ok/);
+    assert.match(results[2][1], /a\.txt\\nb\.txt/);
+  });
+});
+
 describe("the SDKs' own types, vendors' built-in tools on an OpenAI route", () => {
+  test("web_fetch_tool_result and code_execution_tool_result (20250522) blocks compile without casts under tsc --strict and run", async () => {
+    const out = join(work, "typed-servertools");
+    const tsc = join(here, "node_modules", "typescript", "bin", "tsc");
+    await promisify(execFile)(process.execPath, [tsc, "-p", join(here, "typed", "tsconfig.servertools.json"), "--outDir", out])
+      .catch((err) => assert.fail(`tsc: ${err.stdout}${err.stderr}`));
+    const { fetchAndCodeTypes } = await import(join(out, "messages-servertools.js"));
+    const client = new Anthropic({ baseURL: server.base, apiKey: "dev", maxRetries: 0 });
+    const { whole, streamed } = await fetchAndCodeTypes(client, "fake-1", "typed-fetch", pageURL);
+    for (const got of [whole, streamed]) {
+      assert.deepEqual(got.types, ["server_tool_use", "server_tool_use", "web_fetch_tool_result", "code_execution_tool_result", "text"]);
+      assert.deepEqual(got.uses.map((u) => u.name), ["web_fetch", "code_execution"]);
+      assert.equal(got.page.url, pageURL);
+      assert.equal(got.page.content.type, "document");
+      assert.match(got.page.content.source.data, /Glass-glass lamination/);
+      assert.deepEqual([got.code.stdout, got.code.return_code], ["42\n", 0]);
+    }
+    assert.deepEqual(streamed.types, whole.types);
+    // The model saw toolhost's functions, not the server tool declarations.
+    const [first] = await upstreamRequests("typed-fetch");
+    assert.deepEqual(first.tools.map((t) => t.function.name).sort(), ["fetch_page", "run_code"]);
+  });
+
   test("server_tool_use and the tools' result blocks compile without casts under tsc --strict and run", async () => {
     const out = join(work, "typed-servertools");
     const tsc = join(here, "node_modules", "typescript", "bin", "tsc");
