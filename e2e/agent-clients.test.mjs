@@ -426,6 +426,10 @@ describe("openai client's own types, the tools the caller runs", () => {
     assert.deepEqual([got.shell.call_id, got.shell.action.commands, got.shell.action.timeout_ms], ["call_sh", ["go test ./..."], 60000]);
     assert.deepEqual([got.local.call_id, got.local.action.type, got.local.action.command, got.local.action.working_directory], ["call_ls", "exec", ["ls", "-la"], "/tmp"]);
     assert.equal(got.continued, "Patch failed; tests pass; two files.");
+    assert.deepEqual(got.streamed.types, ["apply_patch_call", "shell_call", "local_shell_call"]);
+    // The three calls open as the model streams them and close when its turn ends.
+    const kinds = ["apply_patch_call", "shell_call", "local_shell_call"];
+    assert.deepEqual(got.streamed.events, [...kinds.map((t) => `response.output_item.added ${t}`), ...kinds.map((t) => `response.output_item.done ${t}`)]);
     // The continuation gave the model the three calls and their outputs.
     const [, second] = await upstreamRequests("typed-client");
     const calls = second.messages.find((m) => m.role === "assistant").tool_calls.map((c) => [c.id, c.function.name]);

@@ -4,7 +4,8 @@
 // runs what it compiled against toolhost. The model's calls come back as
 // apply_patch_call, shell_call and local_shell_call items; those items and
 // their outputs (apply_patch_call_output, shell_call_output,
-// local_shell_call_output) go back as input, and the model answers.
+// local_shell_call_output) go back as input, and the model answers. The
+// first response is asked again streamed.
 
 import type OpenAI from "openai";
 import type {
@@ -21,6 +22,8 @@ export interface ClientToolAnswers {
   local: ResponseOutputItem.LocalShellCall;
   /** The model's text once the three outputs went back. */
   continued: string;
+  /** The item types of the first response asked again streamed, and its events about them. */
+  streamed: { types: string[]; events: string[] };
 }
 
 const tools: Tool[] = [{ type: "apply_patch" }, { type: "shell", environment: { type: "local" } }, { type: "local_shell" }];
@@ -43,5 +46,12 @@ export async function clientTools(client: OpenAI, model: string, key: string): P
   const listed: ResponseInputItem.LocalShellCallOutput = { type: "local_shell_call_output", id: local.call_id, output: "a.txt\nb.txt" };
   const input: ResponseInputItem[] = [user, patch, shell, local, patched, ran, listed];
   const second = await client.responses.create({ model, input, tools });
-  return { patch, shell, local, continued: second.output_text };
+
+  const stream = client.responses.stream({ model, input: [user], tools });
+  const events: string[] = [];
+  for await (const ev of stream) {
+    if (ev.type === "response.output_item.added" || ev.type === "response.output_item.done") events.push(`${ev.type} ${ev.item.type}`);
+  }
+  const final = await stream.finalResponse();
+  return { patch, shell, local, continued: second.output_text, streamed: { types: final.output.map((item) => item.type), events } };
 }
