@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/internal/keys"
 	"github.com/toolhost/toolhost/journal"
 )
 
@@ -62,6 +63,17 @@ func (e *Executor) RunJob(ctx context.Context, run JobRun) error {
 		}
 		return c.finish(ctx, catalog.Spec{SideEffect: catalog.SideEffectNone}, false, true)
 	}
+	release, te, err := e.meterJob(ctx, pl)
+	if err != nil {
+		return fmt.Errorf("job of %s: %w", rec.ID, err)
+	}
+	if te != nil {
+		e.fail(c.out, refusedStatus(te), te)
+		return c.finish(ctx, catalog.Spec{SideEffect: catalog.SideEffectNone}, false, true)
+	}
+	if release != nil {
+		defer func() { release(*c.out) }()
+	}
 	detail := jobDetail{Attempt: run.Attempt, JobID: rec.RuntimeJobID, Rerun: rerun}
 	if rerun {
 		detail.Reason = "the process that ran the previous attempt stopped before it ended; the call is replay safe (side effect " + rec.SideEffectLevel + ")"
@@ -81,6 +93,26 @@ func (e *Executor) RunJob(ctx context.Context, run JobRun) error {
 		return ErrHandedBack
 	}
 	return c.finish(context.WithoutCancel(ctx), pl.ent.spec, ran, toolErr)
+}
+
+// meterJob admits a job's attempt under its caller's key (jobMeter): the
+// release to call with the outcome, or the refusal that ends the job (a
+// revoked key, the monthly cap reached), or an error when the limits
+// could not be read: the queue tries again later.
+func (e *Executor) meterJob(ctx context.Context, pl *pipeline) (func(Outcome), *Error, error) {
+	m, ok := e.opts.Authorizer.(jobMeter)
+	if !ok || pl.inv.Caller.KeyID == "" {
+		return nil, nil, nil
+	}
+	release, err := m.meterJob(ctx, pl.inv, pl.c.start)
+	if err == nil {
+		return release, nil, nil
+	}
+	te := asToolError(err, CodeDenied)
+	if te.Code == keys.CodeLimitsUnavailable {
+		return nil, nil, err
+	}
+	return nil, te, nil
 }
 
 // jobPipeline rebuilds the pipeline of a deferred call from its record:
@@ -113,6 +145,12 @@ func (e *Executor) jobPipeline(ctx context.Context, c *callRecord) (*pipeline, *
 		ID: r.ID, Spec: ent.spec, CallID: r.CallID, Raw: r.ArgsRaw, Args: r.Args, Caller: caller,
 		Ref:      Reference{Clock: e.opts.Clock(), TimeZone: e.opts.TimeZone, Lang: catalog.English},
 		Deadline: time.Now().Add(e.opts.JobTimeout), MaxUnits: 1, Deferred: true, attempts: &attempts{},
+	}
+	if b, ok := ent.tool.(UnitBounder); ok {
+		inv.MaxUnits = b.MaxUnits(inv)
+	}
+	if cp, ok := ent.tool.(CostProbe); ok && ent.spec.PaidUnit != "" {
+		inv.Free = cp.Free(inv)
 	}
 	return &pipeline{e: e, p: p, c: c, timeout: e.opts.JobTimeout, ent: ent, inv: inv}, nil
 }
