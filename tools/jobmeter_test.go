@@ -3,6 +3,9 @@ package tools_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,13 +38,19 @@ func (p paidJob) Call(context.Context, *tools.Invocation) (*tools.Result, error)
 // job queue (not yet worked: start runs it), and a key of the limits.
 func meteredJobs(t *testing.T, db *store.DB, clock *testClock, limits keys.Limits, tool tools.Tool) (*tools.Executor, *journal.Journal, *keys.Service, *keys.Key, func()) {
 	t.Helper()
-	jobs, err := db.Jobs(store.JobOptions{PollInterval: 20 * time.Millisecond})
+	return meteredJobsOn(t, db, db, clock, limits, tool)
+}
+
+// meteredJobsOn is meteredJobs with the key service's store ks.
+func meteredJobsOn(t *testing.T, db *store.DB, ks keys.Store, clock *testClock, limits keys.Limits, tool tools.Tool) (*tools.Executor, *journal.Journal, *keys.Service, *keys.Key, func()) {
+	t.Helper()
+	jobs, err := db.Jobs(store.JobOptions{PollInterval: 20 * time.Millisecond, RetryDelay: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	j := journal.New(db, journal.Options{InstanceID: uuid.NewString(), PollInterval: 10 * time.Millisecond})
 	t.Cleanup(j.Close)
-	svc := keys.New(keys.Options{Store: db, Now: clock.Now})
+	svc := keys.New(keys.Options{Store: ks, Now: clock.Now})
 	t.Cleanup(svc.Close)
 	k, _, err := svc.CreateKey(context.Background(), "acme", "ci", []string{keys.ScopeMCP}, limits)
 	if err != nil {
@@ -121,4 +130,53 @@ func keysOf(m map[string]journal.Record) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// limitsDown is the key store with its monthly-cap accounting out of
+// reach once down is set: the limit service that does not answer.
+type limitsDown struct {
+	keys.Store
+	down atomic.Bool
+}
+
+func (l *limitsDown) ReserveCost(ctx context.Context, keyID, month string, cost, limit float64) (bool, float64, error) {
+	if l.down.Load() {
+		return false, 0, errors.New("limit store unreachable")
+	}
+	return l.Store.ReserveCost(ctx, keyID, month, cost, limit)
+}
+
+// A job whose every attempt fails (here the limit service never answers
+// when it runs) is not left open once the queue gives up on it: its last
+// attempt ends the record, error job_failed, with the attempts it had.
+func TestAJobTheQueueGivesUpOnIsEnded(t *testing.T) {
+	for name, open := range jobStores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			db := open(t)
+			ks := &limitsDown{Store: db}
+			exec, j, _, k, start := meteredJobsOn(t, db, ks, newTestClock(monthEnd.Add(-time.Hour)), keys.Limits{MonthlyUnitsCap: 100}, paidJob{units: 1})
+			out, err := exec.Execute(ctx, tools.Proposal{Tool: "paid_job", Args: json.RawMessage(`{}`), Delivery: tools.DeliveryAsync, Caller: callerOf(k)})
+			if err != nil || out.Receipt == nil {
+				t.Fatalf("enqueue: %v %+v", err, out)
+			}
+			ks.down.Store(true)
+			start()
+			wctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			r, err := j.Wait(wctx, k.AccountID, out.Receipt.ExecutionID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Status != journal.StatusError || r.ErrorCode != tools.CodeJobFailed || r.AttemptNo != 5 || r.Lifecycle != journal.Finished {
+				t.Fatalf("given up: %s %s attempt %d %s: %s", r.Status, r.ErrorCode, r.AttemptNo, r.Lifecycle, r.ErrorMessage)
+			}
+			if !strings.Contains(r.ErrorMessage, "after 5 attempts") || !strings.Contains(r.ErrorMessage, keys.CodeLimitsUnavailable) {
+				t.Errorf("message: %s", r.ErrorMessage)
+			}
+			if _, err := exec.CancelJob(ctx, k.AccountID, r.ID); !errors.Is(err, tools.ErrJobFinished) {
+				t.Errorf("cancel after it was given up: %v", err)
+			}
+		})
+	}
 }

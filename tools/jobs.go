@@ -30,8 +30,50 @@ type jobDetail struct {
 // side effects are none or sandbox; an irreversible call is never sent
 // again: it ends uncertain (§6.7, §6.9). A nil error means the job is done
 // (whatever the call's outcome); ErrHandedBack and other errors make the
-// queue try again.
+// queue try again. When the attempt is the queue's last (JobRun.Last) and
+// fails so, the record is ended (giveUp) rather than left open forever.
 func (e *Executor) RunJob(ctx context.Context, run JobRun) error {
+	err := e.runJob(ctx, run)
+	if err == nil || !run.Last {
+		return err
+	}
+	return e.giveUp(context.WithoutCancel(ctx), run, err)
+}
+
+// giveUp ends the record of a job whose last attempt failed (cause): the
+// queue will not run it again. The record ends error, code job_failed,
+// or uncertain for an irreversible call an attempt may have sent. cause
+// is returned, so the queue keeps the job as failed (discarded); a record
+// that cannot be ended either (the store is down) stays open and is
+// logged.
+func (e *Executor) giveUp(ctx context.Context, run JobRun, cause error) error {
+	rec, err := e.journal.Store().Get(ctx, run.AccountID, run.ExecutionID)
+	if err == nil && rec.Lifecycle == journal.Finished {
+		return cause
+	}
+	var last journal.Event
+	if err == nil {
+		last, err = e.journal.Store().LastEvent(ctx, rec.ID)
+	}
+	if err == nil {
+		c := &callRecord{e: e, rec: rec, tr: journal.ResumeTrail(e.opts.Clock, last.State, last.Seq), start: e.opts.Clock(),
+			out: &Outcome{ExecutionID: rec.ID, Tool: rec.ToolName, Version: rec.ToolVersion, CallID: rec.CallID}, job: true}
+		c.rec.AttemptNo = max(c.rec.AttemptNo, run.Attempt)
+		if last.State == journal.StateExecuting && rec.SideEffectLevel == string(catalog.SideEffectIrreversible) {
+			err = c.endUnsent(ctx, fmt.Sprintf("the job queue gave up after %d attempts, the last of which may have sent the call", run.Attempt))
+		} else {
+			e.fail(c.out, StatusError, Errorf(CodeJobFailed, "the job queue gave up on %s after %d attempts (the last: %v); it does not run again", rec.ToolName, run.Attempt, cause))
+			err = c.finish(ctx, catalog.Spec{SideEffect: catalog.SideEffectNone}, false, true)
+		}
+	}
+	if err != nil {
+		e.opts.Logger.ErrorContext(ctx, "the job queue gave up on a job whose record could not be ended; it stays open", "execution_id", run.ExecutionID, "err", err, "cause", cause)
+	}
+	return cause
+}
+
+// runJob is one attempt of RunJob.
+func (e *Executor) runJob(ctx context.Context, run JobRun) error {
 	rec, err := e.journal.Store().Get(ctx, run.AccountID, run.ExecutionID)
 	if errors.Is(err, journal.ErrNotFound) {
 		e.opts.Logger.WarnContext(ctx, "a job names no execution; it is dropped", "execution_id", run.ExecutionID, "account_id", run.AccountID)
