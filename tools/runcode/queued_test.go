@@ -92,14 +92,12 @@ func slotWaitPath(t *testing.T, ex *tools.Executor, j *journal.Journal) {
 		done <- out
 	}()
 	// The sandbox reports the wait after the journal has it.
-	for msg := <-msgs; !strings.HasPrefix(msg, "queued"); msg = <-msgs {
-	}
+	waitFor(msgs, "queued")
 	if got := waiterStatus(t, j, t.Name()); got != journal.StatusQueued {
 		t.Fatalf("waiting for a slot: status %s, want queued", got)
 	}
 	release()
-	for msg := <-msgs; !strings.HasPrefix(msg, "running"); msg = <-msgs {
-	}
+	waitFor(msgs, "running")
 	if got := waiterStatus(t, j, t.Name()); got != journal.StatusRunning {
 		t.Fatalf("with the slot: status %s, want running", got)
 	}
@@ -129,4 +127,11 @@ func waiterStatus(t *testing.T, j *journal.Journal, callID string) journal.Statu
 	}
 	t.Fatalf("no record of the waiting call among %d", len(recs))
 	return ""
+}
+
+// waitFor reads progress messages until one starts with prefix.
+func waitFor(msgs <-chan string, prefix string) {
+	for !strings.HasPrefix(<-msgs, prefix) {
+		continue
+	}
 }
