@@ -95,6 +95,23 @@ const script = (notePath) => ({
       ],
     },
     {
+      // An Anthropic route: the upstream runs its own server tools, toolhost
+      // passes their blocks through.
+      match: "[anth-srv]",
+      rounds: [
+        {
+          blocks: [
+            { type: "server_tool_use", id: "srvtoolu_01", name: "web_search", input: { query: "perovskite sealing" } },
+            { type: "web_search_tool_result", tool_use_id: "srvtoolu_01", content: [{ type: "web_search_result", url: CITED, title: "Sealing", encrypted_content: "EqgfCioIARgBIiQ", page_age: null }] },
+            { type: "server_tool_use", id: "srvtoolu_02", name: "bash_code_execution", input: { command: "echo 42" } },
+            { type: "bash_code_execution_tool_result", tool_use_id: "srvtoolu_02", content: { type: "bash_code_execution_result", stdout: "42\n", stderr: "", return_code: 0, content: [] } },
+          ],
+          content: "Glass–glass lamination; 42.",
+          citations: [{ type: "web_search_result_location", url: CITED, title: "Sealing", encrypted_index: "Eo8BCioIAhgBIiQ", cited_text: "glass" }],
+        },
+      ],
+    },
+    {
       match: "[typed-ci]",
       rounds: [
         { tool_calls: [{ id: "call_tci", name: "run_code", arguments: JSON.stringify({ language: "javascript", code: "console.log(6 * 7)" }) }] },
@@ -380,6 +397,30 @@ describe("the SDKs' own types, vendors' built-in tools on an OpenAI route", () =
     // The model saw toolhost's functions, not the server tool declarations.
     const [first] = await upstreamRequests("typed-srv");
     assert.deepEqual(first.tools.map((t) => t.function.name).sort(), ["run_code", "web_search"]);
+  });
+
+  test("on an Anthropic route the upstream's own server tool blocks pass through, whole and streamed", async () => {
+    const out = join(work, "typed-servertools");
+    const tsc = join(here, "node_modules", "typescript", "bin", "tsc");
+    await promisify(execFile)(process.execPath, [tsc, "-p", join(here, "typed", "tsconfig.servertools.json"), "--outDir", out])
+      .catch((err) => assert.fail(`tsc: ${err.stdout}${err.stderr}`));
+    const { serverToolTypes } = await import(join(out, "messages-servertools.js"));
+    const client = new Anthropic({ baseURL: server.base, apiKey: "dev", maxRetries: 0 });
+    const { whole, streamed } = await serverToolTypes(client, "claude-fake-1", "anth-srv");
+    for (const got of [whole, streamed]) {
+      assert.deepEqual(got.types, ["server_tool_use", "web_search_tool_result", "server_tool_use", "bash_code_execution_tool_result", "text"]);
+      assert.deepEqual(got.uses.map((u) => [u.id, u.name, u.input]), [
+        ["srvtoolu_01", "web_search", { query: "perovskite sealing" }],
+        ["srvtoolu_02", "bash_code_execution", { command: "echo 42" }],
+      ]);
+      assert.deepEqual(got.results.map((r) => r.url), [CITED]);
+      assert.deepEqual([got.code.stdout, got.code.return_code], ["42\n", 0]);
+      assert.deepEqual(got.citations.map((c) => [c.url, c.cited_text]), [[CITED, "glass"]]);
+    }
+    assert.deepEqual(streamed, whole);
+    // The declarations went upstream as written; toolhost ran nothing.
+    const [first] = await upstreamRequests("anth-srv");
+    assert.deepEqual(first.tools.map((t) => t.type), ["web_search_20250305", "code_execution_20250825"]);
   });
 
   test("code_interpreter_call items compile without casts under tsc --strict and run", async () => {

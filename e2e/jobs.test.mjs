@@ -21,7 +21,7 @@ import { startServer, tempDir } from "./lib/server.mjs";
 let server;
 let work;
 let client;
-/** URI → resolvers waiting for its next notifications/resources/updated. */
+/** URI → resolvers waiting for its next notifications/resources/updated (all told at once). */
 const waiting = new Map();
 const updates = [];
 
@@ -33,8 +33,9 @@ before(async () => {
   client = new Client({ name: "toolhost-e2e-jobs", version: "1.0.0" });
   client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
     updates.push(n.params.uri);
-    const w = waiting.get(n.params.uri);
-    if (w?.length) w.shift()();
+    const w = waiting.get(n.params.uri) ?? [];
+    waiting.set(n.params.uri, []);
+    for (const resolve of w) resolve();
   });
   await client.connect(new StreamableHTTPClientTransport(new URL(server.mcpURL)));
 });
@@ -51,6 +52,20 @@ function nextUpdate(uri) {
     if (!waiting.has(uri)) waiting.set(uri, []);
     waiting.get(uri).push(resolve);
   });
+}
+
+/**
+ * The execution at uri once pred holds of it: read, and read again at each
+ * notification (the wait is registered before each read, so a change
+ * between the read and the wait is not missed).
+ */
+async function readWhen(uri, pred) {
+  for (;;) {
+    const next = nextUpdate(uri);
+    const rec = await readExecution(uri);
+    if (pred(rec)) return rec;
+    await next;
+  }
 }
 
 async function readExecution(uri) {
@@ -84,24 +99,18 @@ async function cancel(id) {
   return { status: res.status, body: await res.json() };
 }
 
-test("a 20 s run_code job: receipt at once, running, told when done, result read; one queued and one running cancelled", async (t) => {
+test("a 20 s run_code job: receipt at once, running, told when done, result read; one queued and one running cancelled", { timeout: 180000 }, async (t) => {
   await client.listTools(); // the output schemas the SDK validates with
 
   const [first, ms] = await deferRun("import time\ntime.sleep(20)\nprint('slept 20 s')");
   t.diagnostic(`receipt after ${ms.toFixed(1)} ms`);
   const uri = first.result_uri;
-  const running = nextUpdate(uri);
   await client.subscribeResource({ uri });
-  let rec = await readExecution(uri);
-  if (rec.status === "queued") {
-    await running;
-    rec = await readExecution(uri);
-  }
+  let rec = await readWhen(uri, (r) => r.status !== "queued");
   assert.equal(rec.status, "running", JSON.stringify(rec));
   assert.equal(rec.delivery_mode, "async_job");
   assert.equal(rec.runtime_job_id, first.runtime_job_id);
   assert.equal(rec.result_visibility, "deferred_receipt");
-  const done = nextUpdate(uri);
 
   // One worker: the second job waits queued behind the first, and is
   // cancelled there. It never runs.
@@ -113,9 +122,9 @@ test("a 20 s run_code job: receipt at once, running, told when done, result read
   assert.equal((await cancel(second.execution_id)).status, 409);
   assert.equal((await cancel("0190b6a2-0000-7000-8000-000000000000")).status, 404);
 
-  await done;
-  rec = await readExecution(uri);
+  rec = await readWhen(uri, (r) => r.lifecycle_state === "finished");
   assert.equal(rec.status, "success", JSON.stringify(rec));
+  assert.ok(updates.includes(uri), "no notifications/resources/updated for the job");
   assert.match(JSON.stringify(rec.result), /slept 20 s/);
   const cancelled = await readExecution(second.result_uri);
   assert.equal(cancelled.status, "error");
@@ -123,14 +132,11 @@ test("a 20 s run_code job: receipt at once, running, told when done, result read
 
   // A running job cancelled: it ends, and the subscriber is told.
   const [third] = await deferRun("import time\ntime.sleep(25)\nprint('not this')");
-  const started = nextUpdate(third.result_uri);
   await client.subscribeResource({ uri: third.result_uri });
-  if ((await readExecution(third.result_uri)).status === "queued") await started;
-  const ended = nextUpdate(third.result_uri);
+  await readWhen(third.result_uri, (r) => r.status === "running");
   const c3 = await cancel(third.execution_id);
   assert.ok([200, 202].includes(c3.status), JSON.stringify(c3.body));
-  await ended;
-  rec = await readExecution(third.result_uri);
+  rec = await readWhen(third.result_uri, (r) => r.lifecycle_state === "finished");
   assert.notEqual(rec.status, "success", JSON.stringify(rec));
   assert.notEqual(rec.status, "running", JSON.stringify(rec));
   assert.doesNotMatch(JSON.stringify(rec.result ?? {}), /not this/);

@@ -275,11 +275,13 @@ func (c *callRecord) queued(ctx context.Context, waiting bool) {
 // attempted records the attempts the tool reported, each an event of the
 // trail in the state the call is in (executing); the record's attempt_no
 // becomes the number of the last one, the attempt whose outcome the call
-// has.
+// has. A job's record keeps the job's attempt instead: a rerun after a
+// process died restarts the tool's own count at 1, and the record must
+// still show the rerun.
 func (c *callRecord) attempted(as []Attempt) {
 	for _, a := range as {
 		c.tr.Note(journal.KindAttempt, a)
-		if a.No > 0 {
+		if a.No > 0 && !c.job {
 			c.rec.AttemptNo = a.No
 		}
 	}

@@ -164,6 +164,10 @@ func (h *Handler) runError(ctx context.Context, err error) *requestError {
 		return e
 	case errors.As(err, &ue):
 		return &requestError{status: http.StatusBadGateway, code: "upstream_error", reason: "upstream_error", message: upstreamMessage(ue)}
+	case errors.Is(err, loop.ErrBadAnswer):
+		h.opts.Logger.WarnContext(ctx, "upstream answer unreadable", "request_id", requestID(ctx), "client_request_id", server.ClientRequestIDFrom(ctx), "err", err)
+		return &requestError{status: http.StatusBadGateway, code: "upstream_error", reason: "upstream_error",
+			message: err.Error() + "; the error was logged with request id " + requestID(ctx)}
 	case errors.Is(err, loop.ErrInternal):
 		h.opts.Logger.ErrorContext(ctx, "hosted loop failed", "request_id", requestID(ctx), "client_request_id", server.ClientRequestIDFrom(ctx), "err", err)
 		return &requestError{status: http.StatusInternalServerError, code: "internal_error", reason: "internal_error", message: "the hosted tool runtime failed; the error was logged with request id " + requestID(ctx)}

@@ -2,10 +2,12 @@ package v1
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/toolhost/toolhost/internal/wire"
 	"github.com/toolhost/toolhost/server/v1/loop"
+	"github.com/toolhost/toolhost/server/v1/upstream/anthropic"
 )
 
 // messagesStream renders loop events as one Messages event stream: a single
@@ -32,6 +34,9 @@ type messagesStream struct {
 	// results so far, which it cites when it closes.
 	text  strings.Builder
 	found []foundItem
+	// upstream maps an Anthropic upstream's block index to the index of
+	// the block it streams into, while that block is open.
+	upstream map[int]int
 }
 
 // messagesEvent is one event of the stream; Extra holds the extension
@@ -123,7 +128,28 @@ func (s *messagesStream) closeAll() error {
 	}
 	s.open = nil
 	s.textOpen, s.thinkOpen = -1, -1
+	clear(s.upstream)
 	return nil
+}
+
+// closeBlock stops the open block i (a text block sends its citations
+// first).
+func (s *messagesStream) closeBlock(i int) error {
+	at := slices.Index(s.open, i)
+	if at < 0 {
+		return nil
+	}
+	if i == s.textOpen {
+		if err := s.cite(); err != nil {
+			return err
+		}
+		s.textOpen = -1
+	}
+	if i == s.thinkOpen {
+		s.thinkOpen = -1
+	}
+	s.open = slices.Delete(s.open, at, at+1)
+	return s.stop(i)
 }
 
 // event is the loop's sink.
@@ -153,6 +179,9 @@ func (s *messagesStream) event(ev loop.Event) error {
 		if ev.Dialect != loop.DialectAnthropic {
 			return nil
 		}
+		if raw, ok := ev.Extra["event"]; ok {
+			return s.upstreamEvent(raw)
+		}
 		return s.thinking(ev)
 	case loop.EventCallerCallDelta:
 		return s.callerCall(ev)
@@ -168,6 +197,65 @@ func (s *messagesStream) event(ev loop.Event) error {
 		return s.flushResults()
 	case loop.EventRoundEnd:
 		return s.closeAll()
+	}
+	return nil
+}
+
+// upstreamBlockEvent is a block event of an Anthropic upstream.
+type upstreamBlockEvent struct {
+	ContentBlock json.RawMessage `json:"content_block"`
+	Delta        json.RawMessage `json:"delta"`
+	Index        int             `json:"index"`
+	Type         string          `json:"type"`
+}
+
+// upstreamEvent follows an Anthropic upstream's blocks: a text or thinking
+// block opens and stops where the upstream's does (its text and thinking
+// come as their own events); any other block the loop does not read
+// (server_tool_use, *_tool_result, ...) is sent as it came, deltas
+// included, under this stream's index.
+func (s *messagesStream) upstreamEvent(raw json.RawMessage) error {
+	var ev upstreamBlockEvent
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		return err // the assembler read it already
+	}
+	i, open := s.upstream[ev.Index]
+	switch ev.Type {
+	case "content_block_start":
+		if err := s.closeAll(); err != nil {
+			return err
+		}
+		var block any = ev.ContentBlock
+		switch anthropic.BlockType(ev.ContentBlock) {
+		case "text":
+			block = textBlock{Type: "text"}
+		case "thinking":
+			block = thinkingBlock{Type: "thinking"}
+		}
+		n, err := s.openBlock(block)
+		if err != nil {
+			return err
+		}
+		switch anthropic.BlockType(ev.ContentBlock) {
+		case "text":
+			s.textOpen = n
+			s.text.Reset()
+		case "thinking":
+			s.thinkOpen = n
+		}
+		if s.upstream == nil {
+			s.upstream = map[int]int{}
+		}
+		s.upstream[ev.Index] = n
+	case "content_block_delta":
+		if open {
+			return s.delta(i, ev.Delta)
+		}
+	case "content_block_stop":
+		if open {
+			delete(s.upstream, ev.Index)
+			return s.closeBlock(i)
+		}
 	}
 	return nil
 }

@@ -215,8 +215,13 @@ type (
 		Type      string `json:"type"`
 	}
 	textBlock struct {
-		Text string `json:"text"`
-		Type string `json:"type"`
+		Citations []json.RawMessage `json:"citations,omitempty"`
+		Text      string            `json:"text"`
+		Type      string            `json:"type"`
+	}
+	citationsDelta struct {
+		Citation json.RawMessage `json:"citation"`
+		Type     string          `json:"type"`
 	}
 	toolUseBlock struct {
 		ID    string          `json:"id"`
@@ -266,8 +271,11 @@ func anthropicBlocks(rd Round) []any {
 	if rd.Reasoning != "" {
 		blocks = append(blocks, thinkingBlock{Type: "thinking", Thinking: rd.Reasoning, Signature: "sig_fake"})
 	}
+	for _, b := range rd.Blocks {
+		blocks = append(blocks, b)
+	}
 	if rd.Content != "" {
-		blocks = append(blocks, textBlock{Type: "text", Text: rd.Content})
+		blocks = append(blocks, textBlock{Type: "text", Text: rd.Content, Citations: rd.Citations})
 	}
 	for _, tc := range rd.ToolCalls {
 		blocks = append(blocks, toolUseBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: toolInput(tc.Arguments)})
@@ -342,8 +350,21 @@ func (s *Server) anthropicStream(w http.ResponseWriter, r *http.Request, rd Roun
 		}
 		block(thinkingBlock{Type: "thinking"}, append(ds, signatureDelta{Type: "signature_delta", Signature: "sig_fake"}))
 	}
+	for _, b := range rd.Blocks {
+		start, input := blockStart(b)
+		var ds []any
+		if input != "" {
+			for _, piece := range splitBytes(input, a) {
+				ds = append(ds, inputJSONDelta{Type: "input_json_delta", PartialJSON: piece})
+			}
+		}
+		block(start, ds)
+	}
 	if rd.Content != "" {
 		var ds []any
+		for _, c := range rd.Citations {
+			ds = append(ds, citationsDelta{Type: "citations_delta", Citation: c})
+		}
 		for _, piece := range splitRunes(rd.Content, n) {
 			ds = append(ds, textBlock{Type: "text_delta", Text: piece})
 		}
@@ -367,4 +388,17 @@ func writeAnthropicError(w http.ResponseWriter, status int, typ, msg string) {
 	body.Error.Type, body.Error.Message = typ, msg
 	b, _ := json.Marshal(body)
 	_, _ = w.Write(b)
+}
+
+// blockStart is how a scripted block starts streaming, and the input it
+// sends as deltas ("" for a block without one).
+func blockStart(b json.RawMessage) (json.RawMessage, string) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil || m["input"] == nil {
+		return b, ""
+	}
+	input := string(m["input"])
+	m["input"] = json.RawMessage(`{}`)
+	start, _ := json.Marshal(m)
+	return start, input
 }

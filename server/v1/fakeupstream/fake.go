@@ -63,7 +63,16 @@ type Round struct {
 	Items []json.RawMessage `json:"items,omitempty"`
 	// Annotations go on the content's output_text part on the Responses
 	// face (url_citation, ...).
-	Annotations  []json.RawMessage `json:"annotations,omitempty"`
+	Annotations []json.RawMessage `json:"annotations,omitempty"`
+	// Blocks are content blocks the Messages face sends as they are,
+	// after the thinking block and before the text (the server tools'
+	// server_tool_use and result blocks, ...): streamed, a block with an
+	// input starts with input {} and sends it as input_json_delta pieces,
+	// any other starts whole. The other faces leave them out.
+	Blocks []json.RawMessage `json:"blocks,omitempty"`
+	// Citations go on the content's text block on the Messages face
+	// (streamed, as citations_delta before its text).
+	Citations    []json.RawMessage `json:"citations,omitempty"`
 	FinishReason string            `json:"finish_reason,omitempty"`
 	Usage        json.RawMessage   `json:"usage,omitempty"`
 	// ChunkRunes is how many runes of content each stream chunk carries

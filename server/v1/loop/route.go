@@ -12,6 +12,11 @@ import (
 // calling (seed rule 6: hosted requests never fall back to a text protocol).
 var ErrModelUnavailable = errors.New("model_unavailable")
 
+// ErrBadAnswer: the upstream answered with something its client cannot
+// read (a broken event stream, an answer over the size limit); the
+// error's text says what, and names no address.
+var ErrBadAnswer = errors.New("the upstream's answer cannot be read")
+
 // Price is what one million tokens cost, in quota units.
 type Price struct {
 	Input       float64 `json:"input"`

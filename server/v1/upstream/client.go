@@ -177,7 +177,7 @@ func (c *Client) Call(ctx context.Context, x Exchange) (*loop.UpstreamResponse, 
 		}
 		out, err := x.Decode(b)
 		if err != nil {
-			return nil, fmt.Errorf("upstream %s: %w", c.name, err)
+			return nil, fmt.Errorf("upstream %s: %w: %w", c.name, loop.ErrBadAnswer, err)
 		}
 		return out, nil
 	}
@@ -234,7 +234,7 @@ func (c *Client) readAll(ctx context.Context, body io.Reader, limit int64) ([]by
 		return nil, fmt.Errorf("upstream %s: read body: %w", c.name, causeOr(ctx, err))
 	}
 	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("upstream %s: %w: the answer passes %d bytes", c.name, ErrTooLarge, limit)
+		return nil, fmt.Errorf("upstream %s: %w: %w: the answer passes %d bytes", c.name, loop.ErrBadAnswer, ErrTooLarge, limit)
 	}
 	return b, nil
 }
@@ -258,7 +258,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, cancelCause con
 		timer.Reset(idle)
 		deltas, err := dec.Add(data)
 		if err != nil {
-			return err
+			return fmt.Errorf("%w: %w", loop.ErrBadAnswer, err)
 		}
 		if onDelta == nil {
 			return nil
@@ -275,11 +275,14 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, cancelCause con
 		if errors.As(err, &de) {
 			return nil, de.err
 		}
+		if errors.Is(err, ErrTooLarge) {
+			err = fmt.Errorf("%w: %w", loop.ErrBadAnswer, err)
+		}
 		return nil, fmt.Errorf("upstream %s: stream: %w", c.name, causeOr(ctx, err))
 	}
 	out, err := dec.Finish()
 	if err != nil {
-		return nil, fmt.Errorf("upstream %s: %w", c.name, err)
+		return nil, fmt.Errorf("upstream %s: %w: %w", c.name, loop.ErrBadAnswer, err)
 	}
 	return out, nil
 }

@@ -19,6 +19,12 @@ func FuzzAnthropicStreamAssembler(f *testing.F) {
 		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":2}}\n\n"))
 	f.Add([]byte("data: {\"type\":\"message_start\",\"message\":{}}\n\ndata: {\"type\":\"content_block_delta\",\"index\":4,\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}\n\n"))
 	f.Add([]byte("data: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"}}\n\n"))
+	f.Add([]byte("data: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"x\"}}\n\n" +
+		"data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"server_tool_use\",\"id\":\"s\",\"name\":\"web_search\",\"input\":{}}}\n\n" +
+		"data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{}\"}}\n\n" +
+		"data: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
+		"data: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"web_search_tool_result\",\"tool_use_id\":\"s\",\"content\":[]}}\n\n" +
+		"data: {\"type\":\"content_block_stop\",\"index\":1}\n\n"))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		asm := newAssembler("fuzz")
 		err := upstream.ReadSSE(bytes.NewReader(body), func(data []byte) error {

@@ -16,6 +16,15 @@ import (
 
 // anthropicAssembler builds the complete response from Messages stream
 // events and turns them into canonical deltas.
+//
+// Blocks the loop does not read (server_tool_use, the server tools'
+// *_tool_result blocks, redacted_thinking, types yet unknown) and the
+// boundaries of text and thinking blocks reach a Messages renderer as the
+// upstream's own events: a delta whose Extra is {"event": EVENT} in the
+// Anthropic dialect (content_block_start, content_block_delta of such a
+// block or a text's citations_delta, content_block_stop). tool_use blocks
+// are canonical tool deltas instead, which the loop holds back when they
+// are hosted calls.
 type anthropicAssembler struct {
 	route   string
 	started bool
@@ -25,6 +34,9 @@ type anthropicAssembler struct {
 	blocks  map[int]*anthropicBlock
 	tools   int // tool_use blocks seen, the canonical tool index
 	stopped bool
+	// size is the bytes of text and input gathered so far, bounded like
+	// a whole answer (upstream.MaxBodyBytes; maxSize in tests).
+	size, maxSize int
 }
 
 type anthropicBlock struct {
@@ -36,10 +48,29 @@ type anthropicBlock struct {
 	tool    int
 	cites   []json.RawMessage
 	touched bool
+	stopped bool
 }
 
 func newAssembler(route string) *anthropicAssembler {
-	return &anthropicAssembler{route: route, extra: map[string]json.RawMessage{}, blocks: map[int]*anthropicBlock{}}
+	return &anthropicAssembler{route: route, extra: map[string]json.RawMessage{}, blocks: map[int]*anthropicBlock{}, maxSize: upstream.MaxBodyBytes}
+}
+
+// passed says a block is not one the loop reads: it goes to a Messages
+// caller as the upstream streamed it.
+func passed(typ string) bool { return typ != "text" && typ != "thinking" && typ != "tool_use" }
+
+// eventDelta carries an upstream event to a Messages renderer.
+func eventDelta(data []byte) loop.Delta {
+	return loop.Delta{Extra: map[string]json.RawMessage{"event": append(json.RawMessage(nil), data...)}, Dialect: loop.DialectAnthropic}
+}
+
+// grow counts n more gathered bytes, failing past the bound.
+func (a *anthropicAssembler) grow(n int) error {
+	a.size += n
+	if a.size > a.maxSize {
+		return fmt.Errorf("%w: the streamed blocks pass %d bytes", upstream.ErrTooLarge, a.maxSize)
+	}
+	return nil
 }
 
 type anthropicEvent struct {
@@ -62,9 +93,11 @@ func (a *anthropicAssembler) Add(data []byte) ([]loop.Delta, error) {
 	case "message_start":
 		return a.messageStart(ev)
 	case "content_block_start":
-		return a.blockStart(ev)
+		return a.blockStart(ev, data)
 	case "content_block_delta":
-		return a.blockDelta(ev)
+		return a.blockDelta(ev, data)
+	case "content_block_stop":
+		return a.blockStop(ev, data)
 	case "message_delta":
 		return nil, a.messageDelta(ev)
 	case "message_stop":
@@ -73,7 +106,7 @@ func (a *anthropicAssembler) Add(data []byte) ([]loop.Delta, error) {
 	case "error":
 		return nil, &loop.UpstreamError{Route: a.route, Status: http.StatusBadGateway, Body: data, Dialect: loop.DialectAnthropic}
 	}
-	// ping, content_block_stop and future events.
+	// ping and future events.
 	return nil, nil
 }
 
@@ -108,7 +141,13 @@ func (a *anthropicAssembler) messageStart(ev anthropicEvent) ([]loop.Delta, erro
 	return []loop.Delta{{Meta: &m}}, nil
 }
 
-func (a *anthropicAssembler) blockStart(ev anthropicEvent) ([]loop.Delta, error) {
+func (a *anthropicAssembler) blockStart(ev anthropicEvent, data []byte) ([]loop.Delta, error) {
+	if _, dup := a.blocks[ev.Index]; dup {
+		return nil, fmt.Errorf("content_block_start for block %d, which has started already", ev.Index)
+	}
+	if len(ev.ContentBlock) == 0 || string(ev.ContentBlock) == "null" {
+		return nil, fmt.Errorf("content_block_start %d without a content_block", ev.Index)
+	}
 	var start map[string]json.RawMessage
 	if err := json.Unmarshal(ev.ContentBlock, &start); err != nil {
 		return nil, fmt.Errorf("content_block_start: %w", err)
@@ -119,21 +158,21 @@ func (a *anthropicAssembler) blockStart(ev anthropicEvent) ([]loop.Delta, error)
 	}
 	a.blocks[ev.Index] = b
 	switch b.typ {
-	case "text":
+	case "text", "thinking":
 		var s string
-		if err := field(start, "text", &s); err != nil {
+		if err := field(start, b.typ, &s); err != nil {
 			return nil, fmt.Errorf("content_block_start: %w", err)
 		}
 		b.text.WriteString(s)
-		if s != "" {
-			return []loop.Delta{{Text: s}}, nil
+		out := []loop.Delta{eventDelta(data)}
+		switch {
+		case s == "":
+		case b.typ == "text":
+			out = append(out, loop.Delta{Text: s})
+		default:
+			out = append(out, loop.Delta{Extra: map[string]json.RawMessage{"thinking": jsonString(s)}, Dialect: loop.DialectAnthropic})
 		}
-	case "thinking":
-		var s string
-		if err := field(start, "thinking", &s); err != nil {
-			return nil, fmt.Errorf("content_block_start: %w", err)
-		}
-		b.text.WriteString(s)
+		return out, a.grow(len(s))
 	case "tool_use":
 		b.tool = a.tools
 		a.tools++
@@ -146,13 +185,33 @@ func (a *anthropicAssembler) blockStart(ev anthropicEvent) ([]loop.Delta, error)
 		}
 		return []loop.Delta{{Tool: &loop.ToolDelta{Index: b.tool, ID: h.ID, Name: h.Name}}}, nil
 	}
-	return nil, nil
+	return []loop.Delta{eventDelta(data)}, a.grow(len(ev.ContentBlock))
 }
 
-func (a *anthropicAssembler) blockDelta(ev anthropicEvent) ([]loop.Delta, error) {
+// blockStop ends a block; a stop for a block that never started, or
+// twice, is a broken stream.
+func (a *anthropicAssembler) blockStop(ev anthropicEvent, data []byte) ([]loop.Delta, error) {
+	b, ok := a.blocks[ev.Index]
+	if !ok {
+		return nil, fmt.Errorf("content_block_stop for block %d, which never started", ev.Index)
+	}
+	if b.stopped {
+		return nil, fmt.Errorf("content_block_stop for block %d, which has stopped already", ev.Index)
+	}
+	b.stopped = true
+	if b.typ == "tool_use" {
+		return nil, nil
+	}
+	return []loop.Delta{eventDelta(data)}, nil
+}
+
+func (a *anthropicAssembler) blockDelta(ev anthropicEvent, data []byte) ([]loop.Delta, error) {
 	b, ok := a.blocks[ev.Index]
 	if !ok {
 		return nil, fmt.Errorf("content_block_delta for unknown block %d", ev.Index)
+	}
+	if b.stopped {
+		return nil, fmt.Errorf("content_block_delta for block %d, which has stopped", ev.Index)
 	}
 	var d struct {
 		Type        string          `json:"type"`
@@ -166,6 +225,15 @@ func (a *anthropicAssembler) blockDelta(ev anthropicEvent) ([]loop.Delta, error)
 		return nil, fmt.Errorf("content_block_delta: %w", err)
 	}
 	b.touched = true
+	if err := a.grow(len(d.Text) + len(d.PartialJSON) + len(d.Thinking) + len(d.Signature) + len(d.Citation)); err != nil {
+		return nil, err
+	}
+	if passed(b.typ) {
+		if d.Type == "input_json_delta" {
+			b.json.WriteString(d.PartialJSON)
+		}
+		return []loop.Delta{eventDelta(data)}, nil
+	}
 	switch d.Type {
 	case "text_delta":
 		b.text.WriteString(d.Text)
@@ -185,6 +253,9 @@ func (a *anthropicAssembler) blockDelta(ev anthropicEvent) ([]loop.Delta, error)
 		return []loop.Delta{{Extra: map[string]json.RawMessage{"signature": jsonString(d.Signature)}, Dialect: loop.DialectAnthropic}}, nil
 	case "citations_delta":
 		b.cites = append(b.cites, d.Citation)
+		if b.typ == "text" {
+			return []loop.Delta{eventDelta(data)}, nil
+		}
 	}
 	return nil, nil
 }
@@ -310,6 +381,15 @@ func (a *anthropicAssembler) Finish() (*loop.UpstreamResponse, error) {
 				return nil, fmt.Errorf("tool_use %d: input is not JSON", i)
 			}
 			blk["input"] = json.RawMessage(in)
+		default:
+			// A block passed through: its streamed input, when it
+			// had one (server_tool_use), else the block as started.
+			if in := strings.TrimSpace(b.json.String()); in != "" {
+				if !json.Valid([]byte(in)) {
+					return nil, fmt.Errorf("%s %d: input is not JSON", b.typ, i)
+				}
+				blk["input"] = json.RawMessage(in)
+			}
 		}
 		raw, err := upstream.Marshal(blk)
 		if err != nil {
