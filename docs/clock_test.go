@@ -35,6 +35,7 @@ var wallClockReads = map[string]string{
 	// (latency, pacing, demand rates) and deadlines that timers and
 	// contexts enforce: the runtime's timers could not follow a fake clock.
 	"tools/pipeline.go normalize":                           "a call's deadline, a context deadline",
+	"internal/store/jobs.go NextRetry":                      "river schedules a retry on the wall clock it reads itself",
 	"tools/jobs.go jobPipeline":                             "a job attempt's deadline, a context deadline",
 	"tools/jobwait.go WaitJob":                              "how long wait_job waits, a context deadline",
 	"tools/record.go claim":                                 "a call's deadline, a context deadline",

@@ -556,6 +556,37 @@ func (j *Journal) Progress(ctx context.Context, r Record, evs []Event) error {
 	return j.durable(ctx, Write{Record: r, Events: evs})
 }
 
+// Advance makes durable a change of an opened record of this process
+// whose call goes on (Open wrote it): its status while it waits for a run
+// slot. The change follows the opened record wherever that is — still in
+// the call's run (a read-only call's, readonly.go), in the spool, or in
+// the store — so it is never applied before the record it changes, nor
+// undone by an opened record applied after it.
+func (j *Journal) Advance(ctx context.Context, r Record, evs []Event) error {
+	w := Write{Record: r, Events: evs}
+	sp := j.spool.Load()
+	if sp == nil {
+		return j.write(ctx, w)
+	}
+	j.mu.Lock()
+	rn := j.running[r.ID]
+	j.mu.Unlock()
+	if rn != nil && rn.timer != nil {
+		rn.mu.Lock()
+		if open := rn.open; open != nil {
+			open.Record.takeOutcome(r)
+			open.Events = append(open.Events, evs...)
+			rn.mu.Unlock()
+			return nil
+		}
+		rn.mu.Unlock()
+	}
+	if _, err := sp.append(ctx, w, false); err != nil {
+		return fmt.Errorf("journal write of %s: %w", r.ID, err)
+	}
+	return nil
+}
+
 // durable writes w to the store now: through group commit without a
 // spool, at once beside it with one.
 func (j *Journal) durable(ctx context.Context, w Write) error {

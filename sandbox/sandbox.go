@@ -64,6 +64,12 @@ type Request struct {
 	// Progress, when set, is called about once a second while the request
 	// waits for a slot and while it runs.
 	Progress func(elapsed time.Duration, message string)
+	// OnQueue, when set, is called on Run's goroutine with true when the
+	// request begins to wait for a run slot (its account's share or the
+	// shared slots; the runtime's load is no such wait), and with false
+	// once it has one, only after a true: the caller's journal says
+	// queued meanwhile.
+	OnQueue func(queued bool)
 }
 
 // Result is what a finished program left behind. A program that failed (an
@@ -404,16 +410,26 @@ func (s *Sandbox) Run(ctx context.Context, req Request) (*Result, error) {
 	default:
 		return nil, fmt.Errorf("%w: unknown language %q (want python or javascript)", ErrInvalid, req.Language)
 	}
-	leave, err := s.shares.acquire(ctx, s.ctx, req.Account)
+	queuedFor := false
+	wait := func() {
+		if !queuedFor && req.OnQueue != nil {
+			queuedFor = true
+			req.OnQueue(true)
+		}
+	}
+	leave, err := s.shares.acquire(ctx, s.ctx, req.Account, wait)
 	if err != nil {
 		return nil, err
 	}
 	defer leave()
-	release, err := s.admit(ctx, progress)
+	release, err := s.admit(ctx, progress, wait)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
+	if queuedFor {
+		req.OnQueue(false)
+	}
 	queued := time.Since(start)
 	res, err := run(ctx, &req, progress)
 	if res != nil {
@@ -433,8 +449,9 @@ func (s *Sandbox) enter() bool {
 	return true
 }
 
-// admit takes a run slot, queueing when none is free.
-func (s *Sandbox) admit(ctx context.Context, progress func(string)) (func(), error) {
+// admit takes a run slot, queueing when none is free (wait is called
+// first then).
+func (s *Sandbox) admit(ctx context.Context, progress func(string), wait func()) (func(), error) {
 	release := func() { <-s.slots }
 	select {
 	case s.slots <- struct{}{}:
@@ -446,6 +463,7 @@ func (s *Sandbox) admit(ctx context.Context, progress func(string)) (func(), err
 		return nil, ErrBusy
 	}
 	defer s.waiting.Add(-1)
+	wait()
 	progress(fmt.Sprintf("queued: %d runs in progress, %d waiting", s.cfg.Concurrency, s.waiting.Load()))
 	tick := time.NewTicker(progressEvery)
 	defer tick.Stop()

@@ -33,8 +33,9 @@ func newShares(per, queue int) *shares {
 }
 
 // acquire takes one of account's places; "" (no account: development
-// mode, the command line) is not limited.
-func (sh *shares) acquire(ctx, closed context.Context, account string) (func(), error) {
+// mode, the command line) is not limited. wait is called before it waits
+// for one.
+func (sh *shares) acquire(ctx, closed context.Context, account string, wait func()) (func(), error) {
 	if account == "" {
 		return func() {}, nil
 	}
@@ -57,6 +58,12 @@ func (sh *shares) acquire(ctx, closed context.Context, account string) (func(), 
 		}
 		sh.mu.Unlock()
 	}
+	select {
+	case a.sem <- struct{}{}:
+		return func() { <-a.sem; leave() }, nil
+	default:
+	}
+	wait()
 	select {
 	case a.sem <- struct{}{}:
 		return func() { <-a.sem; leave() }, nil

@@ -47,7 +47,6 @@ func (a keysAuthorizer) gate(ctx context.Context, p *Proposal, lease string, tim
 }
 
 func (a keysAuthorizer) Authorize(ctx context.Context, inv *Invocation) (func(Outcome), error) {
-	paid := inv.Spec.PaidUnit != ""
 	t, ok := inv.admitted.(*keys.Ticket)
 	if !ok {
 		var err error
@@ -59,6 +58,13 @@ func (a keysAuthorizer) Authorize(ctx context.Context, inv *Invocation) (func(Ou
 			return nil, refusal(err)
 		}
 	}
+	return reserve(ctx, t, inv)
+}
+
+// reserve completes an admission: the most a paid call can cost held
+// against the key's monthly cap, the call's budget set from it.
+func reserve(ctx context.Context, t *keys.Ticket, inv *Invocation) (func(Outcome), error) {
+	paid := inv.Spec.PaidUnit != ""
 	if paid && inv.Free {
 		t.Meter() // a cached answer: nothing held against the monthly cap
 	} else if err := t.Reserve(ctx, paid, inv.MaxUnits); err != nil {
@@ -67,6 +73,27 @@ func (a keysAuthorizer) Authorize(ctx context.Context, inv *Invocation) (func(Ou
 	}
 	inv.UnitBudget = t.Budget()
 	return func(out Outcome) { t.Done(out.Units) }, nil
+}
+
+// jobMeter is an Authorizer that also meters the run of a deferred call
+// (RunJob): its units are billed to the caller's key like an inline
+// call's, in the month the attempt runs, and it is refused when the key
+// is revoked or its monthly cap is reached. The key's per-minute and
+// concurrency limits were the enqueueing call's; running jobs are bounded
+// by the account's job limit instead.
+type jobMeter interface {
+	meterJob(ctx context.Context, inv *Invocation, at time.Time) (func(Outcome), error)
+}
+
+func (a keysAuthorizer) meterJob(ctx context.Context, inv *Invocation, at time.Time) (func(Outcome), error) {
+	t, err := a.svc.Limit(ctx, keys.Admission{
+		KeyID: inv.Caller.KeyID, AccountID: inv.Caller.AccountID,
+		Tool: inv.Spec.Name, Lease: inv.ID, At: at, // no face: no concurrency slot to time
+	})
+	if err != nil {
+		return nil, refusal(err)
+	}
+	return reserve(ctx, t, inv)
 }
 
 func refusal(err error) error {

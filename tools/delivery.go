@@ -76,6 +76,10 @@ const (
 	// CodeJobLimit: the account has as many queued and running jobs as it
 	// may; one must end first.
 	CodeJobLimit = "job_limit"
+	// CodeJobFailed: the job queue gave up on the job: its last attempt
+	// failed before the call could end (the store or the limit service
+	// did not answer, or the process stopped every time).
+	CodeJobFailed = "job_failed"
 )
 
 // Defaults of the job options.
@@ -97,6 +101,9 @@ type JobRun struct {
 	// Cancelled says whether the attempt's context ended because a user
 	// cancelled the job (else the process is stopping and hands it back).
 	Cancelled func() bool
+	// Last says the queue will not start the job again when this attempt
+	// fails (its attempts are used up).
+	Last bool
 }
 
 // JobQueue is the durable queue deferred calls run from, in the journal's

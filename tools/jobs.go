@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/catalog"
+	"github.com/toolhost/toolhost/internal/keys"
 	"github.com/toolhost/toolhost/journal"
 )
 
@@ -29,8 +30,50 @@ type jobDetail struct {
 // side effects are none or sandbox; an irreversible call is never sent
 // again: it ends uncertain (§6.7, §6.9). A nil error means the job is done
 // (whatever the call's outcome); ErrHandedBack and other errors make the
-// queue try again.
+// queue try again. When the attempt is the queue's last (JobRun.Last) and
+// fails so, the record is ended (giveUp) rather than left open forever.
 func (e *Executor) RunJob(ctx context.Context, run JobRun) error {
+	err := e.runJob(ctx, run)
+	if err == nil || !run.Last {
+		return err
+	}
+	return e.giveUp(context.WithoutCancel(ctx), run, err)
+}
+
+// giveUp ends the record of a job whose last attempt failed (cause): the
+// queue will not run it again. The record ends error, code job_failed,
+// or uncertain for an irreversible call an attempt may have sent. cause
+// is returned, so the queue keeps the job as failed (discarded); a record
+// that cannot be ended either (the store is down) stays open and is
+// logged.
+func (e *Executor) giveUp(ctx context.Context, run JobRun, cause error) error {
+	rec, err := e.journal.Store().Get(ctx, run.AccountID, run.ExecutionID)
+	if err == nil && rec.Lifecycle == journal.Finished {
+		return cause
+	}
+	var last journal.Event
+	if err == nil {
+		last, err = e.journal.Store().LastEvent(ctx, rec.ID)
+	}
+	if err == nil {
+		c := &callRecord{e: e, rec: rec, tr: journal.ResumeTrail(e.opts.Clock, last.State, last.Seq), start: e.opts.Clock(),
+			out: &Outcome{ExecutionID: rec.ID, Tool: rec.ToolName, Version: rec.ToolVersion, CallID: rec.CallID}, job: true}
+		c.rec.AttemptNo = max(c.rec.AttemptNo, run.Attempt)
+		if last.State == journal.StateExecuting && rec.SideEffectLevel == string(catalog.SideEffectIrreversible) {
+			err = c.endUnsent(ctx, fmt.Sprintf("the job queue gave up after %d attempts, the last of which may have sent the call", run.Attempt))
+		} else {
+			e.fail(c.out, StatusError, Errorf(CodeJobFailed, "the job queue gave up on %s after %d attempts (the last: %v); it does not run again", rec.ToolName, run.Attempt, cause))
+			err = c.finish(ctx, catalog.Spec{SideEffect: catalog.SideEffectNone}, false, true)
+		}
+	}
+	if err != nil {
+		e.opts.Logger.ErrorContext(ctx, "the job queue gave up on a job whose record could not be ended; it stays open", "execution_id", run.ExecutionID, "err", err, "cause", cause)
+	}
+	return cause
+}
+
+// runJob is one attempt of RunJob.
+func (e *Executor) runJob(ctx context.Context, run JobRun) error {
 	rec, err := e.journal.Store().Get(ctx, run.AccountID, run.ExecutionID)
 	if errors.Is(err, journal.ErrNotFound) {
 		e.opts.Logger.WarnContext(ctx, "a job names no execution; it is dropped", "execution_id", run.ExecutionID, "account_id", run.AccountID)
@@ -62,6 +105,17 @@ func (e *Executor) RunJob(ctx context.Context, run JobRun) error {
 		}
 		return c.finish(ctx, catalog.Spec{SideEffect: catalog.SideEffectNone}, false, true)
 	}
+	release, te, err := e.meterJob(ctx, pl)
+	if err != nil {
+		return fmt.Errorf("job of %s: %w", rec.ID, err)
+	}
+	if te != nil {
+		e.fail(c.out, refusedStatus(te), te)
+		return c.finish(ctx, catalog.Spec{SideEffect: catalog.SideEffectNone}, false, true)
+	}
+	if release != nil {
+		defer func() { release(*c.out) }()
+	}
 	detail := jobDetail{Attempt: run.Attempt, JobID: rec.RuntimeJobID, Rerun: rerun}
 	if rerun {
 		detail.Reason = "the process that ran the previous attempt stopped before it ended; the call is replay safe (side effect " + rec.SideEffectLevel + ")"
@@ -81,6 +135,26 @@ func (e *Executor) RunJob(ctx context.Context, run JobRun) error {
 		return ErrHandedBack
 	}
 	return c.finish(context.WithoutCancel(ctx), pl.ent.spec, ran, toolErr)
+}
+
+// meterJob admits a job's attempt under its caller's key (jobMeter): the
+// release to call with the outcome, or the refusal that ends the job (a
+// revoked key, the monthly cap reached), or an error when the limits
+// could not be read: the queue tries again later.
+func (e *Executor) meterJob(ctx context.Context, pl *pipeline) (func(Outcome), *Error, error) {
+	m, ok := e.opts.Authorizer.(jobMeter)
+	if !ok || pl.inv.Caller.KeyID == "" {
+		return nil, nil, nil
+	}
+	release, err := m.meterJob(ctx, pl.inv, pl.c.start)
+	if err == nil {
+		return release, nil, nil
+	}
+	te := asToolError(err, CodeDenied)
+	if te.Code == keys.CodeLimitsUnavailable {
+		return nil, nil, err
+	}
+	return nil, te, nil
 }
 
 // jobPipeline rebuilds the pipeline of a deferred call from its record:
@@ -113,6 +187,12 @@ func (e *Executor) jobPipeline(ctx context.Context, c *callRecord) (*pipeline, *
 		ID: r.ID, Spec: ent.spec, CallID: r.CallID, Raw: r.ArgsRaw, Args: r.Args, Caller: caller,
 		Ref:      Reference{Clock: e.opts.Clock(), TimeZone: e.opts.TimeZone, Lang: catalog.English},
 		Deadline: time.Now().Add(e.opts.JobTimeout), MaxUnits: 1, Deferred: true, attempts: &attempts{},
+	}
+	if b, ok := ent.tool.(UnitBounder); ok {
+		inv.MaxUnits = b.MaxUnits(inv)
+	}
+	if cp, ok := ent.tool.(CostProbe); ok && ent.spec.PaidUnit != "" {
+		inv.Free = cp.Free(inv)
 	}
 	return &pipeline{e: e, p: p, c: c, timeout: e.opts.JobTimeout, ent: ent, inv: inv}, nil
 }

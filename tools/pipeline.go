@@ -341,6 +341,7 @@ func (pl *pipeline) open(ctx context.Context) (*Outcome, error) {
 // and whether it failed with a tool error.
 func (pl *pipeline) execute(ctx context.Context) (ran, toolErr bool) {
 	e, p, out := pl.e, pl.p, pl.c.out
+	pl.inv.queued = func(waiting bool) { pl.c.queued(ctx, waiting) }
 	callCtx, cancel := context.WithDeadline(ctx, pl.inv.Deadline)
 	res, callErr := e.call(callCtx, pl.ent.tool, pl.inv)
 	deadlineHit := errors.Is(callCtx.Err(), context.DeadlineExceeded)

@@ -247,6 +247,31 @@ func (c *callRecord) openEvents(spec catalog.Spec, deadline time.Time, timeout t
 	return c.tr.Take(), nil
 }
 
+// queued writes the running call's status while it waits for a run slot
+// (Invocation.Queued): queued, then running again. An inline call's
+// change follows its opened record through the journal's write path
+// (Journal.Advance: the spool, where that record may still be); a job's
+// record, which its queue wrote, is updated in the store (Progress). A
+// write that fails is logged and the call goes on: its outcome, written
+// when it ends, sets the status anyway.
+func (c *callRecord) queued(ctx context.Context, waiting bool) {
+	st := journal.StatusRunning
+	if waiting {
+		st = journal.StatusQueued
+	}
+	if c.rec.Status == st {
+		return
+	}
+	c.rec.Status, c.rec.State = st, c.tr.State()
+	write := c.e.journal.Advance
+	if c.job {
+		write = c.e.journal.Progress
+	}
+	if err := write(context.WithoutCancel(ctx), c.rec, c.tr.Take()); err != nil {
+		c.e.opts.Logger.WarnContext(ctx, "journal: the status of a call waiting for a run slot was not written", "execution_id", c.rec.ID, "status", st, "err", err)
+	}
+}
+
 // attempted records the attempts the tool reported, each an event of the
 // trail in the state the call is in (executing); the record's attempt_no
 // becomes the number of the last one, the attempt whose outcome the call

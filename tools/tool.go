@@ -137,6 +137,9 @@ type Invocation struct {
 	// may then allow it the longer limits of deferred runs.
 	Deferred bool
 	progress ProgressFunc
+	// queued writes the call's journal status while it waits for a run
+	// slot (Queued); nil outside the executor.
+	queued   func(waiting bool)
 	admitted any // what the limit gate admitted (authorize.go)
 	// attempts are those the tool reports (attempt.go); nil records none.
 	attempts *attempts
@@ -168,6 +171,17 @@ func (inv *Invocation) WantsProgress() bool { return inv.progress != nil }
 func (inv *Invocation) Progress(progress, total float64, message string) {
 	if inv.progress != nil {
 		inv.progress(progress, total, message)
+	}
+}
+
+// Queued tells the journal that the call waits for a resource it needs
+// before it can run, a run slot (waiting true: its record says queued), or
+// that it has it now (false: running again). Call it from the goroutine
+// that runs Call, before Call returns; it returns once the journal has the
+// change.
+func (inv *Invocation) Queued(waiting bool) {
+	if inv.queued != nil {
+		inv.queued(waiting)
 	}
 }
 

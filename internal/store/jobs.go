@@ -58,9 +58,18 @@ type JobOptions struct {
 	PollInterval time.Duration
 	// Drain is how long Stop lets running jobs finish before it cancels
 	// them and hands them back. Default 10 s.
-	Drain  time.Duration
-	Logger *slog.Logger
+	Drain time.Duration
+	// RetryDelay, when set, is how long a failed attempt waits before the
+	// next; unset, river's backoff (the attempt number to the fourth
+	// power, in seconds).
+	RetryDelay time.Duration
+	Logger     *slog.Logger
 }
+
+// fixedRetry is river's retry policy of JobOptions.RetryDelay.
+type fixedRetry time.Duration
+
+func (d fixedRetry) NextRetry(*rivertype.JobRow) time.Time { return time.Now().Add(time.Duration(d)) }
 
 // Jobs is the job queue of a store: tools.JobQueue, and the workers that
 // run its jobs once started.
@@ -118,6 +127,9 @@ func (d *DB) Jobs(opts JobOptions) (*Jobs, error) {
 		JobTimeout:           opts.JobTimeout + (opts.RescueAfter-opts.JobTimeout)/2,
 		RescueStuckJobsAfter: opts.RescueAfter,
 	}
+	if opts.RetryDelay > 0 {
+		cfg.RetryPolicy = fixedRetry(opts.RetryDelay)
+	}
 	var err error
 	if d.pg() {
 		var c *river.Client[pgx.Tx]
@@ -149,7 +161,8 @@ func (j *Jobs) work(ctx context.Context, job *river.Job[callArgs]) error {
 		return errors.New("the job queue was not started with a runner")
 	}
 	return (*run)(ctx, tools.JobRun{AccountID: job.Args.AccountID, ExecutionID: job.Args.ExecutionID, Attempt: job.Attempt,
-		Cancelled: func() bool { return errors.Is(context.Cause(ctx), rivertype.ErrJobCancelledRemotely) }})
+		Cancelled: func() bool { return errors.Is(context.Cause(ctx), rivertype.ErrJobCancelledRemotely) },
+		Last:      job.Attempt >= job.MaxAttempts})
 }
 
 // Start makes this process run jobs with run (tools.Executor.RunJob).

@@ -227,6 +227,8 @@ func (t *Tool) Call(ctx context.Context, inv *tools.Invocation) (*tools.Result, 
 		// wants, and the total is unknown while queued.
 		inv.Progress(math.Round(time.Since(started).Seconds()*10)/10, 0, msg)
 	}
+	// A run waiting for a slot is queued in the journal.
+	req.OnQueue = inv.Queued
 	res, err := t.sb.Run(ctx, req)
 	t.tel.record(ctx, req.Language, started, res, err)
 	if err != nil {
