@@ -88,11 +88,7 @@ func jobsList(ctx context.Context, c *common, account, status, limit string, asJ
 		return 1
 	}
 	if asJSON {
-		data := make([]admin.ExecutionView, len(recs))
-		for i, r := range recs {
-			data[i] = admin.Execution(r)
-		}
-		_ = enc.Encode(executionPage{Data: data, Meta: pageMeta{HasMore: q.Offset+len(recs) < total, Limit: q.Limit, Offset: q.Offset, Total: total}})
+		_ = enc.Encode(pageOf(recs, total, q))
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/toolhost"
+	"github.com/toolhost/toolhost/journal"
 	"github.com/toolhost/toolhost/server/admin"
 	"github.com/toolhost/toolhost/tools"
 )
@@ -91,11 +92,7 @@ func cmdJournal(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 	if *asJSON {
-		data := make([]admin.ExecutionView, len(recs))
-		for i, r := range recs {
-			data[i] = admin.Execution(r)
-		}
-		_ = enc.Encode(executionPage{Data: data, Meta: pageMeta{HasMore: q.Offset+len(recs) < total, Limit: q.Limit, Offset: q.Offset, Total: total}})
+		_ = enc.Encode(pageOf(recs, total, q))
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
@@ -119,6 +116,16 @@ func cmdJournal(ctx context.Context, args []string, stdout, stderr io.Writer) in
 
 // What toolhost journal --json prints, the fields in sorted order of their
 // names (the bytes of the maps they replaced).
+// pageOf is one page of executions as GET /tool-executions answers it
+// (toolhost journal list and toolhost jobs list --json).
+func pageOf(recs []journal.Record, total int, q journal.Query) executionPage {
+	data := make([]admin.ExecutionView, len(recs))
+	for i, r := range recs {
+		data[i] = admin.Execution(r)
+	}
+	return executionPage{Data: data, Meta: pageMeta{HasMore: q.Offset+len(recs) < total, Limit: q.Limit, Offset: q.Offset, Total: total}}
+}
+
 type (
 	eventList struct {
 		Data []admin.EventView `json:"data"`
