@@ -104,7 +104,7 @@ test("the MCP Inspector CLI lists the tools, finds no schema problem, and calls 
   assert.equal(list.code, 0, `tools/list exited ${list.code}\n${list.stderr}`);
   assert.doesNotMatch(list.stderr, /warning|error/i, "the Inspector's --strict check reported a tool schema problem");
   const names = JSON.parse(list.stdout).tools.map((t) => t.name).sort();
-  assert.deepEqual(names, ["fetch_page", "get_character_info", "get_time", "get_variable", "query_memory", "random_choice", "read_result", "roll_dice", "run_code", "set_variable", "web_search"]);
+  assert.deepEqual(names, ["cancel_job", "fetch_page", "get_character_info", "get_time", "get_variable", "query_memory", "random_choice", "read_result", "roll_dice", "run_code", "set_variable", "wait_job", "web_search"]);
 
   const call = await inspectorCLI([mcpURL, "--method", "tools/call", "--tool-name", "get_time", "--tool-arg", "timezone=Asia/Tokyo"]);
   assert.equal(call.code, 0, `tools/call exited ${call.code}\n${call.stderr}`);
