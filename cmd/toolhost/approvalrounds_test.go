@@ -84,6 +84,7 @@ func TestMCPApprovalRoundsAcrossReplicas(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real serve processes per topology, PostgreSQL replicas, seconds; runs in make test")
 	}
+	t.Parallel()
 	bin := buildBinary(t)
 	for name, reps := range statelessReplicas(t, bin) {
 		t.Run(name, func(t *testing.T) {

@@ -93,9 +93,11 @@ func TestDeferredSandboxJobRunsAgainAfterKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kill -9 and restart of real serve processes, waiting for river's rescue (up to a minute); runs in make test")
 	}
+	t.Parallel() // it mostly waits for river's rescue: the others run meanwhile
 	bin := buildBinary(t)
 	for name, extra := range journalBackends(t) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			data := t.TempDir()
 			args := append([]string{"--dev", "--data", data, "--config", jobsConfig(t, data)}, extra...)
 			first := startReplica(t, bin, args...)
@@ -184,9 +186,11 @@ func TestDeferredIrreversibleRemoteJobIsNeverSentTwice(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kill -9 and restart of real serve processes, waiting for river's rescue (up to a minute); runs in make test")
 	}
+	t.Parallel() // it mostly waits for river's rescue: the others run meanwhile
 	bin := buildBinary(t)
 	for name, extra := range journalBackends(t) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			ts := testserver.New(true) // hang-write is among the misbehaving tools
 			remote := httptest.NewServer(ts.Handler())
 			t.Cleanup(remote.Close)
