@@ -113,9 +113,15 @@ func (e *Executor) runJob(ctx context.Context, run JobRun) error {
 		e.fail(c.out, refusedStatus(te), te)
 		return c.finish(ctx, catalog.Spec{SideEffect: catalog.SideEffectNone}, false, true)
 	}
-	if release != nil {
-		defer func() { release(*c.out) }()
+	// The units are billed before the record ends, so whoever sees the job
+	// finished sees its usage too; a run handed back bills what it used.
+	settle := func() {
+		if release != nil {
+			release(*c.out)
+			release = nil
+		}
 	}
+	defer settle()
 	detail := jobDetail{Attempt: run.Attempt, JobID: rec.RuntimeJobID, Rerun: rerun}
 	if rerun {
 		detail.Reason = "the process that ran the previous attempt stopped before it ended; the call is replay safe (side effect " + rec.SideEffectLevel + ")"
@@ -134,6 +140,7 @@ func (e *Executor) runJob(ctx context.Context, run JobRun) error {
 		// queue runs the job again.
 		return ErrHandedBack
 	}
+	settle()
 	return c.finish(context.WithoutCancel(ctx), pl.ent.spec, ran, toolErr)
 }
 
