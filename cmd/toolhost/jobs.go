@@ -120,9 +120,19 @@ func jobsShow(ctx context.Context, c *common, account, id string, enc *json.Enco
 		fmt.Fprintf(stderr, "toolhost jobs: job %s: %v\n", id, err)
 		return 1
 	}
+	evs, err := db.Events(ctx, account, id)
+	if err != nil {
+		fmt.Fprintf(stderr, "toolhost jobs: job %s: %v\n", id, err)
+		return 1
+	}
+	view := admin.Execution(rec)
+	view.Attempts = admin.Attempts(evs)
+	if runner := admin.RunnerInstance(evs); runner != "" {
+		view.RunnerInstanceID = &runner
+	}
 	_ = enc.Encode(struct {
 		Data admin.ExecutionView `json:"data"`
-	}{admin.Execution(rec)})
+	}{view})
 	return exitOK
 }
 
