@@ -123,11 +123,18 @@ func (e *Executor) closeLost(ctx context.Context, l LostJob) (bool, error) {
 	if l.QueueState != "" {
 		why = fmt.Sprintf("the job queue %s job %s without running it to its end", l.QueueState, l.JobID)
 	}
-	if last.State == journal.StateExecuting && rec.SideEffectLevel == string(catalog.SideEffectIrreversible) {
+	switch {
+	case last.State == journal.StateExecuting && rec.SideEffectLevel == string(catalog.SideEffectIrreversible):
 		e.fail(c.out, StatusUncertain, Errorf(CodeOutcomeUnknown, "%s; an attempt may have sent the call, which is never sent again", why))
 		err = c.move(journal.StateOutcomeUnknown, endDetail{Status: StatusUncertain, Code: CodeOutcomeUnknown})
 		c.settle(journal.CommitUncertain)
-	} else {
+	case last.State != journal.StateExecuting && l.QueueState == "cancelled":
+		// Cancelled before it ran, and the canceller did not get to end
+		// the record (CancelJob ends it right after river's cancel).
+		e.fail(c.out, StatusError, Errorf(CodeCancelled, "%s; %s was cancelled before it ran", why, rec.ToolName))
+		err = c.move(journal.StateCancelledBeforeCommit, endDetail{Status: StatusError, Code: CodeCancelled})
+		c.settle(journal.CommitDiscarded)
+	default:
 		e.fail(c.out, StatusError, Errorf(CodeJobLost, "%s; %s does not run again", why, rec.ToolName))
 		err = c.move(journal.StateFailedBeforeCommit, endDetail{Status: StatusError, Code: CodeJobLost})
 		c.settle(journal.CommitDiscarded)

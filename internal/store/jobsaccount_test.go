@@ -83,7 +83,10 @@ func TestAuditClosesTheRecordsOfLostJobs(t *testing.T) {
 		{"queued job deleted", catalog.SideEffectNone, false, "delete", journal.StatusError, tools.CodeJobLost, journal.StateFailedBeforeCommit},
 		{"running sandbox job discarded", catalog.SideEffectSandbox, true, "discarded", journal.StatusError, tools.CodeJobLost, journal.StateFailedBeforeCommit},
 		{"running irreversible job discarded", catalog.SideEffectIrreversible, true, "discarded", journal.StatusUncertain, tools.CodeOutcomeUnknown, journal.StateOutcomeUnknown},
-		{"queued irreversible job cancelled", catalog.SideEffectIrreversible, false, "cancelled", journal.StatusError, tools.CodeJobLost, journal.StateFailedBeforeCommit},
+		{"queued irreversible job cancelled", catalog.SideEffectIrreversible, false, "cancelled", journal.StatusError, tools.CodeCancelled, journal.StateCancelledBeforeCommit},
+		{"running sandbox job cancelled", catalog.SideEffectSandbox, true, "cancelled", journal.StatusError, tools.CodeJobLost, journal.StateFailedBeforeCommit},
+		{"running irreversible job deleted", catalog.SideEffectIrreversible, true, "delete", journal.StatusUncertain, tools.CodeOutcomeUnknown, journal.StateOutcomeUnknown},
+		{"queued job completed without its record", catalog.SideEffectNone, false, "completed", journal.StatusError, tools.CodeJobLost, journal.StateFailedBeforeCommit},
 	}
 	for name, db := range storetest.Open(t, "jobs_lost") {
 		for _, tc := range cases {

@@ -166,11 +166,7 @@ func (j *JobLimits) put(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("result_retention_s must be 0 (the journal's retention) to %d", int64(tools.MaxResultRetention/time.Second)))
 		return
 	}
-	now := time.Now
-	if j.Now != nil {
-		now = j.Now
-	}
-	l := tools.JobLimits{MaxJobs: in.MaxJobs, MaxRunning: in.MaxRunning, ResultRetention: time.Duration(in.ResultRetentionS) * time.Second, UpdatedAt: now()}
+	l := tools.JobLimits{MaxJobs: in.MaxJobs, MaxRunning: in.MaxRunning, ResultRetention: time.Duration(in.ResultRetentionS) * time.Second, UpdatedAt: nowOf(j.Now)}
 	if err := l.Check(); err != nil {
 		server.WriteError(w, http.StatusBadRequest, "validation_error", err.Error())
 		return
