@@ -18,6 +18,7 @@ import (
 	"github.com/toolhost/toolhost/server/admin"
 	"github.com/toolhost/toolhost/tools"
 	"github.com/toolhost/toolhost/tools/approval"
+	"github.com/toolhost/toolhost/tools/session"
 )
 
 // testClock is a clock the test moves.
@@ -42,7 +43,7 @@ func newClockedRig(t *testing.T, db *store.DB, side catalog.SideEffect) (jobRig,
 	j := journal.New(db, journal.Options{InstanceID: uuid.NewString(), Clock: clock.now})
 	t.Cleanup(j.Close)
 	g := newGate(side)
-	exec, err := tools.NewExecutor(tools.Options{Journal: j, Jobs: jobs, Settings: db, Clock: clock.now,
+	exec, err := tools.NewExecutor(tools.Options{Journal: j, Jobs: jobs, Settings: db, Sessions: db, Clock: clock.now,
 		Policies: map[string]approval.Policy{"gate": approval.Never}}, g)
 	if err != nil {
 		t.Fatal(err)
@@ -318,6 +319,23 @@ func TestAccountOverridesABuiltinsDeliveryMode(t *testing.T) {
 			out, err := r.exec.Execute(ctx, tools.Proposal{Tool: "gate", Args: json.RawMessage(`{}`)})
 			if err != nil || out.Receipt == nil {
 				t.Fatalf("a call without a delivery: %+v %v, want a receipt", out, err)
+			}
+			if err := db.CreateSession(ctx, session.Session{ID: "sess_settings", AccountID: tools.LocalAccount, Metadata: json.RawMessage(`{}`),
+				CreatedAt: time.Unix(1, 0), UpdatedAt: time.Unix(1, 0)}); err != nil {
+				t.Fatal(err)
+			}
+			cat, err := r.exec.Runtime(ctx, tools.LocalAccount, "sess_settings", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tool := range cat.Tools {
+				want, basis := "inline", "tool_declared"
+				if tool.Name == "gate" {
+					want, basis = "async_job", tools.BasisAccountOverride
+				}
+				if tool.DefaultDeliveryMode != want || tool.MetadataBasisDetail["default_delivery_mode"].Basis != basis {
+					t.Fatalf("runtime catalog: %s is %s (%+v), want %s (%s)", tool.Name, tool.DefaultDeliveryMode, tool.MetadataBasisDetail["default_delivery_mode"], want, basis)
+				}
 			}
 			// Another account keeps the tool's own default; inline still forces inline.
 			if st, _ := r.exec.BuiltinSetting(ctx, "another", "gate"); st.DefaultDeliveryMode != "inline" {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolhost/toolhost/journal"
 	"github.com/toolhost/toolhost/server/admin"
 	"github.com/toolhost/toolhost/tools"
 )
@@ -128,6 +129,36 @@ func TestJobLimitsRoundTripOnTheStore(t *testing.T) {
 				if w.Code != 200 || strings.TrimSpace(w.Body.String()) != step.want {
 					t.Fatalf("%s %s: %d %s, want %s", step.method, step.body, w.Code, w.Body, step.want)
 				}
+			}
+		})
+	}
+}
+
+func TestRunnerInstanceIsTheLatestAttempts(t *testing.T) {
+	ev := func(state journal.State, kind, detail string) journal.Event {
+		return journal.Event{State: state, Kind: kind, Detail: json.RawMessage(detail)}
+	}
+	cases := []struct {
+		name string
+		evs  []journal.Event
+		want string
+	}{
+		{"none", nil, ""},
+		{"inline call", []journal.Event{ev(journal.StateExecuting, "", `{"deadline_ms":5}`)}, ""},
+		{"first attempt", []journal.Event{ev(journal.StateExecuting, "", `{"attempt":1,"runtime_job_id":"7","instance_id":"a"}`)}, "a"},
+		{"rerun elsewhere", []journal.Event{ev(journal.StateExecuting, "", `{"attempt":1,"runtime_job_id":"7","instance_id":"a"}`),
+			ev(journal.StateExecuting, journal.KindAttempt, `{"attempt":2,"runtime_job_id":"7","instance_id":"b","rerun":true}`)}, "b"},
+		{"remote try without a job", []journal.Event{ev(journal.StateExecuting, "", `{"attempt":1,"runtime_job_id":"7","instance_id":"a"}`),
+			ev(journal.StateExecuting, journal.KindAttempt, `{"attempt":1,"invocation_id":"x"}`)}, "a"},
+		{"not JSON", []journal.Event{ev(journal.StateExecuting, "", `{"instance_id":`)}, ""},
+		{"another state", []journal.Event{ev(journal.StateObserved, "", `{"runtime_job_id":"7","instance_id":"z"}`)}, ""},
+		{"markup and bidi kept as data", []journal.Event{ev(journal.StateExecuting, "", `{"runtime_job_id":"7","instance_id":"<b>\u202ex</b>"}`)}, "<b>\u202ex</b>"},
+		{"huge", []journal.Event{ev(journal.StateExecuting, "", `{"runtime_job_id":"7","instance_id":"`+strings.Repeat("i", 1<<16)+`"}`)}, strings.Repeat("i", 1<<16)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := admin.RunnerInstance(tc.evs); got != tc.want {
+				t.Fatalf("runner %.40q, want %.40q", got, tc.want)
 			}
 		})
 	}
