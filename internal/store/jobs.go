@@ -247,8 +247,14 @@ func (j *Jobs) Running(ctx context.Context, accountID string) (int, error) {
 // oldest first. River never runs such a job again, so nothing else would
 // end the record.
 func (j *Jobs) Lost(ctx context.Context, limit int) ([]tools.LostJob, error) {
+	// A job id is river's bigint as text; PostgreSQL's cast of anything
+	// else would fail the whole query, SQLite's gives 0 (no job).
+	jobID := `CAST(e.runtime_job_id AS BIGINT)`
+	if j.d.pg() {
+		jobID = `CASE WHEN e.runtime_job_id ~ '^[0-9]{1,18}$' THEN CAST(e.runtime_job_id AS BIGINT) END`
+	}
 	rows, err := j.d.db.QueryContext(ctx, j.d.q(`SELECT e.account_id, e.id, COALESCE(e.runtime_job_id, ''), COALESCE(CAST(r.state AS TEXT), '')
-		FROM tool_executions e LEFT JOIN river_job r ON r.id = CAST(e.runtime_job_id AS BIGINT)
+		FROM tool_executions e LEFT JOIN river_job r ON r.id = `+jobID+`
 		WHERE e.lifecycle_state = 'opened' AND e.delivery_mode = 'async_job'
 		AND (r.id IS NULL OR CAST(r.state AS TEXT) IN ('cancelled', 'discarded', 'completed'))
 		ORDER BY e.created_at LIMIT ?`), limit)

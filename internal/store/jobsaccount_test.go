@@ -88,6 +88,7 @@ func TestAuditClosesTheRecordsOfLostJobs(t *testing.T) {
 		{"running sandbox job cancelled", catalog.SideEffectSandbox, true, "cancelled", journal.StatusError, tools.CodeJobLost, journal.StateFailedBeforeCommit},
 		{"running irreversible job deleted", catalog.SideEffectIrreversible, true, "delete", journal.StatusUncertain, tools.CodeOutcomeUnknown, journal.StateOutcomeUnknown},
 		{"queued job completed without its record", catalog.SideEffectNone, false, "completed", journal.StatusError, tools.CodeJobLost, journal.StateFailedBeforeCommit},
+		{"record naming no river job", catalog.SideEffectNone, false, "garbage id", journal.StatusError, tools.CodeJobLost, journal.StateFailedBeforeCommit},
 	}
 	for name, db := range storetest.Open(t, "jobs_lost") {
 		for _, tc := range cases {
@@ -101,9 +102,15 @@ func TestAuditClosesTheRecordsOfLostJobs(t *testing.T) {
 						t.Fatalf("attempt: %v", err)
 					}
 				}
-				q := `DELETE FROM river_job WHERE id = ` + out.Receipt.RuntimeJobID
-				if tc.queue != "delete" {
-					q = `UPDATE river_job SET state = '` + tc.queue + `', finalized_at = CURRENT_TIMESTAMP WHERE id = ` + out.Receipt.RuntimeJobID
+				jobID := out.Receipt.RuntimeJobID
+				q := `DELETE FROM river_job WHERE id = ` + jobID
+				switch tc.queue {
+				case "garbage id":
+					jobID = "9223372036854775808‮<b>x</b>"
+					q = `UPDATE tool_executions SET runtime_job_id = '` + jobID + `' WHERE id = '` + out.ExecutionID + `'`
+				case "delete":
+				default:
+					q = `UPDATE river_job SET state = '` + tc.queue + `', finalized_at = CURRENT_TIMESTAMP WHERE id = ` + jobID
 				}
 				if _, err := db.SQL().ExecContext(ctx, q); err != nil {
 					t.Fatal(err)
@@ -126,7 +133,7 @@ func TestAuditClosesTheRecordsOfLostJobs(t *testing.T) {
 				if rec.Lifecycle != journal.Finished || rec.Status != tc.status || rec.ErrorCode != tc.code || rec.State != tc.endState {
 					t.Fatalf("closed %s %s code %s state %s, want %s %s %s", rec.Lifecycle, rec.Status, rec.ErrorCode, rec.State, tc.status, tc.code, tc.endState)
 				}
-				if !strings.Contains(rec.ErrorMessage, out.Receipt.RuntimeJobID) {
+				if !strings.Contains(rec.ErrorMessage, jobID) {
 					t.Fatalf("the message names no job: %q", rec.ErrorMessage)
 				}
 				if other, _ := db.Get(ctx, tools.LocalAccount, alive.ExecutionID); other.Lifecycle != journal.Opened {

@@ -2,8 +2,10 @@
 // execution journal (/tool-executions, /floors/{id}/tool-executions, the
 // events of one execution) and its legacy projection (/tools/call-records);
 // sessions, their tool permissions and runtime catalog (/sessions…);
-// /tools/builtin and the tool definitions CRUD (/tools/definitions…); and
-// key management (/admin/…). Every route is scoped to the caller's account:
+// /tools/builtin, an account's delivery setting of a builtin
+// (/tools/builtin/{name}/settings) and the tool definitions CRUD
+// (/tools/definitions…); and key management and accounts' job limits
+// (/admin/…). Every route is scoped to the caller's account:
 // another account's object is a 404, never a 403.
 package admin
 
