@@ -106,7 +106,7 @@ func TestAuditClosesTheRecordsOfLostJobs(t *testing.T) {
 				q := `DELETE FROM river_job WHERE id = ` + jobID
 				switch tc.queue {
 				case "garbage id":
-					jobID = "9223372036854775808‮<b>x</b>"
+					jobID = "9223372036854775808\u202e<b>x</b>"
 					q = `UPDATE tool_executions SET runtime_job_id = '` + jobID + `' WHERE id = '` + out.ExecutionID + `'`
 				case "delete":
 				default:
