@@ -84,6 +84,7 @@ var wallClockReads = map[string]string{
 	"internal/toolhost/store.go presetDefinitions":            "the config's presets are created when the server starts",
 	"cmd/toolhost/mcpservers.go probeServer":                  "the probed server is registered now",
 	"cmd/toolhost/mcpconfig.go writeBackup":                   "the backup file's name",
+	"cmd/toolhost/jobsettings.go jobsLimits":                  "when the account's job limits changed, for the record",
 	"cmd/toolhost/keys.go register":                           "this month, the default of --month",
 }
 

@@ -162,6 +162,10 @@ type Record struct {
 	// it to tell a live process's calls from a dead one's.
 	InstanceID string
 	CreatedAt  time.Time
+	// ResultExpiredAt is when the account's result retention of jobs
+	// dropped the result of this finished deferred call (Result and
+	// ResultText are empty since); zero while it is kept.
+	ResultExpiredAt time.Time
 	// Seq is the position of the call inside its floor (0-based, by
 	// creation), filled by List for the legacy call-records projection.
 	Seq int

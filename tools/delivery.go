@@ -121,6 +121,8 @@ type JobQueue interface {
 	Cancel(ctx context.Context, jobID string) (queued, finished bool, err error)
 	// Active counts the account's deferred executions still open.
 	Active(ctx context.Context, accountID string) (int, error)
+	// Running counts those of them running.
+	Running(ctx context.Context, accountID string) (int, error)
 }
 
 // deliveryOf is how a call of spec is delivered when the caller asked
@@ -143,6 +145,15 @@ func (pl *pipeline) checkDelivery(ctx context.Context) *Error {
 	if _, err := ParseDelivery(string(pl.p.Delivery)); err != nil {
 		return Errorf(CodeInvalidArgs, "%s: %v", spec.Name, err)
 	}
+	if pl.p.Delivery == DeliveryDefault && spec.Deferrable() && e.opts.Settings != nil && pl.builtin() {
+		// The account's default delivery mode of this builtin, if any.
+		ds, err := e.opts.Settings.BuiltinDeliveries(ctx, pl.c.rec.AccountID)
+		if err != nil {
+			e.opts.Logger.ErrorContext(ctx, "account settings lookup failed", "execution_id", pl.c.rec.ID, "err", err)
+			return Errorf(CodeInternal, "the account's tool settings could not be read; the error was logged with execution id %s", pl.c.rec.ID)
+		}
+		spec, _ = withOverride(spec, ds[spec.Name])
+	}
 	if deliveryOf(spec, pl.p.Delivery) != DeliveryAsync {
 		return nil
 	}
@@ -154,12 +165,16 @@ func (pl *pipeline) checkDelivery(ctx context.Context) *Error {
 	case pl.p.IdempotencyKey != "":
 		return Errorf(CodeDeliveryUnsupported, "an idempotency key cannot be given with async_job; the receipt's execution id names the job")
 	}
-	n, err := e.opts.Jobs.Active(ctx, pl.c.rec.AccountID)
+	lim, err := e.jobLimits(ctx, pl.c.rec.AccountID)
+	var n int
+	if err == nil {
+		n, err = e.opts.Jobs.Active(ctx, pl.c.rec.AccountID)
+	}
 	if err != nil {
 		e.opts.Logger.ErrorContext(ctx, "count of active jobs failed", "execution_id", pl.c.rec.ID, "err", err)
 		return Errorf(CodeInternal, "the job queue did not answer; the error was logged with execution id %s", pl.c.rec.ID)
 	}
-	if n >= e.opts.MaxJobsPerAccount {
+	if n >= lim.MaxJobs {
 		te := Errorf(CodeJobLimit, "the account has %d queued or running jobs, the most it may have; wait for one to end or cancel one", n)
 		te.RetryAfter = 5 * time.Second
 		return te
@@ -200,3 +215,7 @@ func (pl *pipeline) enqueue(ctx context.Context) (*Outcome, error) {
 	out.Duration = e.opts.Clock().Sub(c.start)
 	return out, nil
 }
+
+// builtin says whether the call resolved to a builtin tool (not a custom
+// definition or a remote MCP tool).
+func (pl *pipeline) builtin() bool { return pl.custom == nil && pl.remote == nil }

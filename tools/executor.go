@@ -180,6 +180,10 @@ type Options struct {
 	Jobs              JobQueue
 	MaxJobsPerAccount int
 	JobTimeout        time.Duration
+	// Settings, when set, are the accounts' own settings of background
+	// jobs (accountsettings.go): default delivery modes of builtin tools
+	// and job limits. nil: every account has the server's.
+	Settings AccountSettings
 }
 
 type entry struct {

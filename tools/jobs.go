@@ -19,8 +19,11 @@ var ErrHandedBack = errors.New("the job was handed back to the queue")
 type jobDetail struct {
 	Attempt int    `json:"attempt"`
 	JobID   string `json:"runtime_job_id"`
-	Rerun   bool   `json:"rerun,omitempty"`
-	Reason  string `json:"reason,omitempty"`
+	// InstanceID names the process that runs the attempt (the record's
+	// own instance id names the one that opened it).
+	InstanceID string `json:"instance_id"`
+	Rerun      bool   `json:"rerun,omitempty"`
+	Reason     string `json:"reason,omitempty"`
 }
 
 // RunJob runs one attempt of a deferred call: the queue's worker calls it
@@ -34,7 +37,8 @@ type jobDetail struct {
 // fails so, the record is ended (giveUp) rather than left open forever.
 func (e *Executor) RunJob(ctx context.Context, run JobRun) error {
 	err := e.runJob(ctx, run)
-	if err == nil || !run.Last {
+	var snooze *SnoozeError
+	if err == nil || !run.Last || errors.As(err, &snooze) {
 		return err
 	}
 	return e.giveUp(context.WithoutCancel(ctx), run, err)
@@ -95,6 +99,11 @@ func (e *Executor) runJob(ctx context.Context, run JobRun) error {
 	if rerun && rec.SideEffectLevel == string(catalog.SideEffectIrreversible) {
 		return c.endUnsent(ctx, "an earlier attempt of this job stopped while the call was in flight; it is never sent again on its own")
 	}
+	if !rerun {
+		if err := e.underRunningLimit(ctx, rec.AccountID); err != nil {
+			return err
+		}
+	}
 	pl, te := e.jobPipeline(ctx, c)
 	if te != nil {
 		e.fail(c.out, StatusError, te)
@@ -122,7 +131,7 @@ func (e *Executor) runJob(ctx context.Context, run JobRun) error {
 		}
 	}
 	defer settle()
-	detail := jobDetail{Attempt: run.Attempt, JobID: rec.RuntimeJobID, Rerun: rerun}
+	detail := jobDetail{Attempt: run.Attempt, JobID: rec.RuntimeJobID, InstanceID: e.journal.InstanceID(), Rerun: rerun}
 	if rerun {
 		detail.Reason = "the process that ran the previous attempt stopped before it ended; the call is replay safe (side effect " + rec.SideEffectLevel + ")"
 		c.tr.Note(journal.KindAttempt, detail)
@@ -142,6 +151,40 @@ func (e *Executor) runJob(ctx context.Context, run JobRun) error {
 	}
 	settle()
 	return c.finish(context.WithoutCancel(ctx), pl.ent.spec, ran, toolErr)
+}
+
+// SnoozeError is what RunJob returns when the job may not start yet (its
+// account runs as many jobs as JobLimits.MaxRunning allows): the queue
+// starts it again After later, without counting an attempt, and its
+// record stays queued.
+type SnoozeError struct{ After time.Duration }
+
+func (s *SnoozeError) Error() string {
+	return fmt.Sprintf("the job waits %s for a running slot of its account", s.After)
+}
+
+// runningLimitWait is how long a job over its account's running limit
+// waits before it looks again.
+const runningLimitWait = 5 * time.Second
+
+// underRunningLimit is nil when the account may start one more job, else
+// a *SnoozeError. The count is the journal's, so two processes starting
+// the account's jobs at the same instant may both start one: the limit
+// is exact on one process, and may be passed by one job per other
+// process.
+func (e *Executor) underRunningLimit(ctx context.Context, account string) error {
+	lim, err := e.jobLimits(ctx, account)
+	if err != nil || lim.MaxRunning <= 0 {
+		return err
+	}
+	n, err := e.opts.Jobs.Running(ctx, account)
+	if err != nil {
+		return fmt.Errorf("running jobs of %s: %w", account, err)
+	}
+	if n >= lim.MaxRunning {
+		return &SnoozeError{After: runningLimitWait}
+	}
+	return nil
 }
 
 // meterJob admits a job's attempt under its caller's key (jobMeter): the

@@ -29,6 +29,9 @@ const (
 	CodeNotFound = "not_found"
 	// CodeResultNotReady: the execution is still running.
 	CodeResultNotReady = "result_not_ready"
+	// CodeResultExpired: the job's result was dropped by its account's
+	// result retention; the record says when (result_expired_at).
+	CodeResultExpired = "result_expired"
 	// CodeJournalUnavailable: the journal's store does not answer.
 	CodeJournalUnavailable = "journal_unavailable"
 )
@@ -243,6 +246,10 @@ func (e *Executor) resultPart(ctx context.Context, account, id, part string) (wh
 		te := Errorf(CodeResultNotReady, "execution %s is still running; read its result once it has finished", id)
 		te.RetryAfter = time.Second
 		return nil, false, false, te
+	}
+	if !rec.ResultExpiredAt.IsZero() {
+		return nil, false, false, Errorf(CodeResultExpired, "the result of execution %s (status %s) was dropped at %s by the account's result retention of jobs; it cannot be read any more",
+			id, rec.Status, rec.ResultExpiredAt.UTC().Format(time.RFC3339))
 	}
 	if part == PartStructured {
 		if rec.Result == nil {

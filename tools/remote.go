@@ -192,6 +192,7 @@ func (e *Executor) addRemote(ctx context.Context, cat *RuntimeCatalog, account, 
 		}
 		if r.DeliveryBasis != "" {
 			t.MetadataBasisDetail["async_capability"] = BasisScope{r.DeliveryBasis, basisScope[r.DeliveryBasis]}
+			t.MetadataBasisDetail["default_delivery_mode"] = BasisScope{r.DeliveryBasis, basisScope[r.DeliveryBasis]}
 		}
 		src := r.CatalogSource
 		t.CatalogSource = &src

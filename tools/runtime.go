@@ -131,11 +131,12 @@ func runtimeTool(spec catalog.Spec, providerID, providerType, source string, slo
 		t.DefaultDeliveryMode, t.ResultVisibility = string(DeliveryAsync), VisibilityDeferred
 	}
 	t.MetadataBasisDetail = map[string]BasisScope{
-		"async_capability":  {basisDeclared, basisScope[basisDeclared]},
-		"side_effect_level": {t.SideEffectLevelBasis, basisScope[t.SideEffectLevelBasis]},
-		"allowed_slots":     {t.AllowedSlotsBasis, basisScope[t.AllowedSlotsBasis]},
-		"parameter_schema":  {t.ParameterSchemaBasis, basisScope[t.ParameterSchemaBasis]},
-		"replay_safety":     {t.ReplaySafetyBasis, basisScope[t.ReplaySafetyBasis]},
+		"async_capability":      {basisDeclared, basisScope[basisDeclared]},
+		"default_delivery_mode": {basisDeclared, basisScope[basisDeclared]},
+		"side_effect_level":     {t.SideEffectLevelBasis, basisScope[t.SideEffectLevelBasis]},
+		"allowed_slots":         {t.AllowedSlotsBasis, basisScope[t.AllowedSlotsBasis]},
+		"parameter_schema":      {t.ParameterSchemaBasis, basisScope[t.ParameterSchemaBasis]},
+		"replay_safety":         {t.ReplaySafetyBasis, basisScope[t.ReplaySafetyBasis]},
 	}
 	return t
 }
@@ -189,8 +190,16 @@ func (e *Executor) Runtime(ctx context.Context, account, sessionID, slot string)
 			t.unavailable("max_calls_per_turn is 0: no call may run in any turn")
 		}
 	}
+	var overrides map[string]Delivery
+	if e.opts.Settings != nil {
+		if overrides, err = e.opts.Settings.BuiltinDeliveries(ctx, account); err != nil {
+			return cat, fmt.Errorf("runtime catalog: %w", err)
+		}
+	}
 	for _, spec := range append(e.catalog.List(), e.SessionSpecs()...) {
+		spec, basis := withOverride(spec, overrides[spec.Name])
 		t := runtimeTool(spec, BuiltinProviderID, journal.ProviderBuiltin, "builtin", nil, basisPlatform, basisDeclared)
+		t.MetadataBasisDetail["default_delivery_mode"] = BasisScope{basis, basisScope[basis]}
 		common(&t)
 		cat.Tools = append(cat.Tools, t)
 	}

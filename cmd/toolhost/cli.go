@@ -54,7 +54,7 @@ func commands() []command {
 				}
 				return cmdJournal(ctx, args, stdout, stderr)
 			}},
-		{name: "jobs", args: "SUBCOMMAND", summary: "deferred calls (background jobs) in the store the server uses: list, show ID, cancel ID",
+		{name: "jobs", args: "SUBCOMMAND", summary: "deferred calls (background jobs) in the store the server uses: list, show ID, cancel ID, limits, delivery TOOL [MODE]",
 			subcommands: jobSubcommands,
 			run: func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 				return cmdJobs(ctx, args, stdout, stderr)

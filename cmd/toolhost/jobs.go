@@ -20,21 +20,25 @@ import (
 // jobSubcommands are toolhost jobs' subcommands, and jobSynopsis their
 // arguments and what each does.
 var (
-	jobSubcommands = []string{"list", "show", "cancel"}
+	jobSubcommands = []string{"list", "show", "cancel", "limits", "delivery"}
 	jobSynopsis    = map[string]struct{ args, summary string }{
-		"list":   {"", "lists the account's background jobs, newest first"},
-		"show":   {" ID", "prints one job's execution in the /tool-executions/{id} shape: its status, and its result once it has ended"},
-		"cancel": {" ID", "cancels a job: a queued one ends at once, a running one is told to stop wherever it runs"},
+		"list":     {"", "lists the account's background jobs, newest first"},
+		"show":     {" ID", "prints one job's execution in the /tool-executions/{id} shape: its status, and its result once it has ended"},
+		"cancel":   {" ID", "cancels a job: a queued one ends at once, a running one is told to stop wherever it runs"},
+		"limits":   {"", "prints the account's job limits, after changing those whose flags are given"},
+		"delivery": {" TOOL [inline|async_job|default]", "prints the account's default delivery of a builtin tool, after setting it when a mode is given"},
 	}
 )
 
-// cmdJobs is `toolhost jobs list|show|cancel`: the deferred calls of an
-// account in the store the server uses. list and show read the store
-// alone, as toolhost journal does; cancel cancels as DELETE
-// /tool-executions/{id}/job does.
+// cmdJobs is `toolhost jobs list|show|cancel|limits|delivery`: the
+// deferred calls of an account in the store the server uses, and its
+// settings of them. list, show and limits read (and limits writes) the
+// store alone, as toolhost journal does; cancel cancels as DELETE
+// /tool-executions/{id}/job does, delivery sets as PATCH
+// /tools/builtin/{name}/settings does.
 func cmdJobs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintf(stderr, "toolhost jobs: want a subcommand: list, show ID or cancel ID\n")
+		fmt.Fprintf(stderr, "toolhost jobs: want a subcommand: list, show ID, cancel ID, limits or delivery TOOL [MODE]\n")
 		return exitUsage
 	}
 	sub, args := args[0], args[1:]
@@ -45,6 +49,7 @@ func cmdJobs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	status := fs.String("status", "", "list: only jobs of this `STATUS` (queued, running, success, error, timeout, uncertain)")
 	limit := fs.String("limit", "20", "list: how many jobs, `N` from 1 to 500")
 	asJSON := fs.Bool("json", false, "list: print JSON in the /tool-executions shape")
+	lim := registerJobLimits(fs)
 	if err := parseFlags(ctx, fs, args, &c); err != nil {
 		return exitCodeOf(err, stderr, "jobs")
 	}
@@ -58,8 +63,12 @@ func cmdJobs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return jobsShow(ctx, &c, *account, fs.Arg(0), enc, stderr)
 	case sub == "cancel" && fs.NArg() == 1:
 		return jobsCancel(ctx, &c, *account, fs.Arg(0), enc, stderr)
+	case sub == "limits" && fs.NArg() == 0:
+		return jobsLimits(ctx, &c, fs, lim, *account, enc, stderr)
+	case sub == "delivery" && (fs.NArg() == 1 || fs.NArg() == 2):
+		return jobsDelivery(ctx, &c, *account, fs.Arg(0), fs.Arg(1), enc, stderr)
 	}
-	fmt.Fprintf(stderr, "toolhost jobs: want list, show ID or cancel ID\n")
+	fmt.Fprintf(stderr, "toolhost jobs: want list, show ID, cancel ID, limits or delivery TOOL [MODE]\n")
 	return exitUsage
 }
 
@@ -120,9 +129,19 @@ func jobsShow(ctx context.Context, c *common, account, id string, enc *json.Enco
 		fmt.Fprintf(stderr, "toolhost jobs: job %s: %v\n", id, err)
 		return 1
 	}
+	evs, err := db.Events(ctx, account, id)
+	if err != nil {
+		fmt.Fprintf(stderr, "toolhost jobs: job %s: %v\n", id, err)
+		return 1
+	}
+	view := admin.Execution(rec)
+	view.Attempts = admin.Attempts(evs)
+	if runner := admin.RunnerInstance(evs); runner != "" {
+		view.RunnerInstanceID = &runner
+	}
 	_ = enc.Encode(struct {
 		Data admin.ExecutionView `json:"data"`
-	}{admin.Execution(rec)})
+	}{view})
 	return exitOK
 }
 

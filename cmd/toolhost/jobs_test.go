@@ -116,6 +116,10 @@ func TestDeferredSandboxJobRunsAgainAfterKill9(t *testing.T) {
 			if done["status"] != "success" || done["attempt_no"] != float64(2) || done["commit_outcome"] != "committed" {
 				t.Fatalf("finished record: status %v attempt %v commit %v", done["status"], done["attempt_no"], done["commit_outcome"])
 			}
+			// Each attempt names the process that ran it: the killed one, then the second.
+			if r1, r2 := rec["runner_instance_id"], done["runner_instance_id"]; r1 == nil || r2 == nil || r1 == r2 {
+				t.Fatalf("runner_instance_id %v then %v: want the two processes", r1, r2)
+			}
 			states, _ := eventStates(t, second.addr, id)
 			ends := 0
 			for _, s := range states {

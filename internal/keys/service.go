@@ -490,3 +490,8 @@ func (s *Service) Bootstrap(ctx context.Context) (secret string, created bool, e
 	}
 	return secret, true, nil
 }
+
+// ValidAccount says whether id is an account id a key may be created for
+// (lower-case letters, digits, '_' and '-', 1 to 64, a letter or digit
+// first).
+func ValidAccount(id string) bool { return accountPattern.MatchString(id) }

@@ -160,9 +160,14 @@ func (j *Jobs) work(ctx context.Context, job *river.Job[callArgs]) error {
 	if run == nil {
 		return errors.New("the job queue was not started with a runner")
 	}
-	return (*run)(ctx, tools.JobRun{AccountID: job.Args.AccountID, ExecutionID: job.Args.ExecutionID, Attempt: job.Attempt,
+	err := (*run)(ctx, tools.JobRun{AccountID: job.Args.AccountID, ExecutionID: job.Args.ExecutionID, Attempt: job.Attempt,
 		Cancelled: func() bool { return errors.Is(context.Cause(ctx), rivertype.ErrJobCancelledRemotely) },
 		Last:      job.Attempt >= job.MaxAttempts})
+	var snooze *tools.SnoozeError
+	if errors.As(err, &snooze) {
+		return river.JobSnooze(snooze.After)
+	}
+	return err
 }
 
 // Start makes this process run jobs with run (tools.Executor.RunJob).
@@ -223,6 +228,52 @@ func (j *Jobs) Active(ctx context.Context, accountID string) (int, error) {
 		return 0, fmt.Errorf("active jobs of %s: %w", accountID, err)
 	}
 	return n, nil
+}
+
+// Running implements tools.JobQueue: the account's deferred executions
+// running.
+func (j *Jobs) Running(ctx context.Context, accountID string) (int, error) {
+	var n int
+	err := j.d.db.QueryRowContext(ctx, j.d.q(`SELECT count(*) FROM tool_executions
+		WHERE account_id = ? AND lifecycle_state = 'opened' AND delivery_mode = 'async_job' AND status = 'running'`), accountID).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("running jobs of %s: %w", accountID, err)
+	}
+	return n, nil
+}
+
+// Lost implements tools.LostJobFinder: deferred executions still open
+// whose river job has ended (cancelled, discarded, completed) or is gone,
+// oldest first. River never runs such a job again, so nothing else would
+// end the record.
+func (j *Jobs) Lost(ctx context.Context, limit int) ([]tools.LostJob, error) {
+	// A job id is river's bigint as text; PostgreSQL's cast of anything
+	// else would fail the whole query, SQLite's gives 0 (no job).
+	jobID := `CAST(e.runtime_job_id AS BIGINT)`
+	if j.d.pg() {
+		jobID = `CASE WHEN e.runtime_job_id ~ '^[0-9]{1,18}$' THEN CAST(e.runtime_job_id AS BIGINT) END`
+	}
+	rows, err := j.d.db.QueryContext(ctx, j.d.q(`SELECT e.account_id, e.id, COALESCE(e.runtime_job_id, ''), COALESCE(CAST(r.state AS TEXT), '')
+		FROM tool_executions e LEFT JOIN river_job r ON r.id = `+jobID+`
+		WHERE e.lifecycle_state = 'opened' AND e.delivery_mode = 'async_job'
+		AND (r.id IS NULL OR CAST(r.state AS TEXT) IN ('cancelled', 'discarded', 'completed'))
+		ORDER BY e.created_at LIMIT ?`), limit)
+	if err != nil {
+		return nil, fmt.Errorf("lost jobs: %w", err)
+	}
+	defer rows.Close()
+	var out []tools.LostJob
+	for rows.Next() {
+		var l tools.LostJob
+		if err := rows.Scan(&l.AccountID, &l.ExecutionID, &l.JobID, &l.QueueState); err != nil {
+			return nil, fmt.Errorf("lost jobs: %w", err)
+		}
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("lost jobs: %w", err)
+	}
+	return out, nil
 }
 
 // riverQueue is river's client of the transaction type TTx, and how a

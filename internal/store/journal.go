@@ -24,7 +24,7 @@ var execColumns = []string{
 	"args_raw", "args", "args_digest", "idempotency_key", "trace_id", "status", "lifecycle_state",
 	"commit_outcome", "state", "result", "result_text", "error_code", "error_message", "summary", "units",
 	"truncated", "duration_ms", "started_at", "finished_at", "delivery_mode", "attempt_no",
-	"runtime_job_id", "replay_parent_execution_id", "instance_id", "created_at",
+	"runtime_job_id", "replay_parent_execution_id", "instance_id", "created_at", "result_expired_at",
 }
 
 var (
@@ -179,7 +179,7 @@ func insertArgs(r journal.Record, events string) []any {
 		string(r.Commit), string(r.State), nullJSON(r.Result), r.ResultText, r.ErrorCode, nullStr(r.ErrorMessage),
 		r.Summary, r.Units, r.Truncated, r.Duration.Milliseconds(), ms(r.StartedAt), ms(r.FinishedAt),
 		r.DeliveryMode, r.AttemptNo, nullStr(r.RuntimeJobID), nullStr(r.ReplayParentID), r.InstanceID,
-		ms(r.CreatedAt), events,
+		ms(r.CreatedAt), ms(r.ResultExpiredAt), events,
 	})
 }
 
@@ -334,7 +334,7 @@ func scanRecords(rows *sql.Rows, withSeq bool) ([]journal.Record, error) {
 	for rows.Next() {
 		var r journal.Record
 		var pageID, args, result, errMsg, jobID, parent sql.NullString
-		var startedAt, finishedAt, createdAt sql.NullInt64
+		var startedAt, finishedAt, createdAt, expiredAt sql.NullInt64
 		var durMS int64
 		var status, lifecycle, commit, state string
 		dest := []any{
@@ -343,7 +343,7 @@ func scanRecords(rows *sql.Rows, withSeq bool) ([]journal.Record, error) {
 			&r.ArgsRaw, &args, &r.ArgsDigest, &r.IdempotencyKey, &r.TraceID, &status, &lifecycle,
 			&commit, &state, &result, &r.ResultText, &r.ErrorCode, &errMsg, &r.Summary, &r.Units,
 			&r.Truncated, &durMS, &startedAt, &finishedAt, &r.DeliveryMode, &r.AttemptNo,
-			&jobID, &parent, &r.InstanceID, &createdAt,
+			&jobID, &parent, &r.InstanceID, &createdAt, &expiredAt,
 		}
 		if withSeq {
 			dest = append(dest, &r.Seq)
@@ -361,6 +361,7 @@ func scanRecords(rows *sql.Rows, withSeq bool) ([]journal.Record, error) {
 		r.Status, r.Lifecycle, r.Commit, r.State = journal.Status(status), journal.Lifecycle(lifecycle), journal.Commit(commit), journal.State(state)
 		r.Duration = time.Duration(durMS) * time.Millisecond
 		r.StartedAt, r.FinishedAt, r.CreatedAt = fromMS(startedAt), fromMS(finishedAt), fromMS(createdAt)
+		r.ResultExpiredAt = fromMS(expiredAt)
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {

@@ -246,6 +246,7 @@ func (a *App) executorOptions(jr *journal.Journal, authorizer tools.Authorizer, 
 		Jobs:                 a.jobs,
 		MaxJobsPerAccount:    o.Config.Jobs.MaxPerAccount,
 		JobTimeout:           o.Config.Jobs.Timeout.D(),
+		Settings:             a.db,
 	}
 }
 
@@ -266,6 +267,7 @@ func (a *App) WorkJobs(ctx context.Context) error {
 	if err := a.jobs.Start(ctx, a.exec.RunJob); err != nil {
 		return err
 	}
+	a.startJobAudit()
 	a.onClose(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), a.o.Config.ShutdownTimeout.D())
 		defer cancel()

@@ -199,6 +199,9 @@ func journalRoutes(exec *tools.Executor) map[string]http.Handler {
 	for pattern, h := range (&admin.Jobs{Cancel: exec}).Routes() {
 		routes[pattern] = h
 	}
+	for pattern, h := range (&admin.ToolSettings{Builtins: exec}).Routes() {
+		routes[pattern] = h
+	}
 	if st := exec.Sessions(); st != nil {
 		ss := &admin.Sessions{Store: st, Slots: exec.Slots(),
 			Runtime: func(ctx context.Context, account, id, slot string) (any, error) {

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 
@@ -51,4 +52,24 @@ func (j *Jobs) cancel(w http.ResponseWriter, r *http.Request) {
 	server.WriteJSON(w, status, struct {
 		Data ExecutionView `json:"data"`
 	}{Execution(rec)})
+}
+
+// RunnerInstance is the instance id of the process that ran the latest
+// attempt of a job, from its events (an attempt's start notes it); ""
+// when none did.
+func RunnerInstance(evs []journal.Event) string {
+	var runner string
+	for _, e := range evs {
+		if len(e.Detail) == 0 || (e.State != journal.StateExecuting && e.Kind != journal.KindAttempt) {
+			continue
+		}
+		var d struct {
+			JobID      string `json:"runtime_job_id"`
+			InstanceID string `json:"instance_id"`
+		}
+		if json.Unmarshal(e.Detail, &d) == nil && d.JobID != "" && d.InstanceID != "" {
+			runner = d.InstanceID
+		}
+	}
+	return runner
 }

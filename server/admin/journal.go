@@ -2,8 +2,10 @@
 // execution journal (/tool-executions, /floors/{id}/tool-executions, the
 // events of one execution) and its legacy projection (/tools/call-records);
 // sessions, their tool permissions and runtime catalog (/sessions…);
-// /tools/builtin and the tool definitions CRUD (/tools/definitions…); and
-// key management (/admin/…). Every route is scoped to the caller's account:
+// /tools/builtin, an account's delivery setting of a builtin
+// (/tools/builtin/{name}/settings) and the tool definitions CRUD
+// (/tools/definitions…); and key management and accounts' job limits
+// (/admin/…). Every route is scoped to the caller's account:
 // another account's object is a 404, never a 403.
 package admin
 
@@ -208,6 +210,7 @@ func (j *Journal) one(w http.ResponseWriter, r *http.Request) {
 	}
 	view := Execution(rec)
 	view.Attempts = Attempts(evs)
+	view.RunnerInstanceID = str(RunnerInstance(evs))
 	server.WriteJSON(w, http.StatusOK, struct {
 		Data ExecutionView `json:"data"`
 	}{view})
@@ -356,13 +359,14 @@ type successResult struct {
 }
 
 // result renders the seed's result shape: {"data": ...} on success, the
-// stored {"error": {...}} on failure, null while open. The data of a
+// stored {"error": {...}} on failure, null while open and once the
+// account's result retention of jobs dropped it. The data of a
 // success is its structured result; a tool that answered with text only
 // (a remote MCP tool without structuredContent) has that text as the
 // caller saw it, fenced when untrusted, instead of null.
 func result(r journal.Record) any {
 	switch {
-	case r.Lifecycle != journal.Finished:
+	case r.Lifecycle != journal.Finished, !r.ResultExpiredAt.IsZero():
 		return nil
 	case r.Status == journal.StatusSuccess:
 		var data any = r.Result
@@ -412,11 +416,18 @@ type ExecutionView struct {
 	ProviderType   string            `json:"provider_type"`
 	ReplayParentID *string           `json:"replay_parent_execution_id"`
 	Result         any               `json:"result"`
+	// ResultExpiredAt is when the account's result retention of jobs
+	// dropped the result (result is null since); absent while it is kept.
+	ResultExpiredAt *int64 `json:"result_expired_at,omitempty"`
 	// ResultVisibility is deferred_receipt for a deferred call (its caller
 	// got a receipt; the result is here), else immediate.
-	ResultVisibility string         `json:"result_visibility"`
-	Round            int            `json:"round"`
-	RunID            *string        `json:"run_id"`
+	ResultVisibility string  `json:"result_visibility"`
+	Round            int     `json:"round"`
+	RunID            *string `json:"run_id"`
+	// RunnerInstanceID names the process that ran a job's latest attempt
+	// (GET /tool-executions/{id} only; absent for an inline call and a
+	// job not started).
+	RunnerInstanceID *string        `json:"runner_instance_id,omitempty"`
 	RuntimeJobID     *string        `json:"runtime_job_id"`
 	SessionID        *string        `json:"session_id"`
 	SideEffectLevel  *string        `json:"side_effect_level"`
@@ -443,6 +454,7 @@ func Execution(r journal.Record) ExecutionView {
 		StartedAt: millis(r.StartedAt), FinishedAt: millis(r.FinishedAt),
 		DeliveryMode: r.DeliveryMode, AttemptNo: r.AttemptNo, RuntimeJobID: str(r.RuntimeJobID),
 		ReplayParentID: str(r.ReplayParentID), CreatedAt: millis(r.CreatedAt), ResultVisibility: visibility(r),
+		ResultExpiredAt: millis(r.ResultExpiredAt),
 
 		Face: str(r.Face), AccountID: r.AccountID, KeyID: str(r.KeyID), Round: r.Round, CallID: str(r.CallID),
 		ArgsRaw: string(r.ArgsRaw), ArgsDigest: str(r.ArgsDigest), IdempotencyKey: str(r.IdempotencyKey),
