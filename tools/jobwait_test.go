@@ -59,6 +59,45 @@ func TestWaitJobWaitsForAnExecutionToFinish(t *testing.T) {
 	}
 }
 
+// A client that gives up waiting (MCP notifications/cancelled on its
+// wait_job call) ends its wait, not the job: the wait ends cancelled and the
+// call it waited for still runs to its end.
+func TestCancelledWaitLeavesTheJobRunning(t *testing.T) {
+	for name, open := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			tool := &effectTool{effect: catalog.SideEffectSandbox, gate: make(chan struct{}), started: make(chan struct{}, 1)}
+			exec, _ := newExec(t, open(t), tools.Options{}, tool)
+			running := make(chan *tools.Outcome, 1)
+			go func() {
+				out, err := exec.Execute(context.Background(), tools.Proposal{Tool: "effect", Args: json.RawMessage(`{"n":3}`), Caller: tools.Caller{Face: "mcp"}})
+				if err != nil {
+					t.Error(err)
+				}
+				running <- out
+			}()
+			<-tool.started
+			id := openedID(t, exec)
+			ctx, cancel := context.WithCancel(context.Background())
+			waited := make(chan *tools.Outcome, 1)
+			go func() {
+				out, err := exec.Execute(ctx, tools.Proposal{Tool: tools.WaitJobTool, Args: json.RawMessage(fmt.Sprintf(`{"execution_id":%q,"wait_seconds":600}`, id)), Caller: tools.Caller{Face: "mcp"}})
+				if err != nil {
+					t.Error(err)
+				}
+				waited <- out
+			}()
+			cancel()
+			if out := <-waited; out == nil || !out.IsError || out.Code != tools.CodeCancelled {
+				t.Fatalf("the cancelled wait: %+v, want cancelled", out)
+			}
+			close(tool.gate)
+			if out := <-running; out == nil || out.IsError {
+				t.Fatalf("the call waited for: %+v, want it to run to its end", out)
+			}
+		})
+	}
+}
+
 // Bad arguments and unknown ids are tool errors the model can read.
 func TestWaitJobRefusesWhatNamesNoExecution(t *testing.T) {
 	exec, _ := newExec(t, journal.NewMemStore(), tools.Options{})
