@@ -334,6 +334,8 @@ func writeErr(w http.ResponseWriter, err error) {
 		server.WriteErrorObject(w, http.StatusBadRequest, obj)
 	case errors.As(err, &ve):
 		server.WriteError(w, http.StatusBadRequest, "validation_error", ve.msg)
+	case errors.Is(err, errOtherAccount):
+		server.WriteError(w, http.StatusForbidden, "insufficient_scope", err.Error())
 	case errors.Is(err, journal.ErrInvalidCursor):
 		server.WriteErrorObject(w, http.StatusBadRequest, wire.ErrorObject{Code: "invalid_cursor", Field: "cursor", Message: err.Error()})
 	case errors.Is(err, journal.ErrNotFound):

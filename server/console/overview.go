@@ -63,14 +63,16 @@ func (c *Console) stats(ctx context.Context, account string) (*overviewData, err
 	now := c.o.Now()
 	d := &overviewData{Since: now.Add(-24 * time.Hour)}
 	by := map[[2]string]*toolStats{}
-	q := journal.Query{AccountID: account, SortBy: journal.SortStartedAt, Limit: 500}
+	// By keyset, without a count: a page costs its own 500 rows.
+	q := journal.Query{AccountID: account, SortBy: journal.SortStartedAt, Limit: 500, NoTotal: true, NoSeq: true}
+	cursor := ""
 	for d.Scanned < overviewScan {
-		recs, _, err := c.o.Journal.List(ctx, q)
+		pg, err := journal.ListPage(ctx, c.o.Journal, q, cursor)
 		if err != nil {
 			return nil, fmt.Errorf("overview: %w", err)
 		}
-		done := len(recs) < q.Limit
-		for _, rec := range recs {
+		done := pg.Next == ""
+		for _, rec := range pg.Records {
 			if rec.StartedAt.Before(d.Since) {
 				done = true
 				break
@@ -81,7 +83,7 @@ func (c *Console) stats(ctx context.Context, account string) (*overviewData, err
 		if done {
 			break
 		}
-		q.Offset += q.Limit
+		cursor = pg.Next
 	}
 	d.Capped = d.Scanned >= overviewScan
 	for _, s := range by {
