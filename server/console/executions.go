@@ -2,6 +2,7 @@ package console
 
 import (
 	"errors"
+	"html/template"
 	"net/http"
 	"net/url"
 
@@ -17,9 +18,11 @@ var executionFilters = []string{"session_id", "floor_id", "run_id", "page_id", "
 type executionsData struct {
 	Rows    []admin.ExecutionView
 	Filters map[string]string
-	First   string // query of the first page, "" on it
-	Prev    string // query of the newer page (in the query's order, the one before), "" on the first
-	Next    string // query of the older page, "" on the last
+	// First, Prev and Next are the links to the first page (when not on
+	// it), the page before (newer, in the default order) and the page
+	// after: built here from url.Values, so template.URL keeps their
+	// query string whole (html/template would escape its = and &).
+	First, Prev, Next template.URL
 	Asc     bool   // oldest first: the links say Previous and Next
 }
 
@@ -42,7 +45,7 @@ func (c *Console) executions(w http.ResponseWriter, r *http.Request, rq *request
 			d.Filters[name] = s
 		}
 	}
-	page := func(cursor string) string {
+	page := func(cursor string) template.URL {
 		p := url.Values{}
 		for k, s := range d.Filters {
 			p.Set(k, s)
@@ -53,7 +56,7 @@ func (c *Console) executions(w http.ResponseWriter, r *http.Request, rq *request
 		if cursor != "" {
 			p.Set("cursor", cursor)
 		}
-		return p.Encode()
+		return template.URL("/console/executions?" + p.Encode()) //nolint:gosec // built from url.Values, a path of our own
 	}
 	vw := view{Title: "Executions", Nav: "executions", Account: account, Data: d}
 	q, err := admin.ExecutionQuery(v, account, c.o.Slots)
@@ -65,7 +68,7 @@ func (c *Console) executions(w http.ResponseWriter, r *http.Request, rq *request
 	q.NoTotal, d.Asc = true, q.Asc
 	cursor := r.URL.Query().Get("cursor")
 	if cursor != "" {
-		d.First = "?" + page("")
+		d.First = page("")
 	}
 	pg, err := journal.ListPage(r.Context(), c.o.Journal, q, cursor)
 	switch {
