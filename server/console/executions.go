@@ -23,7 +23,7 @@ type executionsData struct {
 	// after: built here from url.Values, so template.URL keeps their
 	// query string whole (html/template would escape its = and &).
 	First, Prev, Next template.URL
-	Asc     bool   // oldest first: the links say Previous and Next
+	Asc               bool // oldest first: the links say Previous and Next
 }
 
 // executions lists the account's journal with the REST route's filters,
