@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"fmt"
+	"html/template"
 	"net/http"
 	"slices"
 	"sort"
@@ -40,6 +41,8 @@ type overviewData struct {
 	Scanned   int
 	Since     time.Time
 	RunCode   string
+	// Extra are the Overview fragments of Options.Pages (the job queue's).
+	Extra []template.HTML
 }
 
 func (c *Console) overview(w http.ResponseWriter, r *http.Request, rq *request) {
@@ -53,6 +56,18 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, rq *request) 
 		c.o.Logger.Error("console: overview", "err", err)
 		c.render(w, http.StatusServiceUnavailable, "overview", rq, view{Title: "Overview", Nav: "overview", Account: account, Error: "the journal cannot be read right now"})
 		return
+	}
+	for _, p := range c.o.Pages {
+		// A page's figures are the viewer's own account's.
+		if p.Overview == nil || account != rq.AccountID {
+			continue
+		}
+		frag, err := p.Overview(r.Context(), c.pageViewer(rq))
+		if err != nil {
+			c.o.Logger.Error("console: overview", "page", p.Path, "err", err)
+			frag = template.HTML(`<p class="hint">` + template.HTMLEscapeString(p.Title) + `: cannot be read right now.</p>`) //nolint:gosec // escaped
+		}
+		d.Extra = append(d.Extra, frag)
 	}
 	c.render(w, http.StatusOK, "overview", rq, view{Title: "Overview", Nav: "overview", Account: account, Data: d})
 }
