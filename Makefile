@@ -133,6 +133,15 @@ clean:
 load-prune:
 	$(GO) run ./bench/prunewrite -postgres "$(TOOLHOST_TEST_POSTGRES)" $(PRUNE_FLAGS)
 
+# The console's executions page over a 1,000,000-row journal: server time
+# (p50, p99) of the first page and of page 1000 reached by cursor, on
+# SQLite and, when TOOLHOST_TEST_POSTGRES is set, PostgreSQL in a schema of
+# its own: docs/console.md "Performance". CONSOLE_FLAGS passes more flags,
+# e.g. CONSOLE_FLAGS='-rows 100000'.
+.PHONY: bench-console
+bench-console:
+	$(GO) run ./bench/consolepage -postgres "$(TOOLHOST_TEST_POSTGRES)" $(CONSOLE_FLAGS)
+
 # Background jobs: enqueue-to-start latency (p50, p99) and jobs started per
 # second with 8 concurrent enqueuers on one process that works the queue, on
 # SQLite and, when TOOLHOST_TEST_POSTGRES is set, PostgreSQL: docs/jobs.md

@@ -176,12 +176,24 @@ func (m *MemStore) List(_ context.Context, q Query) ([]Record, int, error) {
 		return !less && !(equal && out[i].ID == out[j].ID)
 	})
 	total := len(out)
-	lo := min(q.Offset, total)
-	hi := total
-	if q.Limit > 0 {
-		hi = min(lo+q.Limit, total)
+	if q.After != nil {
+		out = slices.DeleteFunc(out, func(r Record) bool { return !q.follows(r) })
 	}
-	return slices.Clone(out[lo:hi]), total, nil
+	lo := min(q.Offset, len(out))
+	hi := len(out)
+	if q.Limit > 0 {
+		hi = min(lo+q.Limit, hi)
+	}
+	if q.NoTotal {
+		total = -1
+	}
+	page := slices.Clone(out[lo:hi])
+	if q.NoSeq {
+		for i := range page {
+			page[i].Seq = 0
+		}
+	}
+	return page, total, nil
 }
 
 func matches(r *Record, q Query) bool {

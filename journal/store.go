@@ -121,6 +121,14 @@ type Query struct {
 	SortBy        string // default started_at
 	Asc           bool   // default descending
 	Limit, Offset int
+	// After pages by keyset: only the records that come after this
+	// position in the query's order (Cursor and ListPage build it). Not
+	// with SortSeq.
+	After *Position
+	// NoTotal skips the count: List returns -1 for the total. NoSeq skips
+	// Seq (every record's is 0): both read the whole account, which a page
+	// of a large journal must not.
+	NoTotal, NoSeq bool
 }
 
 // Replicas is implemented by stores that several processes (replicas)

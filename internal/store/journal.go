@@ -372,32 +372,92 @@ func scanRecords(rows *sql.Rows, withSeq bool) ([]journal.Record, error) {
 
 // List implements journal.Store. seq (the position inside the floor) is
 // computed over the whole floor before the filters apply, so it does not
-// change with the filters.
+// change with the filters; a query with NoSeq reads the table itself, so
+// that a page of a large journal walks an index (account_id, sort
+// column, id) from its position instead of reading the account.
 func (d *DB) List(ctx context.Context, q journal.Query) ([]journal.Record, int, error) {
+	where, args := listFilters(q)
+	cond := ""
+	if len(where) > 0 {
+		cond = " WHERE " + strings.Join(where, " AND ")
+	}
+	var from string
+	var allArgs []any
+	if q.NoSeq {
+		from = ` FROM tool_executions WHERE account_id = ?`
+		allArgs = []any{q.AccountID}
+		if q.FloorID != "" {
+			from += ` AND floor_id = ?`
+			allArgs = append(allArgs, q.FloorID)
+		}
+		if len(where) > 0 {
+			from += " AND " + strings.Join(where, " AND ")
+		}
+	} else {
+		inner := `SELECT ` + strings.Join(execColumns, ", ") +
+			`, ROW_NUMBER() OVER (PARTITION BY floor_id ORDER BY created_at, id) - 1 AS seq FROM tool_executions WHERE account_id = ?`
+		allArgs = []any{q.AccountID}
+		if q.FloorID != "" {
+			inner += ` AND floor_id = ?`
+			allArgs = append(allArgs, q.FloorID)
+		}
+		from = ` FROM (` + inner + `) e` + cond
+	}
+	allArgs = append(allArgs, args...)
+
+	total := -1
+	if !q.NoTotal {
+		if err := d.db.QueryRowContext(ctx, d.q(`SELECT COUNT(*)`+from), allArgs...).Scan(&total); err != nil {
+			return nil, 0, fmt.Errorf("count executions: %w", err)
+		}
+	}
+	col, order := listOrder(q)
+	if q.After != nil {
+		kc, kargs := keyset(q, col)
+		if q.NoSeq || len(where) > 0 {
+			from += " AND " + kc
+		} else {
+			from += " WHERE " + kc
+		}
+		allArgs = append(allArgs, kargs...)
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = -1
+		if d.pg() {
+			limit = 1 << 62
+		}
+	}
+	seq := `, seq`
+	if q.NoSeq {
+		seq = ``
+	}
+	rows, err := d.db.QueryContext(ctx, d.q(`SELECT `+strings.Join(execColumns, ", ")+seq+from+order+` LIMIT ? OFFSET ?`),
+		append(allArgs, limit, q.Offset)...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list executions: %w", err)
+	}
+	recs, err := scanRecords(rows, !q.NoSeq)
+	return recs, total, err
+}
+
+// listFilters are q's conditions but the account and the floor.
+func listFilters(q journal.Query) ([]string, []any) {
 	var where []string
 	var args []any
-	add := func(cond string, v any) {
-		where = append(where, cond)
-		args = append(args, v)
-	}
-	inner := `SELECT ` + strings.Join(execColumns, ", ") +
-		`, ROW_NUMBER() OVER (PARTITION BY floor_id ORDER BY created_at, id) - 1 AS seq FROM tool_executions WHERE account_id = ?`
-	innerArgs := []any{q.AccountID}
-	if q.FloorID != "" {
-		inner += ` AND floor_id = ?`
-		innerArgs = append(innerArgs, q.FloorID)
-	}
 	for _, f := range []struct{ col, v string }{
 		{"session_id", q.SessionID}, {"run_id", q.RunID}, {"caller_slot", q.CallerSlot}, {"face", q.Face},
 		{"tool_name", q.ToolName}, {"lifecycle_state", string(q.Lifecycle)}, {"commit_outcome", string(q.Commit)},
 		{"provider_type", q.ProviderType}, {"delivery_mode", q.DeliveryMode},
 	} {
 		if f.v != "" {
-			add(f.col+" = ?", f.v)
+			where = append(where, f.col+" = ?")
+			args = append(args, f.v)
 		}
 	}
 	if q.HasPageID {
-		add("page_id = ?", q.PageID)
+		where = append(where, "page_id = ?")
+		args = append(args, q.PageID)
 	}
 	if len(q.Statuses) > 0 {
 		ph := strings.TrimSuffix(strings.Repeat("?, ", len(q.Statuses)), ", ")
@@ -406,17 +466,11 @@ func (d *DB) List(ctx context.Context, q journal.Query) ([]journal.Record, int, 
 			args = append(args, string(s))
 		}
 	}
-	cond := ""
-	if len(where) > 0 {
-		cond = " WHERE " + strings.Join(where, " AND ")
-	}
-	from := ` FROM (` + inner + `) e` + cond
-	allArgs := append(innerArgs, args...)
+	return where, args
+}
 
-	var total int
-	if err := d.db.QueryRowContext(ctx, d.q(`SELECT COUNT(*)`+from), allArgs...).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("count executions: %w", err)
-	}
+// listOrder is q's sort column and ORDER BY clause, id breaking ties.
+func listOrder(q journal.Query) (string, string) {
 	dir := " DESC"
 	if q.Asc {
 		dir = " ASC"
@@ -431,21 +485,26 @@ func (d *DB) List(ctx context.Context, q journal.Query) ([]journal.Record, int, 
 		// Open calls have no finish time: last in either direction.
 		order = ` ORDER BY (finished_at IS NULL), finished_at` + dir
 	}
-	order += `, id` + dir
-	limit := q.Limit
-	if limit <= 0 {
-		limit = -1
-		if d.pg() {
-			limit = 1 << 62
+	return col, order + `, id` + dir
+}
+
+// keyset is the condition "after q.After in q's order". It is written
+// col <= t AND (col < t OR id < i) (for a descending order) rather than
+// as a row comparison so that both stores bound the index range on col.
+func keyset(q journal.Query, col string) (string, []any) {
+	a := q.After
+	lt, le := "<", "<="
+	if q.Asc {
+		lt, le = ">", ">="
+	}
+	if col == journal.SortFinishedAt {
+		if a.Open {
+			return "(finished_at IS NULL AND id " + lt + " ?)", []any{a.ID}
 		}
+		return "(finished_at IS NULL OR (finished_at " + le + " ? AND (finished_at " + lt + " ? OR id " + lt + " ?)))",
+			[]any{a.At, a.At, a.ID}
 	}
-	rows, err := d.db.QueryContext(ctx, d.q(`SELECT `+strings.Join(execColumns, ", ")+`, seq`+from+order+` LIMIT ? OFFSET ?`),
-		append(allArgs, limit, q.Offset)...)
-	if err != nil {
-		return nil, 0, fmt.Errorf("list executions: %w", err)
-	}
-	recs, err := scanRecords(rows, true)
-	return recs, total, err
+	return "(" + col + " " + le + " ? AND (" + col + " " + lt + " ? OR id " + lt + " ?))", []any{a.At, a.At, a.ID}
 }
 
 // Events implements journal.Store.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/toolhost/toolhost/internal/keys"
 	"github.com/toolhost/toolhost/server"
@@ -32,7 +33,13 @@ func (a *App) consoleRoutes(rt *routeTable) (map[string]http.Handler, error) {
 		TraceURL: a.o.Config.Console.TraceURL,
 		Secure:   func(r *http.Request) bool { return r.TLS != nil || https },
 		RunCode:  func() any { return a.sandbox.Status() },
-		Logger:   a.o.Logger,
+		Pages: []console.Page{console.JobsPage(console.JobsOptions{Journal: a.exec.Journal().Store(), Now: a.exec.Clock(),
+			Stats: func(ctx context.Context) (console.QueueStats, error) {
+				s, err := a.jobs.Stats(ctx)
+				return console.QueueStats{Queued: s.Queued, Running: s.Running,
+					OldestQueued: time.Duration(s.OldestQueuedAge * float64(time.Second))}, err
+			}})},
+		Logger: a.o.Logger,
 	})
 	if err != nil {
 		return nil, err

@@ -37,6 +37,10 @@ func Run(t *testing.T, open func(t *testing.T) journal.Store) {
 		{"SpoolOfADeadProcessIsReplayedOnce", testSpoolReplay},
 		{"ReadOnlyCallsOverAFullSpool", testReadOnlyCallsOverAFullSpool},
 		{"FullResultsAreKeptExactlyInTheirAccount", testFullResults},
+		{"KeysetPagesSeeEveryRecordOnceWhileCallsArrive", testKeysetPages},
+		{"KeysetPagesReadBackwards", testKeysetBackAndForth},
+		{"KeysetRefusesMalformedHugeAndForeignCursors", testKeysetRefusesBadCursors},
+		{"KeysetPositionReadsOnlyItsAccount", testKeysetPositionIsNoKey},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/toolhost/toolhost/internal/identity"
+	"github.com/toolhost/toolhost/internal/keys"
 	"github.com/toolhost/toolhost/internal/wire"
 	"github.com/toolhost/toolhost/journal"
 	"github.com/toolhost/toolhost/server"
@@ -87,9 +89,12 @@ var approvalStatuses = func() []string {
 }()
 
 func (a *Approvals) list(w http.ResponseWriter, r *http.Request) {
-	v, err := params(r, "status", "session_id", "tool_name", "limit", "offset")
+	v, err := params(r, "status", "session_id", "tool_name", "limit", "offset", "account")
 	var q approval.Query
-	var status string
+	var status, account string
+	if err == nil {
+		account, err = a.account(r, v)
+	}
 	if err == nil {
 		status, err = oneOf(v, "status", approvalStatuses, "")
 	}
@@ -105,7 +110,7 @@ func (a *Approvals) list(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := nowOf(a.Clock)
-	q.AccountID, q.Status, q.Now, q.Limit, q.Offset = accountOf(r, a.Account), approval.Status(status), now, jq.Limit, jq.Offset
+	q.AccountID, q.Status, q.Now, q.Limit, q.Offset = account, approval.Status(status), now, jq.Limit, jq.Offset
 	as, total, err := a.Store.ListApprovals(r.Context(), q)
 	if err != nil {
 		writeApprovalErr(w, err)
@@ -120,7 +125,12 @@ func (a *Approvals) list(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *Approvals) one(w http.ResponseWriter, r *http.Request) {
-	if _, err := params(r); err != nil {
+	v, err := params(r, "account")
+	var account string
+	if err == nil {
+		account, err = a.account(r, v)
+	}
+	if err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -129,7 +139,7 @@ func (a *Approvals) one(w http.ResponseWriter, r *http.Request) {
 		writeApprovalErr(w, approval.ErrNotFound)
 		return
 	}
-	ap, err := a.Store.GetApproval(r.Context(), accountOf(r, a.Account), id)
+	ap, err := a.Store.GetApproval(r.Context(), account, id)
 	if err != nil {
 		writeApprovalErr(w, err)
 		return
@@ -145,7 +155,12 @@ type decisionBody struct {
 }
 
 func (a *Approvals) decide(w http.ResponseWriter, r *http.Request, approve bool) {
-	if _, err := params(r); err != nil {
+	v, err := params(r, "account")
+	var account string
+	if err == nil {
+		account, err = a.account(r, v)
+	}
+	if err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -164,7 +179,7 @@ func (a *Approvals) decide(w http.ResponseWriter, r *http.Request, approve bool)
 		}
 		d.Reason = *body.Reason
 	}
-	ap, err := a.Decide(r.Context(), accountOf(r, a.Account), r.PathValue("id"), d)
+	ap, err := a.Decide(r.Context(), account, r.PathValue("id"), d)
 	if err != nil {
 		writeApprovalErr(w, err)
 		return
@@ -172,6 +187,28 @@ func (a *Approvals) decide(w http.ResponseWriter, r *http.Request, approve bool)
 	server.WriteJSON(w, http.StatusOK, struct {
 		Data ApprovalView `json:"data"`
 	}{Approval(ap, nowOf(a.Clock))})
+}
+
+// errOtherAccount refuses ?account= naming another account to a key
+// without the admin scope.
+var errOtherAccount = errors.New("only a key with the admin scope may name another account")
+
+// account is the account a request acts on: the caller's, or the one
+// ?account= names when the caller holds the admin scope (as on
+// GET /admin/keys?account=). Any other key naming another account is 403.
+func (a *Approvals) account(r *http.Request, v url.Values) (string, error) {
+	own := accountOf(r, a.Account)
+	if !v.Has("account") || v.Get("account") == own {
+		return own, nil
+	}
+	var named string
+	if err := texts(v, filter{"account", &named}); err != nil {
+		return "", err
+	}
+	if id, ok := identity.FromContext(r.Context()); !ok || !id.Has(keys.ScopeAdmin) {
+		return "", errOtherAccount
+	}
+	return named, nil
 }
 
 // decider is the deciding identity: the API key the request was
@@ -186,6 +223,8 @@ func decider(r *http.Request, account string) string {
 func writeApprovalErr(w http.ResponseWriter, err error) {
 	var se *approval.StateError
 	switch {
+	case errors.Is(err, errOtherAccount):
+		server.WriteError(w, http.StatusForbidden, "insufficient_scope", err.Error())
 	case errors.Is(err, approval.ErrNotFound):
 		server.WriteError(w, http.StatusNotFound, "not_found", "no such approval")
 	case errors.As(err, &se):

@@ -54,7 +54,7 @@ func (j *Journal) account(r *http.Request) string {
 
 var (
 	executionParams = []string{"session_id", "floor_id", "run_id", "page_id", "caller_slot", "face", "tool_name", "status",
-		"lifecycle_state", "commit_outcome", "provider_type", "sort_by", "sort_order", "limit", "offset"}
+		"lifecycle_state", "commit_outcome", "provider_type", "sort_by", "sort_order", "limit", "offset", "cursor"}
 	statuses       = []string{"running", "queued", "success", "error", "denied", "timeout", "uncertain", "blocked"}
 	legacyStatuses = []string{"success", "error", "denied", "queued", "running"}
 	lifecycles     = []string{"opened", "finished"}
@@ -108,6 +108,11 @@ func ExecutionQuery(v url.Values, account string, slots []string) (journal.Query
 		return q, err
 	}
 	q.Asc = order == "asc"
+	// No view of an execution shows seq: do not compute it.
+	q.NoSeq = true
+	if v.Has("cursor") && v.Has("offset") {
+		return q, validationError{msg: "give cursor or offset, not both", field: "cursor"}
+	}
 	return q, paging(v, &q)
 }
 
@@ -145,16 +150,30 @@ func (j *Journal) serveList(w http.ResponseWriter, r *http.Request, v url.Values
 		writeErr(w, err)
 		return
 	}
-	recs, total, err := j.Store.List(r.Context(), q)
+	var pg journal.Page
+	if v.Has("cursor") {
+		pg, err = journal.ListPage(r.Context(), j.Store, q, v.Get("cursor"))
+	} else {
+		pg.Records, pg.Total, err = j.Store.List(r.Context(), q)
+		if n := len(pg.Records); err == nil && n > 0 && q.Offset+n < pg.Total {
+			pg.Next = journal.CursorAfter(q, pg.Records[n-1])
+		}
+	}
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	data := make([]ExecutionView, len(recs))
-	for i, rec := range recs {
+	data := make([]ExecutionView, len(pg.Records))
+	for i, rec := range pg.Records {
 		data[i] = Execution(rec)
 	}
-	server.WriteJSON(w, http.StatusOK, page[ExecutionView]{Data: data, Meta: meta(q, total, len(recs))})
+	m := meta(q, pg.Total, len(pg.Records))
+	if pg.Next != "" {
+		m.HasMore, m.NextCursor = true, &pg.Next
+	} else if v.Has("cursor") {
+		m.HasMore = false
+	}
+	server.WriteJSON(w, http.StatusOK, page[ExecutionView]{Data: data, Meta: m})
 }
 
 // page is a list response of the journal routes. Its fields, and those of
@@ -166,12 +185,15 @@ type page[T any] struct {
 }
 
 type pageMeta struct {
-	HasMore   bool   `json:"has_more"`
-	Limit     int    `json:"limit"`
-	Offset    int    `json:"offset"`
-	SortBy    string `json:"sort_by"`
-	SortOrder string `json:"sort_order"`
-	Total     int    `json:"total"`
+	HasMore bool `json:"has_more"`
+	Limit   int  `json:"limit"`
+	// NextCursor (the journal routes) reads the next page by keyset:
+	// absent on the last page.
+	NextCursor *string `json:"next_cursor,omitempty"`
+	Offset     int     `json:"offset"`
+	SortBy     string  `json:"sort_by"`
+	SortOrder  string  `json:"sort_order"`
+	Total      int     `json:"total"`
 }
 
 type eventsPage struct {
@@ -315,6 +337,10 @@ func writeErr(w http.ResponseWriter, err error) {
 		server.WriteErrorObject(w, http.StatusBadRequest, obj)
 	case errors.As(err, &ve):
 		server.WriteError(w, http.StatusBadRequest, "validation_error", ve.msg)
+	case errors.Is(err, errOtherAccount):
+		server.WriteError(w, http.StatusForbidden, "insufficient_scope", err.Error())
+	case errors.Is(err, journal.ErrInvalidCursor):
+		server.WriteErrorObject(w, http.StatusBadRequest, wire.ErrorObject{Code: "invalid_cursor", Field: "cursor", Message: err.Error()})
 	case errors.Is(err, journal.ErrNotFound):
 		server.WriteError(w, http.StatusNotFound, "not_found", "no such tool execution")
 	case errors.Is(err, journal.ErrUnavailable):

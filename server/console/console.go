@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/toolhost/toolhost/internal/keys"
@@ -67,6 +68,14 @@ type Options struct {
 type Page struct {
 	Path, Title string
 	Render      func(ctx context.Context, v Viewer) (template.HTML, error)
+	// Post, when set, takes the page's forms (POST Prefix+Path) once the
+	// session, the cross-origin check and the CSRF token have passed: it
+	// acts through v.API and returns the notice to show above the page,
+	// or an error message with the status to answer.
+	Post func(ctx context.Context, v Viewer, form url.Values) (notice, errMsg string, status int)
+	// Overview, when set, is a fragment of the overview page (built with
+	// html/template too): the page's figures beside the calls'.
+	Overview func(ctx context.Context, v Viewer) (template.HTML, error)
 }
 
 // Viewer is who is signed in: the key's account and whether it holds the
@@ -76,6 +85,12 @@ type Viewer struct {
 	KeyID     string
 	Scopes    []string
 	Admin     bool
+	// CSRF is the token the forms of a Page carry in a field named csrf.
+	CSRF string
+	// API calls a REST route in process with the session's key as the
+	// bearer, as the console's own pages do: the route's status, and its
+	// error code and message when it refused (err: it could not be called).
+	API func(ctx context.Context, method, path string, body, out any) (status int, msg string, err error)
 }
 
 // Console serves the pages.
@@ -144,6 +159,9 @@ func (c *Console) Routes() map[string]http.Handler {
 	}
 	for _, p := range c.o.Pages {
 		routes["GET "+Prefix+p.Path] = c.signedIn(c.extraPage(p))
+		if p.Post != nil {
+			routes["POST "+Prefix+p.Path] = c.signedIn(c.extraPost(p))
+		}
 	}
 	for pattern, h := range routes {
 		routes[pattern] = c.headers(h)

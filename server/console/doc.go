@@ -13,11 +13,18 @@
 //
 // Tenancy: a page reads and acts through the REST handlers themselves,
 // called in process with the session's key as the bearer (approvals, keys,
-// usage), or through the very functions those handlers run
-// (admin.ExecutionQuery, admin.Execution, admin.Event) with the account the
-// key belongs to. An admin key may name another account (the account
-// selector), as GET /admin/keys?account= does; any other key only ever
-// reads its own.
+// usage, job cancellation), or through the very functions those handlers
+// run (admin.ExecutionQuery, admin.Execution, admin.Event) with the account
+// the key belongs to. An admin key may name another account (the account
+// selector), as GET /admin/keys?account= does, and the approvals page
+// hands it to /approvals?account=, which checks it; any other key only
+// ever reads its own.
+//
+// The journal's pages go by keyset (journal.ListPage): a page asks for
+// the records after its cursor's position, without a count, so the
+// thousandth page of a large journal costs what the first does. A cursor
+// is bound to the query (filters, order, account) that made it; one
+// changed or carried to another query is refused.
 //
 // Every form carries a CSRF token bound to the session id (to a nonce
 // cookie before sign-in), and every unsafe request also passes
@@ -26,6 +33,8 @@
 // (default-src 'none', the stylesheet from 'self', no script at all) and
 // refuses framing.
 //
-// Extra pages plug in through Options.Pages: the job queue's page and its
-// figures on the overview join the console that way once jobs exist.
+// Extra pages plug in through Options.Pages, with their forms (Page.Post,
+// behind the same session, cross-origin and CSRF checks) and a fragment of
+// the overview (Page.Overview): the job queue's page (JobsPage) joins the
+// console that way.
 package console

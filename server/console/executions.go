@@ -2,9 +2,9 @@ package console
 
 import (
 	"errors"
+	"html/template"
 	"net/http"
 	"net/url"
-	"strconv"
 
 	"github.com/toolhost/toolhost/journal"
 	"github.com/toolhost/toolhost/server/admin"
@@ -13,20 +13,23 @@ import (
 // executionFilters are the /tool-executions filters the page's form
 // offers, read by admin.ExecutionQuery exactly as the REST route reads them.
 var executionFilters = []string{"session_id", "floor_id", "run_id", "page_id", "caller_slot", "face", "tool_name", "status",
-	"lifecycle_state", "commit_outcome", "provider_type", "sort_by", "sort_order", "limit", "offset"}
+	"lifecycle_state", "commit_outcome", "provider_type", "sort_by", "sort_order", "limit"}
 
 type executionsData struct {
 	Rows    []admin.ExecutionView
-	Total   int
 	Filters map[string]string
-	Prev    string // query of the previous page, "" on the first
-	Next    string // query of the next page, "" on the last
-	Offset  int
+	// First, Prev and Next are the links to the first page (when not on
+	// it), the page before (newer, in the default order) and the page
+	// after: built here from url.Values, so template.URL keeps their
+	// query string whole (html/template would escape its = and &).
+	First, Prev, Next template.URL
+	Asc               bool // oldest first: the links say Previous and Next
 }
 
-// executions lists the account's journal with the REST route's filters.
-// Unlike GET /tool-executions it needs no session, floor or run: the
-// console browses the account's whole journal.
+// executions lists the account's journal with the REST route's filters,
+// by keyset (journal.ListPage): a page costs its own rows however deep,
+// and no total is counted. Unlike GET /tool-executions it needs no
+// session, floor or run: the console browses the account's whole journal.
 func (c *Console) executions(w http.ResponseWriter, r *http.Request, rq *request) {
 	account, ok := rq.account(r)
 	if !ok {
@@ -42,25 +45,7 @@ func (c *Console) executions(w http.ResponseWriter, r *http.Request, rq *request
 			d.Filters[name] = s
 		}
 	}
-	vw := view{Title: "Executions", Nav: "executions", Account: account, Data: d}
-	q, err := admin.ExecutionQuery(v, account, c.o.Slots)
-	if err != nil {
-		vw.Error = err.Error()
-		c.render(w, http.StatusBadRequest, "executions", rq, vw)
-		return
-	}
-	recs, total, err := c.o.Journal.List(r.Context(), q)
-	if err != nil {
-		c.o.Logger.Error("console: executions", "err", err)
-		vw.Error = "the journal cannot be read right now"
-		c.render(w, http.StatusServiceUnavailable, "executions", rq, vw)
-		return
-	}
-	d.Total, d.Offset = total, q.Offset
-	for _, rec := range recs {
-		d.Rows = append(d.Rows, admin.Execution(rec))
-	}
-	page := func(off int) string {
+	page := func(cursor string) template.URL {
 		p := url.Values{}
 		for k, s := range d.Filters {
 			p.Set(k, s)
@@ -68,14 +53,43 @@ func (c *Console) executions(w http.ResponseWriter, r *http.Request, rq *request
 		if account != rq.AccountID {
 			p.Set("account", account)
 		}
-		p.Set("offset", strconv.Itoa(off))
-		return p.Encode()
+		if cursor != "" {
+			p.Set("cursor", cursor)
+		}
+		return template.URL("/console/executions?" + p.Encode()) //nolint:gosec // built from url.Values, a path of our own
 	}
-	if q.Offset > 0 {
-		d.Prev = page(max(0, q.Offset-q.Limit))
+	vw := view{Title: "Executions", Nav: "executions", Account: account, Data: d}
+	q, err := admin.ExecutionQuery(v, account, c.o.Slots)
+	if err != nil {
+		vw.Error = err.Error()
+		c.render(w, http.StatusBadRequest, "executions", rq, vw)
+		return
 	}
-	if q.Offset+len(recs) < total {
-		d.Next = page(q.Offset + len(recs))
+	q.NoTotal, d.Asc = true, q.Asc
+	cursor := r.URL.Query().Get("cursor")
+	if cursor != "" {
+		d.First = page("")
+	}
+	pg, err := journal.ListPage(r.Context(), c.o.Journal, q, cursor)
+	switch {
+	case errors.Is(err, journal.ErrInvalidCursor):
+		vw.Error = "this page link was not made for these filters and this account, or was changed: start from the first page (" + err.Error() + ")"
+		c.render(w, http.StatusBadRequest, "executions", rq, vw)
+		return
+	case err != nil:
+		c.o.Logger.Error("console: executions", "err", err)
+		vw.Error = "the journal cannot be read right now"
+		c.render(w, http.StatusServiceUnavailable, "executions", rq, vw)
+		return
+	}
+	for _, rec := range pg.Records {
+		d.Rows = append(d.Rows, admin.Execution(rec))
+	}
+	if pg.Prev != "" {
+		d.Prev = page(pg.Prev)
+	}
+	if pg.Next != "" {
+		d.Next = page(pg.Next)
 	}
 	c.render(w, http.StatusOK, "executions", rq, vw)
 }

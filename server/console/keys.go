@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -154,12 +155,39 @@ func (c *Console) revokeKey(w http.ResponseWriter, r *http.Request, rq *request)
 // extraPage serves one of Options.Pages.
 func (c *Console) extraPage(p Page) func(http.ResponseWriter, *http.Request, *request) {
 	return func(w http.ResponseWriter, r *http.Request, rq *request) {
-		body, err := p.Render(r.Context(), rq.Viewer)
-		if err != nil {
-			c.o.Logger.Error("console: page", "path", p.Path, "err", err)
-			c.render(w, http.StatusServiceUnavailable, "extra", rq, view{Title: p.Title, Nav: p.Path, Error: "this page cannot be shown right now"})
-			return
-		}
-		c.render(w, http.StatusOK, "extra", rq, view{Title: p.Title, Nav: p.Path, Data: body})
+		c.showExtra(w, r, rq, p, http.StatusOK, "", "")
 	}
+}
+
+// extraPost takes a form of one of Options.Pages and shows the page again
+// with the outcome.
+func (c *Console) extraPost(p Page) func(http.ResponseWriter, *http.Request, *request) {
+	return func(w http.ResponseWriter, r *http.Request, rq *request) {
+		notice, msg, status := p.Post(r.Context(), c.pageViewer(rq), r.PostForm)
+		if status == 0 {
+			status = http.StatusOK
+		}
+		c.showExtra(w, r, rq, p, status, notice, msg)
+	}
+}
+
+func (c *Console) showExtra(w http.ResponseWriter, r *http.Request, rq *request, p Page, status int, notice, msg string) {
+	body, err := p.Render(r.Context(), c.pageViewer(rq))
+	if err != nil {
+		c.o.Logger.Error("console: page", "path", p.Path, "err", err)
+		c.render(w, http.StatusServiceUnavailable, "extra", rq, view{Title: p.Title, Nav: p.Path, Error: "this page cannot be shown right now"})
+		return
+	}
+	c.render(w, status, "extra", rq, view{Title: p.Title, Nav: p.Path, Data: body, Notice: notice, Error: msg})
+}
+
+// pageViewer is the viewer handed to a Page: with the session's CSRF
+// token and the REST API as the session's key.
+func (c *Console) pageViewer(rq *request) Viewer {
+	v := rq.Viewer
+	v.CSRF = rq.csrf
+	v.API = func(ctx context.Context, method, path string, body, out any) (int, string, error) {
+		return c.apiCall(ctx, rq, method, path, body, out)
+	}
+	return v
 }

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"fmt"
+	"html/template"
 	"net/http"
 	"slices"
 	"sort"
@@ -40,6 +41,8 @@ type overviewData struct {
 	Scanned   int
 	Since     time.Time
 	RunCode   string
+	// Extra are the Overview fragments of Options.Pages (the job queue's).
+	Extra []template.HTML
 }
 
 func (c *Console) overview(w http.ResponseWriter, r *http.Request, rq *request) {
@@ -54,6 +57,18 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, rq *request) 
 		c.render(w, http.StatusServiceUnavailable, "overview", rq, view{Title: "Overview", Nav: "overview", Account: account, Error: "the journal cannot be read right now"})
 		return
 	}
+	for _, p := range c.o.Pages {
+		// A page's figures are the viewer's own account's.
+		if p.Overview == nil || account != rq.AccountID {
+			continue
+		}
+		frag, err := p.Overview(r.Context(), c.pageViewer(rq))
+		if err != nil {
+			c.o.Logger.Error("console: overview", "page", p.Path, "err", err)
+			frag = template.HTML(`<p class="hint">` + template.HTMLEscapeString(p.Title) + `: cannot be read right now.</p>`) //nolint:gosec // escaped
+		}
+		d.Extra = append(d.Extra, frag)
+	}
 	c.render(w, http.StatusOK, "overview", rq, view{Title: "Overview", Nav: "overview", Account: account, Data: d})
 }
 
@@ -63,14 +78,16 @@ func (c *Console) stats(ctx context.Context, account string) (*overviewData, err
 	now := c.o.Now()
 	d := &overviewData{Since: now.Add(-24 * time.Hour)}
 	by := map[[2]string]*toolStats{}
-	q := journal.Query{AccountID: account, SortBy: journal.SortStartedAt, Limit: 500}
+	// By keyset, without a count: a page costs its own 500 rows.
+	q := journal.Query{AccountID: account, SortBy: journal.SortStartedAt, Limit: 500, NoTotal: true, NoSeq: true}
+	cursor := ""
 	for d.Scanned < overviewScan {
-		recs, _, err := c.o.Journal.List(ctx, q)
+		pg, err := journal.ListPage(ctx, c.o.Journal, q, cursor)
 		if err != nil {
 			return nil, fmt.Errorf("overview: %w", err)
 		}
-		done := len(recs) < q.Limit
-		for _, rec := range recs {
+		done := pg.Next == ""
+		for _, rec := range pg.Records {
 			if rec.StartedAt.Before(d.Since) {
 				done = true
 				break
@@ -81,7 +98,7 @@ func (c *Console) stats(ctx context.Context, account string) (*overviewData, err
 		if done {
 			break
 		}
-		q.Offset += q.Limit
+		cursor = pg.Next
 	}
 	d.Capped = d.Scanned >= overviewScan
 	for _, s := range by {

@@ -1,0 +1,236 @@
+// The console's journal, jobs and cross-account approvals in a real
+// browser (Debian's /usr/bin/chromium, headless, playwright-core) against
+// `toolhost serve` (no --dev) on loopback: the executions page pages by
+// cursor (Older, Newer) keeping its filters, each call once; a changed
+// cursor is refused on the page. The jobs page lists the account's
+// background jobs and cancels a queued and a running one through the UI,
+// checked over REST. An admin sees and approves another account's pending
+// approval; that account's neighbour, naming it, is refused. Hostile text
+// is shown as text: no dialog, no console error (a CSP violation is one);
+// axe-core finds nothing serious or critical. The jobs page's screenshot
+// goes to docs/console/.
+
+import assert from "node:assert/strict";
+import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { chromium } from "playwright-core";
+import { startServer, tempDir } from "./lib/server.mjs";
+import { connectHTTP, textOf } from "./lib/mcp.mjs";
+
+const shots = new URL("../docs/console/", import.meta.url).pathname;
+const axeSource = await readFile(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+const XSS = `<script>alert("x")</script><img src=x onerror=alert("y")>`;
+
+let server, work, browser, admin;
+const accounts = {}; // name → secret
+const problems = []; // dialogs, console errors, page errors: none allowed
+const clients = [];
+
+before(async () => {
+  work = await tempDir("toolhost-console-journal-");
+  const config = join(work, "config.json");
+  await writeFile(config, JSON.stringify({ jobs: { workers: 1 }, tools: { require_approval: { random_choice: "always" } } }));
+  server = await startServer({ dev: false, args: ["--config", config] });
+  admin = server.logs().match(/th_[A-Za-z0-9_-]{32}/)?.[0];
+  assert.ok(admin, "the first start prints an admin key");
+  for (const name of ["acme", "globex"]) {
+    const r = await api("POST", "/admin/keys", admin, { account: name, name, scopes: ["mcp", "tools"] });
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+    accounts[name] = r.body.secret;
+  }
+  await mkdir(shots, { recursive: true });
+  browser = await chromium.launch({
+    executablePath: "/usr/bin/chromium",
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+});
+
+after(async () => {
+  for (const c of clients) await c.close().catch(() => {});
+  await browser?.close();
+  await server?.stop();
+  if (work) await rm(work, { recursive: true, force: true });
+});
+
+async function api(method, path, key, body) {
+  const res = await fetch(server.base + path, {
+    method,
+    headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  return { status: res.status, body: await res.json().catch(() => null) };
+}
+
+async function mcp(key) {
+  const client = await connectHTTP(server.mcpURL, { headers: { Authorization: `Bearer ${key}` }, name: "console-journal-e2e" });
+  clients.push(client);
+  return client;
+}
+
+async function signIn(key) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  page.on("dialog", async (d) => {
+    problems.push(`dialog on ${page.url()}: ${d.message()}`);
+    await d.dismiss();
+  });
+  page.on("console", (m) => {
+    if (/^Failed to load resource: the server responded with a status of 4\d\d/.test(m.text())) return;
+    if (m.type() === "error" || m.type() === "warning") problems.push(`console ${m.type()} on ${page.url()}: ${m.text()}`);
+  });
+  page.on("pageerror", (e) => problems.push(`page error on ${page.url()}: ${e.message}`));
+  await page.goto(server.base + "/console/sign-in");
+  await page.fill("#api_key", key);
+  await Promise.all([page.waitForURL(/\/console\/overview$/), page.click("button[type=submit]")]);
+  return { context, page };
+}
+
+async function accessible(page) {
+  const result = await page.evaluate(async (src) => {
+    (0, eval)(src);
+    const r = await globalThis.axe.run(document, { resultTypes: ["violations"] });
+    return r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(" ")).slice(0, 3) }));
+  }, axeSource);
+  const bad = result.filter((v) => v.impact === "serious" || v.impact === "critical");
+  assert.deepEqual(bad, [], `${page.url()}: ${JSON.stringify(bad)}`);
+}
+
+async function rowIDs(page) {
+  const hrefs = await page.locator("#executions tbody a").evaluateAll((as) => as.map((a) => a.getAttribute("href")));
+  return hrefs.map((h) => h.split("/").pop().split("?")[0]);
+}
+
+test("executions: Older and Newer page by cursor, keeping the filters, each call once", async () => {
+  const client = await mcp(accounts.acme);
+  for (let i = 0; i < 12; i++) {
+    const r = await client.callTool({ name: "get_time", arguments: {} });
+    assert.ok(!r.isError, textOf(r));
+  }
+  await client.callTool({ name: "roll_dice", arguments: { sides: 6 } });
+  const { context, page } = await signIn(accounts.acme);
+  await page.goto(server.base + "/console/executions?tool_name=get_time&limit=5");
+  const pages = [await rowIDs(page)];
+  await accessible(page);
+  while (await page.locator("#next-page").count()) {
+    await Promise.all([page.waitForURL(/cursor=/), page.click("#next-page")]);
+    assert.match(page.url(), /tool_name=get_time/);
+    assert.match(page.url(), /limit=5/);
+    pages.push(await rowIDs(page));
+    assert.ok(pages.length < 10, "the pages do not end");
+  }
+  assert.deepEqual(pages.map((p) => p.length), [5, 5, 2]);
+  const all = pages.flat();
+  assert.equal(new Set(all).size, 12, "a call was shown twice");
+  await accessible(page);
+  // Newer from the last page is the second one again.
+  await page.click("#prev-page");
+  await page.waitForLoadState();
+  assert.deepEqual(await rowIDs(page), pages[1]);
+  // A changed cursor is refused on the page, showing nothing.
+  const u = new URL(page.url());
+  u.searchParams.set("cursor", u.searchParams.get("cursor").slice(0, -3) + "AAA");
+  const res = await page.goto(u.toString());
+  assert.equal(res.status(), 400);
+  assert.match(await page.textContent("[role=alert]"), /first page/);
+  assert.equal(await page.locator("#executions tbody a").count(), 0);
+  // The same calls over REST, by next_cursor.
+  const sess = (await api("GET", `/tool-executions/${all[0]}`, accounts.acme)).body.data.session_id;
+  let rest = await api("GET", `/tool-executions?session_id=${sess}&tool_name=get_time&limit=5`, accounts.acme);
+  const restIDs = rest.body.data.map((r) => r.id);
+  while (rest.body.meta.next_cursor) {
+    rest = await api("GET", `/tool-executions?session_id=${sess}&tool_name=get_time&limit=5&cursor=${encodeURIComponent(rest.body.meta.next_cursor)}`, accounts.acme);
+    restIDs.push(...rest.body.data.map((r) => r.id));
+  }
+  assert.deepEqual(restIDs, all);
+  await context.close();
+  assert.deepEqual(problems, []);
+});
+
+/** The execution over REST once pred holds (polled: the state is the server's). */
+async function executionWhen(id, key, pred) {
+  for (let i = 0; i < 600; i++) {
+    const r = await api("GET", `/tool-executions/${id}`, key);
+    if (r.status === 200 && pred(r.body.data)) return r.body.data;
+    await new Promise((res) => setTimeout(res, 50));
+  }
+  throw new Error(`execution ${id} never reached the state`);
+}
+
+async function defer(client, code) {
+  const res = await client.callTool({ name: "run_code", arguments: { code, timeout_ms: 60000 }, _meta: { "toolhost/delivery": "async_job" } });
+  assert.equal(res.isError ?? false, false, JSON.stringify(res));
+  return res.structuredContent.execution_id;
+}
+
+test("jobs: the page lists the account's jobs; a queued and a running one cancelled in the UI are cancelled over REST", async () => {
+  const client = await mcp(accounts.acme);
+  const running = await defer(client, "import time\ntime.sleep(50)\nprint('not this')");
+  await executionWhen(running, accounts.acme, (x) => x.status === "running");
+  const queued = await defer(client, "print('never')"); // one worker: it waits
+  const { context, page } = await signIn(accounts.acme);
+  assert.match(await page.textContent("#job-figures"), /Queue depth/);
+  await page.goto(server.base + "/console/jobs");
+  await accessible(page);
+  assert.match(await page.textContent(`#job-${running}`), /running/);
+  assert.match(await page.textContent(`#job-${queued}`), /queued/);
+  assert.equal(await page.textContent("#jobs-queued"), "1");
+  await page.screenshot({ path: join(shots, "jobs.png"), fullPage: true });
+
+  await page.locator(`#job-${queued} button`).click();
+  await page.waitForSelector("#notice");
+  assert.match(await page.textContent("#notice"), /cancelled/);
+  const q = await executionWhen(queued, accounts.acme, (x) => x.lifecycle_state === "finished");
+  assert.equal(q.state, "cancelled_before_commit");
+  assert.equal(await page.locator(`#job-${queued} button`).count(), 0, "an ended job keeps its Cancel button");
+
+  await page.locator(`#job-${running} button`).click();
+  await page.waitForSelector("#notice");
+  assert.match(await page.textContent("#notice"), /told to stop|cancelled/);
+  const r = await executionWhen(running, accounts.acme, (x) => x.lifecycle_state === "finished");
+  assert.notEqual(r.status, "success");
+  assert.doesNotMatch(JSON.stringify(r.result ?? {}), /not this/);
+  // Another account's job: the REST route's 404, through a forged post.
+  const globex = await signIn(accounts.globex);
+  await globex.page.goto(server.base + "/console/jobs");
+  assert.equal(await globex.page.locator(`#job-${queued}`).count(), 0);
+  const csrf = await globex.page.getAttribute("input[name=csrf]", "value");
+  const forged = await globex.context.request.post(`${server.base}/console/jobs`, { form: { id: running, csrf }, maxRedirects: 0 });
+  assert.equal(forged.status(), 404);
+  await globex.context.close();
+  await context.close();
+  assert.deepEqual(problems, []);
+});
+
+test("approvals: an admin sees and approves another account's pending approval; an account key does not see it", async () => {
+  const client = await mcp(accounts.globex);
+  const wait = (await client.callTool({ name: "random_choice", arguments: { options: [XSS, "tea"] } }))._meta?.["toolhost/error"] ?? {};
+  assert.equal(wait.code, "approval_required");
+
+  const acme = await signIn(accounts.acme);
+  await acme.page.goto(server.base + "/console/approvals");
+  assert.equal(await acme.page.locator(`#approval-${wait.approval_id}`).count(), 0);
+  const refused = await acme.page.goto(server.base + "/console/approvals?account=globex");
+  assert.equal(refused.status(), 403);
+  assert.equal(await acme.page.locator(`#approval-${wait.approval_id}`).count(), 0);
+  await acme.context.close();
+
+  const { context, page } = await signIn(admin);
+  await page.goto(server.base + "/console/approvals");
+  await page.fill("#account-select", "globex");
+  await Promise.all([page.waitForURL(/account=globex/), page.click("form.account button")]);
+  const card = page.locator(`#approval-${wait.approval_id}`);
+  const args = await card.locator(".args").textContent();
+  assert.ok(args.includes("<script>alert(") && args.includes("<img src=x onerror=alert("), `the arguments are shown as text: ${args}`);
+  assert.equal(await page.locator("main img, main script").count(), 0);
+  await accessible(page);
+  await card.locator("button[value=approve]").click();
+  await page.waitForSelector("#notice");
+  const r = await api("GET", `/approvals/${wait.approval_id}`, accounts.globex);
+  assert.equal(r.body.data.status, "approved");
+  await context.close();
+  assert.deepEqual(problems, []);
+});
