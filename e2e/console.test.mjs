@@ -376,6 +376,33 @@ test("remote MCP servers: one registered in the console is in the runtime catalo
   await page.waitForSelector("#notice");
   assert.match(await page.textContent("#notice"), /Refreshed demo: live/);
 
+  // Per-tool overrides, edited on the page and read back over REST and in
+  // the runtime catalog; a combination REST refuses is its error, shown.
+  await page.locator("#server-demo details.overrides summary").click();
+  const echo = page.locator("#server-demo form.override[data-tool=echo]");
+  await echo.locator("select[name=side_effect_level]").selectOption("none");
+  await echo.locator("select[name=require_approval]").selectOption("never");
+  await echo.locator("select[name=async_capability]").selectOption("deferred_ok");
+  await echo.locator("select[name=default_delivery_mode]").selectOption("inline");
+  await echo.locator("input[name=slots_set]").check();
+  await echo.locator("input[name=allowed_slots][value=narrator]").check();
+  await echo.locator("button[value=override]").click();
+  await page.waitForSelector("#notice");
+  assert.match(await page.textContent("#notice"), /override of echo/);
+  const over = (await api("GET", "/mcp-servers", accounts.acme.secret)).body.data.find((s) => s.name === "demo").tools.echo;
+  assert.deepEqual(over, { side_effect_level: "none", require_approval: "never", async_capability: "deferred_ok", default_delivery_mode: "inline", allowed_slots: ["narrator"] });
+  const governed = (await api("GET", "/sessions/sess_console/tools/runtime", accounts.acme.secret)).body.data.tools.find((t) => t.name === "demo__echo");
+  assert.equal(governed.side_effect_level, "none");
+  assert.equal(governed.side_effect_level_basis, "account_override");
+  assert.deepEqual(governed.allowed_slots, ["narrator"]);
+  await page.locator("#server-demo details.overrides summary").click();
+  await echo.locator("select[name=async_capability]").selectOption("inline_only");
+  await echo.locator("select[name=default_delivery_mode]").selectOption("async_job");
+  await echo.locator("button[value=override]").click();
+  await page.waitForSelector("[role=alert]");
+  assert.match(await page.textContent("[role=alert]"), /validation_error.*async_job needs async_capability deferred_ok/);
+  assert.equal((await api("GET", "/mcp-servers", accounts.acme.secret)).body.data.find((s) => s.name === "demo").tools.echo.default_delivery_mode, "inline");
+
   // Hostile text: a URL with markup (nothing answers there), a name the API refuses.
   await form.locator("input[name=name]").fill("hostile");
   await form.locator("input[name=url]").fill(`http://127.0.0.1:9/mcp?q=${XSS}`);
@@ -402,12 +429,14 @@ test("remote MCP servers: one registered in the console is in the runtime catalo
   await visit(globex.page, "/console/mcp-servers");
   assert.equal(await globex.page.locator("#server-demo").count(), 0);
   const csrf = await globex.page.getAttribute("input[name=csrf]", "value");
-  for (const action of ["refresh", "delete"]) {
-    const res = await globex.context.request.post(`${server.base}/console/mcp-servers/${demo.id}`, { form: { csrf, action }, headers: { Origin: server.base } });
+  for (const action of ["refresh", "delete", "override"]) {
+    const res = await globex.context.request.post(`${server.base}/console/mcp-servers/${demo.id}`, { form: { csrf, action, tool: "echo", side_effect_level: "irreversible" }, headers: { Origin: server.base } });
     assert.equal(res.status(), 404, action);
   }
   await globex.context.close();
-  assert.equal((await api("GET", `/mcp-servers/${demo.id}`, accounts.acme.secret)).status, 200);
+  const kept = await api("GET", `/mcp-servers/${demo.id}`, accounts.acme.secret);
+  assert.equal(kept.status, 200);
+  assert.equal(kept.body.data.tools.echo.side_effect_level, "none", "another account's forged override changed nothing");
   assert.deepEqual(problems, []);
 });
 
@@ -419,6 +448,202 @@ test("sign-out ends the session; on a phone the pages still read", async () => {
   await page.waitForURL(/\/console\/sign-in$/);
   await page.goto(server.base + "/console/overview");
   assert.match(page.url(), /\/console\/sign-in$/);
+  await context.close();
+  assert.deepEqual(problems, []);
+});
+
+test("tool definitions: created, edited, toggled and deleted in the console, as REST sees them; script handlers refused as REST refuses them", async () => {
+  const { context, page } = await signIn(accounts.acme.secret);
+  await visit(page, "/console/tool-definitions");
+  const form = page.locator("form.defform");
+  await form.locator("input[name=name]").fill("console_def");
+  await form.locator("textarea[name=description]").fill(`made in the console ${XSS}`);
+  await form.locator("textarea[name=parameters]").fill(JSON.stringify({ type: "object", properties: { q: { type: "string", description: XSS } }, required: ["q"] }));
+  await form.locator("select[name=side_effect_level]").selectOption("sandbox");
+  await form.locator("input[name=allowed_slots][value=narrator]").check();
+  await form.locator("button[type=submit]").click();
+  await page.waitForSelector("#notice");
+  assert.match(await page.textContent("#notice"), /Created console_def/);
+  let defs = (await api("GET", "/tools/definitions", accounts.acme.secret)).body.data;
+  const def = defs.find((d) => d.name === "console_def");
+  assert.equal(def.description, `made in the console ${XSS}`);
+  assert.equal(def.side_effect_level, "sandbox");
+  assert.deepEqual(def.allowed_slots, ["narrator"]);
+  assert.equal(def.enabled, true);
+  assert.equal(await page.locator("main img, main script").count(), 0, "a description's markup became an element");
+  assert.ok((await page.textContent(`#def-${def.id} .def-desc`)).includes(XSS));
+
+  // A script handler: this server leaves ENABLE_UNSAFE_SCRIPT_HANDLER
+  // unset, so REST refuses it, and the page shows REST's answer and keeps
+  // what was typed.
+  await form.locator("input[name=name]").fill("console_script");
+  await form.locator("input[name=handler_type][value=script]").check();
+  await form.locator("textarea[name=script]").fill("return args.q");
+  await form.locator("button[type=submit]").click();
+  await page.waitForSelector("[role=alert]");
+  assert.match(await page.textContent("[role=alert]"), /tool_script_handler_disabled: .*ENABLE_UNSAFE_SCRIPT_HANDLER/);
+  assert.equal(await form.locator("input[name=name]").inputValue(), "console_script");
+  // A schema REST refuses: its validation error names the field.
+  await form.locator("input[name=handler_type][value=none]").check();
+  await form.locator("textarea[name=parameters]").fill(`{"type": "string"}`);
+  await form.locator("button[type=submit]").click();
+  await page.waitForSelector("[role=alert]");
+  assert.match(await page.textContent("[role=alert]"), /validation_error: parameters/);
+  assert.equal((await api("GET", "/tools/definitions", accounts.acme.secret)).body.data.filter((d) => d.name === "console_script").length, 0);
+
+  // Edit, toggle and delete, each checked over REST.
+  await visit(page, `/console/tool-definitions/${def.id}`, "tool-definition-edit");
+  const edit = page.locator("form.defform");
+  await edit.locator("textarea[name=description]").fill("edited in the console");
+  await edit.locator("button[value=update]").click();
+  await page.waitForSelector("#notice");
+  assert.equal((await api("GET", `/tools/definitions/${def.id}`, accounts.acme.secret)).body.data.description, "edited in the console");
+  await page.locator(`#def-${def.id} button[value=toggle]`).click();
+  await page.waitForSelector("#notice");
+  assert.match(await page.textContent("#notice"), /console_def disabled/);
+  assert.equal((await api("GET", `/tools/definitions/${def.id}`, accounts.acme.secret)).body.data.enabled, false);
+  await visit(page, "/console/tool-definitions", "tool-definitions");
+
+  // Another account: not listed, not editable, not deletable, by page or forged post.
+  const globex = await signIn(accounts.globex.secret);
+  await visit(globex.page, "/console/tool-definitions");
+  assert.equal(await globex.page.locator(`#def-${def.id}`).count(), 0);
+  assert.equal((await globex.page.goto(`${server.base}/console/tool-definitions/${def.id}`)).status(), 404);
+  const csrf = await globex.page.getAttribute("input[name=csrf]", "value");
+  for (const form of [{ action: "delete" }, { action: "toggle", enabled: "true" }, { action: "update", name: "stolen", side_effect_level: "none" }]) {
+    const res = await globex.context.request.post(`${server.base}/console/tool-definitions/${def.id}`, { form: { csrf, ...form }, headers: { Origin: server.base } });
+    assert.equal(res.status(), 404, form.action);
+  }
+  await globex.context.close();
+  const still = (await api("GET", `/tools/definitions/${def.id}`, accounts.acme.secret)).body.data;
+  assert.equal(still.name, "console_def");
+  assert.equal(still.enabled, false);
+
+  await page.locator(`#def-${def.id} button[value=delete]`).click();
+  await page.waitForSelector("#notice");
+  assert.equal((await api("GET", `/tools/definitions/${def.id}`, accounts.acme.secret)).status, 404);
+  await context.close();
+  assert.deepEqual(problems, []);
+});
+
+test("sessions: permissions set in the console are in the session's runtime tools, and PATCH merges per slot", async () => {
+  const { context, page } = await signIn(accounts.acme.secret);
+  await visit(page, "/console/sessions");
+  await page.locator("input[name=new_id]").fill("sess_perms");
+  await page.locator("form[method=post][action='/console/sessions'] button").click();
+  await page.waitForSelector("#permissions");
+  assert.match(await page.textContent("#notice"), /Created session sess_perms/);
+
+  // Replace: narrator may run get_time only.
+  const put = page.locator("#put-form");
+  await put.locator("input[name='allow_set.narrator']").check();
+  await put.locator("input[name='allow.narrator']").fill("get_time");
+  await put.locator("input[name=max_calls_per_turn]").fill("5");
+  await put.locator("button[type=submit]").click();
+  await page.waitForSelector("#notice");
+  let perms = (await api("GET", "/sessions/sess_perms/tool-permissions", accounts.acme.secret)).body.data;
+  assert.deepEqual(perms.slot_allow_list, { narrator: ["get_time"] });
+  assert.equal(perms.max_calls_per_turn, 5);
+  const runtime = (await api("GET", "/sessions/sess_perms/tools/runtime?slot=narrator", accounts.acme.secret)).body.data.tools;
+  assert.equal(runtime.find((t) => t.name === "get_time").availability, "available");
+  assert.equal(runtime.find((t) => t.name === "roll_dice").availability, "unavailable");
+
+  // Merge: director gets its own list; narrator's stays (the seed's rule).
+  const patch = page.locator("#patch-form");
+  await patch.locator("select[name=slot]").selectOption("director");
+  await patch.locator("input[name=allow_change]").check();
+  await patch.locator("input[name=allow]").fill("roll_dice, get_time");
+  await patch.locator("button[type=submit]").click();
+  await page.waitForSelector("#notice");
+  perms = (await api("GET", "/sessions/sess_perms/tool-permissions", accounts.acme.secret)).body.data;
+  assert.deepEqual(perms.slot_allow_list, { narrator: ["get_time"], director: ["roll_dice", "get_time"] });
+  assert.equal(perms.max_calls_per_turn, 5, "a field the merge did not send is kept");
+
+  // The page shows the runtime catalog for a slot, with the rule that refused.
+  await visit(page, "/console/sessions?id=sess_perms&slot=narrator", "sessions");
+  assert.match(await page.textContent("#runtime tr[data-tool=roll_dice] .rt-availability"), /unavailable: roll_dice is not on the allow list of slot narrator/);
+  assert.match(await page.textContent("#runtime tr[data-tool=get_time] .rt-availability"), /^available/);
+  // A value REST refuses: its validation error, shown.
+  await patch.locator("input[name=max_calls_per_turn]").fill("99999");
+  await patch.locator("button[type=submit]").click();
+  await page.waitForSelector("[role=alert]");
+  assert.match(await page.textContent("[role=alert]"), /validation_error: .*max_calls_per_turn/);
+  // A tool name holding markup: refused by REST, shown as text.
+  await patch.locator("input[name=deny_change]").check();
+  await patch.locator("input[name=deny]").fill(`<img src=x onerror=alert(1)>`);
+  await patch.locator("button[type=submit]").click();
+  await page.waitForSelector("[role=alert]");
+  assert.match(await page.textContent("[role=alert]"), /validation_error/);
+  assert.equal(await page.locator("main img, main script").count(), 0);
+
+  // Another account: the session is not found through the page or a forged post.
+  const globex = await signIn(accounts.globex.secret);
+  assert.equal((await globex.page.goto(`${server.base}/console/sessions?id=sess_perms`)).status(), 404);
+  const csrf = await globex.page.getAttribute("input[name=csrf]", "value");
+  const res = await globex.context.request.post(`${server.base}/console/sessions/sess_perms/permissions`, { form: { csrf, mode: "put", enabled: "false" }, headers: { Origin: server.base } });
+  assert.equal(res.status(), 404);
+  await globex.context.close();
+  assert.equal((await api("GET", "/sessions/sess_perms/tool-permissions", accounts.acme.secret)).body.data.enabled, true);
+  await context.close();
+  assert.deepEqual(problems, []);
+});
+
+test("playground: a run from a form made from the schema is journaled with its arguments; hostile arguments and results are text", async () => {
+  assert.equal((await api("POST", "/sessions", accounts.acme.secret, { id: "sess_play" })).status, 201);
+  const { context, page } = await signIn(accounts.acme.secret);
+  await visit(page, "/console/playground");
+  await page.locator("input[name=session]").fill("sess_play");
+  await page.locator("form[action='/console/playground'] button").first().click();
+  await page.waitForSelector("select[name=tool]");
+  await page.locator("select[name=tool]").selectOption("random_choice");
+  await page.locator("form[method=get] button").click();
+  await page.waitForSelector("#run-form");
+  // The array field is a JSON textarea, required and labelled.
+  const options = page.getByLabel(/^options/);
+  assert.equal(await options.evaluate((el) => el.tagName), "TEXTAREA");
+  assert.equal(await options.getAttribute("required"), "");
+  await options.fill(JSON.stringify([XSS]));
+  await page.locator("#run-form button[type=submit]").click();
+  await page.waitForSelector("#result");
+  const execID = (await page.textContent("#result-execution")).trim();
+  assert.equal(await page.getAttribute("#result-execution", "href"), `/console/executions/${execID}`);
+  assert.ok((await page.textContent("#result-text")).includes(XSS), "the result's markup is shown as text");
+  assert.equal(await page.locator("main img, main script").count(), 0);
+  await shot(page, "playground");
+  await accessible(page);
+  const journal = (await api("GET", "/tool-executions?session_id=sess_play", accounts.acme.secret)).body.data;
+  const rec = journal.find((r) => r.id === execID);
+  assert.ok(rec, JSON.stringify(journal));
+  assert.equal(rec.tool_name, "random_choice");
+  assert.equal(rec.face, "console");
+  assert.deepEqual(rec.args, { options: [XSS] });
+  assert.equal(rec.account_id, "acme");
+  await page.locator("#result-execution").click();
+  await page.waitForURL(new RegExp(`/console/executions/${execID}$`));
+
+  // A tool's error and the pipeline's validation error, shown as text.
+  await page.goto(`${server.base}/console/playground?session=sess_play&tool=get_time`);
+  await page.getByLabel(/^timezone/).fill(`Mars/<b>Olympus</b>`);
+  await page.locator("#run-form button[type=submit]").click();
+  await page.waitForSelector("#result");
+  assert.equal(await page.locator("main b").count(), 0);
+  await page.goto(`${server.base}/console/playground?session=sess_play&tool=random_choice`);
+  await page.getByLabel(/^options/).fill("[]");
+  await page.locator("#run-form button[type=submit]").click();
+  await page.waitForSelector("[role=alert]");
+  assert.match(await page.textContent("[role=alert]"), /invalid_arguments/);
+  assert.equal(await page.textContent("#result-status"), "error — invalid_arguments");
+
+  // Another account cannot run in acme's session, nor see its tools.
+  const globex = await signIn(accounts.globex.secret);
+  assert.equal((await globex.page.goto(`${server.base}/console/playground?session=sess_play`)).status(), 404);
+  const csrf = await globex.page.getAttribute("input[name=csrf]", "value");
+  const res = await globex.context.request.post(`${server.base}/console/playground`, { form: { csrf, session: "sess_play", tool: "get_time" }, headers: { Origin: server.base } });
+  assert.equal(res.status(), 404);
+  await globex.context.close();
+  const after = (await api("GET", "/tool-executions?session_id=sess_play", accounts.acme.secret)).body.data;
+  assert.ok(after.every((r) => r.account_id === "acme"));
+  assert.equal(after.filter((r) => r.tool_name === "get_time").length, 1, "globex's forged run did not run in acme's session");
   await context.close();
   assert.deepEqual(problems, []);
 });

@@ -2,12 +2,14 @@ package toolhost
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 
 	"github.com/toolhost/toolhost/internal/keys"
 	"github.com/toolhost/toolhost/server"
 	"github.com/toolhost/toolhost/server/console"
+	"github.com/toolhost/toolhost/tools"
 )
 
 // consoleRoutes builds the operator console over the REST routes already
@@ -32,6 +34,7 @@ func (a *App) consoleRoutes(rt *routeTable) (map[string]http.Handler, error) {
 		TraceURL: a.o.Config.Console.TraceURL,
 		Secure:   func(r *http.Request) bool { return r.TLS != nil || https },
 		RunCode:  func() any { return a.sandbox.Status() },
+		Pipeline: playground{a.exec, a.o.Dev},
 		Logger:   a.o.Logger,
 	})
 	if err != nil {
@@ -46,4 +49,22 @@ type devKeys struct{}
 
 func (devKeys) Authenticate(context.Context, string) (*keys.Key, error) {
 	return &keys.Key{ID: "dev", AccountID: server.DevIdentity.AccountID, Name: "dev", Scopes: keys.AllScopes}, nil
+}
+
+// playground is the console's Pipeline: the executor, with --dev's
+// identity in --dev (where the console's key is no key).
+type playground struct {
+	*tools.Executor
+	dev bool
+}
+
+func (p playground) Execute(ctx context.Context, pr tools.Proposal) (*tools.Outcome, error) {
+	if p.dev {
+		pr.Caller.Identity = server.DevIdentity
+	}
+	out, err := p.Executor.Execute(ctx, pr)
+	if err != nil {
+		return nil, fmt.Errorf("console playground: %w", err)
+	}
+	return out, nil
 }
