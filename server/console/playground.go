@@ -1,10 +1,12 @@
 package console
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -171,7 +173,7 @@ func (c *Console) runTool(w http.ResponseWriter, r *http.Request, rq *request) {
 
 func resultOf(out *tools.Outcome, args json.RawMessage) *runResult {
 	res := &runResult{ExecutionID: out.ExecutionID, Status: string(out.Status), IsError: out.IsError, Code: out.Code,
-		Message: out.Message, Text: out.Text, Structured: prettyJSON(out.Structured), Arguments: prettyJSON(args)}
+		Message: out.Message, Text: out.Text, Structured: readableJSON(out.Structured), Arguments: readableJSON(args)}
 	if eo, ok := out.ErrorObject(); ok {
 		var a string
 		if json.Unmarshal(eo.Details["approval_id"], &a) == nil {
@@ -181,13 +183,26 @@ func resultOf(out *tools.Outcome, args json.RawMessage) *runResult {
 	return res
 }
 
-// canRun reports whether the viewer's key may call tools: the scope the
+// CanRun reports whether the viewer's key may call tools: the scope the
 // console face needs, as /mcp does.
-func (v Viewer) CanRun() bool {
-	for _, s := range v.Scopes {
-		if s == keys.ScopeMCP {
-			return true
-		}
+func (v Viewer) CanRun() bool { return slices.Contains(v.Scopes, keys.ScopeMCP) }
+
+// readableJSON indents JSON with markup characters as they are (the page
+// escapes them): "<b>" rather than "\u003cb\u003e". Bytes that are not
+// JSON are shown as prettyJSON shows them.
+func readableJSON(raw json.RawMessage) string {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if len(raw) == 0 || dec.Decode(&v) != nil {
+		return prettyJSON(raw)
 	}
-	return false
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if enc.Encode(v) != nil {
+		return prettyJSON(raw)
+	}
+	return strings.TrimSuffix(out.String(), "\n")
 }

@@ -239,11 +239,7 @@ func limitValue(field, s string) (any, string) {
 
 // names splits a list of tool names typed with commas, spaces or lines.
 func names(s string) []string {
-	out := []string{}
-	for _, n := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\r' || r == '\t' }) {
-		out = append(out, n)
-	}
-	return out
+	return append([]string{}, strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\r' || r == '\t' })...)
 }
 
 // clipText shortens text from a form before it is echoed in a message.

@@ -14,7 +14,7 @@ import (
 	"github.com/toolhost/toolhost/server/console"
 )
 
-const hostile = `<script>alert(1)</script><img src=x onerror=alert(2)>‮evil​`
+const hostile = "<script>alert(1)</script><img src=x onerror=alert(2)>\u202eevil\u200b"
 
 // postPage posts a form with the page's own CSRF token, from the
 // console's origin, and returns the answer's status and body.
@@ -245,5 +245,65 @@ func TestPlaygroundRunsThroughThePipelineOnTheConsoleFace(t *testing.T) {
 	st, page := f.signIn(t, "acme-tools").postPage("/console/playground", url.Values{"session": {"sess_play"}, "tool": {"echo_args"}, "arg.text": {"x"}})
 	if st != http.StatusUnprocessableEntity || !strings.Contains(page, "scope_missing") {
 		t.Errorf("a key without the mcp scope: %d\n%s", st, page)
+	}
+}
+
+// TestNewFormsNeedTheTokenAndTheOrigin: every post of the new pages is
+// refused without the session's CSRF token or from another site, and
+// changes nothing.
+func TestNewFormsNeedTheTokenAndTheOrigin(t *testing.T) {
+	f := newFixture(t, console.Options{})
+	if st := f.rest(t, "acme", http.MethodPost, "/sessions", map[string]string{"id": "sess_x"}, nil); st != http.StatusCreated {
+		t.Fatalf("session: %d", st)
+	}
+	b := f.signIn(t, "acme")
+	_, page := b.get("/console/overview")
+	token := csrfOf(t, page)
+	for _, post := range []struct {
+		path string
+		form url.Values
+	}{
+		{"/console/tool-definitions", url.Values{"name": {"forged"}, "side_effect_level": {"none"}}},
+		{"/console/sessions", url.Values{"new_id": {"sess_forged"}}},
+		{"/console/sessions/sess_x/permissions", url.Values{"mode": {"put"}}},
+		{"/console/playground", url.Values{"session": {"sess_x"}, "tool": {"echo_args"}, "arg.text": {"x"}}},
+		{"/console/mcp-servers/any", url.Values{"action": {"override"}, "tool": {"echo"}}},
+	} {
+		for _, tc := range []struct {
+			name   string
+			token  string
+			header map[string]string
+		}{
+			{"no token", "", nil},
+			{"cross-site", token, map[string]string{"Sec-Fetch-Site": "cross-site"}},
+			{"foreign origin", token, map[string]string{"Origin": "https://evil.example"}},
+		} {
+			form := url.Values{}
+			for k, v := range post.form {
+				form[k] = v
+			}
+			if tc.token != "" {
+				form.Set("csrf", tc.token)
+			}
+			if resp := b.post(post.path, form, tc.header); resp.StatusCode != http.StatusForbidden {
+				t.Errorf("%s, %s: %d, want 403", post.path, tc.name, resp.StatusCode)
+			}
+		}
+	}
+	var defs struct {
+		Data []json.RawMessage `json:"data"`
+	}
+	f.rest(t, "acme", http.MethodGet, "/tools/definitions", nil, &defs)
+	recs, _, _ := f.exec.Journal().Store().List(context.Background(), journal.Query{AccountID: "acme", SessionID: "sess_x", Limit: 10})
+	if len(defs.Data) != 0 || len(recs) != 0 || f.rest(t, "acme", http.MethodGet, "/sessions/sess_forged", nil, nil) != http.StatusNotFound {
+		t.Errorf("a refused post changed something: %d definitions, %d runs", len(defs.Data), len(recs))
+	}
+	var perms struct {
+		Data struct {
+			AllowIrreversible bool `json:"allow_irreversible"`
+		} `json:"data"`
+	}
+	if f.rest(t, "acme", http.MethodGet, "/sessions/sess_x/tool-permissions", nil, &perms); !perms.Data.AllowIrreversible {
+		t.Error("a refused PUT replaced the permissions")
 	}
 }
