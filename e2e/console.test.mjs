@@ -94,6 +94,24 @@ async function mcp(key) {
   return client;
 }
 
+/**
+ * The signed-in context of key at the desktop size, made once for the file
+ * and shared by the tests (signing in through the page costs half a
+ * second on a busy machine; the sign-in tests still do it). Its close()
+ * does nothing: the browser closes it after the last test.
+ */
+const signedIn = new Map();
+async function as(key) {
+  if (!signedIn.has(key)) {
+    const { context, page } = await signIn(key);
+    const shared = new Proxy(context, {
+      get: (t, p) => (p === "close" ? async () => {} : typeof t[p] === "function" ? t[p].bind(t) : t[p]),
+    });
+    signedIn.set(key, { context: shared, page });
+  }
+  return signedIn.get(key);
+}
+
 /** A signed-in browser context for key; every page it opens is watched. */
 async function signIn(key, viewport = { width: 1280, height: 900 }) {
   const context = await newContext({ viewport });
@@ -120,8 +138,21 @@ function watch(page) {
   page.on("pageerror", (e) => problems.push(`page error on ${page.url()}: ${e.message}`));
 }
 
-/** axe-core on the page: no serious or critical violation. */
-async function accessible(page) {
+/**
+ * axe-core on the page: no serious or critical violation. It runs once
+ * per distinct page — viewport, signed-in account, path (ids folded) and
+ * query keys — unless the caller names a state of its own (a page after
+ * an action).
+ */
+const checked = new Set();
+async function accessible(page, state = "") {
+  const u = new URL(page.url());
+  const account = page.locator("#signed-account");
+  const who = (await account.count()) ? await account.textContent() : "";
+  const path = u.pathname.replace(/\/(executions|tool-definitions)\/[^/]+$/, "/$1/:id");
+  const key = [page.viewportSize()?.width, who, path, [...u.searchParams.keys()].sort().join(","), state].join("|");
+  if (checked.has(key)) return;
+  checked.add(key);
   const result = await page.evaluate(async (src) => {
     (0, eval)(src);
     const r = await globalThis.axe.run(document, { resultTypes: ["violations"] });
@@ -181,7 +212,7 @@ test("executions, overview and the XSS battery: hostile text is shown as text", 
   await assert.rejects(client.callTool({ name: XSS, arguments: {} }), /unknown tool/);
   for (let i = 0; i < 3; i++) await client.callTool({ name: "get_time", arguments: {} });
 
-  const { context, page } = await signIn(accounts.acme.secret);
+  const { context, page } = await as(accounts.acme.secret);
   await visit(page, "/console/overview", "overview");
   assert.ok(Number(await page.textContent("#calls-day")) >= 5);
   assert.match(await page.textContent("#per-tool"), /random_choice/);
@@ -229,7 +260,7 @@ test("approvals: a call waiting for approval runs once it is approved in the con
   const wait = first._meta?.["toolhost/error"] ?? {};
   assert.equal(wait.code, "approval_required", textOf(first));
 
-  const { context, page } = await signIn(accounts.acme.secret);
+  const { context, page } = await as(accounts.acme.secret);
   await visit(page, "/console/approvals", "approvals");
   const card = page.locator(`#approval-${wait.approval_id}`);
   assert.match(await card.locator(".tool").textContent(), /roll_dice/);
@@ -261,7 +292,7 @@ test("approvals: a call waiting for approval runs once it is approved in the con
 });
 
 test("keys: a key created in the console works on /mcp, and revoked there no longer does", async () => {
-  const { context, page } = await signIn(admin);
+  const { context, page } = await as(admin);
   await visit(page, "/console/keys?account=acme", "keys");
   assert.equal(await page.locator("#keys img, #keys script").count(), 0, "a key name's markup became an element");
   assert.ok((await page.textContent("#keys")).includes(`acme ${XSS}`));
@@ -304,7 +335,7 @@ test("tenancy: an account sees and acts on its own data only, forged and cross-s
   const pending = (await acmeClient.callTool({ name: "roll_dice", arguments: { sides: 12 } }))._meta["toolhost/error"];
   assert.equal(pending.code, "approval_required");
 
-  const { context, page } = await signIn(accounts.globex.secret);
+  const { context, page } = await as(accounts.globex.secret);
   await visit(page, "/console/executions");
   assert.ok(!(await page.content()).includes(acmeExec));
   let res = await page.goto(`${server.base}/console/executions/${acmeExec}`);
@@ -344,7 +375,7 @@ test("tenancy: an account sees and acts on its own data only, forged and cross-s
   });
   evil.listen(0, "127.0.0.2");
   await once(evil, "listening");
-  const acme = await signIn(accounts.acme.secret);
+  const acme = await as(accounts.acme.secret);
   const landed = acme.page.waitForResponse((r) => r.url().includes(`/console/approvals/${pending.approval_id}`));
   await acme.page.goto(`http://127.0.0.2:${evil.address().port}/`);
   assert.ok([401, 403].includes((await landed).status()));
@@ -356,7 +387,7 @@ test("tenancy: an account sees and acts on its own data only, forged and cross-s
 });
 
 test("remote MCP servers: one registered in the console is in the runtime catalog; hostile URLs and errors are text", async () => {
-  const { context, page } = await signIn(accounts.acme.secret);
+  const { context, page } = await as(accounts.acme.secret);
   await visit(page, "/console/mcp-servers");
   const form = page.locator("form[action='/console/mcp-servers']");
   await form.locator("input[name=name]").fill("demo");
@@ -418,14 +449,14 @@ test("remote MCP servers: one registered in the console is in the runtime catalo
   assert.match(await page.textContent("[role=alert]"), /validation_error/);
   assert.equal(await page.locator("main img, main script").count(), 0);
   await page.goto(server.base + "/console/mcp-servers");
-  await accessible(page);
+  await accessible(page, "with servers and overrides");
   await shot(page, "mcp-servers");
   const servers = await api("GET", "/mcp-servers", accounts.acme.secret);
   const demo = servers.body.data.find((s) => s.name === "demo");
   await context.close();
 
   // Another account cannot refresh or delete it, by page or forged post.
-  const globex = await signIn(accounts.globex.secret);
+  const globex = await as(accounts.globex.secret);
   await visit(globex.page, "/console/mcp-servers");
   assert.equal(await globex.page.locator("#server-demo").count(), 0);
   const csrf = await globex.page.getAttribute("input[name=csrf]", "value");
@@ -444,6 +475,8 @@ test("sign-out ends the session; on a phone the pages still read", async () => {
   const { context, page } = await signIn(accounts.acme.secret, { width: 390, height: 844 });
   await visit(page, "/console/executions", "phone-executions");
   await visit(page, "/console/overview", "phone-overview");
+  await visit(page, "/console/playground");
+  await visit(page, "/console/tool-definitions");
   await page.click(".who button[type=submit]");
   await page.waitForURL(/\/console\/sign-in$/);
   await page.goto(server.base + "/console/overview");
@@ -453,7 +486,7 @@ test("sign-out ends the session; on a phone the pages still read", async () => {
 });
 
 test("tool definitions: created, edited, toggled and deleted in the console, as REST sees them; script handlers refused as REST refuses them", async () => {
-  const { context, page } = await signIn(accounts.acme.secret);
+  const { context, page } = await as(accounts.acme.secret);
   await visit(page, "/console/tool-definitions");
   const form = page.locator("form.defform");
   await form.locator("input[name=name]").fill("console_def");
@@ -505,7 +538,7 @@ test("tool definitions: created, edited, toggled and deleted in the console, as 
   await visit(page, "/console/tool-definitions", "tool-definitions");
 
   // Another account: not listed, not editable, not deletable, by page or forged post.
-  const globex = await signIn(accounts.globex.secret);
+  const globex = await as(accounts.globex.secret);
   await visit(globex.page, "/console/tool-definitions");
   assert.equal(await globex.page.locator(`#def-${def.id}`).count(), 0);
   assert.equal((await globex.page.goto(`${server.base}/console/tool-definitions/${def.id}`)).status(), 404);
@@ -527,7 +560,7 @@ test("tool definitions: created, edited, toggled and deleted in the console, as 
 });
 
 test("sessions: permissions set in the console are in the session's runtime tools, and PATCH merges per slot", async () => {
-  const { context, page } = await signIn(accounts.acme.secret);
+  const { context, page } = await as(accounts.acme.secret);
   await visit(page, "/console/sessions");
   await page.locator("input[name=new_id]").fill("sess_perms");
   await page.locator("form[method=post][action='/console/sessions'] button").click();
@@ -577,7 +610,7 @@ test("sessions: permissions set in the console are in the session's runtime tool
   assert.equal(await page.locator("main img, main script").count(), 0);
 
   // Another account: the session is not found through the page or a forged post.
-  const globex = await signIn(accounts.globex.secret);
+  const globex = await as(accounts.globex.secret);
   assert.equal((await globex.page.goto(`${server.base}/console/sessions?id=sess_perms`)).status(), 404);
   const csrf = await globex.page.getAttribute("input[name=csrf]", "value");
   const res = await globex.context.request.post(`${server.base}/console/sessions/sess_perms/permissions`, { form: { csrf, mode: "put", enabled: "false" }, headers: { Origin: server.base } });
@@ -590,7 +623,7 @@ test("sessions: permissions set in the console are in the session's runtime tool
 
 test("playground: a run from a form made from the schema is journaled with its arguments; hostile arguments and results are text", async () => {
   assert.equal((await api("POST", "/sessions", accounts.acme.secret, { id: "sess_play" })).status, 201);
-  const { context, page } = await signIn(accounts.acme.secret);
+  const { context, page } = await as(accounts.acme.secret);
   await visit(page, "/console/playground");
   await page.locator("input[name=session]").fill("sess_play");
   await page.locator("form[action='/console/playground'] button").first().click();
@@ -610,7 +643,7 @@ test("playground: a run from a form made from the schema is journaled with its a
   assert.ok((await page.textContent("#result-text")).includes(XSS), "the result's markup is shown as text");
   assert.equal(await page.locator("main img, main script").count(), 0);
   await shot(page, "playground");
-  await accessible(page);
+  await accessible(page, "after a run");
   const journal = (await api("GET", "/tool-executions?session_id=sess_play", accounts.acme.secret)).body.data;
   const rec = journal.find((r) => r.id === execID);
   assert.ok(rec, JSON.stringify(journal));
@@ -635,7 +668,7 @@ test("playground: a run from a form made from the schema is journaled with its a
   assert.equal(await page.textContent("#result-status"), "error — invalid_arguments");
 
   // Another account cannot run in acme's session, nor see its tools.
-  const globex = await signIn(accounts.globex.secret);
+  const globex = await as(accounts.globex.secret);
   assert.equal((await globex.page.goto(`${server.base}/console/playground?session=sess_play`)).status(), 404);
   const csrf = await globex.page.getAttribute("input[name=csrf]", "value");
   const res = await globex.context.request.post(`${server.base}/console/playground`, { form: { csrf, session: "sess_play", tool: "get_time" }, headers: { Origin: server.base } });
