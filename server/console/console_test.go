@@ -79,6 +79,13 @@ type fixture struct {
 
 func newFixture(t *testing.T, o console.Options) *fixture {
 	t.Helper()
+	return newFixtureScripts(t, o, false)
+}
+
+// newFixtureScripts is newFixture with ENABLE_UNSAFE_SCRIPT_HANDLER as
+// scripts says, for the definitions routes and the executor alike.
+func newFixtureScripts(t *testing.T, o console.Options, scripts bool) *fixture {
+	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "toolhost.db"), store.Options{})
 	if err != nil {
@@ -99,7 +106,7 @@ func newFixture(t *testing.T, o console.Options) *fixture {
 	}
 	defs, sessions := tooldef.NewMemStore(), session.NewMemStore()
 	f.exec, err = tools.NewExecutor(tools.Options{Approvals: f.approvals, Journal: journal.New(journal.NewMemStore(), journal.Options{}),
-		Sessions: sessions, Definitions: defs, Authorizer: tools.KeysAuthorizer(f.keys)}, &deleteTool{}, &echoTool{})
+		Sessions: sessions, Definitions: defs, ScriptsEnabled: scripts, Authorizer: tools.KeysAuthorizer(f.keys)}, &deleteTool{}, &echoTool{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +129,7 @@ func newFixture(t *testing.T, o console.Options) *fixture {
 			api.Handle(p, server.Auth(f.keys, false, scope, false)(h))
 		}
 	}
-	toolsAPI((&admin.Definitions{Store: defs, ScriptsEnabled: func() bool { return false },
+	toolsAPI((&admin.Definitions{Store: defs, ScriptsEnabled: func() bool { return scripts },
 		Rules: tooldef.Rules{Slots: session.DefaultSlots, CheckSchema: func(raw []byte) error { return tools.CheckSchema("definition", raw) }}}).Routes())
 	toolsAPI((&admin.Sessions{Store: sessions, Runtime: func(ctx context.Context, account, id, slot string) (any, error) {
 		return f.exec.Runtime(ctx, account, id, slot)

@@ -307,3 +307,33 @@ func TestNewFormsNeedTheTokenAndTheOrigin(t *testing.T) {
 		t.Error("a refused PUT replaced the permissions")
 	}
 }
+
+// TestScriptHandlersFollowTheServersSwitch: with
+// ENABLE_UNSAFE_SCRIPT_HANDLER on, the page creates and enables a script
+// definition; off, REST refuses both, and the page says REST's words.
+func TestScriptHandlersFollowTheServersSwitch(t *testing.T) {
+	script := url.Values{"name": {"scripted"}, "handler_type": {"script"}, "script": {"return args"}, "side_effect_level": {"none"}, "enabled": {"true"}}
+	for _, tc := range []struct {
+		name    string
+		scripts bool
+		status  int
+		says    string
+	}{
+		{"on", true, http.StatusCreated, "Created scripted"},
+		{"off", false, http.StatusForbidden, "tool_script_handler_disabled: script handlers are disabled on this server (ENABLE_UNSAFE_SCRIPT_HANDLER is not true)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixtureScripts(t, console.Options{}, tc.scripts)
+			st, page := f.signIn(t, "acme").postPage("/console/tool-definitions", script)
+			if st != tc.status || !strings.Contains(page, tc.says) {
+				t.Fatalf("%d, want %d saying %q:\n%s", st, tc.status, tc.says, page)
+			}
+			if tc.scripts && !strings.Contains(page, `value="script" checked`) && !strings.Contains(page, "<td>script</td>") {
+				t.Errorf("the list does not show the script handler:\n%s", page)
+			}
+			if !tc.scripts && !strings.Contains(page, "return args") {
+				t.Error("the refused form lost its script")
+			}
+		})
+	}
+}
