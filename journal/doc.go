@@ -52,6 +52,6 @@
 // call's _meta toolhost/floor-id, else the tools/call itself), page_id
 // the page of that floor the caller names (toolhost/page-id,
 // X-Toolhost-Page-Id; none otherwise), run_id one loop run inside a
-// floor, caller_slot the role the caller declared, face "mcp", "hosted"
-// or "cli", provider_type one of ProviderTypes.
+// floor, caller_slot the role the caller declared, face "mcp", "hosted",
+// "cli" or "console", provider_type one of ProviderTypes.
 package journal

@@ -175,10 +175,10 @@ func toolLabel(r *journal.Record) string {
 }
 
 // faceLabel is the face as a metric label; the pipeline's callers set
-// one of three, anything else is "other".
+// one of four, anything else is "other".
 func faceLabel(f string) string {
 	switch f {
-	case "mcp", "hosted", "cli":
+	case "mcp", "hosted", "cli", "console":
 		return f
 	}
 	return "other"

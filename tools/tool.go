@@ -56,7 +56,8 @@ type Caller struct {
 	// Slot is the role the caller declared for this call (narrator,
 	// director, verifier, memory, or what the config allows); "" when none.
 	Slot string
-	// Face is how the call came in: "mcp", "hosted" or "cli".
+	// Face is how the call came in: "mcp", "hosted", "cli" or "console"
+	// (the operator console's playground).
 	Face      string
 	SessionID string // MCP session or the caller's conversation id
 	// FloorID is the turn: one /v1 request, the MCP _meta toolhost/floor-id

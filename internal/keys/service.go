@@ -159,7 +159,7 @@ func (s *Service) Close() {
 type Admission struct {
 	KeyID     string
 	AccountID string
-	Face      string // "mcp", "hosted" or "cli"
+	Face      string // "mcp", "hosted", "cli" or "console"
 	Tool      string
 	Paid      bool          // the tool bills units
 	Lease     string        // unique id of the call (its execution id)
@@ -232,8 +232,9 @@ func (s *Service) Limit(ctx context.Context, a Admission) (*Ticket, error) {
 	if k.RevokedAt != nil {
 		return nil, &Refusal{Code: CodeScopeMissing, Message: "this API key has been revoked"}
 	}
+	// The console's playground calls as its signed-in key, as /mcp does.
 	switch a.Face {
-	case "mcp":
+	case "mcp", "console":
 		if !k.Has(ScopeMCP) {
 			return nil, &Refusal{Code: CodeScopeMissing, Message: "this API key lacks the mcp scope"}
 		}
@@ -242,7 +243,7 @@ func (s *Service) Limit(ctx context.Context, a Admission) (*Ticket, error) {
 			return nil, &Refusal{Code: CodeScopeMissing, Message: "this API key lacks the hosted scope"}
 		}
 	}
-	if a.Face == "mcp" {
+	if a.Face == "mcp" || a.Face == "console" {
 		if n := k.Limits.CallsPerMinute; n > 0 {
 			ok, retry, err := s.opts.Limiter.TakeCall(ctx, k.ID, n)
 			if err != nil {

@@ -2,6 +2,7 @@ package toolhost
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/toolhost/toolhost/internal/keys"
 	"github.com/toolhost/toolhost/server"
 	"github.com/toolhost/toolhost/server/console"
+	"github.com/toolhost/toolhost/tools"
 )
 
 // consoleRoutes builds the operator console over the REST routes already
@@ -39,7 +41,8 @@ func (a *App) consoleRoutes(rt *routeTable) (map[string]http.Handler, error) {
 				return console.QueueStats{Queued: s.Queued, Running: s.Running,
 					OldestQueued: time.Duration(s.OldestQueuedAge * float64(time.Second))}, err
 			}})},
-		Logger: a.o.Logger,
+		Pipeline: playground{a.exec, a.o.Dev},
+		Logger:   a.o.Logger,
 	})
 	if err != nil {
 		return nil, err
@@ -53,4 +56,22 @@ type devKeys struct{}
 
 func (devKeys) Authenticate(context.Context, string) (*keys.Key, error) {
 	return &keys.Key{ID: "dev", AccountID: server.DevIdentity.AccountID, Name: "dev", Scopes: keys.AllScopes}, nil
+}
+
+// playground is the console's Pipeline: the executor, with --dev's
+// identity in --dev (where the console's key is no key).
+type playground struct {
+	*tools.Executor
+	dev bool
+}
+
+func (p playground) Execute(ctx context.Context, pr tools.Proposal) (*tools.Outcome, error) {
+	if p.dev {
+		pr.Caller.Identity = server.DevIdentity
+	}
+	out, err := p.Executor.Execute(ctx, pr)
+	if err != nil {
+		return nil, fmt.Errorf("console playground: %w", err)
+	}
+	return out, nil
 }

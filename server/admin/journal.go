@@ -59,7 +59,7 @@ var (
 	legacyStatuses = []string{"success", "error", "denied", "queued", "running"}
 	lifecycles     = []string{"opened", "finished"}
 	commits        = []string{"pending", "committed", "discarded", "replay_blocked", "uncertain"}
-	faces          = []string{"mcp", "hosted", "cli"}
+	faces          = []string{"mcp", "hosted", "cli", "console"}
 	sortOrders     = []string{"asc", "desc"}
 )
 

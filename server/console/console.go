@@ -54,6 +54,8 @@ type Options struct {
 	// RunCode reports run_code's pools for the overview (nil: not shown);
 	// its value is shown as JSON.
 	RunCode func() any
+	// Pipeline runs the playground's calls (nil: no playground).
+	Pipeline Pipeline
 	// Pages are more pages, shown in the navigation after the built-in
 	// ones (the job queue's, once it exists).
 	Pages []Page
@@ -138,24 +140,33 @@ func New(o Options) (*Console, error) {
 func (c *Console) Routes() map[string]http.Handler {
 	static, _ := fs.Sub(staticFS, "static")
 	routes := map[string]http.Handler{
-		"GET " + Prefix + "/{$}":                 http.RedirectHandler(Prefix+"/overview", http.StatusSeeOther),
-		"GET " + Prefix + "/static/":             http.StripPrefix(Prefix+"/static/", http.FileServerFS(static)),
-		"GET " + Prefix + "/sign-in":             http.HandlerFunc(c.signInPage),
-		"POST " + Prefix + "/sign-in":            http.HandlerFunc(c.signIn),
-		"POST " + Prefix + "/sign-out":           c.signedIn(c.signOut),
-		"GET " + Prefix + "/overview":            c.signedIn(c.overview),
-		"GET " + Prefix + "/executions":          c.signedIn(c.executions),
-		"GET " + Prefix + "/executions/{id}":     c.signedIn(c.execution),
-		"GET " + Prefix + "/approvals":           c.signedIn(c.approvals),
-		"POST " + Prefix + "/approvals/{id}":     c.signedIn(c.decide),
-		"GET " + Prefix + "/keys":                c.signedIn(c.keys),
-		"POST " + Prefix + "/keys":               c.signedIn(c.createKey),
-		"POST " + Prefix + "/keys/{id}/revoke":   c.signedIn(c.revokeKey),
-		"GET " + Prefix + "/mcp-servers":         c.signedIn(c.mcpServers),
-		"POST " + Prefix + "/mcp-servers":        c.signedIn(c.registerMCPServer),
-		"POST " + Prefix + "/mcp-servers/{id}":   c.signedIn(c.mcpServerAction),
-		"GET " + Prefix + "/grants":              c.signedIn(c.grants),
-		"POST " + Prefix + "/grants/{id}/revoke": c.signedIn(c.revokeGrant),
+		"GET " + Prefix + "/{$}":                        http.RedirectHandler(Prefix+"/overview", http.StatusSeeOther),
+		"GET " + Prefix + "/static/":                    http.StripPrefix(Prefix+"/static/", http.FileServerFS(static)),
+		"GET " + Prefix + "/sign-in":                    http.HandlerFunc(c.signInPage),
+		"POST " + Prefix + "/sign-in":                   http.HandlerFunc(c.signIn),
+		"POST " + Prefix + "/sign-out":                  c.signedIn(c.signOut),
+		"GET " + Prefix + "/overview":                   c.signedIn(c.overview),
+		"GET " + Prefix + "/executions":                 c.signedIn(c.executions),
+		"GET " + Prefix + "/executions/{id}":            c.signedIn(c.execution),
+		"GET " + Prefix + "/approvals":                  c.signedIn(c.approvals),
+		"POST " + Prefix + "/approvals/{id}":            c.signedIn(c.decide),
+		"GET " + Prefix + "/keys":                       c.signedIn(c.keys),
+		"POST " + Prefix + "/keys":                      c.signedIn(c.createKey),
+		"POST " + Prefix + "/keys/{id}/revoke":          c.signedIn(c.revokeKey),
+		"GET " + Prefix + "/mcp-servers":                c.signedIn(c.mcpServers),
+		"POST " + Prefix + "/mcp-servers":               c.signedIn(c.registerMCPServer),
+		"POST " + Prefix + "/mcp-servers/{id}":          c.signedIn(c.mcpServerAction),
+		"GET " + Prefix + "/grants":                     c.signedIn(c.grants),
+		"GET " + Prefix + "/tool-definitions":           c.signedIn(c.toolDefinitions),
+		"POST " + Prefix + "/tool-definitions":          c.signedIn(c.createDefinition),
+		"GET " + Prefix + "/tool-definitions/{id}":      c.signedIn(c.toolDefinition),
+		"POST " + Prefix + "/tool-definitions/{id}":     c.signedIn(c.definitionAction),
+		"GET " + Prefix + "/sessions":                   c.signedIn(c.sessions),
+		"POST " + Prefix + "/sessions":                  c.signedIn(c.createSession),
+		"POST " + Prefix + "/sessions/{id}/permissions": c.signedIn(c.setPermissions),
+		"GET " + Prefix + "/playground":                 c.signedIn(c.playground),
+		"POST " + Prefix + "/playground":                c.signedIn(c.runTool),
+		"POST " + Prefix + "/grants/{id}/revoke":        c.signedIn(c.revokeGrant),
 	}
 	for _, p := range c.o.Pages {
 		routes["GET "+Prefix+p.Path] = c.signedIn(c.extraPage(p))
@@ -168,6 +179,10 @@ func (c *Console) Routes() map[string]http.Handler {
 	}
 	return routes
 }
+
+// maxFormBytes bounds a posted form: a tool definition's schema and
+// script may each be 64 KiB, and playground arguments as large.
+const maxFormBytes = 256 << 10
 
 // request is one signed-in request: the viewer, the key it holds and the
 // session (for the CSRF token).
@@ -199,7 +214,7 @@ func (c *Console) signedIn(h func(http.ResponseWriter, *http.Request, *request))
 				c.refuse(w, http.StatusForbidden, "cross_site_request", "cross-site requests to the console are refused")
 				return
 			}
-			r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 			if err := r.ParseForm(); err != nil || !c.seal.checkCSRF(rq.sess.ID, r.PostForm.Get("csrf")) {
 				c.refuse(w, http.StatusForbidden, "csrf_token_invalid", "the form's CSRF token is missing or wrong; reload the page and try again")
 				return

@@ -25,6 +25,8 @@ import (
 	"github.com/toolhost/toolhost/server/console"
 	"github.com/toolhost/toolhost/tools"
 	"github.com/toolhost/toolhost/tools/approval"
+	"github.com/toolhost/toolhost/tools/session"
+	"github.com/toolhost/toolhost/tools/tooldef"
 )
 
 // deleteTool is irreversible: its calls wait for an approval by default.
@@ -43,6 +45,26 @@ func (d *deleteTool) Call(context.Context, *tools.Invocation) (*tools.Result, er
 	return &tools.Result{Structured: map[string]any{"deleted": true}}, nil
 }
 
+// echoTool is read-only and takes one field of every kind the
+// playground's form makes.
+type echoTool struct{}
+
+func (echoTool) Spec() catalog.Spec {
+	return catalog.Spec{Name: "echo_args", Version: "1.0.0",
+		Title:       catalog.Text{ZH: "回显", EN: "Echo"},
+		Description: catalog.Text{ZH: "回显参数", EN: "Echoes its arguments"},
+		Input: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"},"n":{"type":"integer","maximum":10},` +
+			`"x":{"type":"number"},"flag":{"type":"boolean"},"mode":{"enum":["a","b"]},"list":{"type":"array","items":{"type":"string"}}},` +
+			`"required":["text"],"additionalProperties":false}`),
+		SideEffect: catalog.SideEffectNone, Annotations: catalog.Annotations{ReadOnly: true}}
+}
+
+func (echoTool) Call(_ context.Context, inv *tools.Invocation) (*tools.Result, error) {
+	var v map[string]any
+	_ = json.Unmarshal(inv.Args, &v)
+	return &tools.Result{Structured: v}, nil
+}
+
 // fixture is the console over the real key service (SQLite), the real
 // executor and journal, and the REST routes behind server.Auth, as serve
 // mounts them.
@@ -56,6 +78,13 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T, o console.Options) *fixture {
+	t.Helper()
+	return newFixtureScripts(t, o, false)
+}
+
+// newFixtureScripts is newFixture with ENABLE_UNSAFE_SCRIPT_HANDLER as
+// scripts says, for the definitions routes and the executor alike.
+func newFixtureScripts(t *testing.T, o console.Options, scripts bool) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "toolhost.db"), store.Options{})
@@ -75,7 +104,9 @@ func newFixture(t *testing.T, o console.Options) *fixture {
 		}
 		f.secret[k.account], f.keyID[k.account] = secret, key.ID
 	}
-	f.exec, err = tools.NewExecutor(tools.Options{Approvals: f.approvals, Journal: journal.New(journal.NewMemStore(), journal.Options{})}, &deleteTool{})
+	defs, sessions := tooldef.NewMemStore(), session.NewMemStore()
+	f.exec, err = tools.NewExecutor(tools.Options{Approvals: f.approvals, Journal: journal.New(journal.NewMemStore(), journal.Options{}),
+		Sessions: sessions, Definitions: defs, ScriptsEnabled: scripts, Authorizer: tools.KeysAuthorizer(f.keys)}, &deleteTool{}, &echoTool{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +118,26 @@ func newFixture(t *testing.T, o console.Options) *fixture {
 	}
 	mount(keys.ScopeTools, (&admin.Approvals{Store: f.approvals, Decide: f.exec.DecideApproval, Clock: f.exec.Clock()}).Routes())
 	mount(keys.ScopeAdmin, (&admin.Keys{Service: f.keys}).Routes())
+	// The tools API as serve mounts it: reads with any key, writes with
+	// the tools scope.
+	toolsAPI := func(routes map[string]http.Handler) {
+		for p, h := range routes {
+			scope := keys.ScopeTools
+			if strings.HasPrefix(p, "GET ") {
+				scope = ""
+			}
+			api.Handle(p, server.Auth(f.keys, false, scope, false)(h))
+		}
+	}
+	toolsAPI((&admin.Definitions{Store: defs, ScriptsEnabled: func() bool { return scripts },
+		Rules: tooldef.Rules{Slots: session.DefaultSlots, CheckSchema: func(raw []byte) error { return tools.CheckSchema("definition", raw) }}}).Routes())
+	toolsAPI((&admin.Sessions{Store: sessions, Runtime: func(ctx context.Context, account, id, slot string) (any, error) {
+		return f.exec.Runtime(ctx, account, id, slot)
+	}}).Routes())
 	o.Keys, o.API, o.Journal = f.keys, api, f.exec.Journal().Store()
+	if o.Pipeline == nil {
+		o.Pipeline = f.exec
+	}
 	c, err := console.New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -96,6 +146,7 @@ func newFixture(t *testing.T, o console.Options) *fixture {
 	for p, h := range c.Routes() {
 		mux.Handle(p, h)
 	}
+	mux.Handle("/api/", http.StripPrefix("/api", api))
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
 	return f

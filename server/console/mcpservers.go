@@ -31,6 +31,8 @@ type mcpServer struct {
 	} `json:"catalog"`
 	// Age is how old the listing shown is, on the console's clock.
 	Age string `json:"-"`
+	// Overrides are the forms of its tools' overrides.
+	Overrides []toolOverride `json:"-"`
 }
 
 // listing says what the listing a registration or refresh made found.
@@ -84,6 +86,7 @@ func (c *Console) showMCPServers(w http.ResponseWriter, r *http.Request, rq *req
 		if s.Catalog.ListedAt != nil {
 			s.Age = now.Sub(time.UnixMilli(*s.Catalog.ListedAt)).Round(time.Second).String()
 		}
+		s.Overrides = c.overridesOf(s, rq.csrf)
 		d.Servers = append(d.Servers, s)
 	}
 	c.render(w, status, "mcpservers", rq, vw)
@@ -121,6 +124,8 @@ func (c *Console) mcpServerAction(w http.ResponseWriter, r *http.Request, rq *re
 		}
 		st, msg, err := c.apiCall(r.Context(), rq, http.MethodPost, "/mcp-servers/"+id+"/refresh", nil, &out)
 		c.afterMCPServerAction(w, r, rq, st, msg, err, "Refreshed "+out.Data.listing())
+	case "override":
+		c.setOverride(w, r, rq, id)
 	case "delete":
 		st, msg, err := c.apiCall(r.Context(), rq, http.MethodDelete, "/mcp-servers/"+id, nil, nil)
 		c.afterMCPServerAction(w, r, rq, st, msg, err, "Deleted.")
@@ -138,7 +143,7 @@ func (c *Console) mcpServerAction(w http.ResponseWriter, r *http.Request, rq *re
 		}
 		c.afterMCPServerAction(w, r, rq, st, msg, err, "")
 	default:
-		c.showMCPServers(w, r, rq, http.StatusBadRequest, view{Error: "the action must be refresh, delete or authorize"})
+		c.showMCPServers(w, r, rq, http.StatusBadRequest, view{Error: "the action must be refresh, delete, authorize or override"})
 	}
 }
 

@@ -12,7 +12,8 @@ import (
 )
 
 // pageNames are the templates that each fill the layout's "content".
-var pageNames = []string{"signin", "overview", "executions", "execution", "approvals", "keys", "mcpservers", "grants", "extra", "error"}
+var pageNames = []string{"signin", "overview", "executions", "execution", "approvals", "keys", "mcpservers", "grants", "extra", "error",
+	"definitions", "sessions", "playground"}
 
 var funcs = template.FuncMap{
 	"pretty": prettyJSON,

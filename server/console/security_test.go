@@ -55,7 +55,8 @@ func TestSessionCookieIsSecureOverTLS(t *testing.T) {
 func TestEveryPageCarriesAStrictCSPAndRefusesFraming(t *testing.T) {
 	f := newFixture(t, console.Options{})
 	b := f.signIn(t, "admin")
-	for _, path := range []string{"/console/sign-in", "/console/overview", "/console/executions", "/console/approvals", "/console/keys", "/console/executions/nope"} {
+	for _, path := range []string{"/console/sign-in", "/console/overview", "/console/executions", "/console/approvals", "/console/keys", "/console/executions/nope",
+		"/console/tool-definitions", "/console/sessions?id=nope", "/console/playground"} {
 		resp, _ := b.get(path)
 		csp := resp.Header.Get("Content-Security-Policy")
 		for _, want := range []string{"default-src 'none'", "style-src 'self'", "frame-ancestors 'none'", "form-action 'self'"} {
