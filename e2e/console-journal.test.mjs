@@ -11,16 +11,14 @@
 // goes to docs/console/.
 
 import assert from "node:assert/strict";
-import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
-import { createRequire } from "node:module";
+import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { chromium } from "playwright-core";
+import { launchBrowser, newContext, restAPI, seriousViolations, watchPage } from "./lib/browser.mjs";
 import { startServer, tempDir } from "./lib/server.mjs";
 import { connectHTTP, textOf } from "./lib/mcp.mjs";
 
 const shots = new URL("../docs/console/", import.meta.url).pathname;
-const axeSource = await readFile(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 const XSS = `<script>alert("x")</script><img src=x onerror=alert("y")>`;
 
 let server, work, browser, admin;
@@ -41,12 +39,7 @@ before(async () => {
     accounts[name] = r.body.secret;
   }
   await mkdir(shots, { recursive: true });
-  browser = await chromium.launch({
-    executablePath: "/usr/bin/chromium",
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  browser = await launchBrowser();
 });
 
 after(async () => {
@@ -56,13 +49,8 @@ after(async () => {
   if (work) await rm(work, { recursive: true, force: true });
 });
 
-async function api(method, path, key, body) {
-  const res = await fetch(server.base + path, {
-    method,
-    headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  return { status: res.status, body: await res.json().catch(() => null) };
+function api(method, path, key, body) {
+  return restAPI(server.base)(method, path, key, body);
 }
 
 async function mcp(key) {
@@ -72,17 +60,9 @@ async function mcp(key) {
 }
 
 async function signIn(key) {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const context = await newContext(browser, { viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
-  page.on("dialog", async (d) => {
-    problems.push(`dialog on ${page.url()}: ${d.message()}`);
-    await d.dismiss();
-  });
-  page.on("console", (m) => {
-    if (/^Failed to load resource: the server responded with a status of 4\d\d/.test(m.text())) return;
-    if (m.type() === "error" || m.type() === "warning") problems.push(`console ${m.type()} on ${page.url()}: ${m.text()}`);
-  });
-  page.on("pageerror", (e) => problems.push(`page error on ${page.url()}: ${e.message}`));
+  watchPage(page, problems);
   await page.goto(server.base + "/console/sign-in");
   await page.fill("#api_key", key);
   await Promise.all([page.waitForURL(/\/console\/overview$/), page.click("button[type=submit]")]);
@@ -90,12 +70,7 @@ async function signIn(key) {
 }
 
 async function accessible(page) {
-  const result = await page.evaluate(async (src) => {
-    (0, eval)(src);
-    const r = await globalThis.axe.run(document, { resultTypes: ["violations"] });
-    return r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(" ")).slice(0, 3) }));
-  }, axeSource);
-  const bad = result.filter((v) => v.impact === "serious" || v.impact === "critical");
+  const bad = await seriousViolations(page);
   assert.deepEqual(bad, [], `${page.url()}: ${JSON.stringify(bad)}`);
 }
 

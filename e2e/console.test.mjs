@@ -15,17 +15,15 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:http";
-import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { after, before, test } from "node:test";
-import { chromium } from "playwright-core";
+import { launchBrowser, newContext as contextOf, restAPI, seriousViolations, watchPage } from "./lib/browser.mjs";
 import { freePort, startServer, tempDir, toolhostBin } from "./lib/server.mjs";
 import { connectHTTP, textOf } from "./lib/mcp.mjs";
 
 const shots = new URL("../docs/console/", import.meta.url).pathname;
-const axeSource = await readFile(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 const XSS = `<script>alert("x")</script><img src=x onerror=alert("y")>`;
 
 let server, work, browser, admin, remote, remotePort;
@@ -60,12 +58,7 @@ before(async () => {
     accounts[name] = { secret: r.body.secret, id: r.body.key.id };
   }
   await mkdir(shots, { recursive: true });
-  browser = await chromium.launch({
-    executablePath: "/usr/bin/chromium",
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  browser = await launchBrowser();
 });
 
 after(async () => {
@@ -79,13 +72,8 @@ after(async () => {
   if (work) await rm(work, { recursive: true, force: true });
 });
 
-async function api(method, path, key, body) {
-  const res = await fetch(server.base + path, {
-    method,
-    headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  return { status: res.status, body: await res.json().catch(() => null) };
+function api(method, path, key, body) {
+  return restAPI(server.base)(method, path, key, body);
 }
 
 async function mcp(key) {
@@ -125,17 +113,7 @@ async function signIn(key, viewport = { width: 1280, height: 900 }) {
 }
 
 function watch(page) {
-  page.on("dialog", async (d) => {
-    problems.push(`dialog on ${page.url()}: ${d.message()}`);
-    await d.dismiss();
-  });
-  page.on("console", (m) => {
-    // The browser logs every 4xx the tests ask for on purpose; a CSP
-    // violation ("Refused to …") or a script error is a problem.
-    if (/^Failed to load resource: the server responded with a status of 4\d\d/.test(m.text())) return;
-    if (m.type() === "error" || m.type() === "warning") problems.push(`console ${m.type()} on ${page.url()}: ${m.text()}`);
-  });
-  page.on("pageerror", (e) => problems.push(`page error on ${page.url()}: ${e.message}`));
+  watchPage(page, problems);
 }
 
 /**
@@ -153,12 +131,7 @@ async function accessible(page, state = "") {
   const key = [page.viewportSize()?.width, who, path, [...u.searchParams.keys()].sort().join(","), state].join("|");
   if (checked.has(key)) return;
   checked.add(key);
-  const result = await page.evaluate(async (src) => {
-    (0, eval)(src);
-    const r = await globalThis.axe.run(document, { resultTypes: ["violations"] });
-    return r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(" ")).slice(0, 3) }));
-  }, axeSource);
-  const bad = result.filter((v) => v.impact === "serious" || v.impact === "critical");
+  const bad = await seriousViolations(page);
   assert.deepEqual(bad, [], `${page.url()}: ${JSON.stringify(bad)}`);
 }
 
@@ -179,14 +152,8 @@ async function visit(page, path, name) {
   return res;
 }
 
-/**
- * A browser context whose waits give up after 10 s: a selector that never
- * matches fails the test at once instead of idling for Playwright's 30 s.
- */
-async function newContext(opts = {}) {
-  const context = await browser.newContext(opts);
-  context.setDefaultTimeout(10_000);
-  return context;
+function newContext(opts = {}) {
+  return contextOf(browser, opts);
 }
 
 test("sign-in page: a wrong key is refused on the page, the page is accessible", async () => {

@@ -1,0 +1,67 @@
+// The console's e2e files share this: Debian's chromium driven headless by
+// playwright-core, every page watched for what must never happen (a
+// dialog, a console error — a CSP violation is one —, a page error), and
+// axe-core's serious and critical findings on a page.
+
+import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import { chromium } from "playwright-core";
+
+const axeSource = await readFile(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+
+/** Debian's /usr/bin/chromium, headless, with nothing of its own on the network. */
+export function launchBrowser() {
+  return chromium.launch({
+    executablePath: "/usr/bin/chromium",
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+}
+
+/**
+ * A browser context whose waits give up after 10 s: a selector that never
+ * matches fails the test at once instead of idling for Playwright's 30 s.
+ */
+export async function newContext(browser, opts = {}) {
+  const context = await browser.newContext(opts);
+  context.setDefaultTimeout(10_000);
+  return context;
+}
+
+/** Pushes onto problems every dialog, console error or warning and page error of page. */
+export function watchPage(page, problems) {
+  page.on("dialog", async (d) => {
+    problems.push(`dialog on ${page.url()}: ${d.message()}`);
+    await d.dismiss();
+  });
+  page.on("console", (m) => {
+    // The browser logs every 4xx the tests ask for on purpose; a CSP
+    // violation ("Refused to …") or a script error is a problem.
+    if (/^Failed to load resource: the server responded with a status of 4\d\d/.test(m.text())) return;
+    if (m.type() === "error" || m.type() === "warning") problems.push(`console ${m.type()} on ${page.url()}: ${m.text()}`);
+  });
+  page.on("pageerror", (e) => problems.push(`page error on ${page.url()}: ${e.message}`));
+}
+
+/** axe-core's serious and critical violations on the page as it is now. */
+export async function seriousViolations(page) {
+  const result = await page.evaluate(async (src) => {
+    (0, eval)(src);
+    const r = await globalThis.axe.run(document, { resultTypes: ["violations"] });
+    return r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(" ")).slice(0, 3) }));
+  }, axeSource);
+  return result.filter((v) => v.impact === "serious" || v.impact === "critical");
+}
+
+/** A REST caller of base: api(method, path, key, body) → { status, body }. */
+export function restAPI(base) {
+  return async (method, path, key, body) => {
+    const res = await fetch(base + path, {
+      method,
+      headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    return { status: res.status, body: await res.json().catch(() => null) };
+  };
+}
