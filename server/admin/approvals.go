@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/identity"
-	"github.com/toolhost/toolhost/internal/keys"
 	"github.com/toolhost/toolhost/internal/wire"
 	"github.com/toolhost/toolhost/journal"
 	"github.com/toolhost/toolhost/server"
@@ -189,26 +188,9 @@ func (a *Approvals) decide(w http.ResponseWriter, r *http.Request, approve bool)
 	}{Approval(ap, nowOf(a.Clock))})
 }
 
-// errOtherAccount refuses ?account= naming another account to a key
-// without the admin scope.
-var errOtherAccount = errors.New("only a key with the admin scope may name another account")
-
-// account is the account a request acts on: the caller's, or the one
-// ?account= names when the caller holds the admin scope (as on
-// GET /admin/keys?account=). Any other key naming another account is 403.
+// account is the account a request acts on (namedAccount).
 func (a *Approvals) account(r *http.Request, v url.Values) (string, error) {
-	own := accountOf(r, a.Account)
-	if !v.Has("account") || v.Get("account") == own {
-		return own, nil
-	}
-	var named string
-	if err := texts(v, filter{"account", &named}); err != nil {
-		return "", err
-	}
-	if id, ok := identity.FromContext(r.Context()); !ok || !id.Has(keys.ScopeAdmin) {
-		return "", errOtherAccount
-	}
-	return named, nil
+	return namedAccount(r, v, a.Account)
 }
 
 // decider is the deciding identity: the API key the request was

@@ -17,7 +17,7 @@ type JobCanceller interface {
 }
 
 // Jobs serves the cancellation of deferred calls:
-// DELETE /tool-executions/{id}/job.
+// DELETE /tool-executions/{id}/job[?account=].
 type Jobs struct {
 	Cancel JobCanceller
 	// Account is as Journal's.
@@ -32,8 +32,18 @@ func (j *Jobs) Routes() map[string]http.Handler {
 // cancel ends a queued job at once (200, the record finished) or asks a
 // running one to stop wherever it runs (202, the record still running:
 // it ends as a cancelled call does).
+// An admin key may name another account with ?account= (namedAccount).
 func (j *Jobs) cancel(w http.ResponseWriter, r *http.Request) {
-	rec, err := j.Cancel.CancelJob(r.Context(), accountOf(r, j.Account), r.PathValue("id"))
+	v, err := params(r, "account")
+	var account string
+	if err == nil {
+		account, err = namedAccount(r, v, j.Account)
+	}
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	rec, err := j.Cancel.CancelJob(r.Context(), account, r.PathValue("id"))
 	switch {
 	case errors.Is(err, tools.ErrJobNotFound):
 		server.WriteError(w, http.StatusNotFound, "not_found", "no deferred execution of this id")

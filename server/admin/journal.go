@@ -6,7 +6,10 @@
 // (/tools/builtin/{name}/settings) and the tool definitions CRUD
 // (/tools/definitions…); and key management and accounts' job limits
 // (/admin/…). Every route is scoped to the caller's account:
-// another account's object is a 404, never a 403.
+// another account's object is a 404, never a 403. A key with the admin
+// scope may name another account with ?account= on the approvals routes,
+// one execution and its events, and job cancellation; any other key
+// naming an account not its own is 403 insufficient_scope.
 package admin
 
 import (
@@ -215,17 +218,28 @@ func meta(q journal.Query, total, n int) pageMeta {
 		HasMore: q.Offset+n < total, SortBy: q.SortBy, SortOrder: order}
 }
 
-func (j *Journal) one(w http.ResponseWriter, r *http.Request) {
-	if _, err := params(r); err != nil {
-		writeErr(w, err)
-		return
+// named is the account one execution's routes read: the caller's, or
+// the one an admin key names with ?account= (namedAccount).
+func (j *Journal) named(r *http.Request) (string, error) {
+	v, err := params(r, "account")
+	if err != nil {
+		return "", err
 	}
-	rec, err := j.Store.Get(r.Context(), j.account(r), r.PathValue("id"))
+	return namedAccount(r, v, j.Account)
+}
+
+func (j *Journal) one(w http.ResponseWriter, r *http.Request) {
+	account, err := j.named(r)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	evs, err := j.Store.Events(r.Context(), j.account(r), rec.ID)
+	rec, err := j.Store.Get(r.Context(), account, r.PathValue("id"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	evs, err := j.Store.Events(r.Context(), account, rec.ID)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -251,12 +265,13 @@ func Attempts(evs []journal.Event) []json.RawMessage {
 }
 
 func (j *Journal) events(w http.ResponseWriter, r *http.Request) {
-	if _, err := params(r); err != nil {
+	account, err := j.named(r)
+	if err != nil {
 		writeErr(w, err)
 		return
 	}
 	id := r.PathValue("id")
-	evs, err := j.Store.Events(r.Context(), j.account(r), id)
+	evs, err := j.Store.Events(r.Context(), account, id)
 	if err != nil {
 		writeErr(w, err)
 		return
