@@ -4,7 +4,9 @@
 // cursor (Older, Newer) keeping its filters, each call once; a changed
 // cursor is refused on the page. The jobs page lists the account's
 // background jobs and cancels a queued and a running one through the UI,
-// checked over REST. An admin sees and approves another account's pending
+// checked over REST; an admin picks another account with the Account
+// field and cancels its queued job there, which that account's neighbour
+// cannot do through the page or a forged post. An admin sees and approves another account's pending
 // approval; that account's neighbour, naming it, is refused. Hostile text
 // is shown as text: no dialog, no console error (a CSP violation is one);
 // axe-core finds nothing serious or critical. The jobs page's screenshot
@@ -176,6 +178,51 @@ test("jobs: the page lists the account's jobs; a queued and a running one cancel
   const forged = await globex.context.request.post(`${server.base}/console/jobs`, { form: { id: running, csrf }, maxRedirects: 0 });
   assert.equal(forged.status(), 404);
   await globex.context.close();
+  await context.close();
+  assert.deepEqual(problems, []);
+});
+
+test("jobs: an admin picks another account and cancels its job in the UI; an account key cannot, through the page or a forged post", async () => {
+  const client = await mcp(accounts.globex);
+  const running = await defer(client, "import time\ntime.sleep(50)\nprint('not this')");
+  await executionWhen(running, accounts.globex, (x) => x.status === "running");
+  const queued = await defer(client, "print('never')"); // one worker: it waits
+
+  // acme, naming globex: the page and a forged post are refused; nothing changes.
+  const acme = await signIn(accounts.acme);
+  const refused = await acme.page.goto(server.base + "/console/jobs?account=globex");
+  assert.equal(refused.status(), 403);
+  assert.equal(await acme.page.locator(`#job-${queued}`).count(), 0);
+  await acme.page.goto(server.base + "/console/jobs");
+  const csrf = await acme.page.getAttribute("input[name=csrf]", "value");
+  for (const form of [{ id: queued, account: "globex", csrf }, { id: queued, account: "globex\u202e<b>x</b>", csrf }]) {
+    const forged = await acme.context.request.post(`${server.base}/console/jobs`, { form, maxRedirects: 0 });
+    assert.equal(forged.status(), 403);
+  }
+  await acme.context.close();
+  const still = await api("GET", `/tool-executions/${queued}`, accounts.globex);
+  assert.equal(still.body.data.status, "queued");
+  assert.equal((await api("DELETE", `/tool-executions/${queued}/job?account=globex`, accounts.acme)).status, 403);
+
+  // The admin picks globex with the Account field: its job, its figures, Cancel.
+  const { context, page } = await signIn(admin);
+  await page.goto(server.base + "/console/jobs");
+  await page.fill("#account-select", "globex");
+  await Promise.all([page.waitForURL(/\/console\/jobs\?account=globex/), page.click("form.account button")]);
+  assert.match(await page.textContent(`#job-${queued}`), /queued/);
+  assert.equal(await page.textContent("#jobs-queued"), "1");
+  await page.locator(`#job-${queued} button`).click();
+  await page.waitForSelector("#notice");
+  assert.match(await page.textContent("#notice"), /cancelled/);
+  assert.equal(await page.textContent("#jobs-queued"), "0");
+  const q = await executionWhen(queued, accounts.globex, (x) => x.lifecycle_state === "finished");
+  assert.equal(q.state, "cancelled_before_commit");
+  await page.goto(server.base + "/console/overview?account=globex");
+  assert.equal(await page.textContent("#jobs-queued"), "0");
+  assert.equal(await page.textContent("#jobs-running"), "1");
+  // The running one, by the same route over REST as the admin.
+  assert.equal((await api("DELETE", `/tool-executions/${running}/job?account=globex`, admin)).status, 202);
+  await executionWhen(running, accounts.globex, (x) => x.lifecycle_state === "finished");
   await context.close();
   assert.deepEqual(problems, []);
 });

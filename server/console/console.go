@@ -87,6 +87,12 @@ type Viewer struct {
 	KeyID     string
 	Scopes    []string
 	Admin     bool
+	// Account is the account a Page shows and acts on: AccountID, or for
+	// an admin the one the Account selector names. The console refuses
+	// any other key naming an account not its own before a Page sees it;
+	// a Page acting through API names Account to the route (?account=),
+	// which checks the key's scope again.
+	Account string
 	// CSRF is the token the forms of a Page carry in a field named csrf.
 	CSRF string
 	// API calls a REST route in process with the session's key as the

@@ -86,6 +86,13 @@ func newFixture(t *testing.T, o console.Options) *fixture {
 // scripts says, for the definitions routes and the executor alike.
 func newFixtureScripts(t *testing.T, o console.Options, scripts bool) *fixture {
 	t.Helper()
+	return newFixtureWith(t, o, scripts, nil)
+}
+
+// newFixtureWith is newFixtureScripts with more REST routes, mounted with
+// the tools scope (the job route's, as serve mounts it).
+func newFixtureWith(t *testing.T, o console.Options, scripts bool, extra map[string]http.Handler) *fixture {
+	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "toolhost.db"), store.Options{})
 	if err != nil {
@@ -118,6 +125,7 @@ func newFixtureScripts(t *testing.T, o console.Options, scripts bool) *fixture {
 	}
 	mount(keys.ScopeTools, (&admin.Approvals{Store: f.approvals, Decide: f.exec.DecideApproval, Clock: f.exec.Clock()}).Routes())
 	mount(keys.ScopeAdmin, (&admin.Keys{Service: f.keys}).Routes())
+	mount(keys.ScopeTools, extra)
 	// The tools API as serve mounts it: reads with any key, writes with
 	// the tools scope.
 	toolsAPI := func(routes map[string]http.Handler) {

@@ -16,9 +16,11 @@
 // usage, job cancellation), or through the very functions those handlers
 // run (admin.ExecutionQuery, admin.Execution, admin.Event) with the account
 // the key belongs to. An admin key may name another account (the account
-// selector), as GET /admin/keys?account= does, and the approvals page
-// hands it to /approvals?account=, which checks it; any other key only
-// ever reads its own.
+// selector), as GET /admin/keys?account= does: the approvals page hands
+// it to /approvals?account= and the jobs page's Cancel to
+// DELETE /tool-executions/{id}/job?account=, which check it again (an
+// extra page gets it as Viewer.Account); any other key only ever reads
+// its own.
 //
 // The journal's pages go by keyset (journal.ListPage): a page asks for
 // the records after its cursor's position, without a count, so the

@@ -19,7 +19,12 @@ var jobsNow = time.UnixMilli(1_790_000_000_000).UTC()
 // with a hostile tool name) and a job of globex.
 func jobsStore(t *testing.T) journal.Store {
 	t.Helper()
-	s := journal.NewMemStore()
+	return seedJobs(t, journal.NewMemStore())
+}
+
+// seedJobs writes jobsStore's records into s.
+func seedJobs(t *testing.T, s journal.Store) journal.Store {
+	t.Helper()
 	var ws []journal.Write
 	for i, j := range []struct {
 		id, account, tool string
@@ -86,6 +91,7 @@ func TestJobsPageCancelsThroughTheRESTRoute(t *testing.T) {
 	p := console.JobsPage(console.JobsOptions{Journal: jobsStore(t)})
 	cases := []struct {
 		name, id   string
+		account    string // Viewer.Account: "" is the viewer's own
 		status     int
 		msg        string
 		err        error
@@ -94,17 +100,21 @@ func TestJobsPageCancelsThroughTheRESTRoute(t *testing.T) {
 		wantStatus int
 		wantPath   string
 	}{
-		{"queued", "job-q", 200, "", nil, "Job job-q cancelled.", "", 200, "/tool-executions/job-q/job"},
-		{"running", "job-r", 202, "", nil, "told to stop", "", 200, "/tool-executions/job-r/job"},
-		{"another account's", "job-globex", 404, "not_found: no deferred execution of this id", nil, "", "not_found", 404, "/tool-executions/job-globex/job"},
-		{"path tricks", "../../admin/keys", 404, "not_found: x", nil, "", "not_found", 404, "/tool-executions/..%2F..%2Fadmin%2Fkeys/job"},
-		{"store down", "job-q", 0, "", errors.New("down"), "", "right now", 503, "/tool-executions/job-q/job"},
-		{"no id", "", 0, "", nil, "", "name the job", 400, ""},
+		{"queued", "job-q", "", 200, "", nil, "Job job-q cancelled.", "", 200, "/tool-executions/job-q/job"},
+		{"running", "job-r", "", 202, "", nil, "told to stop", "", 200, "/tool-executions/job-r/job"},
+		{"another account's", "job-globex", "", 404, "not_found: no deferred execution of this id", nil, "", "not_found", 404, "/tool-executions/job-globex/job"},
+		{"path tricks", "../../admin/keys", "", 404, "not_found: x", nil, "", "not_found", 404, "/tool-executions/..%2F..%2Fadmin%2Fkeys/job"},
+		{"store down", "job-q", "", 0, "", errors.New("down"), "", "right now", 503, "/tool-executions/job-q/job"},
+		{"own account named", "job-q", "acme", 200, "", nil, "cancelled", "", 200, "/tool-executions/job-q/job"},
+		{"selected account", "job-globex", "globex", 200, "", nil, "Job job-globex cancelled.", "", 200, "/tool-executions/job-globex/job?account=globex"},
+		{"selected account refused", "job-globex", "globex", 403, "insufficient_scope: x", nil, "", "insufficient_scope", 403, "/tool-executions/job-globex/job?account=globex"},
+		{"markup account", "job-globex", "<b>&x=1", 404, "not_found: x", nil, "", "not_found", 404, "/tool-executions/job-globex/job?account=%3Cb%3E%26x%3D1"},
+		{"no id", "", "", 0, "", nil, "", "name the job", 400, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var called string
-			v := console.Viewer{AccountID: "acme", API: func(_ context.Context, method, path string, _, _ any) (int, string, error) {
+			v := console.Viewer{AccountID: "acme", Account: tc.account, API: func(_ context.Context, method, path string, _, _ any) (int, string, error) {
 				called = method + " " + path
 				return tc.status, tc.msg, tc.err
 			}}

@@ -6,8 +6,11 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/toolhost/toolhost/internal/keys"
+	"github.com/toolhost/toolhost/server/admin"
 )
 
 // keyRow is one key with this month's use against its cap.
@@ -152,39 +155,71 @@ func (c *Console) revokeKey(w http.ResponseWriter, r *http.Request, rq *request)
 	c.showKeys(w, r, rq, http.StatusOK, view{Notice: "Key " + id + " revoked."})
 }
 
-// extraPage serves one of Options.Pages.
+// extraPage serves one of Options.Pages, for the account the selector
+// names (an admin's) or the viewer's own.
 func (c *Console) extraPage(p Page) func(http.ResponseWriter, *http.Request, *request) {
 	return func(w http.ResponseWriter, r *http.Request, rq *request) {
-		c.showExtra(w, r, rq, p, http.StatusOK, "", "")
+		account, ok := c.extraAccount(w, r, rq, p)
+		if !ok {
+			return
+		}
+		c.showExtra(w, r, rq, p, account, http.StatusOK, "", "")
 	}
 }
 
 // extraPost takes a form of one of Options.Pages and shows the page again
-// with the outcome.
+// with the outcome. A form naming an account not the viewer's is refused
+// unless the key holds the admin scope, before the Page sees it.
 func (c *Console) extraPost(p Page) func(http.ResponseWriter, *http.Request, *request) {
 	return func(w http.ResponseWriter, r *http.Request, rq *request) {
-		notice, msg, status := p.Post(r.Context(), c.pageViewer(rq), r.PostForm)
+		account, ok := c.extraAccount(w, r, rq, p)
+		if !ok {
+			return
+		}
+		notice, msg, status := p.Post(r.Context(), c.pageViewer(rq, account), r.PostForm)
 		if status == 0 {
 			status = http.StatusOK
 		}
-		c.showExtra(w, r, rq, p, status, notice, msg)
+		c.showExtra(w, r, rq, p, account, status, notice, msg)
 	}
 }
 
-func (c *Console) showExtra(w http.ResponseWriter, r *http.Request, rq *request, p Page, status int, notice, msg string) {
-	body, err := p.Render(r.Context(), c.pageViewer(rq))
+// extraAccount is the account an extra page shows (request.account), or
+// false once the request was refused: another account named by a key
+// without the admin scope (403), or a name no store could hold (400:
+// over admin.MaxFilterBytes, not UTF-8, or with a control character, as
+// the REST routes' ?account= is checked).
+func (c *Console) extraAccount(w http.ResponseWriter, r *http.Request, rq *request, p Page) (string, bool) {
+	account, ok := rq.account(r)
+	if !ok {
+		c.forbidAccount(w, rq)
+		return "", false
+	}
+	bad := len(account) > admin.MaxFilterBytes || !utf8.ValidString(account) || strings.ContainsFunc(account, unicode.IsControl)
+	if bad {
+		c.render(w, http.StatusBadRequest, "extra", rq, view{Title: p.Title, Nav: p.Path,
+			Error: "validation_error: the account must be 1 to 1024 bytes of UTF-8 without control characters"})
+		return "", false
+	}
+	return account, true
+}
+
+func (c *Console) showExtra(w http.ResponseWriter, r *http.Request, rq *request, p Page, account string, status int, notice, msg string) {
+	body, err := p.Render(r.Context(), c.pageViewer(rq, account))
 	if err != nil {
 		c.o.Logger.Error("console: page", "path", p.Path, "err", err)
-		c.render(w, http.StatusServiceUnavailable, "extra", rq, view{Title: p.Title, Nav: p.Path, Error: "this page cannot be shown right now"})
+		c.render(w, http.StatusServiceUnavailable, "extra", rq, view{Title: p.Title, Nav: p.Path, Account: account, Error: "this page cannot be shown right now"})
 		return
 	}
-	c.render(w, status, "extra", rq, view{Title: p.Title, Nav: p.Path, Data: body, Notice: notice, Error: msg})
+	c.render(w, status, "extra", rq, view{Title: p.Title, Nav: p.Path, Account: account, Data: body, Notice: notice, Error: msg})
 }
 
-// pageViewer is the viewer handed to a Page: with the session's CSRF
-// token and the REST API as the session's key.
-func (c *Console) pageViewer(rq *request) Viewer {
+// pageViewer is the viewer handed to a Page: showing account (checked by
+// request.account), with the session's CSRF token and the REST API as the
+// session's key.
+func (c *Console) pageViewer(rq *request, account string) Viewer {
 	v := rq.Viewer
+	v.Account = account
 	v.CSRF = rq.csrf
 	v.API = func(ctx context.Context, method, path string, body, out any) (int, string, error) {
 		return c.apiCall(ctx, rq, method, path, body, out)

@@ -39,15 +39,19 @@ var funcs = template.FuncMap{
 		}
 		return *s
 	},
-	"query": func(kv ...string) template.URL {
-		v := url.Values{}
-		for i := 0; i+1 < len(kv); i += 2 {
-			if kv[i+1] != "" {
-				v.Set(kv[i], kv[i+1])
-			}
+	"query": query,
+}
+
+// query is a query string of key-value pairs (empty values left out),
+// built by url.Values: template.URL keeps its = and & whole.
+func query(kv ...string) template.URL {
+	v := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			v.Set(kv[i], kv[i+1])
 		}
-		return template.URL(v.Encode())
-	},
+	}
+	return template.URL(v.Encode())
 }
 
 func parsePages() (map[string]*template.Template, error) {
