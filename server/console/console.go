@@ -10,11 +10,15 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/toolhost/toolhost/internal/keys"
 	"github.com/toolhost/toolhost/journal"
 	"github.com/toolhost/toolhost/server"
+	"github.com/toolhost/toolhost/server/admin"
 )
 
 // Prefix is where the console is served.
@@ -251,15 +255,29 @@ func (c *Console) session(r *http.Request) (*request, error) {
 	}, nil
 }
 
+// Why request.account refuses a named account.
+var (
+	errAccountForbidden = errors.New("only a key with the admin scope may view another account")
+	errAccountInvalid   = errors.New("validation_error: the account must be 1 to 1024 bytes of UTF-8 without control characters")
+)
+
 // account is the account a page shows: the viewer's own, or for an admin
 // the one ?account= (or the form's account) names. Any other key naming
-// an account not its own is refused.
-func (rq *request) account(r *http.Request) (string, bool) {
+// an account not its own is refused (errAccountForbidden), and so is a
+// name no store could hold (errAccountInvalid: over admin.MaxFilterBytes,
+// not UTF-8, or with a control character, as the REST routes' ?account=
+// is checked).
+func (rq *request) account(r *http.Request) (string, error) {
 	a := r.FormValue("account")
-	if a == "" || a == rq.AccountID {
-		return rq.AccountID, true
+	switch {
+	case a == "" || a == rq.AccountID:
+		return rq.AccountID, nil
+	case !rq.Admin:
+		return "", errAccountForbidden
+	case len(a) > admin.MaxFilterBytes || !utf8.ValidString(a) || strings.ContainsFunc(a, unicode.IsControl):
+		return "", errAccountInvalid
 	}
-	return a, rq.Admin
+	return a, nil
 }
 
 // headers sets the security headers of every console answer.

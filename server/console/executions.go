@@ -31,9 +31,9 @@ type executionsData struct {
 // and no total is counted. Unlike GET /tool-executions it needs no
 // session, floor or run: the console browses the account's whole journal.
 func (c *Console) executions(w http.ResponseWriter, r *http.Request, rq *request) {
-	account, ok := rq.account(r)
-	if !ok {
-		c.forbidAccount(w, rq)
+	account, err := rq.account(r)
+	if err != nil {
+		c.refuseAccount(w, rq, err)
 		return
 	}
 	v := url.Values{}
@@ -109,9 +109,9 @@ type executionData struct {
 // (transitions and attempts), raw and normalized arguments, the result as
 // the model received it.
 func (c *Console) execution(w http.ResponseWriter, r *http.Request, rq *request) {
-	account, ok := rq.account(r)
-	if !ok {
-		c.forbidAccount(w, rq)
+	account, err := rq.account(r)
+	if err != nil {
+		c.refuseAccount(w, rq, err)
 		return
 	}
 	id := r.PathValue("id")

@@ -27,9 +27,9 @@ func (c *Console) grants(w http.ResponseWriter, r *http.Request, rq *request) {
 }
 
 func (c *Console) showGrants(w http.ResponseWriter, r *http.Request, rq *request, status int, vw view) {
-	account, ok := rq.account(r)
-	if !ok {
-		c.forbidAccount(w, rq)
+	account, err := rq.account(r)
+	if err != nil {
+		c.refuseAccount(w, rq, err)
 		return
 	}
 	vw.Title, vw.Nav, vw.Account = "OAuth grants", "grants", account

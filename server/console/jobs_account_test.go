@@ -119,3 +119,39 @@ func TestJobsPageFollowsTheAccountSelector(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryPageChecksTheNamedAccount: every page with the Account
+// selector refuses, before any store sees it, a name no store could hold
+// (400 for an admin: NUL, other control characters, invalid UTF-8, over
+// 1024 bytes), and any other account named by a key without the admin
+// scope (403).
+func TestEveryPageChecksTheNamedAccount(t *testing.T) {
+	for name, st := range storetest.Open(t, "console_test") {
+		t.Run(name, func(t *testing.T) {
+			f := newFixtureWith(t, console.Options{Journal: st, Pages: []console.Page{console.JobsPage(console.JobsOptions{Journal: st})}}, false,
+				(&admin.Jobs{Cancel: storeCanceller{st}}).Routes())
+			as := map[string]*browser{"admin": f.signIn(t, "admin"), "acme": f.signIn(t, "acme")}
+			for _, path := range []string{"/console/overview", "/console/executions", "/console/executions/some-id", "/console/keys", "/console/grants", "/console/jobs"} {
+				for _, tc := range []struct {
+					who, account string
+					status       int
+				}{
+					{"admin", "glob\x00ex", 400},
+					{"admin", "glob\x1bex", 400},
+					{"admin", "glob\xffex", 400},
+					{"admin", strings.Repeat("g", 1025), 400},
+					{"acme", "globex", 403},
+					{"acme", "glob\x00ex", 403},
+				} {
+					resp, page := as[tc.who].get(path + "?account=" + url.QueryEscape(tc.account))
+					if resp.StatusCode != tc.status {
+						t.Errorf("%s as %s naming %q: %d, want %d", path, tc.who, tc.account, resp.StatusCode, tc.status)
+					}
+					if tc.status == 400 && !strings.Contains(page, "validation_error") {
+						t.Errorf("%s as %s naming %q: the page does not say why", path, tc.who, tc.account)
+					}
+				}
+			}
+		})
+	}
+}

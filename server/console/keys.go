@@ -6,11 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/toolhost/toolhost/internal/keys"
-	"github.com/toolhost/toolhost/server/admin"
 )
 
 // keyRow is one key with this month's use against its cap.
@@ -39,9 +36,9 @@ func (c *Console) keys(w http.ResponseWriter, r *http.Request, rq *request) {
 }
 
 func (c *Console) showKeys(w http.ResponseWriter, r *http.Request, rq *request, status int, vw view) {
-	account, ok := rq.account(r)
-	if !ok {
-		c.forbidAccount(w, rq)
+	account, err := rq.account(r)
+	if err != nil {
+		c.refuseAccount(w, rq, err)
 		return
 	}
 	d, _ := vw.Data.(*keysData)
@@ -185,20 +182,11 @@ func (c *Console) extraPost(p Page) func(http.ResponseWriter, *http.Request, *re
 }
 
 // extraAccount is the account an extra page shows (request.account), or
-// false once the request was refused: another account named by a key
-// without the admin scope (403), or a name no store could hold (400:
-// over admin.MaxFilterBytes, not UTF-8, or with a control character, as
-// the REST routes' ?account= is checked).
-func (c *Console) extraAccount(w http.ResponseWriter, r *http.Request, rq *request, p Page) (string, bool) {
-	account, ok := rq.account(r)
-	if !ok {
-		c.forbidAccount(w, rq)
-		return "", false
-	}
-	bad := len(account) > admin.MaxFilterBytes || !utf8.ValidString(account) || strings.ContainsFunc(account, unicode.IsControl)
-	if bad {
-		c.render(w, http.StatusBadRequest, "extra", rq, view{Title: p.Title, Nav: p.Path,
-			Error: "validation_error: the account must be 1 to 1024 bytes of UTF-8 without control characters"})
+// false once the request was refused (refuseAccount).
+func (c *Console) extraAccount(w http.ResponseWriter, r *http.Request, rq *request, _ Page) (string, bool) {
+	account, err := rq.account(r)
+	if err != nil {
+		c.refuseAccount(w, rq, err)
 		return "", false
 	}
 	return account, true

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -46,9 +47,9 @@ type overviewData struct {
 }
 
 func (c *Console) overview(w http.ResponseWriter, r *http.Request, rq *request) {
-	account, ok := rq.account(r)
-	if !ok {
-		c.forbidAccount(w, rq)
+	account, err := rq.account(r)
+	if err != nil {
+		c.refuseAccount(w, rq, err)
 		return
 	}
 	d, err := c.stats(r.Context(), account)
@@ -165,7 +166,10 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 	return sorted[i]
 }
 
-func (c *Console) forbidAccount(w http.ResponseWriter, rq *request) {
-	c.render(w, http.StatusForbidden, "error", rq, view{Title: "Refused", Data: "forbidden",
-		Error: "only a key with the admin scope may view another account"})
+func (c *Console) refuseAccount(w http.ResponseWriter, rq *request, err error) {
+	if errors.Is(err, errAccountInvalid) {
+		c.render(w, http.StatusBadRequest, "error", rq, view{Title: "Refused", Data: "invalid account", Error: err.Error()})
+		return
+	}
+	c.render(w, http.StatusForbidden, "error", rq, view{Title: "Refused", Data: "forbidden", Error: err.Error()})
 }
