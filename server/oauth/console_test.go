@@ -2,20 +2,29 @@ package oauth_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/oauth2"
 
+	"github.com/toolhost/toolhost/internal/identity"
 	"github.com/toolhost/toolhost/internal/keys"
+	"github.com/toolhost/toolhost/internal/store"
 	"github.com/toolhost/toolhost/server/oauth"
 )
 
 func TestConsoleClientIsRegisteredOncePerRedirect(t *testing.T) {
-	db := openStore(t)
+	for name, db := range grantStores(t) {
+		t.Run(name, func(t *testing.T) { consoleClientCases(t, db) })
+	}
+}
+
+func consoleClientCases(t *testing.T, db *store.DB) {
 	var p *oauth.Provider
 	base := provider(t, oauth.Options{Store: db, Keys: keys.New(keys.Options{Store: db}), KeyStore: db}, &p)
 	ctx := context.Background()
@@ -54,6 +63,20 @@ func TestConsoleClientIsRegisteredOncePerRedirect(t *testing.T) {
 				t.Fatalf("stored client = %+v, %v", c, err)
 			}
 		})
+	}
+	// Purged unused, the client is registered again on the next sign-in.
+	redirect := base + "/console/oauth/callback"
+	old, _ := p.ConsoleClient(ctx, redirect)
+	far := time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC) // after every client's use
+	if _, err := db.PurgeClients(ctx, identity.ClientExpiry{Now: far, UnauthorizedBefore: far, IdleBefore: far}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Client(ctx, old); !errors.Is(err, identity.ErrNotFound) {
+		t.Fatalf("the purge kept %s: %v", old, err)
+	}
+	fresh, err := p.ConsoleClient(ctx, redirect)
+	if err != nil || fresh == old {
+		t.Fatalf("after the purge = %q, %v", fresh, err)
 	}
 }
 
