@@ -42,6 +42,7 @@ func (a *App) consoleRoutes(rt *routeTable) (map[string]http.Handler, error) {
 					OldestQueued: time.Duration(s.OldestQueuedAge * float64(time.Second))}, err
 			}})},
 		Pipeline: playground{a.exec, a.o.Dev},
+		OAuth:    rt.consoleOAuth,
 		Logger:   a.o.Logger,
 	})
 	if err != nil {

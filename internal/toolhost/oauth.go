@@ -12,6 +12,7 @@ import (
 	"github.com/toolhost/toolhost/internal/identity"
 	"github.com/toolhost/toolhost/internal/keys"
 	"github.com/toolhost/toolhost/server"
+	"github.com/toolhost/toolhost/server/console"
 	"github.com/toolhost/toolhost/server/oauth"
 )
 
@@ -19,8 +20,10 @@ import (
 // server unless an external issuer is configured). It returns the
 // authenticator the routes use (API keys as before, plus OAuth tokens),
 // the routes to mount behind the admin scope and the public ones; onClose
-// gets what to stop at shutdown (the purge of expired clients).
-func setupOAuth(ctx context.Context, cfg config.OAuth, ks *keys.Service, listen net.Addr, logger *slog.Logger, onClose func(func())) (server.Authenticator, map[string]http.Handler, map[string]http.Handler, error) {
+// gets what to stop at shutdown (the purge of expired clients);
+// consoleSignIn is set to the console's OAuth sign-in when the embedded
+// server runs (an external issuer's users sign in with a key).
+func setupOAuth(ctx context.Context, cfg config.OAuth, ks *keys.Service, listen net.Addr, logger *slog.Logger, onClose func(func()), consoleSignIn **console.OAuth) (server.Authenticator, map[string]http.Handler, map[string]http.Handler, error) {
 	if cfg.Enabled != nil && !*cfg.Enabled {
 		return ks, nil, nil, nil
 	}
@@ -62,6 +65,12 @@ func setupOAuth(ctx context.Context, cfg config.OAuth, ks *keys.Service, listen 
 			public[pattern] = h
 		}
 		admin = oauth.GrantRoutes(st, nil)
+		mux := http.NewServeMux()
+		for pattern, h := range p.Routes() {
+			mux.Handle(pattern, h)
+		}
+		*consoleSignIn = &console.OAuth{Client: p.ConsoleClient, Server: mux, Resource: resource,
+			Scope: oauth.ConsoleScopes(), Tokens: p, Key: ks.Store().KeyByID}
 	}
 	for pattern, h := range res.Routes() {
 		public[pattern] = h

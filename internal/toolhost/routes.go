@@ -10,6 +10,7 @@ import (
 	"github.com/toolhost/toolhost/internal/keys"
 	"github.com/toolhost/toolhost/server"
 	"github.com/toolhost/toolhost/server/admin"
+	"github.com/toolhost/toolhost/server/console"
 	mcpface "github.com/toolhost/toolhost/server/mcp"
 	"github.com/toolhost/toolhost/tools"
 )
@@ -39,6 +40,8 @@ type routeTable struct {
 	authn server.Authenticator
 	dev   bool
 	m     map[string]http.Handler
+	// consoleOAuth is the console's OAuth sign-in (nil: keys only).
+	consoleOAuth *console.OAuth
 }
 
 // add mounts routes with the access a.
@@ -66,7 +69,7 @@ func (a *App) routes(ctx context.Context, mcpSrv *mcpface.Server, listen net.Add
 	rt = &routeTable{authn: a.keys, dev: dev, m: map[string]http.Handler{}}
 	var oauthAdmin, oauthPublic map[string]http.Handler
 	if !dev {
-		rt.authn, oauthAdmin, oauthPublic, err = setupOAuth(ctx, o.Config.Auth.OAuth, a.keys, listen, logger, a.onClose)
+		rt.authn, oauthAdmin, oauthPublic, err = setupOAuth(ctx, o.Config.Auth.OAuth, a.keys, listen, logger, a.onClose, &rt.consoleOAuth)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -60,6 +60,9 @@ type Options struct {
 	RunCode func() any
 	// Pipeline runs the playground's calls (nil: no playground).
 	Pipeline Pipeline
+	// OAuth, when set, offers sign-in through the embedded authorization
+	// server beside the API key (oauth.go).
+	OAuth *OAuth
 	// Pages are more pages, shown in the navigation after the built-in
 	// ones (the job queue's, once it exists).
 	Pages []Page
@@ -154,6 +157,8 @@ func (c *Console) Routes() map[string]http.Handler {
 		"GET " + Prefix + "/static/":                    http.StripPrefix(Prefix+"/static/", http.FileServerFS(static)),
 		"GET " + Prefix + "/sign-in":                    http.HandlerFunc(c.signInPage),
 		"POST " + Prefix + "/sign-in":                   http.HandlerFunc(c.signIn),
+		"POST " + Prefix + "/oauth/start":               http.HandlerFunc(c.oauthStart),
+		"GET " + Prefix + "/oauth/callback":             http.HandlerFunc(c.oauthCallback),
 		"POST " + Prefix + "/sign-out":                  c.signedIn(c.signOut),
 		"GET " + Prefix + "/overview":                   c.signedIn(c.overview),
 		"GET " + Prefix + "/executions":                 c.signedIn(c.executions),
@@ -234,8 +239,9 @@ func (c *Console) signedIn(h func(http.ResponseWriter, *http.Request, *request))
 	})
 }
 
-// session opens the request's cookie and authenticates its key again, so
-// a revoked key ends the session at once.
+// session opens the request's cookie and authenticates its key (or
+// verifies its OAuth access token) again, so a revoked key or grant ends
+// the session at once.
 func (c *Console) session(r *http.Request) (*request, error) {
 	ck, err := r.Cookie(sessionCookie)
 	if err != nil {
@@ -244,6 +250,9 @@ func (c *Console) session(r *http.Request) (*request, error) {
 	ss, err := c.seal.open(ck.Value, c.o.Now())
 	if err != nil {
 		return nil, err
+	}
+	if ss.Kind == kindOAuth {
+		return c.oauthViewer(r.Context(), ss)
 	}
 	k, err := c.o.Keys.Authenticate(r.Context(), ss.Secret)
 	if err != nil {

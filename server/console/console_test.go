@@ -23,6 +23,7 @@ import (
 	"github.com/toolhost/toolhost/server"
 	"github.com/toolhost/toolhost/server/admin"
 	"github.com/toolhost/toolhost/server/console"
+	"github.com/toolhost/toolhost/server/oauth"
 	"github.com/toolhost/toolhost/tools"
 	"github.com/toolhost/toolhost/tools/approval"
 	"github.com/toolhost/toolhost/tools/session"
@@ -86,20 +87,31 @@ func newFixture(t *testing.T, o console.Options) *fixture {
 // scripts says, for the definitions routes and the executor alike.
 func newFixtureScripts(t *testing.T, o console.Options, scripts bool) *fixture {
 	t.Helper()
-	return newFixtureWith(t, o, scripts, nil)
+	return newFixtureFull(t, o, scripts, nil, nil)
 }
 
 // newFixtureWith is newFixtureScripts with more REST routes, mounted with
 // the tools scope (the job route's, as serve mounts it).
 func newFixtureWith(t *testing.T, o console.Options, scripts bool, extra map[string]http.Handler) *fixture {
 	t.Helper()
+	return newFixtureFull(t, o, scripts, nil, extra)
+}
+
+// newFixtureFull is newFixtureScripts with, when oa is set, the embedded
+// authorization server in the same process, its tokens taken by the REST
+// routes and its grants routes mounted, and the console's OAuth sign-in;
+// extra routes are mounted with the tools scope.
+func newFixtureFull(t *testing.T, o console.Options, scripts bool, oa *oauth.Options, extra map[string]http.Handler) *fixture {
+	t.Helper()
 	ctx := context.Background()
+	f := &fixture{srv: httptest.NewUnstartedServer(nil)}
+	base := "http://" + f.srv.Listener.Addr().String()
 	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "toolhost.db"), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	f := &fixture{keys: keys.New(keys.Options{Store: db}), secret: map[string]string{}, keyID: map[string]string{}, approvals: approval.NewMemory()}
+	f.keys, f.secret, f.keyID, f.approvals = keys.New(keys.Options{Store: db}), map[string]string{}, map[string]string{}, approval.NewMemory()
 	t.Cleanup(f.keys.Close)
 	for _, k := range []struct {
 		account string
@@ -117,15 +129,34 @@ func newFixtureWith(t *testing.T, o console.Options, scripts bool, extra map[str
 	if err != nil {
 		t.Fatal(err)
 	}
+	var authn server.Authenticator = f.keys
+	authServer := http.NewServeMux()
+	if oa != nil {
+		oa.Issuer, oa.Resource, oa.Store, oa.Keys, oa.KeyStore = base, base+"/mcp", db, f.keys, db
+		p, err := oauth.NewProvider(ctx, *oa)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Close)
+		for pattern, h := range p.Routes() {
+			authServer.Handle(pattern, h)
+		}
+		authn = &oauth.Resource{URL: oa.Resource, AuthorizationServer: base, Verifier: p, Keys: f.keys}
+		o.OAuth = &console.OAuth{Client: p.ConsoleClient, Server: authServer, Resource: oa.Resource,
+			Scope: oauth.ConsoleScopes(), Tokens: p, Key: db.KeyByID}
+	}
 	api := http.NewServeMux()
 	mount := func(scope string, routes map[string]http.Handler) {
 		for p, h := range routes {
-			api.Handle(p, server.Auth(f.keys, false, scope, false)(h))
+			api.Handle(p, server.Auth(authn, false, scope, false)(h))
 		}
 	}
 	mount(keys.ScopeTools, (&admin.Approvals{Store: f.approvals, Decide: f.exec.DecideApproval, Clock: f.exec.Clock()}).Routes())
 	mount(keys.ScopeAdmin, (&admin.Keys{Service: f.keys}).Routes())
 	mount(keys.ScopeTools, extra)
+	if oa != nil {
+		mount(keys.ScopeAdmin, oauth.GrantRoutes(db, oa.Now))
+	}
 	// The tools API as serve mounts it: reads with any key, writes with
 	// the tools scope.
 	toolsAPI := func(routes map[string]http.Handler) {
@@ -134,7 +165,7 @@ func newFixtureWith(t *testing.T, o console.Options, scripts bool, extra map[str
 			if strings.HasPrefix(p, "GET ") {
 				scope = ""
 			}
-			api.Handle(p, server.Auth(f.keys, false, scope, false)(h))
+			api.Handle(p, server.Auth(authn, false, scope, false)(h))
 		}
 	}
 	toolsAPI((&admin.Definitions{Store: defs, ScriptsEnabled: func() bool { return scripts },
@@ -155,7 +186,9 @@ func newFixtureWith(t *testing.T, o console.Options, scripts bool, extra map[str
 		mux.Handle(p, h)
 	}
 	mux.Handle("/api/", http.StripPrefix("/api", api))
-	f.srv = httptest.NewServer(mux)
+	mux.Handle("/oauth/", authServer)
+	f.srv.Config.Handler = mux
+	f.srv.Start()
 	t.Cleanup(f.srv.Close)
 	return f
 }

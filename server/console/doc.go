@@ -11,6 +11,15 @@
 // the cookie in the browser and the session id on this replica until it
 // expires.
 //
+// With Options.OAuth, a user may instead sign in through the embedded
+// authorization server (oauth.go), as its OAuth client: authorization
+// code with PKCE S256 and the resource indicator, the state and verifier
+// sealed in a cookie of the browser that started, the code exchanged in
+// process. The session then seals the access token, verified at every
+// request as REST verifies a bearer (a revoked grant ends it at once on
+// every replica), and ends when the token does; the pages call REST with
+// it as the bearer.
+//
 // Tenancy: a page reads and acts through the REST handlers themselves,
 // called in process with the session's key as the bearer (approvals, keys,
 // usage, job cancellation), or through the very functions those handlers

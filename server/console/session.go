@@ -30,7 +30,15 @@ type session struct {
 	Secret  string `json:"k"`
 	ID      string `json:"sid"`
 	Expires int64  `json:"exp"` // Unix seconds
+	// Kind is kindOAuth for a session opened through the OAuth server:
+	// Secret is then its access token, Client the console's client and
+	// Refresh the grant's refresh token (kept only to revoke the grant).
+	Kind    string `json:"kind,omitempty"`
+	Client  string `json:"cid,omitempty"`
+	Refresh string `json:"rt,omitempty"`
 }
+
+const kindOAuth = "oauth"
 
 var errBadSession = errors.New("no valid console session")
 
@@ -64,31 +72,40 @@ func newSealer(secret []byte) (*sealer, error) {
 	return &sealer{aead: aead, csrfKey: mac[:], revoked: map[string]time.Time{}}, nil
 }
 
-func (s *sealer) seal(ss session) (string, error) {
-	plain, err := json.Marshal(ss)
+func (s *sealer) seal(ss session) (string, error) { return s.sealAs(sessionCookie, ss) }
+
+// sealAs seals v for the cookie named name (the name is the additional
+// data, so one cookie's value never opens as another's).
+func (s *sealer) sealAs(name string, v any) (string, error) {
+	plain, err := json.Marshal(v)
 	if err != nil {
-		return "", fmt.Errorf("seal session: %w", err)
+		return "", fmt.Errorf("seal %s: %w", name, err)
 	}
 	nonce := make([]byte, s.aead.NonceSize())
 	if _, err := rand.Read(nonce); err != nil {
-		return "", fmt.Errorf("seal session: %w", err)
+		return "", fmt.Errorf("seal %s: %w", name, err)
 	}
-	return base64.RawURLEncoding.EncodeToString(s.aead.Seal(nonce, nonce, plain, []byte(sessionCookie))), nil
+	return base64.RawURLEncoding.EncodeToString(s.aead.Seal(nonce, nonce, plain, []byte(name))), nil
+}
+
+// openAs opens what sealAs sealed for the cookie named name.
+func (s *sealer) openAs(name, v string, out any) error {
+	b, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil || len(b) < s.aead.NonceSize() {
+		return errBadSession
+	}
+	plain, err := s.aead.Open(nil, b[:s.aead.NonceSize()], b[s.aead.NonceSize():], []byte(name))
+	if err != nil || json.Unmarshal(plain, out) != nil {
+		return errBadSession
+	}
+	return nil
 }
 
 // open returns the session a cookie value seals, unless it is forged,
 // expired at now or signed out.
 func (s *sealer) open(v string, now time.Time) (session, error) {
 	var ss session
-	b, err := base64.RawURLEncoding.DecodeString(v)
-	if err != nil || len(b) < s.aead.NonceSize() {
-		return ss, errBadSession
-	}
-	plain, err := s.aead.Open(nil, b[:s.aead.NonceSize()], b[s.aead.NonceSize():], []byte(sessionCookie))
-	if err != nil {
-		return ss, errBadSession
-	}
-	if err := json.Unmarshal(plain, &ss); err != nil || ss.ID == "" || ss.Secret == "" {
+	if err := s.openAs(sessionCookie, v, &ss); err != nil || ss.ID == "" || ss.Secret == "" {
 		return ss, errBadSession
 	}
 	if !now.Before(time.Unix(ss.Expires, 0)) {

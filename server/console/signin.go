@@ -23,7 +23,7 @@ func (c *Console) signInForm(w http.ResponseWriter, r *http.Request, status int,
 	}
 	http.SetCookie(w, &http.Cookie{Name: preCookie, Value: nonce, Path: Prefix, HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: c.o.Secure(r), MaxAge: 600})
-	c.render(w, status, "signin", nil, view{Title: "Sign in", Error: msg, CSRF: c.seal.csrf("pre:" + nonce)})
+	c.render(w, status, "signin", nil, view{Title: "Sign in", Error: msg, CSRF: c.seal.csrf("pre:" + nonce), Data: c.o.OAuth != nil})
 }
 
 // signIn exchanges an API key for a session cookie.
@@ -78,6 +78,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 // replica its id.
 func (c *Console) signOut(w http.ResponseWriter, r *http.Request, rq *request) {
 	c.seal.revoke(rq.sess, c.o.Now())
+	c.revokeOAuth(r.Context(), rq.sess)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: Prefix, MaxAge: -1, HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: c.o.Secure(r)})
 	http.Redirect(w, r, Prefix+"/sign-in", http.StatusSeeOther)

@@ -13,7 +13,8 @@ import (
 )
 
 // grantableScopes are the scopes a client may ask for: the MCP endpoint
-// and the /v1 hosted-tool endpoints. Admin is never delegated.
+// and the /v1 hosted-tool endpoints. Admin is never delegated, but to the
+// operator console (scopesFor).
 var grantableScopes = []string{keys.ScopeMCP, keys.ScopeHosted}
 
 // client is a registered client as the library sees it. Redirect URIs
@@ -64,6 +65,8 @@ func (c *client) RestrictAdditionalAccessTokenScopes() func([]string) []string {
 	return func(s []string) []string { return s }
 }
 
-func (c *client) IsScopeAllowed(scope string) bool { return slices.Contains(grantableScopes, scope) }
+func (c *client) IsScopeAllowed(scope string) bool {
+	return slices.Contains(scopesFor(c.c.ID), scope)
+}
 
 func equalHash(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }

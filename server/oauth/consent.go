@@ -23,6 +23,8 @@ const consentCookie = "toolhost_consent"
 var scopeText = map[string]string{
 	keys.ScopeMCP:    "use toolhost's tools over MCP (web search, fetching pages, running code) as your account, metered on your key",
 	keys.ScopeHosted: "run toolhost's hosted tools inside /v1 model requests as your account, metered on your key",
+	keys.ScopeTools:  "change your account's tool definitions, sessions, remote MCP servers and approvals",
+	keys.ScopeAdmin:  "manage API keys, usage and OAuth grants of every account",
 }
 
 // consentTmpl is the whole page: server-rendered, no script, one form. The
@@ -147,7 +149,7 @@ func (p *Provider) consentSubmit(w http.ResponseWriter, r *http.Request) {
 func requestedScopes(a *authRequest) []string {
 	var out []string
 	for _, s := range a.Scopes {
-		if slices.Contains(grantableScopes, s) && !slices.Contains(out, s) {
+		if slices.Contains(scopesFor(a.ClientID), s) && !slices.Contains(out, s) {
 			out = append(out, s)
 		}
 	}

@@ -23,7 +23,9 @@
 //     refresh-token rotation with reuse detection (refresh.go: a token
 //     names its grant under a MAC, so a reuse is recognised after the
 //     purge deleted its row), revocation, and a
-//     server-rendered consent page where the user signs in with an API key.
+//     server-rendered consent page where the user signs in with an API key;
+//     the operator console's own client (console.go: registered in process,
+//     the one client admin and tools may be delegated to).
 //     A grant acts as that key's account with at most its scopes, so its
 //     limits, cap and journal apply. Access tokens are short-lived JWTs
 //     whose ids are stored hashed and checked on every request (a revoked

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/zitadel/oidc/v3/pkg/oidc"
@@ -90,6 +91,9 @@ type Provider struct {
 	verifier *op.AccessTokenVerifier
 	regLimit registerLimit
 	purge    *storePurge
+
+	consoleMu  sync.Mutex
+	consoleIDs map[string]string // the console's redirect URI → its client
 }
 
 // NewProvider loads (or creates) the signing key and builds the provider.
