@@ -33,8 +33,8 @@ type Pipeline interface {
 type playgroundData struct {
 	Session, Slot, Tool string
 	Slots               []string
-	Tools               []runtimeTool // the session's runtime catalog
-	Picked              *runtimeTool
+	Tools               []tools.RuntimeTool // the session's runtime catalog
+	Picked              *tools.RuntimeTool
 	Description         string
 	Schema              string
 	Fields              []field

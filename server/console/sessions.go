@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/toolhost/toolhost/tools"
 )
 
 // permissions are a session's tool permissions in the REST shape.
@@ -19,29 +21,9 @@ type permissions struct {
 	RequireApproval       *string             `json:"require_approval,omitempty"`
 }
 
-// runtimeTool is one tool of GET /sessions/{id}/tools/runtime.
-type runtimeTool struct {
-	Name                 string   `json:"name"`
-	ProviderID           string   `json:"provider_id"`
-	ProviderType         string   `json:"provider_type"`
-	Source               string   `json:"source"`
-	SideEffectLevel      string   `json:"side_effect_level"`
-	AllowedSlots         []string `json:"allowed_slots"`
-	Availability         string   `json:"availability"`
-	AvailabilityReason   *string  `json:"availability_reason"`
-	AsyncCapability      string   `json:"async_capability"`
-	DefaultDeliveryMode  string   `json:"default_delivery_mode"`
-	CatalogSource        *string  `json:"catalog_source"`
-	ReplaySafety         string   `json:"replay_safety"`
-	SideEffectLevelBasis string   `json:"side_effect_level_basis"`
-	AllowedSlotsBasis    string   `json:"allowed_slots_basis"`
-	RequireApproval      string   `json:"require_approval"`
-	RequireApprovalBasis string   `json:"require_approval_basis"`
-}
-
 type runtimeCatalog struct {
-	SessionID string        `json:"session_id"`
-	Tools     []runtimeTool `json:"tools"`
+	SessionID string              `json:"session_id"`
+	Tools     []tools.RuntimeTool `json:"tools"`
 	Conflicts []struct {
 		Name   string `json:"name"`
 		Reason string `json:"reason"`
