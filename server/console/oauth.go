@@ -70,14 +70,7 @@ func (c *Console) oauthStart(w http.ResponseWriter, r *http.Request) {
 		c.refuse(w, http.StatusNotFound, "oauth_unavailable", "OAuth sign-in is off on this server; sign in with an API key")
 		return
 	}
-	if err := c.cop.Check(r); err != nil {
-		c.refuse(w, http.StatusForbidden, "cross_site_request", "cross-site requests to the console are refused")
-		return
-	}
-	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
-	ck, err := r.Cookie(preCookie)
-	if err != nil || r.ParseForm() != nil || !c.seal.checkCSRF("pre:"+ck.Value, r.PostForm.Get("csrf")) {
-		c.refuse(w, http.StatusForbidden, "csrf_token_invalid", "the sign-in form's CSRF token is missing or wrong; reload the page and try again")
+	if !c.preSignInForm(w, r) {
 		return
 	}
 	scheme := "http"

@@ -28,14 +28,7 @@ func (c *Console) signInForm(w http.ResponseWriter, r *http.Request, status int,
 
 // signIn exchanges an API key for a session cookie.
 func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
-	if err := c.cop.Check(r); err != nil {
-		c.refuse(w, http.StatusForbidden, "cross_site_request", "cross-site requests to the console are refused")
-		return
-	}
-	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
-	ck, err := r.Cookie(preCookie)
-	if err != nil || r.ParseForm() != nil || !c.seal.checkCSRF("pre:"+ck.Value, r.PostForm.Get("csrf")) {
-		c.refuse(w, http.StatusForbidden, "csrf_token_invalid", "the sign-in form's CSRF token is missing or wrong; reload the page and try again")
+	if !c.preSignInForm(w, r) {
 		return
 	}
 	secret := strings.TrimSpace(r.PostForm.Get("api_key"))
@@ -82,4 +75,21 @@ func (c *Console) signOut(w http.ResponseWriter, r *http.Request, rq *request) {
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: Prefix, MaxAge: -1, HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: c.o.Secure(r)})
 	http.Redirect(w, r, Prefix+"/sign-in", http.StatusSeeOther)
+}
+
+// preSignInForm checks a post of the sign-in page's forms (the key's and
+// OAuth's): same origin, at most 16 KiB, and the CSRF token bound to the
+// browser's pre-sign-in nonce. It has answered when it returns false.
+func (c *Console) preSignInForm(w http.ResponseWriter, r *http.Request) bool {
+	if err := c.cop.Check(r); err != nil {
+		c.refuse(w, http.StatusForbidden, "cross_site_request", "cross-site requests to the console are refused")
+		return false
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	ck, err := r.Cookie(preCookie)
+	if err != nil || r.ParseForm() != nil || !c.seal.checkCSRF("pre:"+ck.Value, r.PostForm.Get("csrf")) {
+		c.refuse(w, http.StatusForbidden, "csrf_token_invalid", "the sign-in form's CSRF token is missing or wrong; reload the page and try again")
+		return false
+	}
+	return true
 }
