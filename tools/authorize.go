@@ -72,7 +72,15 @@ func reserve(ctx context.Context, t *keys.Ticket, inv *Invocation) (func(Outcome
 		return nil, refusal(err)
 	}
 	inv.UnitBudget = t.Budget()
-	return func(out Outcome) { t.Done(out.Units) }, nil
+	return func(out Outcome) {
+		if out.Receipt != nil {
+			// Enqueued: the job's run is the call, metered when it runs
+			// (jobMeter), so the enqueueing admission counts none.
+			t.Withdraw()
+			return
+		}
+		t.Done(out.Units)
+	}, nil
 }
 
 // jobMeter is an Authorizer that also meters the run of a deferred call

@@ -88,6 +88,9 @@ func TestJobsAreMeteredToTheCallersKey(t *testing.T) {
 				}
 				ids = append(ids, out.Receipt.ExecutionID)
 			}
+			if calls, units := paidUsage(t, svc, k, clock); calls != 0 || units != 0 {
+				t.Errorf("usage once enqueued: %d calls, %v units; a job is counted when it runs", calls, units)
+			}
 			start()
 			got := map[string]journal.Record{}
 			for _, id := range ids {
@@ -107,21 +110,28 @@ func TestJobsAreMeteredToTheCallersKey(t *testing.T) {
 			if refused.Lifecycle != journal.Finished || refused.State != journal.StateFailedBeforeCommit {
 				t.Errorf("the refused job's record: %s %s", refused.Lifecycle, refused.State)
 			}
-			rows, err := svc.Store().Usage(ctx, k.AccountID, keys.Month(clock.Now()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var units float64
-			for _, r := range rows {
-				if r.KeyID == k.ID && r.Tool == "paid_job" {
-					units += r.Units
-				}
-			}
-			if units != 3 {
-				t.Errorf("the key's usage of paid_job: %v units, want 3 (%+v)", units, rows)
+			if calls, units := paidUsage(t, svc, k, clock); calls != 1 || units != 3 {
+				t.Errorf("the key's usage of paid_job: %d calls, %v units, want 1 call of 3 units (the refused run is not a call)", calls, units)
 			}
 		})
 	}
+}
+
+// paidUsage is the key's calls and units of paid_job this month.
+func paidUsage(t *testing.T, svc *keys.Service, k *keys.Key, clock *testClock) (int64, float64) {
+	t.Helper()
+	rows, err := svc.Store().Usage(context.Background(), k.AccountID, keys.Month(clock.Now()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls int64
+	var units float64
+	for _, r := range rows {
+		if r.KeyID == k.ID && r.Tool == "paid_job" {
+			calls, units = calls+r.Calls, units+r.Units
+		}
+	}
+	return calls, units
 }
 
 func keysOf(m map[string]journal.Record) []string {

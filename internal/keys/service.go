@@ -375,7 +375,15 @@ func (t *Ticket) releaseSlot() {
 
 // Done ends an admitted call: the slot is released and the paid units the
 // call used are settled against the reservation. Safe to call twice.
-func (t *Ticket) Done(units float64) {
+func (t *Ticket) Done(units float64) { t.settle(1, units) }
+
+// Withdraw ends an admission whose call does not run under it: a deferred
+// call enqueued as a job, whose run is admitted, metered and billed on its
+// own (a call counted once, when it runs). What Reserve held is released;
+// no call and no unit is recorded.
+func (t *Ticket) Withdraw() { t.settle(0, 0) }
+
+func (t *Ticket) settle(calls int64, units float64) {
 	t.once.Do(func() {
 		t.releaseSlot()
 		if t.key == nil || !t.a.Paid || !t.held {
@@ -389,7 +397,7 @@ func (t *Ticket) Done(units float64) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		row := UsageRow{AccountID: t.key.AccountID, KeyID: t.key.ID, Month: t.month, Tool: t.a.Tool,
-			Calls: 1, Units: units, Cost: units * t.s.price(t.a.Tool)}
+			Calls: calls, Units: units, Cost: units * t.s.price(t.a.Tool)}
 		if err := t.s.opts.Store.SettleUsage(ctx, row, t.reserved); err != nil {
 			t.s.opts.Logger.Error("settle usage", "key_id", t.key.ID, "tool", t.a.Tool, "units", units, "err", err)
 		}

@@ -214,6 +214,11 @@ func (d *DB) SettleUsage(ctx context.Context, row keys.UsageRow, reserved float6
 		row.Cost-reserved, row.KeyID, row.Month); err != nil {
 		return fmt.Errorf("settle: %w", err)
 	}
+	if row.Calls == 0 && row.Units == 0 && row.Cost == 0 {
+		// A reservation released without a call (keys.Ticket.Withdraw):
+		// the month total only.
+		return tx.Commit()
+	}
 	if _, err := tx.ExecContext(ctx, d.q(`INSERT INTO key_usage (account_id, key_id, month, tool, calls, units, cost)
 		VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (key_id, month, tool) DO UPDATE SET

@@ -237,6 +237,12 @@ func TestSettleAdjustsReservation(t *testing.T) {
 				t.Fatal(err)
 			}
 			tk.Done(0) // an HTML page: the reservation is refunded
+			tk, err = svc.Admit(ctx, keys.Admission{KeyID: k.ID, Face: "mcp", Tool: "fetch_page", Paid: true, Lease: "c", MaxUnits: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tk.Withdraw() // enqueued as a job: refunded, and no call counted
+			tk.Done(5)    // nor anything after it
 			// Read after midnight: the calls are January's.
 			clock.Advance(time.Second)
 			month := "2026-01"
