@@ -13,6 +13,7 @@ import (
 	"github.com/toolhost/toolhost/server/v1/upstream/openai"
 	"github.com/toolhost/toolhost/tools"
 	"github.com/toolhost/toolhost/tools/approval"
+	"github.com/toolhost/toolhost/tools/session"
 )
 
 // chatRequest is a checked Chat Completions request.
@@ -408,12 +409,42 @@ func pageID(r *http.Request, md map[string]string) (string, *requestError) {
 	return hdr[0], nil
 }
 
-// sessionID is metadata.session_id, else the X-Session-Id header.
+// SessionHeader names the session of a hosted request when its metadata
+// does not (metadata.session_id).
+const SessionHeader = "X-Session-Id"
+
+// sessionID is metadata.session_id, else the X-Session-Id header; "" when
+// that value breaks the rule of session ids (checkSessionID refuses the
+// request), so no store is ever asked for it.
 func sessionID(r *http.Request, md map[string]string) string {
-	if s := md["session_id"]; s != "" {
-		return s
+	s, _ := sessionSource(r, md)
+	if session.ValidID(s) != nil {
+		return ""
 	}
-	return r.Header.Get("X-Session-Id")
+	return s
+}
+
+// sessionSource is the session id a request names and where it came from.
+func sessionSource(r *http.Request, md map[string]string) (id, from string) {
+	if s := md["session_id"]; s != "" {
+		return s, "metadata.session_id"
+	}
+	return r.Header.Get(SessionHeader), SessionHeader
+}
+
+// checkSessionID refuses, before any model round, a session id outside
+// the rule of session ids (1–128 characters of A-Z a-z 0-9 . _ : -): a
+// huge, control-character or look-alike id would otherwise reach the
+// session store and the journal.
+func checkSessionID(r *http.Request, md map[string]string) *requestError {
+	id, from := sessionSource(r, md)
+	if id == "" {
+		return nil
+	}
+	if err := session.ValidID(id); err != nil {
+		return badRequest(ReasonInvalidRequest, from, fmt.Sprintf("%s is refused: %v", from, err))
+	}
+	return nil
 }
 
 // applyHosted does the steps every format shares once its declaration is

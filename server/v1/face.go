@@ -96,6 +96,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, f face, body []b
 	}
 	c := req.common()
 	page, re := pageID(r, c.metadata)
+	if re == nil {
+		re = checkSessionID(r, c.metadata)
+	}
 	if re != nil {
 		f.writeError(w, re)
 		return

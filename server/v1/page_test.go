@@ -140,3 +140,37 @@ func TestHostedRequestRefusesBadPageIDs(t *testing.T) {
 		}
 	}
 }
+
+// A session id outside the rule of session ids, from metadata or the
+// X-Session-Id header, is refused before any model round, naming where it
+// came from.
+func TestHostedRequestRefusesBadSessionIDs(t *testing.T) {
+	for _, f := range pageFormats {
+		for _, c := range []struct {
+			name, meta string
+			hdr        http.Header
+			param      string
+		}{
+			{name: "huge", hdr: http.Header{"X-Session-Id": {strings.Repeat("s", 129)}}, param: "X-Session-Id"},
+			{name: "megabyte", hdr: http.Header{"X-Session-Id": {strings.Repeat("s", 512<<10)}}, param: "X-Session-Id"},
+			{name: "space", hdr: http.Header{"X-Session-Id": {"sess 7"}}, param: "X-Session-Id"},
+			{name: "markup", hdr: http.Header{"X-Session-Id": {`"><script>`}}, param: "X-Session-Id"},
+			{name: "metadata-bidi", meta: `"metadata":{"session_id":"sess_\u202e7"},`, param: "metadata.session_id"},
+			{name: "metadata-nul", meta: `"metadata":{"session_id":"sess\u00007"},`, param: "metadata.session_id"},
+			{name: "metadata-fullwidth", meta: `"metadata":{"session_id":"ｓｅｓｓ_7"},`, param: "metadata.session_id"},
+			{name: "metadata-wins", meta: `"metadata":{"session_id":"sess<7>"},`, hdr: http.Header{"X-Session-Id": {"sess_7"}}, param: "metadata.session_id"},
+		} {
+			t.Run(f.name+"/"+c.name, func(t *testing.T) {
+				e := newPageEnv(t)
+				resp := postPage(t, e, f.path, fmt.Sprintf(f.body, c.meta), c.hdr)
+				if resp.status != http.StatusBadRequest || !strings.Contains(string(resp.body), c.param) ||
+					!strings.Contains(string(resp.body), "session id") || len(resp.body) > 2000 {
+					t.Errorf("%d %.600s; want a 400 naming %s", resp.status, resp.body, c.param)
+				}
+				if n := len(e.upstreamRequests()); n != 0 {
+					t.Errorf("%d model rounds spent on a refused request", n)
+				}
+			})
+		}
+	}
+}
