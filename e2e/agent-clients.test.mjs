@@ -388,14 +388,27 @@ for (const protocol of ["anthropic", "openai"]) {
   });
 }
 
+const compiled = new Map(); // tsconfig name → its output directory, once compiled
+
+/**
+ * file of e2e/typed, compiled with typed/tsconfig.NAME.json under tsc
+ * --strict once for this file (the tests of one tsconfig share it), into
+ * a directory of its own (hosted-approvals.test.mjs rebuilds typed/build),
+ * and imported.
+ */
+async function typedModule(name, file) {
+  if (!compiled.has(name)) {
+    const out = join(work, `typed-${name}`);
+    const tsc = join(here, "node_modules", "typescript", "bin", "tsc");
+    compiled.set(name, promisify(execFile)(process.execPath, [tsc, "-p", join(here, "typed", `tsconfig.${name}.json`), "--outDir", out])
+      .then(() => out, (err) => assert.fail(`tsc: ${err.stdout}${err.stderr}`)));
+  }
+  return import(join(await compiled.get(name), file));
+}
+
 describe("openai client's own types, Codex's kinds of tools", () => {
   test("namespace, custom and web search items compile without casts under tsc --strict and run", async () => {
-    // An output directory of its own: hosted-approvals.test.mjs rebuilds typed/build.
-    const out = join(work, "typed");
-    const tsc = join(here, "node_modules", "typescript", "bin", "tsc");
-    await promisify(execFile)(process.execPath, [tsc, "-p", join(here, "typed", "tsconfig.tooltypes.json"), "--outDir", out])
-      .catch((err) => assert.fail(`tsc: ${err.stdout}${err.stderr}`));
-    const { toolTypes } = await import(join(out, "responses-tooltypes.js"));
+    const { toolTypes } = await typedModule("tooltypes", "responses-tooltypes.js");
     const client = new OpenAI({ baseURL: `${server.base}/v1`, apiKey: "dev", maxRetries: 0 });
     const got = await toolTypes(client, "fake-1", "typed-tools", "typed-ws");
     assert.deepEqual([got.namespaced.name, got.namespaced.namespace, got.namespaced.arguments], ["lookup", "crm", `{"id":"c-7"}`]);
@@ -415,11 +428,7 @@ describe("openai client's own types, Codex's kinds of tools", () => {
 
 describe("openai client's own types, the tools the caller runs", () => {
   test("apply_patch_call, shell_call and local_shell_call items and their outputs compile without casts under tsc --strict and run", async () => {
-    const out = join(work, "typed-clienttools");
-    const tsc = join(here, "node_modules", "typescript", "bin", "tsc");
-    await promisify(execFile)(process.execPath, [tsc, "-p", join(here, "typed", "tsconfig.clienttools.json"), "--outDir", out])
-      .catch((err) => assert.fail(`tsc: ${err.stdout}${err.stderr}`));
-    const { clientTools } = await import(join(out, "responses-clienttools.js"));
+    const { clientTools } = await typedModule("clienttools", "responses-clienttools.js");
     const client = new OpenAI({ baseURL: `${server.base}/v1`, apiKey: "dev", maxRetries: 0 });
     const got = await clientTools(client, "fake-1", "typed-client");
     assert.deepEqual([got.patch.call_id, got.patch.operation], ["call_ap", { type: "update_file", path: "a.go", diff: "@@\n-a\n+b" }]);
@@ -444,11 +453,7 @@ describe("openai client's own types, the tools the caller runs", () => {
 
 describe("the SDKs' own types, vendors' built-in tools on an OpenAI route", () => {
   test("web_fetch_tool_result and code_execution_tool_result (20250522) blocks compile without casts under tsc --strict and run", async () => {
-    const out = join(work, "typed-servertools");
-    const tsc = join(here, "node_modules", "typescript", "bin", "tsc");
-    await promisify(execFile)(process.execPath, [tsc, "-p", join(here, "typed", "tsconfig.servertools.json"), "--outDir", out])
-      .catch((err) => assert.fail(`tsc: ${err.stdout}${err.stderr}`));
-    const { fetchAndCodeTypes } = await import(join(out, "messages-servertools.js"));
+    const { fetchAndCodeTypes } = await typedModule("servertools", "messages-servertools.js");
     const client = new Anthropic({ baseURL: server.base, apiKey: "dev", maxRetries: 0 });
     const { whole, streamed } = await fetchAndCodeTypes(client, "fake-1", "typed-fetch", pageURL);
     for (const got of [whole, streamed]) {
@@ -466,11 +471,7 @@ describe("the SDKs' own types, vendors' built-in tools on an OpenAI route", () =
   });
 
   test("server_tool_use and the tools' result blocks compile without casts under tsc --strict and run", async () => {
-    const out = join(work, "typed-servertools");
-    const tsc = join(here, "node_modules", "typescript", "bin", "tsc");
-    await promisify(execFile)(process.execPath, [tsc, "-p", join(here, "typed", "tsconfig.servertools.json"), "--outDir", out])
-      .catch((err) => assert.fail(`tsc: ${err.stdout}${err.stderr}`));
-    const { serverToolTypes } = await import(join(out, "messages-servertools.js"));
+    const { serverToolTypes } = await typedModule("servertools", "messages-servertools.js");
     const client = new Anthropic({ baseURL: server.base, apiKey: "dev", maxRetries: 0 });
     const { whole, streamed } = await serverToolTypes(client, "fake-1", "typed-srv");
     for (const got of [whole, streamed]) {
@@ -487,11 +488,7 @@ describe("the SDKs' own types, vendors' built-in tools on an OpenAI route", () =
   });
 
   test("on an Anthropic route the upstream's own server tool blocks pass through, whole and streamed", async () => {
-    const out = join(work, "typed-servertools");
-    const tsc = join(here, "node_modules", "typescript", "bin", "tsc");
-    await promisify(execFile)(process.execPath, [tsc, "-p", join(here, "typed", "tsconfig.servertools.json"), "--outDir", out])
-      .catch((err) => assert.fail(`tsc: ${err.stdout}${err.stderr}`));
-    const { serverToolTypes } = await import(join(out, "messages-servertools.js"));
+    const { serverToolTypes } = await typedModule("servertools", "messages-servertools.js");
     const client = new Anthropic({ baseURL: server.base, apiKey: "dev", maxRetries: 0 });
     const { whole, streamed } = await serverToolTypes(client, "claude-fake-1", "anth-srv");
     for (const got of [whole, streamed]) {
@@ -511,11 +508,7 @@ describe("the SDKs' own types, vendors' built-in tools on an OpenAI route", () =
   });
 
   test("code_interpreter_call items compile without casts under tsc --strict and run", async () => {
-    const out = join(work, "typed-servertools");
-    const tsc = join(here, "node_modules", "typescript", "bin", "tsc");
-    await promisify(execFile)(process.execPath, [tsc, "-p", join(here, "typed", "tsconfig.servertools.json"), "--outDir", out])
-      .catch((err) => assert.fail(`tsc: ${err.stdout}${err.stderr}`));
-    const { codeInterpreter } = await import(join(out, "responses-codeinterpreter.js"));
+    const { codeInterpreter } = await typedModule("servertools", "responses-codeinterpreter.js");
     const client = new OpenAI({ baseURL: `${server.base}/v1`, apiKey: "dev", maxRetries: 0 });
     const { whole, streamed } = await codeInterpreter(client, "fake-1", "typed-ci");
     for (const got of [whole, streamed]) {
