@@ -53,11 +53,7 @@ func TestApprovalsAccountParameterNeedsAdmin(t *testing.T) {
 		mux.ServeHTTP(w, r.WithContext(identity.NewContext(r.Context(), ids[r.Header.Get("X-Who")])))
 	}))
 	t.Cleanup(srv.Close)
-	cases := []struct {
-		who, method, path string
-		status            int
-		code, contains    string
-	}{
+	cases := []whoCase{
 		{"acme", "GET", "/approvals?account=globex", 403, "insufficient_scope", ""},
 		{"acme", "GET", "/approvals/" + id + "?account=globex", 403, "insufficient_scope", ""},
 		{"acme", "POST", "/approvals/" + id + "/approve?account=globex", 403, "insufficient_scope", ""},
@@ -70,8 +66,23 @@ func TestApprovalsAccountParameterNeedsAdmin(t *testing.T) {
 		{"admin", "GET", "/approvals/" + id + "?account=globex", 200, "", `"path":"<b>globex</b>"`},
 		{"admin", "POST", "/approvals/" + id + "/approve?account=globex", 200, "", `"decided_by":"key:k_admin"`},
 	}
+	checkWhoCases(t, srv.URL, cases)
+}
+
+// whoCase is one request made as the key the X-Who header names, and the
+// answer it must get: the status, the error code ("" for none) and a part
+// of the body.
+type whoCase struct {
+	who, method, path string
+	status            int
+	code, contains    string
+}
+
+// checkWhoCases sends each case to base and checks its answer.
+func checkWhoCases(t *testing.T, base string, cases []whoCase) {
+	t.Helper()
 	for _, tc := range cases {
-		req, _ := http.NewRequest(tc.method, srv.URL+tc.path, nil)
+		req, _ := http.NewRequest(tc.method, base+tc.path, nil)
 		req.Header.Set("X-Who", tc.who)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -83,12 +94,10 @@ func TestApprovalsAccountParameterNeedsAdmin(t *testing.T) {
 			} `json:"error"`
 		}
 		raw := new(strings.Builder)
-		_ = json.NewDecoder(teeTo(resp, raw)).Decode(&body)
+		_ = json.NewDecoder(io.TeeReader(resp.Body, raw)).Decode(&body)
 		resp.Body.Close()
 		if resp.StatusCode != tc.status || body.Error.Code != tc.code || !strings.Contains(raw.String(), tc.contains) {
-			t.Errorf("%s %s %s: %d %s, want %d %q containing %q", tc.who, tc.method, tc.path[:min(len(tc.path), 60)], resp.StatusCode, raw, tc.status, tc.code, tc.contains)
+			t.Errorf("%s %s %s: %d %s, want %d %q containing %q", tc.who, tc.method, tc.path[:min(len(tc.path), 70)], resp.StatusCode, raw, tc.status, tc.code, tc.contains)
 		}
 	}
 }
-
-func teeTo(resp *http.Response, sb *strings.Builder) io.Reader { return io.TeeReader(resp.Body, sb) }

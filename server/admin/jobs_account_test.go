@@ -2,7 +2,6 @@ package admin_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -83,11 +82,7 @@ func TestJobAndExecutionAccountParameterNeedsAdmin(t *testing.T) {
 			}))
 			t.Cleanup(srv.Close)
 			q := func(account string) string { return "?" + url.Values{"account": {account}}.Encode() }
-			cases := []struct {
-				who, method, path string
-				status            int
-				code, contains    string
-			}{
+			cases := []whoCase{
 				{"acme", "DELETE", "/tool-executions/job-globex/job" + q("globex"), 403, "insufficient_scope", ""},
 				{"acme", "GET", "/tool-executions/job-globex" + q("globex"), 403, "insufficient_scope", ""},
 				{"acme", "GET", "/tool-executions/job-globex/events" + q("globex"), 403, "insufficient_scope", ""},
@@ -109,25 +104,7 @@ func TestJobAndExecutionAccountParameterNeedsAdmin(t *testing.T) {
 				{"admin", "GET", "/tool-executions/job-acme" + q("acme"), 200, "", `"status":"queued"`},
 				{"acme", "DELETE", "/tool-executions/job-acme/job" + q("acme"), 200, "", `"status":"error"`},
 			}
-			for _, tc := range cases {
-				req, _ := http.NewRequest(tc.method, srv.URL+tc.path, nil)
-				req.Header.Set("X-Who", tc.who)
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var body struct {
-					Error struct {
-						Code string `json:"code"`
-					} `json:"error"`
-				}
-				raw := new(strings.Builder)
-				_ = json.NewDecoder(teeTo(resp, raw)).Decode(&body)
-				resp.Body.Close()
-				if resp.StatusCode != tc.status || body.Error.Code != tc.code || !strings.Contains(raw.String(), tc.contains) {
-					t.Errorf("%s %s %s: %d %s, want %d %q containing %q", tc.who, tc.method, tc.path[:min(len(tc.path), 70)], resp.StatusCode, raw, tc.status, tc.code, tc.contains)
-				}
-			}
+			checkWhoCases(t, srv.URL, cases)
 		})
 	}
 }
