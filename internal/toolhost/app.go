@@ -107,6 +107,9 @@ func (e ConfigError) Unwrap() error { return e.Err }
 type App struct {
 	o  Options
 	db *store.DB
+	// settings are the accounts' settings of jobs, the store's behind a
+	// short-lived cache (the executor and the job-limits route share it).
+	settings *tools.SettingsCache
 	// sandbox is run_code's sandbox; nil when run_code is left out.
 	sandbox *sandbox.Sandbox
 	// keys is the API-key service (serve only; nil otherwise).
@@ -197,6 +200,9 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 	// The session store the REST API and the pipeline share: the store's,
 	// behind a short-lived cache.
 	sessions := session.NewCache(a.db, time.Second, time.Now)
+	// A call of run_code or fetch_page reads its account's default
+	// delivery, a job its account's limits: from memory, as above.
+	a.settings = tools.NewSettingsCache(a.db, time.Second, time.Now)
 	jr, err := openJournal(ctx, o, a.db, logger)
 	if err != nil {
 		return nil, err
@@ -246,7 +252,7 @@ func (a *App) executorOptions(jr *journal.Journal, authorizer tools.Authorizer, 
 		Jobs:                 a.jobs,
 		MaxJobsPerAccount:    o.Config.Jobs.MaxPerAccount,
 		JobTimeout:           o.Config.Jobs.Timeout.D(),
-		Settings:             a.db,
+		Settings:             a.settings,
 	}
 }
 

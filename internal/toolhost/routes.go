@@ -85,7 +85,7 @@ func (a *App) routes(ctx context.Context, mcpSrv *mcpface.Server, listen net.Add
 	mcpServers, mcpCallback := mcpServerRoutes(o, a, mcpSrv.DefinitionsChanged, publicBase(o.Config.Auth.OAuth.PublicURL, listen), logger)
 	rt.add(access{scope: keys.ScopeTools}, mcpServers)
 	rt.add(access{scope: keys.ScopeAdmin}, keyRoutes(a.keys))
-	rt.add(access{scope: keys.ScopeAdmin}, (&admin.JobLimits{Settings: a.db, Now: a.exec.Clock()}).Routes())
+	rt.add(access{scope: keys.ScopeAdmin}, (&admin.JobLimits{Settings: a.settings, Now: a.exec.Clock()}).Routes())
 	rt.add(access{scope: keys.ScopeAdmin}, metricsRoutes(a.registry, a.sandbox))
 	rt.add(access{scope: keys.ScopeAdmin}, oauthAdmin)
 	rt.add(access{public: true}, oauthPublic)

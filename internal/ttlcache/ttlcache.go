@@ -1,5 +1,5 @@
 // Package ttlcache keeps what the stores look up on every call — a
-// session, an account's tool definitions or remote MCP servers, an API
+// session, an account's tool definitions, remote MCP servers or job settings, an API
 // key — in memory for a short time, so a call costs a map lookup instead
 // of a query.
 //
