@@ -43,19 +43,24 @@ const ENQUEUERS = 16;
 const missing = ["TOOLHOST_TEST_POSTGRES", "TOOLHOST_TEST_REDIS"].filter((v) => !process.env[v]);
 const skip = missing.length ? `needs ${missing.join(", ")} (.ci/run provides them)` : "";
 
-/** The inode of the TCP socket whose local port is port (IPv4 loopback), or "". */
-function socketInode(port) {
-  const hex = port.toString(16).toUpperCase().padStart(4, "0");
+/**
+ * The inode of the client's end of a loopback TCP connection (IPv4), from
+ * its local port and the server's port, or "". Both ports must match and
+ * the inode be set: a closed connection that used the same ephemeral
+ * port lingers in TIME_WAIT with inode 0.
+ */
+function socketInode(clientPort, serverPort) {
+  const hex = (p) => `:${p.toString(16).toUpperCase().padStart(4, "0")}`;
   for (const line of readFileSync("/proc/net/tcp", "utf8").split("\n").slice(1)) {
     const f = line.trim().split(/\s+/);
-    if (f[1]?.endsWith(`:${hex}`)) return f[9];
+    if (f[1]?.endsWith(hex(clientPort)) && f[2]?.endsWith(hex(serverPort)) && f[9] && f[9] !== "0") return f[9];
   }
   return "";
 }
 
 /** Which of the named processes holds the TCP connection whose far end is sock ("?" when none does). */
 function ownerOf(sock, pids) {
-  const inode = socketInode(sock.remotePort);
+  const inode = socketInode(sock.remotePort, sock.localPort);
   if (!inode) return "?";
   for (const [name, pid] of Object.entries(pids)) {
     let fds = [];
