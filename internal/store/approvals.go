@@ -147,13 +147,25 @@ func (d *DB) DecideApproval(ctx context.Context, accountID, id string, dec appro
 
 // ConsumeApproval implements approval.Store: one UPDATE of the oldest
 // matching approval that still requires status 'approved', so of two
-// concurrent consumers one gets it; PostgreSQL's SKIP LOCKED lets the
-// other take the next one, if any, instead of finding none.
+// concurrent consumers one gets it. On PostgreSQL the first try skips
+// locked rows (SKIP LOCKED), so that a second consumer takes the next
+// approval, if any, instead of waiting for the first and finding none.
+// A row can be locked by more than a consumer, though: a DecideApproval
+// racing on the same approval locks it while it rechecks, and finds it
+// decided. So when the first try finds nothing, a second one waits for
+// the locks and looks again.
 func (d *DB) ConsumeApproval(ctx context.Context, accountID, digest, executionID string, now time.Time) (approval.Approval, error) {
-	lock := ``
-	if d.pg() {
-		lock = ` FOR UPDATE SKIP LOCKED`
+	if !d.pg() {
+		return d.consumeApproval(ctx, accountID, digest, executionID, now, ``)
 	}
+	a, err := d.consumeApproval(ctx, accountID, digest, executionID, now, ` FOR UPDATE SKIP LOCKED`)
+	if !errors.Is(err, approval.ErrNoneApproved) {
+		return a, err
+	}
+	return d.consumeApproval(ctx, accountID, digest, executionID, now, ` FOR UPDATE`)
+}
+
+func (d *DB) consumeApproval(ctx context.Context, accountID, digest, executionID string, now time.Time, lock string) (approval.Approval, error) {
 	a, err := scanApproval(d.db.QueryRowContext(ctx, d.q(`UPDATE approvals SET status = 'consumed', consumed_by = ?, consumed_at = ?
 		WHERE status = 'approved' AND id = (SELECT id FROM approvals WHERE account_id = ? AND digest = ? AND status = 'approved'
 			AND expires_at > ? ORDER BY requested_at, id LIMIT 1`+lock+`) RETURNING `+approvalColumns),
