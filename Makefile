@@ -152,6 +152,12 @@ bench-jobs:
 	$(GO) test ./internal/store -run '^$$' -bench BenchmarkJobEnqueueToStart -benchtime $(BENCH_JOBS)x
 
 # tools/call throughput and latency over streamable HTTP at 1 and 8 clients:
+# Retakes docs/console/'s screenshots (docs/console.md): the console's e2e
+# files against a fresh serve, writing there instead of e2e/.results/console/.
+.PHONY: screenshots
+screenshots: build e2e-deps
+	TOOLHOST_SCREENSHOTS=docs TOOLHOST_BIN=$(CURDIR)/$(BIN) ./scripts/e2e.sh console.test.mjs console-journal.test.mjs
+
 # toolhost (get_time) vs the reference TypeScript server-everything (echo) vs
 # a bare go-sdk server (echo), started one after
 # the other on 127.0.0.1, each loaded by a lean raw client and by the go-sdk

@@ -10,17 +10,17 @@
 // approval; that account's neighbour, naming it, is refused. Hostile text
 // is shown as text: no dialog, no console error (a CSP violation is one);
 // axe-core finds nothing serious or critical. The jobs page's screenshot
-// goes to docs/console/.
+// goes to docs/console/ under `make screenshots`.
 
 import assert from "node:assert/strict";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { launchBrowser, newContext, restAPI, seriousViolations, watchPage } from "./lib/browser.mjs";
+import { launchBrowser, newContext, restAPI, screenshotDir, seriousViolations, watchPage } from "./lib/browser.mjs";
 import { startServer, tempDir } from "./lib/server.mjs";
 import { connectHTTP, textOf } from "./lib/mcp.mjs";
 
-const shots = new URL("../docs/console/", import.meta.url).pathname;
+const shots = screenshotDir;
 const XSS = `<script>alert("x")</script><img src=x onerror=alert("y")>`;
 
 let server, work, browser, admin;

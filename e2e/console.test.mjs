@@ -10,7 +10,8 @@
 // messages and key names holding markup are shown as text: no dialog
 // opens, no console error (a CSP violation is one) is logged. axe-core
 // finds nothing serious or critical on any page, and each page's
-// screenshot over this data goes to docs/console/.
+// screenshot over this data goes to docs/console/ under `make
+// screenshots` (e2e/.results/console/ otherwise).
 
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -19,11 +20,11 @@ import { mkdir, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import { dirname, join } from "node:path";
 import { after, before, test } from "node:test";
-import { launchBrowser, newContext as contextOf, restAPI, seriousViolations, watchPage } from "./lib/browser.mjs";
+import { launchBrowser, newContext as contextOf, restAPI, screenshotDir, seriousViolations, watchPage } from "./lib/browser.mjs";
 import { freePort, startServer, tempDir, toolhostBin } from "./lib/server.mjs";
 import { connectHTTP, textOf } from "./lib/mcp.mjs";
 
-const shots = new URL("../docs/console/", import.meta.url).pathname;
+const shots = screenshotDir;
 const XSS = `<script>alert("x")</script><img src=x onerror=alert("y")>`;
 
 let server, work, browser, admin, remote, remotePort;

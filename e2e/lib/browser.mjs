@@ -1,13 +1,22 @@
 // The console's e2e files share this: Debian's chromium driven headless by
 // playwright-core, every page watched for what must never happen (a
 // dialog, a console error — a CSP violation is one —, a page error), and
-// axe-core's serious and critical findings on a page.
+// axe-core's serious and critical findings on a page, and where the pages'
+// screenshots go.
 
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { chromium } from "playwright-core";
 
 const axeSource = await readFile(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+
+/**
+ * Where the console files put their screenshots: docs/console/ (the
+ * committed images docs/console.md shows) under `make screenshots`, which
+ * sets TOOLHOST_SCREENSHOTS=docs; else e2e/.results/console/, so that a
+ * test run leaves the checkout as it was.
+ */
+export const screenshotDir = new URL(process.env.TOOLHOST_SCREENSHOTS === "docs" ? "../../docs/console/" : "../.results/console/", import.meta.url).pathname;
 
 /** Debian's /usr/bin/chromium, headless, with nothing of its own on the network. */
 export function launchBrowser() {
