@@ -58,10 +58,14 @@ func OpenPostgres(t testing.TB) *store.DB {
 }
 
 // PostgresSchemaURL returns TOOLHOST_TEST_POSTGRES with search_path set to a
-// new unique schema, dropped when the test ends.
+// new unique schema, dropped when the test ends. Without the variable the
+// test is skipped: the URL would otherwise be read as a SQLite file name.
 func PostgresSchemaURL(t testing.TB) (string, string) {
 	t.Helper()
 	base := os.Getenv("TOOLHOST_TEST_POSTGRES")
+	if base == "" {
+		t.Skip("TOOLHOST_TEST_POSTGRES is not set (CI sets it)")
+	}
 	schema := "th_test_" + strings.ReplaceAll(uuid.NewString()[:13], "-", "")
 	sep := "?"
 	if strings.Contains(base, "?") {
