@@ -123,6 +123,13 @@ type JobQueue interface {
 	Active(ctx context.Context, accountID string) (int, error)
 	// Running counts those of them running.
 	Running(ctx context.Context, accountID string) (int, error)
+	// HoldStart takes the account's job-start lock, kept until release is
+	// called: while it is held, no worker of any process sharing the
+	// queue starts a job of the account, so that counting its running
+	// jobs and recording one more as running are one step. busy: another
+	// process holds it now (look again later); err: ctx ended first or the
+	// store failed.
+	HoldStart(ctx context.Context, accountID string) (release func(), busy bool, err error)
 }
 
 // deliveryOf is how a call of spec is delivered when the caller asked

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/toolhost/toolhost/catalog"
@@ -99,10 +100,16 @@ func (e *Executor) runJob(ctx context.Context, run JobRun) error {
 	if rerun && rec.SideEffectLevel == string(catalog.SideEffectIrreversible) {
 		return c.endUnsent(ctx, "an earlier attempt of this job stopped while the call was in flight; it is never sent again on its own")
 	}
+	// A job starting under its account's running limit holds the start
+	// lock until its record says running (or it ends without running).
+	startDone := func() {}
 	if !rerun {
-		if err := e.underRunningLimit(ctx, rec.AccountID); err != nil {
+		release, err := e.runningSlot(ctx, rec.AccountID)
+		if err != nil {
 			return err
 		}
+		startDone = sync.OnceFunc(release)
+		defer startDone()
 	}
 	pl, te := e.jobPipeline(ctx, c)
 	if te != nil {
@@ -143,6 +150,7 @@ func (e *Executor) runJob(ctx context.Context, run JobRun) error {
 	if err := e.journal.Progress(ctx, c.rec, c.tr.Take()); err != nil {
 		return fmt.Errorf("job of %s: record the start: %w", rec.ID, err)
 	}
+	startDone()
 	ran, toolErr := pl.execute(ctx)
 	if ctx.Err() != nil && (run.Cancelled == nil || !run.Cancelled()) {
 		// The process is stopping: the record stays running and the
@@ -154,7 +162,8 @@ func (e *Executor) runJob(ctx context.Context, run JobRun) error {
 }
 
 // SnoozeError is what RunJob returns when the job may not start yet (its
-// account runs as many jobs as JobLimits.MaxRunning allows): the queue
+// account runs as many jobs as JobLimits.MaxRunning allows, or another
+// process is starting one of them at that instant): the queue
 // starts it again After later, without counting an attempt, and its
 // record stays queued.
 type SnoozeError struct{ After time.Duration }
@@ -167,24 +176,38 @@ func (s *SnoozeError) Error() string {
 // waits before it looks again.
 const runningLimitWait = 5 * time.Second
 
-// underRunningLimit is nil when the account may start one more job, else
-// a *SnoozeError. The count is the journal's, so two processes starting
-// the account's jobs at the same instant may both start one: the limit
-// is exact on one process, and may be passed by one job per other
-// process.
-func (e *Executor) underRunningLimit(ctx context.Context, account string) error {
+// startBusyWait is how long a job waits when another process is starting
+// a job of its account at that instant.
+const startBusyWait = time.Second
+
+// runningSlot lets a job start when its account runs fewer jobs than
+// JobLimits.MaxRunning: it returns the release of the account's start
+// lock (JobQueue.HoldStart), which the job keeps until its record says
+// running, so that no other worker or process counts the account's running
+// jobs meanwhile. Else a *SnoozeError: the limit is reached, or another
+// process is starting one of the account's jobs right now.
+func (e *Executor) runningSlot(ctx context.Context, account string) (func(), error) {
 	lim, err := e.jobLimits(ctx, account)
 	if err != nil || lim.MaxRunning <= 0 {
-		return err
+		return func() {}, err
+	}
+	release, busy, err := e.opts.Jobs.HoldStart(ctx, account)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("start a job of %s: %w", account, err)
+	case busy:
+		return nil, &SnoozeError{After: startBusyWait}
 	}
 	n, err := e.opts.Jobs.Running(ctx, account)
 	if err != nil {
-		return fmt.Errorf("running jobs of %s: %w", account, err)
+		release()
+		return nil, fmt.Errorf("running jobs of %s: %w", account, err)
 	}
 	if n >= lim.MaxRunning {
-		return &SnoozeError{After: runningLimitWait}
+		release()
+		return nil, &SnoozeError{After: runningLimitWait}
 	}
-	return nil
+	return release, nil
 }
 
 // meterJob admits a job's attempt under its caller's key (jobMeter): the

@@ -78,6 +78,8 @@ type Jobs struct {
 	q    queue
 	run  atomic.Pointer[func(context.Context, tools.JobRun) error]
 	opts JobOptions
+	// starts are the accounts' job-start locks (HoldStart).
+	starts startLocks
 }
 
 // queue is river's client of one dialect.
@@ -113,7 +115,7 @@ func (d *DB) Jobs(opts JobOptions) (*Jobs, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	j := &Jobs{d: d, opts: opts}
+	j := &Jobs{d: d, opts: opts, starts: startLocks{conns: make(chan struct{}, maxStartConns)}}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, river.WorkFunc(j.work))
 	cfg := &river.Config{
