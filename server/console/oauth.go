@@ -220,28 +220,15 @@ func (c *Console) openOAuthSession(w http.ResponseWriter, r *http.Request, f flo
 		c.refuse(w, http.StatusBadRequest, "oauth_token_invalid", "the access token the server issued cannot be used here; start again from the sign-in page")
 		return
 	}
-	sid, err := randomID()
-	if err != nil {
-		c.refuse(w, http.StatusInternalServerError, "internal_error", "the session could not be opened")
-		return
-	}
 	now := c.o.Now()
 	exp := now.Add(c.o.Lifetime)
 	if tok.ExpiresIn > 0 && now.Add(time.Duration(tok.ExpiresIn)*time.Second).Before(exp) {
 		exp = now.Add(time.Duration(tok.ExpiresIn) * time.Second)
 	}
-	v, err := c.seal.seal(session{Secret: tok.AccessToken, ID: sid, Expires: exp.Unix(), Kind: kindOAuth,
-		Client: f.Client, Refresh: tok.RefreshToken})
-	if err != nil {
-		c.refuse(w, http.StatusInternalServerError, "internal_error", "the session could not be opened")
-		return
+	s := session{Secret: tok.AccessToken, Kind: kindOAuth, Client: f.Client, Refresh: tok.RefreshToken}
+	if c.openSession(w, r, s, now, exp) {
+		c.o.Logger.Info("console: signed in through oauth", "account", id.AccountID, "key_id", id.KeyID)
 	}
-	c.o.Logger.Info("console: signed in through oauth", "account", id.AccountID, "key_id", id.KeyID)
-	http.SetCookie(w, &http.Cookie{Name: preCookie, Value: "", Path: Prefix, MaxAge: -1, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: c.o.Secure(r)})
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: v, Path: Prefix, Expires: exp,
-		MaxAge: int(exp.Sub(now).Seconds()), HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.o.Secure(r)})
-	http.Redirect(w, r, Prefix+"/overview", http.StatusSeeOther)
 }
 
 // oauthViewer re-validates an OAuth session's access token, as REST does

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/toolhost/toolhost/internal/keys"
 )
@@ -48,23 +49,33 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		c.signInForm(w, r, http.StatusServiceUnavailable, "API keys cannot be checked right now; try again shortly.")
 		return
 	}
+	now := c.o.Now()
+	if c.openSession(w, r, session{Secret: secret}, now, now.Add(c.o.Lifetime)) {
+		c.o.Logger.Info("console: signed in", "account", k.AccountID, "key_id", k.ID)
+	}
+}
+
+// openSession gives the browser session s (a new id, expiring at exp):
+// the sealed session cookie in place of the sign-in cookie, and a redirect
+// to the overview. false: it could not, and the browser was told so.
+func (c *Console) openSession(w http.ResponseWriter, r *http.Request, s session, now, exp time.Time) bool {
 	id, err := randomID()
 	if err != nil {
 		c.refuse(w, http.StatusInternalServerError, "internal_error", "the session could not be opened")
-		return
+		return false
 	}
-	exp := c.o.Now().Add(c.o.Lifetime)
-	v, err := c.seal.seal(session{Secret: secret, ID: id, Expires: exp.Unix()})
+	s.ID, s.Expires = id, exp.Unix()
+	v, err := c.seal.seal(s)
 	if err != nil {
 		c.refuse(w, http.StatusInternalServerError, "internal_error", "the session could not be opened")
-		return
+		return false
 	}
-	c.o.Logger.Info("console: signed in", "account", k.AccountID, "key_id", k.ID)
 	http.SetCookie(w, &http.Cookie{Name: preCookie, Value: "", Path: Prefix, MaxAge: -1, HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: c.o.Secure(r)})
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: v, Path: Prefix, Expires: exp,
-		MaxAge: int(c.o.Lifetime.Seconds()), HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.o.Secure(r)})
+		MaxAge: int(exp.Sub(now).Seconds()), HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.o.Secure(r)})
 	http.Redirect(w, r, Prefix+"/overview", http.StatusSeeOther)
+	return true
 }
 
 // signOut ends the session: the browser forgets the cookie and this
