@@ -24,13 +24,13 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/toolhost/toolhost/bench/benchstore"
 	"github.com/toolhost/toolhost/internal/keys"
 	"github.com/toolhost/toolhost/internal/store"
 	"github.com/toolhost/toolhost/server/console"
@@ -49,42 +49,30 @@ func main() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	targets := []struct{ name, dsn string }{{"SQLite", filepath.Join(dir, "toolhost.db")}}
-	if *pg != "" {
-		u, err := url.Parse(*pg)
-		if err != nil {
-			log.Fatal(err)
-		}
-		q := u.Query()
-		q.Set("search_path", fmt.Sprintf("consolepage_%d", time.Now().UnixNano()))
-		u.RawQuery = q.Encode()
-		targets = append(targets, struct{ name, dsn string }{"PostgreSQL", u.String()})
+	targets, err := benchstore.Targets(dir, *pg, "consolepage")
+	if err != nil {
+		log.Fatal(err)
 	}
 	fmt.Println("| store | journal rows | page | requests | p50 ms | p99 ms |")
 	fmt.Println("|---|--:|---|--:|--:|--:|")
 	for _, t := range targets {
-		if err := run(ctx, t.name, t.dsn, *rows, *depth, *n); err != nil {
-			log.Fatalf("%s: %v", t.name, err)
+		if err := run(ctx, t, *rows, *depth, *n); err != nil {
+			log.Fatalf("%s: %v", t.Name, err)
 		}
 	}
 }
 
-func run(ctx context.Context, name, dsn string, rows, depth, n int) error {
-	db, err := store.Open(ctx, dsn, store.Options{})
+func run(ctx context.Context, t benchstore.Target, rows, depth, n int) error {
+	db, closeStore, err := benchstore.Open(ctx, t)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	if store.IsPostgres(dsn) {
-		defer func() {
-			_, _ = db.SQL().ExecContext(context.Background(), `DROP SCHEMA `+schemaOf(dsn)+` CASCADE`)
-		}()
-	}
+	defer closeStore()
 	t0 := time.Now()
-	if err := seed(ctx, db, store.IsPostgres(dsn), rows); err != nil {
+	if err := seed(ctx, db, store.IsPostgres(t.DSN), rows); err != nil {
 		return fmt.Errorf("seed: %w", err)
 	}
-	log.Printf("%s: seeded %d rows in %.1f s", name, rows, time.Since(t0).Seconds())
+	log.Printf("%s: seeded %d rows in %.1f s", t.Name, rows, time.Since(t0).Seconds())
 	timed := &timer{}
 	c, err := console.New(console.Options{Keys: benchKey{}, API: http.NotFoundHandler(), Journal: db})
 	if err != nil {
@@ -122,9 +110,9 @@ func run(ctx context.Context, name, dsn string, rows, depth, n int) error {
 				return err
 			}
 		}
-		row(name, rows, p.label, timed.take())
+		row(t.Name, rows, p.label, timed.take())
 	}
-	row(name, rows, fmt.Sprintf("each of pages 1–%d, walked", depth), walk)
+	row(t.Name, rows, fmt.Sprintf("each of pages 1–%d, walked", depth), walk)
 	return nil
 }
 
@@ -250,12 +238,4 @@ func row(name string, rows int, page string, lat []time.Duration) {
 	slices.Sort(lat)
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d.Microseconds())/1000) }
 	fmt.Printf("| %s | %d | %s | %d | %s | %s |\n", name, rows, page, len(lat), ms(lat[len(lat)/2]), ms(lat[len(lat)*99/100]))
-}
-
-func schemaOf(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil {
-		return ""
-	}
-	return u.Query().Get("search_path")
 }

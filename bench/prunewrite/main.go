@@ -18,12 +18,11 @@ import (
 	"flag"
 	"fmt"
 	"log"
-	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
+	"github.com/toolhost/toolhost/bench/benchstore"
 	"github.com/toolhost/toolhost/internal/store"
 	"github.com/toolhost/toolhost/journal"
 )
@@ -43,35 +42,23 @@ func main() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	targets := []struct{ name, dsn string }{{"SQLite", filepath.Join(dir, "toolhost.db")}}
-	if *pg != "" {
-		u, err := url.Parse(*pg)
-		if err != nil {
-			log.Fatal(err)
-		}
-		q := u.Query()
-		q.Set("search_path", fmt.Sprintf("prunewrite_%d", time.Now().UnixNano()))
-		u.RawQuery = q.Encode()
-		targets = append(targets, struct{ name, dsn string }{"PostgreSQL", u.String()})
+	targets, err := benchstore.Targets(dir, *pg, "prunewrite")
+	if err != nil {
+		log.Fatal(err)
 	}
 	for _, t := range targets {
-		if err := run(ctx, t.name, t.dsn, *old, *batch, *baseline); err != nil {
-			log.Fatalf("%s: %v", t.name, err)
+		if err := run(ctx, t, *old, *batch, *baseline); err != nil {
+			log.Fatalf("%s: %v", t.Name, err)
 		}
 	}
 }
 
-func run(ctx context.Context, name, dsn string, old, batch int, baseline time.Duration) error {
-	db, err := store.Open(ctx, dsn, store.Options{})
+func run(ctx context.Context, t benchstore.Target, old, batch int, baseline time.Duration) error {
+	db, closeStore, err := benchstore.Open(ctx, t)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	if store.IsPostgres(dsn) {
-		defer func() {
-			_, _ = db.SQL().ExecContext(context.Background(), `DROP SCHEMA `+schemaOf(dsn)+` CASCADE`)
-		}()
-	}
+	defer closeStore()
 	base := time.UnixMilli(1_790_000_000_000).UTC()
 	for i := 0; i < old; i += 500 {
 		if err := db.Write(ctx, records("old", base, i, min(500, old-i))); err != nil {
@@ -108,8 +95,8 @@ func run(ctx context.Context, name, dsn string, old, batch int, baseline time.Du
 		return fmt.Errorf("prune: %w", perr)
 	}
 	took := time.Since(t0)
-	row(name, "alone", alone)
-	row(name, fmt.Sprintf("beside the pruner (%d records in batches of %d, %.1f s)", res.Records, batch, took.Seconds()), beside)
+	row(t.Name, "alone", alone)
+	row(t.Name, fmt.Sprintf("beside the pruner (%d records in batches of %d, %.1f s)", res.Records, batch, took.Seconds()), beside)
 	return nil
 }
 
@@ -150,12 +137,4 @@ func row(name, writer string, lat []time.Duration) {
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d.Microseconds())/1000) }
 	fmt.Printf("| %s | %s | %d | %s | %s | %s |\n", name, writer, len(lat),
 		ms(lat[len(lat)/2]), ms(lat[len(lat)*99/100]), ms(lat[len(lat)-1]))
-}
-
-func schemaOf(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil {
-		return ""
-	}
-	return u.Query().Get("search_path")
 }
