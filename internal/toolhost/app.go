@@ -319,6 +319,31 @@ func (a *App) FinishLoading(ctx context.Context) error {
 // onClose adds f to what Close releases (last added, first released).
 func (a *App) onClose(f func()) { a.closers = append(a.closers, f) }
 
+// every runs fn every d on a goroutine of its own (first at once, when
+// first is set) until the app closes; Close cancels fn's context and waits
+// for a run in progress.
+func (a *App) every(d time.Duration, first bool, fn func(context.Context)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(d)
+		defer t.Stop()
+		if first {
+			fn(ctx)
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			fn(ctx)
+		}
+	}()
+	a.onClose(func() { cancel(); <-done })
+}
+
 // Close releases what Open opened, in reverse order.
 func (a *App) Close() {
 	for i := len(a.closers) - 1; i >= 0; i-- {

@@ -16,22 +16,7 @@ const jobAuditEvery = 30 * time.Second
 // only once, whichever process gets to it first.
 func (a *App) startJobAudit() {
 	audit := a.exec.NewJobAudit(tools.DefaultLostJobGrace)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(jobAuditEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			a.auditJobs(ctx, audit)
-		}
-	}()
-	a.onClose(func() { cancel(); <-done })
+	a.every(jobAuditEvery, false, func(ctx context.Context) { a.auditJobs(ctx, audit) })
 }
 
 // auditJobs runs one pass of the job audit and logs what it did.

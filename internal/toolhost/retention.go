@@ -20,22 +20,7 @@ func (a *App) startRetention() {
 	if j.Retention == 0 && j.MaxRows == 0 {
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(retentionEvery)
-		defer t.Stop()
-		for {
-			a.prune(ctx, time.Now)
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	a.onClose(func() { cancel(); <-done })
+	a.every(retentionEvery, true, func(ctx context.Context) { a.prune(ctx, time.Now) })
 }
 
 // prune runs one retention pass on the clock now and logs what it did.
