@@ -16,7 +16,7 @@ import assert from "node:assert/strict";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { launchBrowser, newContext, restAPI, screenshotDir, seriousViolations, watchPage } from "./lib/browser.mjs";
+import { launchBrowser, restAPI, screenshotDir, seriousViolations, signInWithKey } from "./lib/browser.mjs";
 import { startServer, tempDir } from "./lib/server.mjs";
 import { connectHTTP, textOf } from "./lib/mcp.mjs";
 
@@ -61,14 +61,8 @@ async function mcp(key) {
   return client;
 }
 
-async function signIn(key) {
-  const context = await newContext(browser, { viewport: { width: 1280, height: 900 } });
-  const page = await context.newPage();
-  watchPage(page, problems);
-  await page.goto(server.base + "/console/sign-in");
-  await page.fill("#api_key", key);
-  await Promise.all([page.waitForURL(/\/console\/overview$/), page.click("button[type=submit]")]);
-  return { context, page };
+function signIn(key) {
+  return signInWithKey(browser, server.base, key, problems);
 }
 
 async function accessible(page) {

@@ -20,7 +20,7 @@ import { mkdir, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import { dirname, join } from "node:path";
 import { after, before, test } from "node:test";
-import { launchBrowser, newContext as contextOf, restAPI, screenshotDir, seriousViolations, watchPage } from "./lib/browser.mjs";
+import { launchBrowser, newContext as contextOf, restAPI, screenshotDir, seriousViolations, signInWithKey, watchPage } from "./lib/browser.mjs";
 import { freePort, startServer, tempDir, toolhostBin } from "./lib/server.mjs";
 import { connectHTTP, textOf } from "./lib/mcp.mjs";
 
@@ -102,15 +102,8 @@ async function as(key) {
 }
 
 /** A signed-in browser context for key; every page it opens is watched. */
-async function signIn(key, viewport = { width: 1280, height: 900 }) {
-  const context = await newContext({ viewport });
-  const page = await context.newPage();
-  watch(page);
-  await page.goto(server.base + "/console/");
-  assert.match(page.url(), /\/console\/sign-in$/);
-  await page.fill("#api_key", key);
-  await Promise.all([page.waitForURL(/\/console\/overview$/), page.click("button[type=submit]")]);
-  return { context, page };
+function signIn(key, viewport) {
+  return signInWithKey(browser, server.base, key, problems, viewport);
 }
 
 function watch(page) {

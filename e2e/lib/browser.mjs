@@ -38,6 +38,23 @@ export async function newContext(browser, opts = {}) {
   return context;
 }
 
+/**
+ * Signs in to the console at base with an API key, through its sign-in
+ * page (where /console/ must lead), in a new context of browser whose
+ * pages are watched for problems: the context and its page, on the
+ * overview.
+ */
+export async function signInWithKey(browser, base, key, problems, viewport = { width: 1280, height: 900 }) {
+  const context = await newContext(browser, { viewport });
+  const page = await context.newPage();
+  watchPage(page, problems);
+  await page.goto(base + "/console/");
+  if (!/\/console\/sign-in$/.test(page.url())) throw new Error(`/console/ led to ${page.url()}, not the sign-in page`);
+  await page.fill("#api_key", key);
+  await Promise.all([page.waitForURL(/\/console\/overview$/), page.click("button[type=submit]")]);
+  return { context, page };
+}
+
 /** Pushes onto problems every dialog, console error or warning and page error of page. */
 export function watchPage(page, problems) {
   page.on("dialog", async (d) => {
