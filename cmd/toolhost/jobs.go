@@ -85,9 +85,8 @@ func jobsList(ctx context.Context, c *common, account, status, limit string, asJ
 	q.DeliveryMode = journal.DeliveryAsync
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	db, err := toolhost.OpenStore(ctx, c.options(nil))
-	if err != nil {
-		fmt.Fprintf(stderr, "toolhost jobs: %v\n", err)
+	db, ok := c.openStore(ctx, "jobs", stderr)
+	if !ok {
 		return exitStartup
 	}
 	defer db.Close()
@@ -115,9 +114,8 @@ func jobsList(ctx context.Context, c *common, account, status, limit string, asJ
 func jobsShow(ctx context.Context, c *common, account, id string, enc *json.Encoder, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	db, err := toolhost.OpenStore(ctx, c.options(nil))
-	if err != nil {
-		fmt.Fprintf(stderr, "toolhost jobs: %v\n", err)
+	db, ok := c.openStore(ctx, "jobs", stderr)
+	if !ok {
 		return exitStartup
 	}
 	defer db.Close()

@@ -40,9 +40,8 @@ func jobsLimits(ctx context.Context, c *common, fs *flag.FlagSet, f jobLimitFlag
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	db, err := toolhost.OpenStore(ctx, c.options(nil))
-	if err != nil {
-		fmt.Fprintf(stderr, "toolhost jobs: %v\n", err)
+	db, ok := c.openStore(ctx, "jobs", stderr)
+	if !ok {
 		return exitStartup
 	}
 	defer db.Close()

@@ -10,7 +10,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/toolhost/toolhost/internal/toolhost"
 	"github.com/toolhost/toolhost/journal"
 	"github.com/toolhost/toolhost/server/admin"
 	"github.com/toolhost/toolhost/tools"
@@ -53,9 +52,8 @@ func cmdJournal(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	db, err := toolhost.OpenStore(ctx, c.options(nil))
-	if err != nil {
-		fmt.Fprintf(stderr, "toolhost journal: %v\n", err)
+	db, ok := c.openStore(ctx, "journal", stderr)
+	if !ok {
 		return exitStartup
 	}
 	defer db.Close()

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/keys"
-	"github.com/toolhost/toolhost/internal/toolhost"
 )
 
 // keyFlags are the flags of the keys subcommands; each subcommand defines
@@ -132,9 +131,8 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "toolhost keys %s: want %d argument(s), got %d\nUsage: %s [flags]\n", sub, wantArgs, fs.NArg(), syn)
 		return exitUsage
 	}
-	db, err := toolhost.OpenStore(ctx, c.options(nil))
-	if err != nil {
-		fmt.Fprintf(stderr, "toolhost keys: %v\n", err)
+	db, ok := c.openStore(ctx, "keys", stderr)
+	if !ok {
 		return exitStartup
 	}
 	defer db.Close()
@@ -170,6 +168,7 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		printKeys(stdout, ks)
 	case "revoke", "set-limits":
 		id := fs.Arg(0)
+		var err error
 		if sub == "revoke" {
 			err = svc.Revoke(ctx, id)
 		} else {

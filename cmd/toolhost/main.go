@@ -28,6 +28,7 @@ import (
 
 	"github.com/toolhost/toolhost/catalog"
 	"github.com/toolhost/toolhost/internal/config"
+	"github.com/toolhost/toolhost/internal/store"
 	"github.com/toolhost/toolhost/internal/telemetry"
 	"github.com/toolhost/toolhost/internal/toolhost"
 	"github.com/toolhost/toolhost/internal/wire"
@@ -130,6 +131,17 @@ func (c *common) options(logger *slog.Logger) toolhost.Options {
 		PreviousSecretKeys:  os.Getenv("TOOLHOST_SECRET_KEY_PREVIOUS"),
 		Telemetry:           c.tel,
 	}
+}
+
+// openStore opens the store the flags name for `toolhost cmd`, or says on
+// stderr why it could not (false: the command exits exitStartup).
+func (c *common) openStore(ctx context.Context, cmd string, stderr io.Writer) (*store.DB, bool) {
+	db, err := toolhost.OpenStore(ctx, c.options(nil))
+	if err != nil {
+		fmt.Fprintf(stderr, "toolhost %s: %v\n", cmd, err)
+		return nil, false
+	}
+	return db, true
 }
 
 // parseFlags parses a command line (parseArgs) and loads the config file it
